@@ -1,0 +1,143 @@
+//! The example tools of the OXP specification, served by the `oxp-lambda` binary.
+//!
+//! - `Calculator.Add@1.0.0`: adds two numbers (`10 + 5 = 15`).
+//! - `Doorbell.Ring@0.1.0`: rings doorbell `doorbell42` or `doorbell84`; no output. Any other id
+//!   fails with retry guidance, as in the specification's tool execution error example.
+//! - `System.GetTimestamp@1.0.0`: no input; the current time as RFC 3339.
+//! - `SMS.Send@0.1.2`: requires secret `TWILIO_API_KEY`. **A demo: it sends nothing**; it checks
+//!   that the secret reached it and answers `{"status": "sent"}`.
+//!
+//! This file is compiled into the library as `oxp_lambda::example_tools` and into the
+//! `spec_tools` example, so it only uses the public API.
+
+use oxp_lambda::registry::RegistryError;
+use oxp_lambda::{NoInput, Registry, Tool, ToolContext, ToolError};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Number;
+use std::time::{Duration, SystemTime};
+
+/// Input of `Calculator.Add`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct AddInput {
+    /// The first number to add.
+    pub a: Number,
+    /// The second number to add.
+    pub b: Number,
+}
+
+/// The sum of the two numbers.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Sum(pub Number);
+
+/// `Calculator.Add`: integers add exactly (so `10 + 5` is `15`, not `15.0`), others as `f64`.
+pub async fn add(input: AddInput, _ctx: ToolContext) -> Result<Sum, ToolError> {
+    if let (Some(a), Some(b)) = (input.a.as_i64(), input.b.as_i64()) {
+        if let Some(sum) = a.checked_add(b) {
+            return Ok(Sum(sum.into()));
+        }
+    }
+    let (a, b) = (input.a.as_f64(), input.b.as_f64());
+    a.zip(b)
+        .and_then(|(a, b)| Number::from_f64(a + b))
+        .map(Sum)
+        .ok_or_else(|| {
+            ToolError::new("The sum is too large to represent")
+                .developer_message("the f64 sum is not finite")
+        })
+}
+
+/// Input of `Doorbell.Ring`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct RingInput {
+    /// The ID of the doorbell to ring.
+    pub doorbell_id: String,
+}
+
+/// The doorbells this demo knows.
+pub const DOORBELLS: &[&str] = &["doorbell42", "doorbell84"];
+
+/// `Doorbell.Ring`: no output; an unknown id is a retryable error listing the known ids.
+pub async fn ring(input: RingInput, _ctx: ToolContext) -> Result<(), ToolError> {
+    if DOORBELLS.contains(&input.doorbell_id.as_str()) {
+        tracing::info!(doorbell_id = %input.doorbell_id, "ding dong");
+        return Ok(());
+    }
+    Err(ToolError::new("Doorbell ID not found")
+        .developer_message(format!(
+            "The doorbell with ID '{}' does not exist.",
+            input.doorbell_id
+        ))
+        .retry_after(Duration::from_millis(500))
+        .additional_prompt_content(format!("ids: {}", DOORBELLS.join(","))))
+}
+
+/// Output of `System.GetTimestamp`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Timestamp {
+    /// The current time (RFC 3339, UTC, seconds precision).
+    #[schemars(extend("format" = "date-time"))]
+    pub timestamp: String,
+}
+
+/// `System.GetTimestamp`: the current UTC time.
+pub async fn get_timestamp(_input: NoInput, _ctx: ToolContext) -> Result<Timestamp, ToolError> {
+    Ok(Timestamp {
+        timestamp: humantime::format_rfc3339_seconds(SystemTime::now()).to_string(),
+    })
+}
+
+/// Input of `SMS.Send`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SmsInput {
+    /// Recipient phone number in E.164 form.
+    pub to: String,
+    /// Text of the message.
+    pub message: String,
+}
+
+/// Output of `SMS.Send`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct SmsStatus {
+    /// Delivery status.
+    pub status: String,
+}
+
+/// `SMS.Send`: a demo that sends nothing. It shows how a tool reads a required secret.
+pub async fn send_sms(input: SmsInput, ctx: ToolContext) -> Result<SmsStatus, ToolError> {
+    // The server checks requirements before the tool runs, so the secret is always here.
+    let key = ctx
+        .secret("TWILIO_API_KEY")
+        .ok_or_else(|| ToolError::internal("TWILIO_API_KEY missing from the context"))?;
+    if key.is_empty() {
+        return Err(ToolError::new("SMS is not configured").developer_message("TWILIO_API_KEY is empty"));
+    }
+    tracing::info!(to_len = input.to.len(), message_len = input.message.len(), "demo SMS not sent");
+    Ok(SmsStatus {
+        status: "sent".into(),
+    })
+}
+
+/// Every example tool.
+pub fn tools() -> Vec<Tool> {
+    vec![
+        Tool::builder("Calculator.Add", "1.0.0")
+            .description("Adds two numbers together.")
+            .handler(add),
+        Tool::builder("Doorbell.Ring", "0.1.0")
+            .description("Rings a doorbell given a doorbell ID.")
+            .handler(ring),
+        Tool::builder("System.GetTimestamp", "1.0.0")
+            .description("Returns the current system timestamp.")
+            .handler(get_timestamp),
+        Tool::builder("SMS.Send", "0.1.2")
+            .description("Sends an SMS (demo: nothing is sent).")
+            .secret("TWILIO_API_KEY")
+            .handler(send_sms),
+    ]
+}
+
+/// A registry of every example tool.
+pub fn registry() -> Result<Registry, RegistryError> {
+    Registry::builder().tools(tools()).build()
+}

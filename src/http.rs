@@ -1,0 +1,522 @@
+//! The HTTP transport and OXP adapter: an `axum` router shared by the local server and Lambda.
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /tools` | `ListToolsResponse` |
+//! | `POST /tools/call`, `POST /call` | `CallToolResponse` (200), `ServerErrorResponse` (400), `ValidationErrorResponse` (422) |
+//! | `GET /health` | `{"status":"ok"}` |
+//!
+//! Every error is JSON shaped like `ServerErrorResponse`: 404 for an unknown path, 405 (with
+//! `Allow`) for a wrong method, 413 over the body limit, 415 for a non-JSON content type.
+
+use crate::config::Config;
+use crate::invoke;
+use crate::protocol::{
+    self, CallToolRequest, CallToolResponse, CallToolResponseEnvelope, InputSchema,
+    ListToolsResponse, OXP_1_0, ServerErrorResponse, ToolCallError, ToolDefinition,
+    ValidationErrorResponse,
+};
+use crate::registry::{RegisteredTool, Registry, ResolveError};
+use crate::tool::{Secret, ToolError};
+use crate::validate::ParameterErrors;
+use axum::body::{Body, Bytes};
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get, post};
+use axum::Router;
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use tower::Service;
+
+/// Shared state of the HTTP app.
+#[derive(Debug)]
+pub struct AppState {
+    registry: Arc<Registry>,
+    config: Config,
+    /// `GET /tools` never changes, so it is serialized once.
+    listing: Bytes,
+}
+
+impl AppState {
+    /// Builds the state for `registry` with `config`.
+    pub fn new(registry: Arc<Registry>, config: Config) -> Arc<Self> {
+        let listing = ListToolsResponse {
+            schema: OXP_1_0.into(),
+            tools: registry.tools().iter().map(|t| tool_definition(t)).collect(),
+        };
+        let listing = Bytes::from(serde_json::to_vec(&listing).expect("tool definitions serialize"));
+        Arc::new(Self { registry, config, listing })
+    }
+
+    /// The registry.
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+}
+
+/// The OXP tool definition of a registered tool.
+pub fn tool_definition(tool: &RegisteredTool) -> ToolDefinition {
+    let r = &tool.requirements;
+    ToolDefinition {
+        id: tool.id.clone(),
+        name: tool.listing_name.clone(),
+        description: tool.description.clone(),
+        version: tool.version.to_string(),
+        input_schema: InputSchema {
+            parameters: tool.input_schema.clone(),
+        },
+        output_schema: tool.output_schema.clone(),
+        requirements: (!r.is_empty()).then(|| protocol::ToolRequirements {
+            authorization: r
+                .authorization
+                .iter()
+                .map(|a| protocol::AuthorizationRequirement {
+                    id: a.id.clone(),
+                    oauth2: (!a.scopes.is_empty()).then(|| protocol::OAuth2Requirement {
+                        scopes: a.scopes.clone(),
+                    }),
+                })
+                .collect(),
+            secrets: r
+                .secrets
+                .iter()
+                .map(|id| protocol::SecretRequirement { id: id.clone() })
+                .collect(),
+            user_id: r.user_id,
+        }),
+    }
+}
+
+/// The router with every route; paths are matched as they are (see [`app`] for prefixes).
+pub fn router(state: Arc<AppState>) -> Router {
+    let limit = state.config.max_body_bytes;
+    Router::new()
+        .route("/tools", only(get(list_tools), "GET, HEAD"))
+        .route("/tools/call", only(post(call_tool), "POST"))
+        .route("/call", only(post(call_tool), "POST"))
+        .route("/health", only(get(health), "GET, HEAD"))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
+}
+
+/// The complete app: [`router`] behind prefix stripping (the configured base path and an API
+/// Gateway stage), usable by `axum::serve` and `lambda_http::run` alike.
+pub fn app(state: Arc<AppState>) -> StripPrefix<Router> {
+    let base_path = state.config.base_path.clone().map(Arc::from);
+    StripPrefix {
+        inner: router(state),
+        base_path,
+    }
+}
+
+fn only(route: MethodRouter<Arc<AppState>>, allow: &'static str) -> MethodRouter<Arc<AppState>> {
+    route.fallback(move || async move { ApiError::MethodNotAllowed { allow } })
+}
+
+async fn health() -> Response {
+    json_response(StatusCode::OK, Bytes::from_static(br#"{"status":"ok"}"#))
+}
+
+async fn not_found(uri: Uri) -> ApiError {
+    ApiError::NotFound(uri.path().to_owned())
+}
+
+async fn list_tools(
+    State(state): State<Arc<AppState>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    // A GET body is optional; when present it may carry `$schema`.
+    let body = body.map_err(ApiError::from)?;
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        #[derive(Deserialize)]
+        struct ListRequest<'a> {
+            #[serde(rename = "$schema", borrow, default)]
+            schema: Option<Cow<'a, str>>,
+        }
+        let request: ListRequest<'_> = parse_json(&body)?;
+        check_version(request.schema.as_deref())?;
+    }
+    Ok(json_response(StatusCode::OK, state.listing.clone()))
+}
+
+/// The outer call body; `request` is kept raw so the version is checked before its shape.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "$schema", borrow, default)]
+    schema: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    request: Option<&'a RawValue>,
+}
+
+async fn call_tool(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    check_content_type(&headers)?;
+    let body = body.map_err(ApiError::from)?;
+    let envelope: Envelope<'_> = parse_json(&body)?;
+    check_version(envelope.schema.as_deref())?;
+    let raw = envelope.request.ok_or_else(|| {
+        ApiError::bad_request(
+            "The request body is not a valid tool call",
+            "missing field `request`: the body must be {\"$schema\"?, \"request\": {...}}",
+        )
+    })?;
+    let request: CallToolRequest = serde_json::from_str(raw.get()).map_err(|e| {
+        ApiError::bad_request("The request body is not a valid tool call", format!("request: {e}"))
+    })?;
+    let tool_id = request.tool_id.clone();
+    let call_id = request.call_id.clone();
+    let outcome = run_call(&state, request).await.inspect_err(|e| {
+        // The one log line of a call rejected before its tool ran.
+        tracing::info!(
+            target: "oxp::call",
+            call_id = call_id.as_deref(),
+            tool_id = %tool_id,
+            outcome = e.outcome(),
+            reason = e.message(),
+        );
+    })?;
+    Ok(json_value_response(StatusCode::OK, &outcome))
+}
+
+async fn run_call(
+    state: &AppState,
+    request: CallToolRequest,
+) -> Result<CallToolResponseEnvelope, ApiError> {
+    let tool = state.registry.resolve(&request.tool_id)?;
+    let input = match request.input {
+        None | Some(Value::Null) => Value::Object(Default::default()),
+        Some(input) => input,
+    };
+    let context = request.context.unwrap_or_default();
+    let supplied = invoke::Supplied {
+        call_id: request.call_id,
+        trace_id: request.trace_id,
+        user_id: context.user_id,
+        authorization: context
+            .authorization
+            .into_iter()
+            .map(|t| (t.id, Secret::new(t.token)))
+            .collect(),
+        secrets: context
+            .secrets
+            .into_iter()
+            .map(|s| (s.id, Secret::new(s.value)))
+            .collect(),
+    };
+    let ctx = invoke::context(tool, supplied).map_err(|m| ApiError::BadRequest {
+        message: m.user_message(),
+        developer_message: Some(m.developer_message()),
+    })?;
+    invoke::check_input(tool, &input).map_err(ApiError::Validation)?;
+    let call_id = ctx.call_id.clone();
+    let outcome = invoke::execute(tool, input, ctx, state.config.tool_timeout)
+        .await
+        .map_err(ApiError::Validation)?;
+    let duration_ms = (outcome.duration.as_secs_f64() * 1e6).round() / 1e3;
+    let result = match outcome.result {
+        Ok(value) => CallToolResponse {
+            call_id,
+            duration: Some(duration_ms),
+            success: true,
+            value: Some(value),
+            error: None,
+        },
+        Err(error) => CallToolResponse {
+            call_id,
+            duration: Some(duration_ms),
+            success: false,
+            value: None,
+            error: Some(call_error(error)),
+        },
+    };
+    Ok(CallToolResponseEnvelope {
+        schema: OXP_1_0.into(),
+        result,
+    })
+}
+
+fn call_error(e: ToolError) -> ToolCallError {
+    ToolCallError {
+        message: e.message,
+        developer_message: e.developer_message,
+        can_retry: e.can_retry.then_some(true),
+        additional_prompt_content: e.additional_prompt_content,
+        retry_after_ms: e.retry_after_ms,
+    }
+}
+
+fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+    // Absent is accepted (many clients omit it); anything present must be JSON.
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let essence = value
+        .to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    if essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json")) {
+        Ok(())
+    } else {
+        Err(ApiError::UnsupportedMediaType)
+    }
+}
+
+fn check_version(schema: Option<&str>) -> Result<(), ApiError> {
+    if protocol::is_supported_version(schema) {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(
+        format!(
+            "OXP version '{}' is not supported. Supported versions: {}",
+            schema.unwrap_or_default(),
+            protocol::SUPPORTED_VERSIONS.join(", ")
+        ),
+        "send one of the supported versions in $schema, or omit it to use the latest",
+    ))
+}
+
+fn parse_json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| {
+        use serde_json::error::Category;
+        match e.classify() {
+            Category::Eof if body.iter().all(u8::is_ascii_whitespace) => ApiError::bad_request(
+                "The request body is empty",
+                "send a JSON object such as {\"request\": {\"tool_id\": \"...\"}}",
+            ),
+            Category::Syntax | Category::Eof | Category::Io => {
+                ApiError::bad_request("The request body is not valid JSON", e.to_string())
+            }
+            Category::Data => ApiError::bad_request(
+                "The request body is not a valid tool call",
+                format!("{e}: the body must be a JSON object"),
+            ),
+        }
+    })
+}
+
+/// Every HTTP error this adapter answers, mapped to a response in one place.
+#[derive(Debug)]
+pub enum ApiError {
+    /// 400 `ServerErrorResponse`: an error before the tool ran.
+    BadRequest {
+        /// User-facing message.
+        message: String,
+        /// Developer detail.
+        developer_message: Option<String>,
+    },
+    /// 422 `ValidationErrorResponse`.
+    Validation(ParameterErrors),
+    /// 404: no such route.
+    NotFound(String),
+    /// 405: the route exists for other methods.
+    MethodNotAllowed {
+        /// Value of the `Allow` header.
+        allow: &'static str,
+    },
+    /// 413: the body is over the configured limit.
+    PayloadTooLarge,
+    /// 415: the content type is not JSON.
+    UnsupportedMediaType,
+}
+
+impl ApiError {
+    /// A 400 with a user and a developer message.
+    pub fn bad_request(message: impl Into<String>, developer_message: impl Into<String>) -> Self {
+        Self::BadRequest {
+            message: message.into(),
+            developer_message: Some(developer_message.into()),
+        }
+    }
+}
+
+impl ApiError {
+    /// How a call rejected with this error is labelled in logs.
+    fn outcome(&self) -> &'static str {
+        match self {
+            Self::Validation(_) => "invalid_input",
+            _ => "rejected",
+        }
+    }
+
+    /// The user-facing message, for logs.
+    fn message(&self) -> &str {
+        match self {
+            Self::BadRequest { message, .. } => message,
+            Self::Validation(_) => "Some input parameters are invalid",
+            _ => "",
+        }
+    }
+}
+
+impl From<ResolveError> for ApiError {
+    fn from(e: ResolveError) -> Self {
+        Self::BadRequest {
+            message: e.user_message(),
+            developer_message: Some(e.developer_message()),
+        }
+    }
+}
+
+impl From<BytesRejection> for ApiError {
+    fn from(rejection: BytesRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Self::PayloadTooLarge
+        } else {
+            Self::bad_request("The request body could not be read", rejection.body_text())
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let (status, message, developer_message) = match self {
+            Self::BadRequest { message, developer_message } => {
+                (StatusCode::BAD_REQUEST, message, developer_message)
+            }
+            Self::Validation(parameter_errors) => {
+                let body = ValidationErrorResponse {
+                    schema: OXP_1_0.into(),
+                    message: "Some input parameters are invalid".into(),
+                    parameter_errors: Some(parameter_errors),
+                };
+                return json_value_response(StatusCode::UNPROCESSABLE_ENTITY, &body);
+            }
+            Self::NotFound(path) => (
+                StatusCode::NOT_FOUND,
+                "Not found".into(),
+                Some(format!("no route for {path}; routes: GET /tools, POST /tools/call, POST /call, GET /health")),
+            ),
+            Self::MethodNotAllowed { allow } => {
+                let body = ServerErrorResponse {
+                    schema: OXP_1_0.into(),
+                    message: "Method not allowed".into(),
+                    developer_message: Some(format!("this route accepts {allow}")),
+                };
+                let mut response = json_value_response(StatusCode::METHOD_NOT_ALLOWED, &body);
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static(allow));
+                return response;
+            }
+            Self::PayloadTooLarge => (
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "The request body is too large".into(),
+                Some("the body is over the server's limit (OXP_MAX_BODY_BYTES)".into()),
+            ),
+            Self::UnsupportedMediaType => (
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "The request body must be JSON".into(),
+                Some("send Content-Type: application/json".into()),
+            ),
+        };
+        let body = ServerErrorResponse {
+            schema: OXP_1_0.into(),
+            message,
+            developer_message,
+        };
+        json_value_response(status, &body)
+    }
+}
+
+fn json_value_response<T: serde::Serialize>(status: StatusCode, body: &T) -> Response {
+    match serde_json::to_vec(body) {
+        Ok(bytes) => json_response(status, Bytes::from(bytes)),
+        // Only a tool's non-finite float could get here; tool output is a serde_json::Value,
+        // which cannot hold one, so this is a last resort that still answers JSON.
+        Err(_) => json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Bytes::from_static(br#"{"$schema":"urn:oxp:1.0","message":"Internal error"}"#),
+        ),
+    }
+}
+
+fn json_response(status: StatusCode, body: Bytes) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+/// Strips the configured base path and an API Gateway stage from the request path before
+/// routing, so `/prod/tools` reaches `/tools`.
+#[derive(Debug, Clone)]
+pub struct StripPrefix<S> {
+    inner: S,
+    base_path: Option<Arc<str>>,
+}
+
+impl<S, B> Service<Request<B>> for StripPrefix<S>
+where
+    S: Service<Request<B>, Error = Infallible>,
+{
+    type Response = S::Response;
+    type Error = Infallible;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        let stage = crate::lambda::stage(&request).map(|s| format!("/{s}"));
+        for prefix in [stage.as_deref(), self.base_path.as_deref()].into_iter().flatten() {
+            if let Some(uri) = strip(request.uri(), prefix) {
+                *request.uri_mut() = uri;
+            }
+        }
+        self.inner.call(request)
+    }
+}
+
+/// `uri` without `prefix` (only at a segment boundary), or `None` when it does not start with it.
+fn strip(uri: &Uri, prefix: &str) -> Option<Uri> {
+    let rest = uri.path().strip_prefix(prefix)?;
+    if !(rest.is_empty() || rest.starts_with('/')) {
+        return None;
+    }
+    let path = if rest.is_empty() { "/" } else { rest };
+    let path_and_query = match uri.query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path.to_owned(),
+    };
+    let mut parts = uri.clone().into_parts();
+    parts.path_and_query = Some(path_and_query.parse().ok()?);
+    Uri::from_parts(parts).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_are_stripped_at_segment_boundaries_only() {
+        let uri: Uri = "/prod/tools?x=1".parse().unwrap();
+        assert_eq!(strip(&uri, "/prod").unwrap(), "/tools?x=1");
+        let uri: Uri = "/production/tools".parse().unwrap();
+        assert!(strip(&uri, "/prod").is_none());
+        let uri: Uri = "https://h.example/prod".parse().unwrap();
+        assert_eq!(strip(&uri, "/prod").unwrap().path(), "/");
+    }
+}

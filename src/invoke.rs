@@ -1,0 +1,244 @@
+//! Running a resolved tool: input validation, execution with panic isolation and a time limit,
+//! output checking, timing and the per-call log line. Protocol adapters call this and only
+//! translate its results.
+
+use crate::registry::{HandlerError, RegisteredTool};
+use crate::tool::{Secret, ToolContext, ToolError};
+use crate::validate::{ParameterErrors, WHOLE_INPUT};
+use futures_util::FutureExt;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::time::{Duration, Instant};
+
+/// What a tool run produced.
+#[derive(Debug)]
+pub struct Outcome {
+    /// The output, or why the tool failed.
+    pub result: Result<Value, ToolError>,
+    /// Time spent in the tool.
+    pub duration: Duration,
+}
+
+/// How an outcome is labelled in logs.
+fn label(result: &Result<Value, Failure>) -> &'static str {
+    match result {
+        Ok(_) => "success",
+        Err(Failure::Tool(_)) => "tool_error",
+        Err(Failure::Panic(_)) => "panic",
+        Err(Failure::InvalidOutput(_)) => "invalid_output",
+        Err(Failure::Timeout(_)) => "timeout",
+    }
+}
+
+enum Failure {
+    Tool(ToolError),
+    Panic(String),
+    InvalidOutput(String),
+    Timeout(Duration),
+}
+
+impl Failure {
+    fn into_tool_error(self, tool: &RegisteredTool) -> ToolError {
+        match self {
+            Failure::Tool(e) => e,
+            // The panic text is a developer detail: never in the user-facing message.
+            Failure::Panic(text) => ToolError::new("The tool failed unexpectedly")
+                .developer_message(format!("tool {} panicked: {text}", tool.id)),
+            Failure::InvalidOutput(why) => ToolError::new("The tool returned an invalid result")
+                .developer_message(format!(
+                    "the output of {} does not conform to its output_schema: {why}",
+                    tool.id
+                )),
+            Failure::Timeout(limit) => ToolError::new("The tool did not finish in time")
+                .developer_message(format!(
+                    "{} was cancelled after {} ms",
+                    tool.id,
+                    limit.as_millis()
+                ))
+                .retryable(),
+        }
+    }
+}
+
+/// Validates `input` against the tool's input schema.
+pub fn check_input(tool: &RegisteredTool, input: &Value) -> Result<(), ParameterErrors> {
+    // Tool input is always an object, whatever a hand-written schema leaves open.
+    if !input.is_object() {
+        return Err(ParameterErrors::from([(
+            WHOLE_INPUT.to_owned(),
+            "Must be an object".to_owned(),
+        )]));
+    }
+    tool.input_validator.check_input(input)
+}
+
+/// Runs `tool` on already validated `input` and logs one line for the call.
+///
+/// `Err` only when a typed handler could not read input the schema accepted (the schema is
+/// looser than the input type): that is an input error, reported like a validation failure.
+pub async fn execute(
+    tool: &RegisteredTool,
+    input: Value,
+    ctx: ToolContext,
+    timeout: Option<Duration>,
+) -> Result<Outcome, ParameterErrors> {
+    let call_id = ctx.call_id.clone();
+    let trace_id = ctx.trace_id.clone();
+    let limit = match (timeout, ctx.deadline) {
+        (Some(t), Some(d)) => Some(t.min(d.saturating_duration_since(Instant::now()))),
+        (t, d) => t.or_else(|| d.map(|d| d.saturating_duration_since(Instant::now()))),
+    };
+    let run = AssertUnwindSafe((tool.handler)(input, ctx)).catch_unwind();
+    let start = Instant::now();
+    let raw = match limit {
+        Some(limit) => tokio::time::timeout(limit, run).await.map_err(|_| limit),
+        None => Ok(run.await),
+    };
+    let duration = start.elapsed();
+    let result = match raw {
+        Err(limit) => Err(Failure::Timeout(limit)),
+        Ok(Err(panic)) => Err(Failure::Panic(panic_text(panic.as_ref()))),
+        Ok(Ok(Err(HandlerError::InvalidInput(why)))) => {
+            tracing::info!(
+                target: "oxp::call",
+                call_id = %call_id,
+                trace_id = trace_id.as_deref(),
+                tool_id = %tool.id,
+                outcome = "invalid_input",
+                duration_ms = duration.as_secs_f64() * 1e3,
+            );
+            return Err(ParameterErrors::from([(WHOLE_INPUT.to_owned(), why)]));
+        }
+        Ok(Ok(Err(HandlerError::Tool(e)))) => Err(Failure::Tool(e)),
+        Ok(Ok(Ok(value))) => match &tool.output_validator {
+            Some(v) => v.check_output(&value).map(|()| value).map_err(Failure::InvalidOutput),
+            // A tool that declares no output answers null whatever it returned.
+            None => Ok(Value::Null),
+        },
+    };
+    let outcome = label(&result);
+    match &result {
+        Err(Failure::Panic(text)) | Err(Failure::InvalidOutput(text)) => tracing::error!(
+            target: "oxp::call",
+            call_id = %call_id,
+            trace_id = trace_id.as_deref(),
+            tool_id = %tool.id,
+            outcome,
+            duration_ms = duration.as_secs_f64() * 1e3,
+            detail = %text,
+        ),
+        _ => tracing::info!(
+            target: "oxp::call",
+            call_id = %call_id,
+            trace_id = trace_id.as_deref(),
+            tool_id = %tool.id,
+            outcome,
+            duration_ms = duration.as_secs_f64() * 1e3,
+        ),
+    }
+    Ok(Outcome {
+        result: result.map_err(|f| f.into_tool_error(tool)),
+        duration,
+    })
+}
+
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|s| (*s).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "non-string panic payload".to_owned())
+}
+
+/// Context values a caller supplied, before they are checked against a tool's requirements.
+#[derive(Debug, Default)]
+pub struct Supplied {
+    /// Call id (generated when absent).
+    pub call_id: Option<String>,
+    /// Trace id.
+    pub trace_id: Option<String>,
+    /// End-user id.
+    pub user_id: Option<String>,
+    /// Tokens by provider id.
+    pub authorization: Vec<(String, Secret)>,
+    /// Secrets by id.
+    pub secrets: Vec<(String, Secret)>,
+}
+
+/// A requirement of the tool that the call does not meet. Names what is missing, never a value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Missing {
+    /// No token for this authorization provider.
+    Authorization(String),
+    /// No user id.
+    UserId,
+    /// No value for this secret.
+    Secret(String),
+}
+
+impl Missing {
+    /// A message for the user.
+    pub fn user_message(&self) -> String {
+        match self {
+            Self::Authorization(id) => {
+                format!("This tool requires authorization with '{id}', which was not provided")
+            }
+            Self::UserId => "This tool requires a user ID, which was not provided".into(),
+            Self::Secret(id) => format!("This tool requires the secret '{id}', which was not provided"),
+        }
+    }
+
+    /// A message for developers: where the value was expected.
+    pub fn developer_message(&self) -> String {
+        match self {
+            Self::Authorization(id) => {
+                format!("context.authorization has no token with id '{id}'")
+            }
+            Self::UserId => "context.user_id is required by the tool definition".into(),
+            Self::Secret(id) => format!(
+                "secret '{id}' is neither held by the server nor sent in context.secrets"
+            ),
+        }
+    }
+}
+
+/// Checks the tool's requirements against what was supplied and builds the tool's context,
+/// holding exactly the tokens and secrets the tool declared.
+pub fn context(tool: &RegisteredTool, supplied: Supplied) -> Result<ToolContext, Missing> {
+    let required = &tool.requirements;
+    let mut authorization = HashMap::with_capacity(required.authorization.len());
+    let mut offered = supplied.authorization;
+    for provider in &required.authorization {
+        let i = offered
+            .iter()
+            .position(|(id, token)| *id == provider.id && !token.expose().is_empty())
+            .ok_or_else(|| Missing::Authorization(provider.id.clone()))?;
+        let (id, token) = offered.swap_remove(i);
+        authorization.insert(id, token);
+    }
+    let user_id = supplied.user_id.filter(|u| !u.is_empty());
+    if required.user_id && user_id.is_none() {
+        return Err(Missing::UserId);
+    }
+    let mut secrets = HashMap::with_capacity(required.secrets.len());
+    let mut offered = supplied.secrets;
+    for id in &required.secrets {
+        let i = offered
+            .iter()
+            .position(|(sid, _)| sid == id)
+            .ok_or_else(|| Missing::Secret(id.clone()))?;
+        let (id, value) = offered.swap_remove(i);
+        secrets.insert(id, value);
+    }
+    Ok(ToolContext {
+        call_id: supplied
+            .call_id
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        trace_id: supplied.trace_id,
+        user_id,
+        authorization,
+        secrets,
+        deadline: None,
+    })
+}

@@ -1,0 +1,145 @@
+//! # oxp-lambda
+//!
+//! Serve AI-agent tools over the [OXP](https://opentoolcalling.org) tool-calling protocol from AWS
+//! Lambda (API Gateway REST and HTTP APIs, Function URLs, ALB) or as a plain local HTTP server.
+//!
+//! Tools are declared once, protocol-neutral, with [`Tool::builder`]: an async function over a
+//! `Deserialize + JsonSchema` input type. The [`http`] module adapts the [`Registry`] to OXP.
+//!
+//! ```no_run
+//! use oxp_lambda::{Registry, Tool, ToolContext, ToolError};
+//! use schemars::JsonSchema;
+//! use serde::Deserialize;
+//!
+//! #[derive(Deserialize, JsonSchema)]
+//! struct Greet {
+//!     /// Who to greet.
+//!     name: String,
+//! }
+//!
+//! async fn greet(input: Greet, _ctx: ToolContext) -> Result<String, ToolError> {
+//!     Ok(format!("Hello, {}!", input.name))
+//! }
+//!
+//! #[tokio::main]
+//! async fn main() -> std::process::ExitCode {
+//!     let registry = Registry::builder()
+//!         .tool(Tool::builder("Hello.Greet", "1.0.0").description("Greets someone.").handler(greet))
+//!         .build()
+//!         .expect("valid tools");
+//!     // In Lambda this serves the Runtime API; elsewhere http://127.0.0.1:8080.
+//!     oxp_lambda::run(registry).await
+//! }
+//! ```
+#![warn(missing_docs)]
+
+// Lets `example_tools` (shared with `examples/`) name this crate as users do.
+extern crate self as oxp_lambda;
+
+pub mod config;
+#[path = "../examples/spec_tools/tools.rs"]
+pub mod example_tools;
+pub mod http;
+pub mod invoke;
+pub mod lambda;
+pub mod local;
+pub mod logging;
+pub mod protocol;
+pub mod registry;
+pub mod tool;
+pub mod validate;
+
+pub use config::Config;
+pub use registry::{NoInput, Registry, Tool};
+pub use tool::{Secret, ToolContext, ToolError};
+
+use std::net::SocketAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+/// Runs `registry` the way the `oxp-lambda` binary does: configuration from `OXP_*` variables
+/// (and `--port N` from the command line), then Lambda when `AWS_LAMBDA_RUNTIME_API` is set,
+/// else the local server. Invalid configuration fails here with one log line naming the variable.
+pub async fn run(registry: Registry) -> ExitCode {
+    let mut config = match Config::from_env() {
+        Ok(config) => config,
+        Err(e) => {
+            logging::init(&Config::default());
+            tracing::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(message) = apply_args(&mut config, std::env::args().skip(1)) {
+        eprintln!("{message}");
+        return ExitCode::from(2);
+    }
+    logging::init(&config);
+    let state = http::AppState::new(Arc::new(registry), config.clone());
+    let app = http::app(state);
+    if config::in_lambda() {
+        return match lambda::run(app).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                tracing::error!("lambda runtime failed: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let addr = SocketAddr::new(config.host, config.port);
+    let listener = match local::bind(addr).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            tracing::error!("cannot listen on {addr}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let bound = listener.local_addr().unwrap_or(addr);
+    println!("OXP server listening on http://{bound}");
+    tracing::info!(%bound, "OXP server listening");
+    match local::serve(listener, app, local::shutdown_signal()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("server failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Applies command-line arguments (`--port N`, `--port=N`, `--help`).
+fn apply_args(config: &mut Config, args: impl Iterator<Item = String>) -> Result<(), String> {
+    const USAGE: &str = "usage: oxp-lambda [--port N]\n\nConfiguration is read from OXP_* environment variables (see README).";
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        let port = match arg.as_str() {
+            "--port" | "-p" => args.next().ok_or_else(|| format!("--port needs a value\n{USAGE}"))?,
+            "--help" | "-h" => return Err(USAGE.to_owned()),
+            other => match other.strip_prefix("--port=") {
+                Some(port) => port.to_owned(),
+                None => return Err(format!("unknown argument '{other}'\n{USAGE}")),
+            },
+        };
+        config.port = port
+            .parse()
+            .map_err(|_| format!("--port: '{port}' is not a port number"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(list: &[&str]) -> Result<Config, String> {
+        let mut c = Config::default();
+        apply_args(&mut c, list.iter().map(|s| s.to_string())).map(|()| c)
+    }
+
+    #[test]
+    fn port_flag_overrides_the_environment() {
+        assert_eq!(args(&["--port", "9001"]).unwrap().port, 9001);
+        assert_eq!(args(&["--port=9002"]).unwrap().port, 9002);
+        assert!(args(&["--port"]).is_err());
+        assert!(args(&["--port", "x"]).is_err());
+        assert!(args(&["--bogus"]).is_err());
+    }
+}

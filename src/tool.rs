@@ -1,0 +1,139 @@
+//! The tool-authoring API: what a tool receives ([`ToolContext`]) and how it fails ([`ToolError`]).
+//!
+//! Nothing here is specific to a protocol: the OXP and async adapters translate to and from these.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A secret or token value. `Debug` and `Display` never show it; read it with [`Secret::expose`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(Arc<str>);
+
+impl Secret {
+    /// Wraps a value.
+    pub fn new(value: impl Into<Arc<str>>) -> Self {
+        Self(value.into())
+    }
+
+    /// The value itself. Keep it out of logs, errors and tool output.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+/// Everything a tool knows about the call besides its input.
+///
+/// A tool only sees the secrets and authorization tokens it declared in its requirements.
+#[derive(Debug, Clone, Default)]
+pub struct ToolContext {
+    /// Unique id of this call (the client's idempotency key, or a generated UUID).
+    pub call_id: String,
+    /// Client trace or span id.
+    pub trace_id: Option<String>,
+    /// The end user the call is made for.
+    pub user_id: Option<String>,
+    /// Authorization tokens by provider id (only the providers the tool requires).
+    pub authorization: HashMap<String, Secret>,
+    /// Secrets by id (only the secrets the tool requires).
+    pub secrets: HashMap<String, Secret>,
+    /// When the tool must have finished, if the transport has a deadline.
+    pub deadline: Option<Instant>,
+}
+
+impl ToolContext {
+    /// The secret `id`, if the tool declared it and it was supplied.
+    pub fn secret(&self, id: &str) -> Option<&str> {
+        self.secrets.get(id).map(Secret::expose)
+    }
+
+    /// The token for authorization provider `id`, if the tool declared it and it was supplied.
+    pub fn token(&self, id: &str) -> Option<&str> {
+        self.authorization.get(id).map(Secret::expose)
+    }
+}
+
+/// A tool's own failure. It becomes a `success: false` result, never an HTTP error.
+///
+/// ```
+/// use oxp_lambda::ToolError;
+/// use std::time::Duration;
+///
+/// let err = ToolError::new("Doorbell ID not found")
+///     .developer_message("no doorbell 'x'")
+///     .retryable()
+///     .retry_after(Duration::from_millis(500))
+///     .additional_prompt_content("ids: doorbell42,doorbell84");
+/// assert!(err.can_retry);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    /// User-facing message.
+    pub message: String,
+    /// Detail for developers and logs (never shown to the model).
+    pub developer_message: Option<String>,
+    /// Whether the caller may retry.
+    pub can_retry: bool,
+    /// Extra content for the model's retry prompt.
+    pub additional_prompt_content: Option<String>,
+    /// How long to wait before retrying, in milliseconds.
+    pub retry_after_ms: Option<u64>,
+}
+
+impl ToolError {
+    /// A non-retryable error with a user-facing message.
+    pub fn new(message: impl Into<String>) -> Self {
+        Self {
+            message: message.into(),
+            developer_message: None,
+            can_retry: false,
+            additional_prompt_content: None,
+            retry_after_ms: None,
+        }
+    }
+
+    /// A generic user-facing message with `err` as the developer message.
+    pub fn internal(err: impl fmt::Display) -> Self {
+        Self::new("The tool failed").developer_message(err.to_string())
+    }
+
+    /// Sets the developer message.
+    pub fn developer_message(mut self, message: impl Into<String>) -> Self {
+        self.developer_message = Some(message.into());
+        self
+    }
+
+    /// Marks the error as retryable.
+    pub fn retryable(mut self) -> Self {
+        self.can_retry = true;
+        self
+    }
+
+    /// Marks the error as retryable after `delay`.
+    pub fn retry_after(mut self, delay: Duration) -> Self {
+        self.can_retry = true;
+        self.retry_after_ms = Some(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX));
+        self
+    }
+
+    /// Adds content the client may give the model when it retries.
+    pub fn additional_prompt_content(mut self, content: impl Into<String>) -> Self {
+        self.additional_prompt_content = Some(content.into());
+        self
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}

@@ -1,0 +1,73 @@
+//! Helpers shared by the integration tests: build an app and send it requests in-process.
+#![allow(dead_code)]
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Request, StatusCode};
+use http_body_util::BodyExt;
+use oxp_lambda::http::{AppState, StripPrefix};
+use oxp_lambda::{Config, Registry};
+use serde_json::Value;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+pub type App = StripPrefix<axum::Router>;
+
+/// An HTTP answer, its body parsed as JSON.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub text: String,
+    pub json: Value,
+}
+
+pub fn app_with(registry: Registry, config: Config) -> App {
+    oxp_lambda::http::app(AppState::new(Arc::new(registry), config))
+}
+
+pub fn example_app() -> App {
+    app_with(
+        oxp_lambda::example_tools::registry().unwrap(),
+        Config::default(),
+    )
+}
+
+pub async fn send(app: &App, request: Request<Body>) -> Reply {
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    let text = String::from_utf8(bytes.to_vec()).expect("responses are UTF-8");
+    let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"));
+    assert_eq!(
+        headers.get("content-type").unwrap(),
+        "application/json",
+        "every answer is JSON"
+    );
+    Reply { status, headers, text, json }
+}
+
+pub async fn post(app: &App, path: &str, body: impl Into<Body>) -> Reply {
+    let request = Request::post(path)
+        .header("content-type", "application/json")
+        .body(body.into())
+        .unwrap();
+    send(app, request).await
+}
+
+pub async fn call(app: &App, body: Value) -> Reply {
+    post(app, "/tools/call", body.to_string()).await
+}
+
+pub async fn get(app: &App, path: &str) -> Reply {
+    send(app, Request::get(path).body(Body::empty()).unwrap()).await
+}
+
+/// The reply's `result` with `duration` checked (a non-negative number) and removed.
+pub fn result_without_duration(reply: &Reply) -> Value {
+    let mut json = reply.json.clone();
+    let result = json["result"].as_object_mut().expect("a result object");
+    let duration = result.remove("duration").expect("duration is reported");
+    assert!(duration.as_f64().unwrap() >= 0.0);
+    json
+}
