@@ -47,7 +47,11 @@ pub struct ConfigError {
 
 impl fmt::Display for ConfigError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "invalid configuration: {}: {}", self.variable, self.reason)
+        write!(
+            f,
+            "invalid configuration: {}: {}",
+            self.variable, self.reason
+        )
     }
 }
 
@@ -85,7 +89,11 @@ impl Config {
     ) -> Result<Self, ConfigError> {
         let get = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         let mut config = Config {
-            log_format: if lambda { LogFormat::Json } else { LogFormat::Text },
+            log_format: if lambda {
+                LogFormat::Json
+            } else {
+                LogFormat::Text
+            },
             ..Config::default()
         };
         if let Some(v) = get("OXP_HOST") {
@@ -150,8 +158,10 @@ mod tests {
     use std::collections::HashMap;
 
     fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
-        let map: HashMap<String, String> =
-            vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         Config::from_lookup(false, |k| map.get(k).cloned())
     }
 

@@ -19,13 +19,13 @@ use crate::protocol::{
 use crate::registry::{RegisteredTool, Registry, ResolveError};
 use crate::tool::{Secret, ToolError};
 use crate::validate::ParameterErrors;
+use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, Uri, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
-use axum::Router;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -49,10 +49,19 @@ impl AppState {
     pub fn new(registry: Arc<Registry>, config: Config) -> Arc<Self> {
         let listing = ListToolsResponse {
             schema: OXP_1_0.into(),
-            tools: registry.tools().iter().map(|t| tool_definition(t)).collect(),
+            tools: registry
+                .tools()
+                .iter()
+                .map(|t| tool_definition(t))
+                .collect(),
         };
-        let listing = Bytes::from(serde_json::to_vec(&listing).expect("tool definitions serialize"));
-        Arc::new(Self { registry, config, listing })
+        let listing =
+            Bytes::from(serde_json::to_vec(&listing).expect("tool definitions serialize"));
+        Arc::new(Self {
+            registry,
+            config,
+            listing,
+        })
     }
 
     /// The registry.
@@ -177,7 +186,10 @@ async fn call_tool(
         )
     })?;
     let request: CallToolRequest = serde_json::from_str(raw.get()).map_err(|e| {
-        ApiError::bad_request("The request body is not a valid tool call", format!("request: {e}"))
+        ApiError::bad_request(
+            "The request body is not a valid tool call",
+            format!("request: {e}"),
+        )
     })?;
     let tool_id = request.tool_id.clone();
     let call_id = request.call_id.clone();
@@ -274,7 +286,9 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
         .unwrap_or("")
         .trim()
         .to_ascii_lowercase();
-    if essence == "application/json" || (essence.starts_with("application/") && essence.ends_with("+json")) {
+    if essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+    {
         Ok(())
     } else {
         Err(ApiError::UnsupportedMediaType)
@@ -390,9 +404,10 @@ impl From<BytesRejection> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let (status, message, developer_message) = match self {
-            Self::BadRequest { message, developer_message } => {
-                (StatusCode::BAD_REQUEST, message, developer_message)
-            }
+            Self::BadRequest {
+                message,
+                developer_message,
+            } => (StatusCode::BAD_REQUEST, message, developer_message),
             Self::Validation(parameter_errors) => {
                 let body = ValidationErrorResponse {
                     schema: OXP_1_0.into(),
@@ -404,7 +419,9 @@ impl IntoResponse for ApiError {
             Self::NotFound(path) => (
                 StatusCode::NOT_FOUND,
                 "Not found".into(),
-                Some(format!("no route for {path}; routes: GET /tools, POST /tools/call, POST /call, GET /health")),
+                Some(format!(
+                    "no route for {path}; routes: GET /tools, POST /tools/call, POST /call, GET /health"
+                )),
             ),
             Self::MethodNotAllowed { allow } => {
                 let body = ServerErrorResponse {
@@ -453,9 +470,10 @@ fn json_value_response<T: serde::Serialize>(status: StatusCode, body: &T) -> Res
 fn json_response(status: StatusCode, body: Bytes) -> Response {
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 
@@ -481,7 +499,10 @@ where
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
         let stage = crate::lambda::stage(&request).map(|s| format!("/{s}"));
-        for prefix in [stage.as_deref(), self.base_path.as_deref()].into_iter().flatten() {
+        for prefix in [stage.as_deref(), self.base_path.as_deref()]
+            .into_iter()
+            .flatten()
+        {
             if let Some(uri) = strip(request.uri(), prefix) {
                 *request.uri_mut() = uri;
             }

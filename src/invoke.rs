@@ -112,7 +112,10 @@ pub async fn execute(
         }
         Ok(Ok(Err(HandlerError::Tool(e)))) => Err(Failure::Tool(e)),
         Ok(Ok(Ok(value))) => match &tool.output_validator {
-            Some(v) => v.check_output(&value).map(|()| value).map_err(Failure::InvalidOutput),
+            Some(v) => v
+                .check_output(&value)
+                .map(|()| value)
+                .map_err(Failure::InvalidOutput),
             // A tool that declares no output answers null whatever it returned.
             None => Ok(Value::Null),
         },
@@ -185,7 +188,9 @@ impl Missing {
                 format!("This tool requires authorization with '{id}', which was not provided")
             }
             Self::UserId => "This tool requires a user ID, which was not provided".into(),
-            Self::Secret(id) => format!("This tool requires the secret '{id}', which was not provided"),
+            Self::Secret(id) => {
+                format!("This tool requires the secret '{id}', which was not provided")
+            }
         }
     }
 
@@ -196,9 +201,9 @@ impl Missing {
                 format!("context.authorization has no token with id '{id}'")
             }
             Self::UserId => "context.user_id is required by the tool definition".into(),
-            Self::Secret(id) => format!(
-                "secret '{id}' is neither held by the server nor sent in context.secrets"
-            ),
+            Self::Secret(id) => {
+                format!("secret '{id}' is neither held by the server nor sent in context.secrets")
+            }
         }
     }
 }

@@ -111,7 +111,9 @@ fn apply_args(config: &mut Config, args: impl Iterator<Item = String>) -> Result
     let mut args = args.peekable();
     while let Some(arg) = args.next() {
         let port = match arg.as_str() {
-            "--port" | "-p" => args.next().ok_or_else(|| format!("--port needs a value\n{USAGE}"))?,
+            "--port" | "-p" => args
+                .next()
+                .ok_or_else(|| format!("--port needs a value\n{USAGE}"))?,
             "--help" | "-h" => return Err(USAGE.to_owned()),
             other => match other.strip_prefix("--port=") {
                 Some(port) => port.to_owned(),
@@ -143,3 +145,8 @@ mod tests {
         assert!(args(&["--bogus"]).is_err());
     }
 }
+
+/// The README's Rust examples, compiled as doc tests so they cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

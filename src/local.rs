@@ -20,8 +20,8 @@ pub async fn serve(
         listener,
         axum::ServiceExt::<axum::extract::Request>::into_make_service(app),
     )
-        .with_graceful_shutdown(shutdown)
-        .await
+    .with_graceful_shutdown(shutdown)
+    .await
 }
 
 /// Completes on Ctrl-C or SIGTERM.

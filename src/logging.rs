@@ -24,7 +24,9 @@ pub fn init(config: &Config) {
     };
     if installed.is_ok() {
         std::panic::set_hook(Box::new(|info| {
-            let location = info.location().map(|l| format!("{}:{}", l.file(), l.line()));
+            let location = info
+                .location()
+                .map(|l| format!("{}:{}", l.file(), l.line()));
             tracing::error!(target: "oxp::panic", location = location.as_deref(), "{info}");
         }));
     }

@@ -80,7 +80,9 @@ fn describe(error: &ValidationError<'_>, whole: &str) -> (String, String) {
     let message = match error.kind() {
         ValidationErrorKind::Required { property } => {
             // Reported under the missing parameter itself, not under its parent object.
-            let name = property.as_str().map_or_else(|| property.to_string(), str::to_owned);
+            let name = property
+                .as_str()
+                .map_or_else(|| property.to_string(), str::to_owned);
             push_segment(&mut path, &name);
             "Is required".to_owned()
         }
@@ -95,7 +97,7 @@ fn describe(error: &ValidationError<'_>, whole: &str) -> (String, String) {
         ValidationErrorKind::Type { kind } => match kind {
             TypeKind::Single(ty) => format!("Must be {}", article(*ty)),
             TypeKind::Multiple(set) => {
-                let names: Vec<&str> = set.iter().map(|t| article(t)).collect();
+                let names: Vec<&str> = set.iter().map(article).collect();
                 format!("Must be {}", names.join(" or "))
             }
         },
@@ -177,7 +179,10 @@ mod tests {
         let errors = s
             .check_input(&json!({"name": "a", "address": {"zip": "12"}}))
             .unwrap_err();
-        assert!(errors["address.zip"].contains("does not match"), "{errors:?}");
+        assert!(
+            errors["address.zip"].contains("does not match"),
+            "{errors:?}"
+        );
         let errors = s
             .check_input(&json!({"name": "a", "address": {}}))
             .unwrap_err();
@@ -198,8 +203,9 @@ mod tests {
 
     #[test]
     fn a_wrong_type_reads_like_the_spec_example() {
-        let s = CompiledSchema::compile(&json!({"type":"object","properties":{"b":{"type":"number"}}}))
-            .unwrap();
+        let s =
+            CompiledSchema::compile(&json!({"type":"object","properties":{"b":{"type":"number"}}}))
+                .unwrap();
         let errors = s.check_input(&json!({"b": "infinity"})).unwrap_err();
         assert_eq!(errors["b"], "Must be a number");
         let errors = s.check_input(&json!("text")).unwrap_err();
@@ -216,6 +222,9 @@ mod tests {
     fn output_errors_name_the_offending_path() {
         let s = CompiledSchema::compile(&json!({"type": "number"})).unwrap();
         assert!(s.check_output(&json!(1.5)).is_ok());
-        assert_eq!(s.check_output(&json!("x")).unwrap_err(), "value: Must be a number");
+        assert_eq!(
+            s.check_output(&json!("x")).unwrap_err(),
+            "value: Must be a number"
+        );
     }
 }

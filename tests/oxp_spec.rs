@@ -22,8 +22,12 @@ async fn list_tools_answers_schema_and_complete_tool_definitions_golden() {
         let pretty = serde_json::to_string_pretty(&reply.json).unwrap() + "\n";
         std::fs::write(GOLDEN_LIST, pretty).unwrap();
     }
-    let golden: Value = serde_json::from_str(&std::fs::read_to_string(GOLDEN_LIST).unwrap()).unwrap();
-    assert_eq!(reply.json, golden, "the wire format changed; UPDATE_GOLDEN=1 rewrites the golden file");
+    let golden: Value =
+        serde_json::from_str(&std::fs::read_to_string(GOLDEN_LIST).unwrap()).unwrap();
+    assert_eq!(
+        reply.json, golden,
+        "the wire format changed; UPDATE_GOLDEN=1 rewrites the golden file"
+    );
 }
 
 #[tokio::test]
@@ -43,7 +47,10 @@ async fn listed_definitions_match_the_spec_example() {
     let reply = get(&example_app(), "/tools").await;
     let tools = reply.json["tools"].as_array().unwrap();
     for expected in spec.as_array().unwrap() {
-        let listed = tools.iter().find(|t| t["id"] == expected["id"]).expect("listed");
+        let listed = tools
+            .iter()
+            .find(|t| t["id"] == expected["id"])
+            .expect("listed");
         assert_eq!(listed, expected);
     }
 }
@@ -65,14 +72,21 @@ async fn tool_requirements_are_listed() {
         .iter()
         .find(|t| t["id"] == "SMS.Send@0.1.2")
         .unwrap();
-    assert_eq!(sms["requirements"], json!({"secrets": [{"id": "TWILIO_API_KEY"}]}));
+    assert_eq!(
+        sms["requirements"],
+        json!({"secrets": [{"id": "TWILIO_API_KEY"}]})
+    );
 }
 
 // ---- $schema negotiation -----------------------------------------------------------------------
 
 #[tokio::test]
 async fn without_schema_the_server_assumes_the_latest_version() {
-    let reply = call(&example_app(), json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}})).await;
+    let reply = call(
+        &example_app(),
+        json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}}),
+    )
+    .await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.json["$schema"], "urn:oxp:1.0");
     assert_eq!(reply.json["result"]["value"], 3);
@@ -81,17 +95,29 @@ async fn without_schema_the_server_assumes_the_latest_version() {
 #[tokio::test]
 async fn an_unsupported_oxp_version_is_a_server_error_naming_the_supported_ones() {
     let app = example_app();
-    let reply = call(&app, json!({"$schema": "urn:oxp:2.0", "request": {"tool_id": "Calculator.Add"}})).await;
+    let reply = call(
+        &app,
+        json!({"$schema": "urn:oxp:2.0", "request": {"tool_id": "Calculator.Add"}}),
+    )
+    .await;
     assert_eq!(reply.status, 400);
     let message = reply.json["message"].as_str().unwrap();
-    assert!(message.contains("urn:oxp:2.0") && message.contains("urn:oxp:1.0"), "{message}");
+    assert!(
+        message.contains("urn:oxp:2.0") && message.contains("urn:oxp:1.0"),
+        "{message}"
+    );
 
     let request = axum::http::Request::get("/tools")
         .body(axum::body::Body::from(r#"{"$schema":"urn:oxp:0.9"}"#))
         .unwrap();
     let reply = send(&app, request).await;
     assert_eq!(reply.status, 400);
-    assert!(reply.json["message"].as_str().unwrap().contains("urn:oxp:1.0"));
+    assert!(
+        reply.json["message"]
+            .as_str()
+            .unwrap()
+            .contains("urn:oxp:1.0")
+    );
 }
 
 #[tokio::test]
@@ -132,8 +158,14 @@ async fn spec_example_server_error_for_a_version_that_is_not_found() {
     assert_eq!(reply.json["message"], "Tool 'Calculator_Add' was not found");
     // The spec's developer message, followed by what is available.
     let developer = reply.json["developer_message"].as_str().unwrap();
-    assert!(developer.starts_with("Calculator.Add version 2.0.0 is not available"), "{developer}");
-    assert!(developer.ends_with("Available versions: 1.0.0"), "{developer}");
+    assert!(
+        developer.starts_with("Calculator.Add version 2.0.0 is not available"),
+        "{developer}"
+    );
+    assert!(
+        developer.ends_with("Available versions: 1.0.0"),
+        "{developer}"
+    );
 }
 
 #[tokio::test]
@@ -199,11 +231,14 @@ async fn spec_request_example_system_get_timestamp_takes_no_input() {
 
 #[tokio::test]
 async fn spec_request_example_sms_send_with_its_secret() {
-    let reply = call(&example_app(), json!({"request": {
-        "tool_id": "SMS.Send@0.1.2", "call_id": "523e4567-e89b-12d3-a456-426614174004",
-        "input": {"to": "+5556051234567", "message": "Hello from Open Tool Calling!"},
-        "context": {"secrets": [{"id": "TWILIO_API_KEY", "value": "TWILIO_SECRET_VALUE"}]}
-    }}))
+    let reply = call(
+        &example_app(),
+        json!({"request": {
+            "tool_id": "SMS.Send@0.1.2", "call_id": "523e4567-e89b-12d3-a456-426614174004",
+            "input": {"to": "+5556051234567", "message": "Hello from Open Tool Calling!"},
+            "context": {"secrets": [{"id": "TWILIO_API_KEY", "value": "TWILIO_SECRET_VALUE"}]}
+        }}),
+    )
     .await;
     assert_eq!(reply.status, 200);
     assert_eq!(
@@ -217,7 +252,12 @@ async fn spec_request_example_sms_send_with_its_secret() {
 async fn the_spec_path_and_the_example_path_both_call_tools() {
     let app = example_app();
     for path in ["/tools/call", "/call"] {
-        let reply = post(&app, path, r#"{"request":{"tool_id":"Calculator.Add","input":{"a":1,"b":1}}}"#).await;
+        let reply = post(
+            &app,
+            path,
+            r#"{"request":{"tool_id":"Calculator.Add","input":{"a":1,"b":1}}}"#,
+        )
+        .await;
         assert_eq!(reply.status, 200, "{path}");
         assert_eq!(reply.json["result"]["value"], 2);
     }
@@ -225,7 +265,11 @@ async fn the_spec_path_and_the_example_path_both_call_tools() {
 
 #[tokio::test]
 async fn inputs_is_accepted_as_an_alias_of_input() {
-    let reply = call(&example_app(), json!({"request": {"tool_id": "Calculator.Add", "inputs": {"a": 2, "b": 3}}})).await;
+    let reply = call(
+        &example_app(),
+        json!({"request": {"tool_id": "Calculator.Add", "inputs": {"a": 2, "b": 3}}}),
+    )
+    .await;
     assert_eq!(reply.json["result"]["value"], 5);
 }
 
@@ -234,8 +278,16 @@ async fn inputs_is_accepted_as_an_alias_of_input() {
 #[tokio::test]
 async fn without_a_call_id_the_server_generates_one_and_returns_it() {
     let app = example_app();
-    let first = call(&app, json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}})).await;
-    let second = call(&app, json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}})).await;
+    let first = call(
+        &app,
+        json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}}),
+    )
+    .await;
+    let second = call(
+        &app,
+        json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}}),
+    )
+    .await;
     let id = first.json["result"]["call_id"].as_str().unwrap();
     uuid::Uuid::parse_str(id).expect("a UUID");
     assert_ne!(id, second.json["result"]["call_id"].as_str().unwrap());
@@ -252,9 +304,15 @@ async fn a_non_retryable_tool_error_never_claims_it_can_be_retried() {
     let tool = Tool::builder("T.Fail", "1.0.0").handler(|_: oxp_lambda::NoInput, _| async {
         Err::<(), _>(ToolError::new("nope").developer_message("because"))
     });
-    let app = app_with(Registry::builder().tool(tool).build().unwrap(), Config::default());
+    let app = app_with(
+        Registry::builder().tool(tool).build().unwrap(),
+        Config::default(),
+    );
     let reply = call(&app, json!({"request": {"tool_id": "T.Fail"}})).await;
-    assert_eq!(reply.status, 200, "the server MUST return 200 even if the tool call fails");
+    assert_eq!(
+        reply.status, 200,
+        "the server MUST return 200 even if the tool call fails"
+    );
     assert_eq!(
         reply.json["result"]["error"],
         json!({"message": "nope", "developer_message": "because"})
@@ -269,13 +327,24 @@ async fn a_value_must_conform_to_the_output_schema_or_the_call_fails() {
         Some(json!({"type": "number"})),
         |_, _| async { Ok(json!("not a number")) },
     );
-    let app = app_with(Registry::builder().tool(tool).build().unwrap(), Config::default());
+    let app = app_with(
+        Registry::builder().tool(tool).build().unwrap(),
+        Config::default(),
+    );
     let reply = call(&app, json!({"request": {"tool_id": "T.Liar"}})).await;
     assert_eq!(reply.status, 200);
     let result = &reply.json["result"];
     assert_eq!(result["success"], false);
-    assert_eq!(result["error"]["message"], "The tool returned an invalid result");
-    assert!(result["error"]["developer_message"].as_str().unwrap().contains("output_schema"));
+    assert_eq!(
+        result["error"]["message"],
+        "The tool returned an invalid result"
+    );
+    assert!(
+        result["error"]["developer_message"]
+            .as_str()
+            .unwrap()
+            .contains("output_schema")
+    );
     assert!(result.get("value").is_none());
 }
 
@@ -296,17 +365,32 @@ fn counting_tool(counter: Arc<AtomicUsize>) -> Tool {
 async fn input_is_validated_before_the_tool_is_called() {
     let counter = Arc::new(AtomicUsize::new(0));
     let app = app_with(
-        Registry::builder().tool(counting_tool(counter.clone())).build().unwrap(),
+        Registry::builder()
+            .tool(counting_tool(counter.clone()))
+            .build()
+            .unwrap(),
         Config::default(),
     );
-    let reply = call(&app, json!({"request": {"tool_id": "T.Count", "input": {"n": "x"}}})).await;
+    let reply = call(
+        &app,
+        json!({"request": {"tool_id": "T.Count", "input": {"n": "x"}}}),
+    )
+    .await;
     assert_eq!(reply.status, 422);
     assert_eq!(reply.json["parameter_errors"]["n"], "Must be an integer");
-    let reply = call(&app, json!({"request": {"tool_id": "T.Count", "input": {}}})).await;
+    let reply = call(
+        &app,
+        json!({"request": {"tool_id": "T.Count", "input": {}}}),
+    )
+    .await;
     assert_eq!(reply.status, 422);
     assert_eq!(reply.json["parameter_errors"]["n"], "Is required");
     assert_eq!(counter.load(Ordering::SeqCst), 0, "the tool never ran");
-    let reply = call(&app, json!({"request": {"tool_id": "T.Count", "input": {"n": 1}}})).await;
+    let reply = call(
+        &app,
+        json!({"request": {"tool_id": "T.Count", "input": {"n": 1}}}),
+    )
+    .await;
     assert_eq!(reply.status, 200);
     assert_eq!(counter.load(Ordering::SeqCst), 1);
 }
@@ -324,17 +408,30 @@ async fn every_server_error_has_a_message() {
         let reply = call(&app, body.clone()).await;
         assert_eq!(reply.status, 400, "{body}");
         assert_eq!(reply.json["$schema"], "urn:oxp:1.0");
-        assert!(!reply.json["message"].as_str().unwrap().is_empty(), "{body}");
+        assert!(
+            !reply.json["message"].as_str().unwrap().is_empty(),
+            "{body}"
+        );
     }
 }
 
 #[tokio::test]
 async fn an_unknown_tool_names_what_is_available() {
-    let reply = call(&example_app(), json!({"request": {"tool_id": "Calculator.Subtract"}})).await;
+    let reply = call(
+        &example_app(),
+        json!({"request": {"tool_id": "Calculator.Subtract"}}),
+    )
+    .await;
     assert_eq!(reply.status, 400);
-    assert_eq!(reply.json["message"], "Tool 'Calculator_Subtract' was not found");
+    assert_eq!(
+        reply.json["message"],
+        "Tool 'Calculator_Subtract' was not found"
+    );
     let developer = reply.json["developer_message"].as_str().unwrap();
-    assert!(developer.contains("Calculator.Add") && developer.contains("Doorbell.Ring"), "{developer}");
+    assert!(
+        developer.contains("Calculator.Add") && developer.contains("Doorbell.Ring"),
+        "{developer}"
+    );
 }
 
 #[tokio::test]
@@ -355,8 +452,17 @@ async fn a_panicking_tool_fails_the_call_and_the_server_keeps_serving() {
     assert_eq!(reply.status, 200);
     let error = &reply.json["result"]["error"];
     assert_eq!(error["message"], "The tool failed unexpectedly");
-    assert!(error["developer_message"].as_str().unwrap().contains("secret internal detail"));
-    let reply = call(&app, json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 1}}})).await;
+    assert!(
+        error["developer_message"]
+            .as_str()
+            .unwrap()
+            .contains("secret internal detail")
+    );
+    let reply = call(
+        &app,
+        json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 1}}}),
+    )
+    .await;
     assert_eq!(reply.json["result"]["value"], 2);
 }
 
@@ -387,7 +493,10 @@ fn gmail_app(seen: Arc<std::sync::Mutex<Option<ToolContext>>>) -> App {
             *seen.lock().unwrap() = Some(ctx);
             async { Ok(Value::Null) }
         });
-    app_with(Registry::builder().tool(tool).build().unwrap(), Config::default())
+    app_with(
+        Registry::builder().tool(tool).build().unwrap(),
+        Config::default(),
+    )
 }
 
 #[tokio::test]
@@ -409,7 +518,11 @@ async fn a_required_user_id_must_be_provided_in_context() {
 
 #[tokio::test]
 async fn a_required_secret_must_be_provided() {
-    let reply = call(&example_app(), json!({"request": {"tool_id": "SMS.Send@0.1.2", "input": {"to": "1", "message": "m"}}})).await;
+    let reply = call(
+        &example_app(),
+        json!({"request": {"tool_id": "SMS.Send@0.1.2", "input": {"to": "1", "message": "m"}}}),
+    )
+    .await;
     assert_eq!(reply.status, 400);
     assert_eq!(
         reply.json["message"],
@@ -437,7 +550,14 @@ async fn spec_request_example_gmail_the_tool_receives_exactly_what_it_declared()
     assert_eq!(ctx.trace_id.as_deref(), Some("trace_123"));
     assert_eq!(ctx.user_id.as_deref(), Some("user_123"));
     assert_eq!(ctx.token("google"), Some("ya29.a0AfH6SMC..."));
-    assert_eq!(ctx.authorization.len(), 1, "undeclared providers are not passed on");
-    assert!(ctx.secrets.is_empty(), "undeclared secrets are not passed on");
+    assert_eq!(
+        ctx.authorization.len(),
+        1,
+        "undeclared providers are not passed on"
+    );
+    assert!(
+        ctx.secrets.is_empty(),
+        "undeclared secrets are not passed on"
+    );
     assert!(!format!("{ctx:?}").contains("ya29"), "Debug redacts tokens");
 }

@@ -32,10 +32,10 @@ pub struct Sum(pub Number);
 
 /// `Calculator.Add`: integers add exactly (so `10 + 5` is `15`, not `15.0`), others as `f64`.
 pub async fn add(input: AddInput, _ctx: ToolContext) -> Result<Sum, ToolError> {
-    if let (Some(a), Some(b)) = (input.a.as_i64(), input.b.as_i64()) {
-        if let Some(sum) = a.checked_add(b) {
-            return Ok(Sum(sum.into()));
-        }
+    if let (Some(a), Some(b)) = (input.a.as_i64(), input.b.as_i64())
+        && let Some(sum) = a.checked_add(b)
+    {
+        return Ok(Sum(sum.into()));
     }
     let (a, b) = (input.a.as_f64(), input.b.as_f64());
     a.zip(b)
@@ -110,9 +110,15 @@ pub async fn send_sms(input: SmsInput, ctx: ToolContext) -> Result<SmsStatus, To
         .secret("TWILIO_API_KEY")
         .ok_or_else(|| ToolError::internal("TWILIO_API_KEY missing from the context"))?;
     if key.is_empty() {
-        return Err(ToolError::new("SMS is not configured").developer_message("TWILIO_API_KEY is empty"));
+        return Err(
+            ToolError::new("SMS is not configured").developer_message("TWILIO_API_KEY is empty")
+        );
     }
-    tracing::info!(to_len = input.to.len(), message_len = input.message.len(), "demo SMS not sent");
+    tracing::info!(
+        to_len = input.to.len(),
+        message_len = input.message.len(),
+        "demo SMS not sent"
+    );
     Ok(SmsStatus {
         status: "sent".into(),
     })

@@ -44,7 +44,12 @@ pub async fn send(app: &App, request: Request<Body>) -> Reply {
         "application/json",
         "every answer is JSON"
     );
-    Reply { status, headers, text, json }
+    Reply {
+        status,
+        headers,
+        text,
+        json,
+    }
 }
 
 pub async fn post(app: &App, path: &str, body: impl Into<Body>) -> Reply {
@@ -70,4 +75,24 @@ pub fn result_without_duration(reply: &Reply) -> Value {
     let duration = result.remove("duration").expect("duration is reported");
     assert!(duration.as_f64().unwrap() >= 0.0);
     json
+}
+
+/// A minimal HTTP/1.1 exchange over TCP (one request per connection), for tests of real servers.
+pub async fn http_raw(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut response = Vec::new();
+    stream.read_to_end(&mut response).await.unwrap();
+    let response = String::from_utf8(response).unwrap();
+    let status = response[9..12].parse().unwrap();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_owned())
+        .unwrap_or_default();
+    (status, body)
 }

@@ -1,0 +1,137 @@
+//! The real binary as a local server on loopback: start, serve, log, shut down.
+
+mod common;
+
+use common::http_raw;
+use std::io::{BufRead, BufReader, Read};
+use std::process::{Child, Command, Stdio};
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn start(envs: &[(&str, &str)], args: &[&str]) -> Server {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"));
+    command
+        .args(args)
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .env("OXP_LOG_FORMAT", "json")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    for (k, v) in envs {
+        command.env(k, v);
+    }
+    let mut child = command.spawn().unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("OXP server listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    Server { child, addr }
+}
+
+fn terminate(mut server: Server) -> (bool, String) {
+    Command::new("kill")
+        .args(["-TERM", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    let status = server.child.wait().unwrap();
+    let mut logs = String::new();
+    server
+        .child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut logs)
+        .unwrap();
+    (status.success(), logs)
+}
+
+#[tokio::test]
+async fn the_binary_serves_every_endpoint_on_loopback_and_stops_on_sigterm() {
+    let server = start(&[], &["--port", "0"]);
+    assert!(
+        server.addr.starts_with("127.0.0.1:"),
+        "loopback by default: {}",
+        server.addr
+    );
+    let (status, body) = http_raw(&server.addr, "GET", "/health", "").await;
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"ok"}"#));
+    let (status, body) = http_raw(&server.addr, "GET", "/tools", "").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("Calculator.Add@1.0.0"));
+    let call = r#"{"request":{"tool_id":"Calculator.Add@1","call_id":"c-1","trace_id":"t-1","input":{"a":10,"b":5}}}"#;
+    let (status, body) = http_raw(&server.addr, "POST", "/call", call).await;
+    assert_eq!(status, 200);
+    assert!(body.contains(r#""value":15"#), "{body}");
+    let sms = r#"{"request":{"tool_id":"SMS.Send","call_id":"c-2","input":{"to":"+1555","message":"hi"},"context":{"secrets":[{"id":"TWILIO_API_KEY","value":"sk_live_SECRET_VALUE_42"}],"authorization":[{"id":"x","token":"TOKEN_VALUE_42"}]}}}"#;
+    let (status, body) = http_raw(&server.addr, "POST", "/tools/call", sms).await;
+    assert_eq!(status, 200);
+    assert!(!body.contains("SECRET_VALUE_42") && !body.contains("TOKEN_VALUE_42"));
+
+    let (clean, logs) = terminate(server);
+    assert!(clean, "graceful shutdown exits 0; logs: {logs}");
+    // One structured line per call, with call_id, trace_id, tool id, outcome and duration.
+    let line = logs
+        .lines()
+        .find(|l| l.contains(r#""call_id":"c-1""#))
+        .unwrap_or_else(|| panic!("no call line in {logs}"));
+    let line: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(line["trace_id"], "t-1");
+    assert_eq!(line["tool_id"], "Calculator.Add@1.0.0");
+    assert_eq!(line["outcome"], "success");
+    assert!(line["duration_ms"].is_number());
+    assert!(logs.contains(r#""call_id":"c-2""#));
+    assert!(
+        !logs.contains("SECRET_VALUE_42") && !logs.contains("TOKEN_VALUE_42"),
+        "{logs}"
+    );
+}
+
+#[tokio::test]
+async fn oxp_port_sets_the_port_and_a_stage_free_base_path_is_stripped() {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = probe.local_addr().unwrap().port().to_string();
+    drop(probe);
+    let server = start(&[("OXP_PORT", &port), ("OXP_BASE_PATH", "/api")], &[]);
+    assert_eq!(server.addr, format!("127.0.0.1:{port}"));
+    let (status, _) = http_raw(&server.addr, "GET", "/api/tools", "").await;
+    assert_eq!(status, 200);
+    let (status, _) = http_raw(&server.addr, "GET", "/tools", "").await;
+    assert_eq!(status, 200, "routes also answer without the base path");
+}
+
+#[test]
+fn invalid_configuration_fails_at_start_naming_the_variable() {
+    let output = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
+        .env("OXP_MAX_BODY_BYTES", "lots")
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("OXP_MAX_BODY_BYTES"), "{stderr}");
+    assert!(output.stdout.is_empty(), "no server started");
+}
+
+#[test]
+fn a_bad_argument_is_a_usage_error() {
+    let output = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
+        .arg("--port")
+        .arg("http")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
