@@ -25,6 +25,101 @@ pub struct Config {
     pub log_filter: String,
     /// Log format (`OXP_LOG_FORMAT`: `json` or `text`; default `json` in Lambda, `text` locally).
     pub log_format: LogFormat,
+    /// Where server-held secrets come from.
+    pub secrets: SecretsConfig,
+    /// How callers of the server authenticate.
+    pub auth: AuthConfig,
+}
+
+/// Where server-held secrets come from and how they are cached.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SecretsConfig {
+    /// `OXP_SECRETS_SOURCE`: `aws` (default in Lambda) or `local` (default elsewhere).
+    pub source: SecretSourceKind,
+    /// `OXP_SECRETS_PREFIX` (default `oxp/`): secret id `X` is the Secrets Manager secret
+    /// `<prefix>X`; an empty value turns the prefix off (only `OXP_SECRETS_MAP` ids are held).
+    pub prefix: Option<String>,
+    /// `OXP_SECRETS_MAP`: JSON object of secret id to secret name or ARN, with an optional
+    /// `#key` to take one key of a JSON secret (`{"TWILIO_API_KEY": "prod/twilio#api_key"}`).
+    pub map: Vec<(String, String)>,
+    /// `OXP_SECRETS_TTL_SECS` (default 300): how long a fetched value is reused.
+    pub ttl: Duration,
+    /// `OXP_SECRETS_TIMEOUT_MS` (default 3000): bound on one Secrets Manager fetch, retries included.
+    pub timeout: Duration,
+    /// `OXP_SECRETS_FILE` (local source): JSON object of id to value; default `oxp-secrets.json`
+    /// when that file exists.
+    pub file: Option<std::path::PathBuf>,
+    /// `OXP_CLIENT_SECRETS`: whether clients may send secrets in `context.secrets`.
+    pub client_secrets: ClientSecrets,
+}
+
+/// Which secret source the server uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SecretSourceKind {
+    /// `OXP_SECRET_<ID>` environment variables and an optional JSON file.
+    Local,
+    /// AWS Secrets Manager.
+    Aws,
+}
+
+/// Whether secrets sent by clients are used.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientSecrets {
+    /// Only for ids the server does not hold (server-held secrets always win). The default.
+    Unheld,
+    /// Never: every required secret must be held by the server.
+    Never,
+}
+
+/// How callers authenticate (`OXP_AUTH`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AuthConfig {
+    /// No authentication. Must be set explicitly, except for a local server on loopback.
+    None {
+        /// Whether `none` was chosen explicitly (a warning is logged otherwise).
+        explicit: bool,
+    },
+    /// Bearer JWTs verified by this server.
+    Jwt(JwtConfig),
+    /// Trust the claims of an API Gateway JWT or Lambda authorizer (`requestContext.authorizer`).
+    ApiGateway {
+        /// `OXP_BIND_USER_ID`: `context.user_id` must equal the caller's `sub`.
+        bind_user_id: bool,
+    },
+}
+
+/// Bearer JWT verification settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JwtConfig {
+    /// Where the verification keys come from.
+    pub keys: JwtKeys,
+    /// `OXP_JWT_ISSUER`: required `iss`, when set.
+    pub issuer: Option<String>,
+    /// `OXP_JWT_AUDIENCE`: required `aud`, when set.
+    pub audience: Option<String>,
+    /// `OXP_JWT_LEEWAY_SECS` (default 5): clock skew allowed for `exp` and `nbf`.
+    pub leeway_secs: u64,
+    /// `OXP_BIND_USER_ID`: `context.user_id` must equal the token's `sub`.
+    pub bind_user_id: bool,
+}
+
+/// Verification keys of [`JwtConfig`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum JwtKeys {
+    /// `OXP_JWT_HS256_SECRET_ID`: HS256 with this server-held secret (Secrets Manager or local).
+    Hs256 {
+        /// Secret id of the signing key.
+        secret_id: String,
+    },
+    /// `OXP_JWT_JWKS_URL`: RS256/ES256 keys from a JWKS document.
+    Jwks {
+        /// The JWKS URL.
+        url: String,
+        /// `OXP_JWT_JWKS_MIN_REFRESH_SECS` (default 30): an unknown `kid` refetches at most this often.
+        min_refresh: Duration,
+        /// `OXP_JWT_JWKS_TTL_SECS` (default 3600): how long fetched keys are used.
+        ttl: Duration,
+    },
 }
 
 /// How log lines are written.
@@ -72,6 +167,16 @@ impl Default for Config {
             base_path: None,
             log_filter: "info".into(),
             log_format: LogFormat::Text,
+            secrets: SecretsConfig {
+                source: SecretSourceKind::Local,
+                prefix: Some("oxp/".into()),
+                map: Vec::new(),
+                ttl: Duration::from_secs(300),
+                timeout: Duration::from_millis(3000),
+                file: None,
+                client_secrets: ClientSecrets::Unheld,
+            },
+            auth: AuthConfig::None { explicit: false },
         }
     }
 }
@@ -131,7 +236,137 @@ impl Config {
                 _ => return Err(invalid("OXP_LOG_FORMAT", "must be 'json' or 'text'")),
             };
         }
+        config.secrets = secrets_config(lambda, &get)?;
+        // Set but empty means "no prefix", so this one is read without dropping empty values.
+        if let Some(v) = lookup("OXP_SECRETS_PREFIX") {
+            config.secrets.prefix = Some(v.trim().to_owned()).filter(|p| !p.is_empty());
+        }
+        config.auth = auth_config(lambda, config.host, &get)?;
         Ok(config)
+    }
+}
+
+fn secrets_config(
+    lambda: bool,
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<SecretsConfig, ConfigError> {
+    let mut c = Config::default().secrets;
+    c.source = match get("OXP_SECRETS_SOURCE").as_deref().map(str::trim) {
+        None => {
+            if lambda {
+                SecretSourceKind::Aws
+            } else {
+                SecretSourceKind::Local
+            }
+        }
+        Some("aws") => SecretSourceKind::Aws,
+        Some("local") => SecretSourceKind::Local,
+        Some(_) => return Err(invalid("OXP_SECRETS_SOURCE", "must be 'aws' or 'local'")),
+    };
+    if let Some(v) = get("OXP_SECRETS_MAP") {
+        let map: serde_json::Map<String, serde_json::Value> =
+            serde_json::from_str(&v).map_err(|e| {
+                invalid(
+                    "OXP_SECRETS_MAP",
+                    &format!("not a JSON object of strings: {e}"),
+                )
+            })?;
+        for (id, name) in map {
+            let name = name.as_str().filter(|n| !n.is_empty()).ok_or_else(|| {
+                invalid(
+                    "OXP_SECRETS_MAP",
+                    &format!("'{id}' must map to a secret name"),
+                )
+            })?;
+            c.map.push((id, name.to_owned()));
+        }
+    }
+    if let Some(v) = get("OXP_SECRETS_TTL_SECS") {
+        c.ttl = Duration::from_secs(parse("OXP_SECRETS_TTL_SECS", &v)?);
+    }
+    if let Some(v) = get("OXP_SECRETS_TIMEOUT_MS") {
+        let ms: u64 = parse("OXP_SECRETS_TIMEOUT_MS", &v)?;
+        if ms == 0 {
+            return Err(invalid("OXP_SECRETS_TIMEOUT_MS", "must be greater than 0"));
+        }
+        c.timeout = Duration::from_millis(ms);
+    }
+    c.file = match get("OXP_SECRETS_FILE") {
+        Some(path) => Some(path.into()),
+        None => {
+            let default = std::path::Path::new("oxp-secrets.json");
+            default.exists().then(|| default.to_path_buf())
+        }
+    };
+    c.client_secrets = match get("OXP_CLIENT_SECRETS").as_deref().map(str::trim) {
+        None | Some("unheld") => ClientSecrets::Unheld,
+        Some("never") => ClientSecrets::Never,
+        Some(_) => return Err(invalid("OXP_CLIENT_SECRETS", "must be 'unheld' or 'never'")),
+    };
+    Ok(c)
+}
+
+fn auth_config(
+    lambda: bool,
+    host: IpAddr,
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<AuthConfig, ConfigError> {
+    let bind_user_id = match get("OXP_BIND_USER_ID").as_deref().map(str::trim) {
+        None | Some("false") => false,
+        Some("true") => true,
+        Some(_) => return Err(invalid("OXP_BIND_USER_ID", "must be 'true' or 'false'")),
+    };
+    match get("OXP_AUTH").as_deref().map(str::trim) {
+        None if lambda => Err(invalid(
+            "OXP_AUTH",
+            "must be set in Lambda: 'jwt', 'apigateway', or 'none' to serve without authentication",
+        )),
+        None if !host.is_loopback() => Err(invalid(
+            "OXP_AUTH",
+            "must be set when the server listens beyond loopback (OXP_HOST)",
+        )),
+        None => Ok(AuthConfig::None { explicit: false }),
+        Some("none") => Ok(AuthConfig::None { explicit: true }),
+        Some("apigateway") => Ok(AuthConfig::ApiGateway { bind_user_id }),
+        Some("jwt") => {
+            let keys = match (get("OXP_JWT_HS256_SECRET_ID"), get("OXP_JWT_JWKS_URL")) {
+                (Some(secret_id), None) => JwtKeys::Hs256 { secret_id },
+                (None, Some(url)) => {
+                    if !(url.starts_with("https://") || url.starts_with("http://")) {
+                        return Err(invalid("OXP_JWT_JWKS_URL", "must be an http(s) URL"));
+                    }
+                    let secs =
+                        |name: &'static str, default: u64| -> Result<Duration, ConfigError> {
+                            get(name)
+                                .map(|v| parse(name, &v))
+                                .transpose()
+                                .map(|s| Duration::from_secs(s.unwrap_or(default)))
+                        };
+                    JwtKeys::Jwks {
+                        url,
+                        min_refresh: secs("OXP_JWT_JWKS_MIN_REFRESH_SECS", 30)?,
+                        ttl: secs("OXP_JWT_JWKS_TTL_SECS", 3600)?,
+                    }
+                }
+                _ => {
+                    return Err(invalid(
+                        "OXP_AUTH",
+                        "'jwt' needs exactly one of OXP_JWT_HS256_SECRET_ID or OXP_JWT_JWKS_URL",
+                    ));
+                }
+            };
+            Ok(AuthConfig::Jwt(JwtConfig {
+                keys,
+                issuer: get("OXP_JWT_ISSUER"),
+                audience: get("OXP_JWT_AUDIENCE"),
+                leeway_secs: get("OXP_JWT_LEEWAY_SECS")
+                    .map(|v| parse("OXP_JWT_LEEWAY_SECS", &v))
+                    .transpose()?
+                    .unwrap_or(5),
+                bind_user_id,
+            }))
+        }
+        Some(_) => Err(invalid("OXP_AUTH", "must be 'none', 'jwt' or 'apigateway'")),
     }
 }
 
@@ -168,8 +403,10 @@ mod tests {
     #[test]
     fn defaults_apply_when_nothing_is_set() {
         assert_eq!(config(&[]).unwrap(), Config::default());
-        let lambda = Config::from_lookup(true, |_| None).unwrap();
+        let lambda =
+            Config::from_lookup(true, |k| (k == "OXP_AUTH").then(|| "none".to_string())).unwrap();
         assert_eq!(lambda.log_format, LogFormat::Json);
+        assert_eq!(lambda.secrets.source, SecretSourceKind::Aws);
     }
 
     #[test]
@@ -190,6 +427,68 @@ mod tests {
     }
 
     #[test]
+    fn secrets_and_auth_settings_are_read() {
+        let c = config(&[
+            ("OXP_SECRETS_SOURCE", "aws"),
+            (
+                "OXP_SECRETS_MAP",
+                r#"{"TWILIO_API_KEY": "prod/twilio#api_key"}"#,
+            ),
+            ("OXP_SECRETS_TTL_SECS", "60"),
+            ("OXP_CLIENT_SECRETS", "never"),
+            ("OXP_AUTH", "jwt"),
+            (
+                "OXP_JWT_JWKS_URL",
+                "https://issuer.example/.well-known/jwks.json",
+            ),
+            ("OXP_JWT_ISSUER", "https://issuer.example/"),
+            ("OXP_BIND_USER_ID", "true"),
+        ])
+        .unwrap();
+        assert_eq!(c.secrets.source, SecretSourceKind::Aws);
+        assert_eq!(
+            c.secrets.map,
+            [(
+                "TWILIO_API_KEY".to_string(),
+                "prod/twilio#api_key".to_string()
+            )]
+        );
+        assert_eq!(c.secrets.ttl, Duration::from_secs(60));
+        assert_eq!(c.secrets.client_secrets, ClientSecrets::Never);
+        let AuthConfig::Jwt(jwt) = c.auth else {
+            panic!("jwt")
+        };
+        assert!(jwt.bind_user_id);
+        assert_eq!(jwt.issuer.as_deref(), Some("https://issuer.example/"));
+        assert!(matches!(jwt.keys, JwtKeys::Jwks { .. }));
+    }
+
+    #[test]
+    fn no_authentication_must_be_explicit_in_lambda_and_beyond_loopback() {
+        assert_eq!(
+            config(&[]).unwrap().auth,
+            AuthConfig::None { explicit: false }
+        );
+        let err = Config::from_lookup(true, |_| None).unwrap_err();
+        assert_eq!(err.variable, "OXP_AUTH");
+        assert_eq!(
+            config(&[("OXP_HOST", "0.0.0.0")]).unwrap_err().variable,
+            "OXP_AUTH"
+        );
+        let lambda_none =
+            Config::from_lookup(true, |k| (k == "OXP_AUTH").then(|| "none".to_string()));
+        assert_eq!(
+            lambda_none.unwrap().auth,
+            AuthConfig::None { explicit: true }
+        );
+        // jwt needs exactly one key source
+        assert_eq!(
+            config(&[("OXP_AUTH", "jwt")]).unwrap_err().variable,
+            "OXP_AUTH"
+        );
+    }
+
+    #[test]
     fn an_invalid_value_names_its_variable() {
         for (var, value) in [
             ("OXP_PORT", "eighty"),
@@ -198,6 +497,13 @@ mod tests {
             ("OXP_BASE_PATH", "api"),
             ("OXP_LOG_FORMAT", "xml"),
             ("OXP_HOST", "localhost:1"),
+            ("OXP_SECRETS_SOURCE", "vault"),
+            ("OXP_SECRETS_MAP", "[1]"),
+            ("OXP_SECRETS_MAP", r#"{"A": 1}"#),
+            ("OXP_SECRETS_TTL_SECS", "-1"),
+            ("OXP_CLIENT_SECRETS", "maybe"),
+            ("OXP_AUTH", "basic"),
+            ("OXP_BIND_USER_ID", "yes"),
         ] {
             let err = config(&[(var, value)]).unwrap_err();
             assert_eq!(err.variable, var);

@@ -9,6 +9,7 @@
 //! Every error is JSON shaped like `ServerErrorResponse`: 404 for an unknown path, 405 (with
 //! `Allow`) for a wrong method, 413 over the body limit, 415 for a non-JSON content type.
 
+use crate::auth::{Authenticator, Principal};
 use crate::config::Config;
 use crate::invoke;
 use crate::protocol::{
@@ -17,13 +18,16 @@ use crate::protocol::{
     ValidationErrorResponse,
 };
 use crate::registry::{RegisteredTool, Registry, ResolveError};
+use crate::secrets::Secrets;
 use crate::tool::{Secret, ToolError};
 use crate::validate::ParameterErrors;
+use axum::Extension;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{DefaultBodyLimit, State};
 use axum::http::{HeaderMap, HeaderValue, Request, StatusCode, Uri, header};
+use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get, post};
 use serde::Deserialize;
@@ -40,13 +44,21 @@ use tower::Service;
 pub struct AppState {
     registry: Arc<Registry>,
     config: Config,
+    secrets: Secrets,
+    auth: Authenticator,
     /// `GET /tools` never changes, so it is serialized once.
     listing: Bytes,
 }
 
 impl AppState {
-    /// Builds the state for `registry` with `config`.
-    pub fn new(registry: Arc<Registry>, config: Config) -> Arc<Self> {
+    /// Builds the state: `registry` served with `config`, server-held `secrets` and `auth`.
+    /// [`crate::build_app`] builds the secrets and authenticator from the configuration.
+    pub fn new(
+        registry: Arc<Registry>,
+        config: Config,
+        secrets: Secrets,
+        auth: Authenticator,
+    ) -> Arc<Self> {
         let listing = ListToolsResponse {
             schema: OXP_1_0.into(),
             tools: registry
@@ -60,6 +72,8 @@ impl AppState {
         Arc::new(Self {
             registry,
             config,
+            secrets,
+            auth,
             listing,
         })
     }
@@ -111,11 +125,14 @@ pub fn tool_definition(tool: &RegisteredTool) -> ToolDefinition {
 /// The router with every route; paths are matched as they are (see [`app`] for prefixes).
 pub fn router(state: Arc<AppState>) -> Router {
     let limit = state.config.max_body_bytes;
-    Router::new()
+    let protected = Router::new()
         .route("/tools", only(get(list_tools), "GET, HEAD"))
         .route("/tools/call", only(post(call_tool), "POST"))
         .route("/call", only(post(call_tool), "POST"))
+        .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
+    Router::new()
         .route("/health", only(get(health), "GET, HEAD"))
+        .merge(protected)
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
@@ -133,6 +150,29 @@ pub fn app(state: Arc<AppState>) -> StripPrefix<Router> {
 
 fn only(route: MethodRouter<Arc<AppState>>, allow: &'static str) -> MethodRouter<Arc<AppState>> {
     route.fallback(move || async move { ApiError::MethodNotAllowed { allow } })
+}
+
+/// Authenticates every route but `/health`; the principal goes into the request extensions.
+async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    mut request: axum::extract::Request,
+    next: Next,
+) -> Response {
+    match state
+        .auth
+        .authenticate(request.headers(), request.extensions())
+        .await
+    {
+        Ok(principal) => {
+            request.extensions_mut().insert(principal);
+            next.run(request).await
+        }
+        Err(reason) => {
+            // The reason is for operators only; it never includes the token.
+            tracing::info!(target: "oxp::auth", outcome = "unauthenticated", %reason);
+            ApiError::Unauthenticated.into_response()
+        }
+    }
 }
 
 async fn health() -> Response {
@@ -172,6 +212,7 @@ struct Envelope<'a> {
 
 async fn call_tool(
     State(state): State<Arc<AppState>>,
+    principal: Option<Extension<Principal>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -193,21 +234,25 @@ async fn call_tool(
     })?;
     let tool_id = request.tool_id.clone();
     let call_id = request.call_id.clone();
-    let outcome = run_call(&state, request).await.inspect_err(|e| {
-        // The one log line of a call rejected before its tool ran.
-        tracing::info!(
-            target: "oxp::call",
-            call_id = call_id.as_deref(),
-            tool_id = %tool_id,
-            outcome = e.outcome(),
-            reason = e.message(),
-        );
-    })?;
+    let principal = principal.map(|Extension(p)| p).unwrap_or_default();
+    let outcome = run_call(&state, &principal, request)
+        .await
+        .inspect_err(|e| {
+            // The one log line of a call rejected before its tool ran.
+            tracing::info!(
+                target: "oxp::call",
+                call_id = call_id.as_deref(),
+                tool_id = %tool_id,
+                outcome = e.outcome(),
+                reason = e.message(),
+            );
+        })?;
     Ok(json_value_response(StatusCode::OK, &outcome))
 }
 
 async fn run_call(
     state: &AppState,
+    principal: &Principal,
     request: CallToolRequest,
 ) -> Result<CallToolResponseEnvelope, ApiError> {
     let tool = state.registry.resolve(&request.tool_id)?;
@@ -216,10 +261,11 @@ async fn run_call(
         Some(input) => input,
     };
     let context = request.context.unwrap_or_default();
+    let user_id = bind_user_id(principal, context.user_id)?;
     let supplied = invoke::Supplied {
         call_id: request.call_id,
         trace_id: request.trace_id,
-        user_id: context.user_id,
+        user_id,
         authorization: context
             .authorization
             .into_iter()
@@ -231,10 +277,12 @@ async fn run_call(
             .map(|s| (s.id, Secret::new(s.value)))
             .collect(),
     };
-    let ctx = invoke::context(tool, supplied).map_err(|m| ApiError::BadRequest {
-        message: m.user_message(),
-        developer_message: Some(m.developer_message()),
-    })?;
+    let ctx = invoke::prepare(tool, supplied, &state.secrets)
+        .await
+        .map_err(|m| ApiError::BadRequest {
+            message: m.user_message(),
+            developer_message: Some(m.developer_message()),
+        })?;
     invoke::check_input(tool, &input).map_err(ApiError::Validation)?;
     let call_id = ctx.call_id.clone();
     let outcome = invoke::execute(tool, input, ctx, state.config.tool_timeout)
@@ -261,6 +309,29 @@ async fn run_call(
         schema: OXP_1_0.into(),
         result,
     })
+}
+
+/// With user binding on, `context.user_id` must be the authenticated subject (and defaults to it).
+fn bind_user_id(
+    principal: &Principal,
+    user_id: Option<String>,
+) -> Result<Option<String>, ApiError> {
+    if !principal.bind_user_id {
+        return Ok(user_id);
+    }
+    let Some(subject) = &principal.subject else {
+        return Err(ApiError::bad_request(
+            "The caller cannot act for a user",
+            "OXP_BIND_USER_ID is on but the credentials carry no subject (sub)",
+        ));
+    };
+    match user_id {
+        Some(u) if u != *subject => Err(ApiError::bad_request(
+            "The user ID does not match the authenticated caller",
+            "context.user_id must equal the token's sub claim (OXP_BIND_USER_ID)",
+        )),
+        _ => Ok(Some(subject.clone())),
+    }
 }
 
 fn call_error(e: ToolError) -> ToolCallError {
@@ -351,6 +422,9 @@ pub enum ApiError {
     PayloadTooLarge,
     /// 415: the content type is not JSON.
     UnsupportedMediaType,
+    /// 400 with `WWW-Authenticate: Bearer`: missing or invalid credentials (which check failed
+    /// is never said).
+    Unauthenticated,
 }
 
 impl ApiError {
@@ -440,6 +514,21 @@ impl IntoResponse for ApiError {
                 "The request body is too large".into(),
                 Some("the body is over the server's limit (OXP_MAX_BODY_BYTES)".into()),
             ),
+            Self::Unauthenticated => {
+                let body = ServerErrorResponse {
+                    schema: OXP_1_0.into(),
+                    message: "Authentication failed".into(),
+                    developer_message: Some(
+                        "this server requires valid credentials (Authorization: Bearer <token>)"
+                            .into(),
+                    ),
+                };
+                let mut response = json_value_response(StatusCode::BAD_REQUEST, &body);
+                response
+                    .headers_mut()
+                    .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return response;
+            }
             Self::UnsupportedMediaType => (
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "The request body must be JSON".into(),

@@ -3,6 +3,7 @@
 //! translate its results.
 
 use crate::registry::{HandlerError, RegisteredTool};
+use crate::secrets::{SecretError, Secrets, SecretsRejection};
 use crate::tool::{Secret, ToolContext, ToolError};
 use crate::validate::{ParameterErrors, WHOLE_INPUT};
 use futures_util::FutureExt;
@@ -176,8 +177,10 @@ pub enum Missing {
     Authorization(String),
     /// No user id.
     UserId,
-    /// No value for this secret.
-    Secret(String),
+    /// No value for this secret (`true`: the client sent one but clients may not send secrets).
+    Secret(String, bool),
+    /// The server holds the secret but could not load it.
+    Unavailable(SecretError),
 }
 
 impl Missing {
@@ -188,9 +191,10 @@ impl Missing {
                 format!("This tool requires authorization with '{id}', which was not provided")
             }
             Self::UserId => "This tool requires a user ID, which was not provided".into(),
-            Self::Secret(id) => {
+            Self::Secret(id, _) => {
                 format!("This tool requires the secret '{id}', which was not provided")
             }
+            Self::Unavailable(e) => e.user_message(),
         }
     }
 
@@ -201,16 +205,24 @@ impl Missing {
                 format!("context.authorization has no token with id '{id}'")
             }
             Self::UserId => "context.user_id is required by the tool definition".into(),
-            Self::Secret(id) => {
+            Self::Secret(id, false) => {
                 format!("secret '{id}' is neither held by the server nor sent in context.secrets")
             }
+            Self::Secret(id, true) => format!(
+                "secret '{id}' is not held by the server, and this server does not accept secrets from clients (OXP_CLIENT_SECRETS=never)"
+            ),
+            Self::Unavailable(e) => e.developer_message(),
         }
     }
 }
 
-/// Checks the tool's requirements against what was supplied and builds the tool's context,
-/// holding exactly the tokens and secrets the tool declared.
-pub fn context(tool: &RegisteredTool, supplied: Supplied) -> Result<ToolContext, Missing> {
+/// Checks the tool's requirements against what was supplied, loads the server-held secrets it
+/// needs, and builds the tool's context with exactly the tokens and secrets the tool declared.
+pub async fn prepare(
+    tool: &RegisteredTool,
+    supplied: Supplied,
+    secrets: &Secrets,
+) -> Result<ToolContext, Missing> {
     let required = &tool.requirements;
     let mut authorization = HashMap::with_capacity(required.authorization.len());
     let mut offered = supplied.authorization;
@@ -226,16 +238,20 @@ pub fn context(tool: &RegisteredTool, supplied: Supplied) -> Result<ToolContext,
     if required.user_id && user_id.is_none() {
         return Err(Missing::UserId);
     }
-    let mut secrets = HashMap::with_capacity(required.secrets.len());
-    let mut offered = supplied.secrets;
-    for id in &required.secrets {
-        let i = offered
-            .iter()
-            .position(|(sid, _)| sid == id)
-            .ok_or_else(|| Missing::Secret(id.clone()))?;
-        let (id, value) = offered.swap_remove(i);
-        secrets.insert(id, value);
-    }
+    let secrets = if required.secrets.is_empty() {
+        HashMap::new()
+    } else {
+        secrets
+            .resolve(&required.secrets, supplied.secrets)
+            .await
+            .map_err(|r| match r {
+                SecretsRejection::Missing {
+                    id,
+                    refused_from_client,
+                } => Missing::Secret(id, refused_from_client),
+                SecretsRejection::Source(e) => Missing::Unavailable(e),
+            })?
+    };
     Ok(ToolContext {
         call_id: supplied
             .call_id

@@ -36,6 +36,7 @@
 // Lets `example_tools` (shared with `examples/`) name this crate as users do.
 extern crate self as oxp_lambda;
 
+pub mod auth;
 pub mod config;
 #[path = "../examples/spec_tools/tools.rs"]
 pub mod example_tools;
@@ -46,6 +47,7 @@ pub mod local;
 pub mod logging;
 pub mod protocol;
 pub mod registry;
+pub mod secrets;
 pub mod tool;
 pub mod validate;
 
@@ -74,8 +76,13 @@ pub async fn run(registry: Registry) -> ExitCode {
         return ExitCode::from(2);
     }
     logging::init(&config);
-    let state = http::AppState::new(Arc::new(registry), config.clone());
-    let app = http::app(state);
+    let app = match build_app(registry, config.clone()).await {
+        Ok(app) => app,
+        Err(e) => {
+            tracing::error!("invalid configuration: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
     if config::in_lambda() {
         return match lambda::run(app).await {
             Ok(()) => ExitCode::SUCCESS,
@@ -103,6 +110,35 @@ pub async fn run(registry: Registry) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Builds the app `config` describes: loads the AWS configuration once when a part needs it,
+/// then the secret source and the authenticator. Errors name the variable at fault.
+pub async fn build_app(
+    registry: Registry,
+    config: Config,
+) -> Result<http::StripPrefix<axum::Router>, String> {
+    let sdk = match config.secrets.source {
+        config::SecretSourceKind::Aws => Some(
+            aws_config::defaults(aws_config::BehaviorVersion::latest())
+                .load()
+                .await,
+        ),
+        config::SecretSourceKind::Local => None,
+    };
+    let secrets = secrets::Secrets::from_config(&config.secrets, sdk.as_ref())
+        .map_err(|e| format!("secrets: {e}"))?;
+    let auth = auth::Authenticator::from_config(&config.auth, secrets.clone())?;
+    if let config::AuthConfig::None { explicit } = config.auth
+        && !config::in_lambda()
+    {
+        tracing::warn!(
+            explicit,
+            "authentication is off (OXP_AUTH=none): any local process can call the tools"
+        );
+    }
+    let state = http::AppState::new(Arc::new(registry), config, secrets, auth);
+    Ok(http::app(state))
 }
 
 /// Applies command-line arguments (`--port N`, `--port=N`, `--help`).

@@ -4,7 +4,9 @@
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
+use oxp_lambda::auth::Authenticator;
 use oxp_lambda::http::{AppState, StripPrefix};
+use oxp_lambda::secrets::Secrets;
 use oxp_lambda::{Config, Registry};
 use serde_json::Value;
 use std::sync::Arc;
@@ -21,8 +23,14 @@ pub struct Reply {
     pub json: Value,
 }
 
+/// An app without server-held secrets or authentication.
 pub fn app_with(registry: Registry, config: Config) -> App {
-    oxp_lambda::http::app(AppState::new(Arc::new(registry), config))
+    oxp_lambda::http::app(AppState::new(
+        Arc::new(registry),
+        config,
+        Secrets::default(),
+        Authenticator::None,
+    ))
 }
 
 pub fn example_app() -> App {
