@@ -282,20 +282,19 @@ fn classify<E: ProvideErrorMetadata + fmt::Debug>(
     SecretError::new(id, kind, format!("{name}: {code}"))
 }
 
-/// Builds a Secrets Manager client from the shared AWS configuration, with the fetch time bound.
-pub fn secrets_manager_client(
+/// Secrets Manager client settings from the shared AWS configuration: every fetch, retries
+/// included, is bounded by `timeout`, and at most two attempts are made.
+pub fn secrets_manager_config(
     sdk: &aws_config::SdkConfig,
     timeout: std::time::Duration,
-) -> aws_sdk_secretsmanager::Client {
+) -> aws_sdk_secretsmanager::config::Builder {
     let timeouts = aws_config::timeout::TimeoutConfig::builder()
         .operation_timeout(timeout)
         .connect_timeout(timeout.min(std::time::Duration::from_secs(1)))
         .build();
-    let config = aws_sdk_secretsmanager::config::Builder::from(sdk)
+    aws_sdk_secretsmanager::config::Builder::from(sdk)
         .timeout_config(timeouts)
         .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(2))
-        .build();
-    aws_sdk_secretsmanager::Client::from_conf(config)
 }
 
 /// What a call could not get.
@@ -366,10 +365,10 @@ impl Secrets {
             SecretSourceKind::Local => Arc::new(LocalSecrets::load(config.file.as_deref())?),
             SecretSourceKind::Aws => {
                 let sdk = sdk.ok_or("the AWS source needs the AWS configuration")?;
-                Arc::new(AwsSecretsManager::new(
-                    secrets_manager_client(sdk, config.timeout),
-                    config,
-                ))
+                let client = aws_sdk_secretsmanager::Client::from_conf(
+                    secrets_manager_config(sdk, config.timeout).build(),
+                );
+                Arc::new(AwsSecretsManager::new(client, config))
             }
         };
         Ok(Self::new(Some(source), config.ttl, config.client_secrets))

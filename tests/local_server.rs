@@ -83,6 +83,10 @@ async fn the_binary_serves_every_endpoint_on_loopback_and_stops_on_sigterm() {
 
     let (clean, logs) = terminate(server);
     assert!(clean, "graceful shutdown exits 0; logs: {logs}");
+    assert!(
+        logs.contains("authentication is off"),
+        "a warning when auth is off: {logs}"
+    );
     // One structured line per call, with call_id, trace_id, tool id, outcome and duration.
     let line = logs
         .lines()
@@ -134,4 +138,64 @@ fn a_bad_argument_is_a_usage_error() {
         .output()
         .unwrap();
     assert_eq!(output.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn sms_send_reads_its_key_from_the_local_source() {
+    let server = start(
+        &[("OXP_SECRET_TWILIO_API_KEY", "local-value")],
+        &["--port", "0"],
+    );
+    let sms = r#"{"request":{"tool_id":"SMS.Send","input":{"to":"+1555","message":"hi"}}}"#;
+    let (status, body) = http_raw(&server.addr, "POST", "/call", sms).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""status":"sent""#));
+    assert!(!body.contains("local-value"));
+}
+
+#[tokio::test]
+async fn sms_send_reads_its_key_from_secrets_manager_when_configured() {
+    let moto = common::aws::moto_url();
+    let prefix = common::aws::unique_prefix();
+    let (client, _) = common::aws::secrets_client(&moto, std::time::Duration::from_secs(3)).await;
+    client
+        .create_secret()
+        .name(format!("{prefix}TWILIO_API_KEY"))
+        .secret_string("from-secrets-manager")
+        .send()
+        .await
+        .unwrap();
+    // Configured only through the environment, as in Lambda.
+    let server = start(
+        &[
+            ("OXP_SECRETS_SOURCE", "aws"),
+            ("OXP_SECRETS_PREFIX", &prefix),
+            ("AWS_ENDPOINT_URL", &moto),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ],
+        &["--port", "0"],
+    );
+    let sms = r#"{"request":{"tool_id":"SMS.Send","input":{"to":"+1555","message":"hi"}}}"#;
+    let (status, body) = http_raw(&server.addr, "POST", "/call", sms).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""status":"sent""#));
+}
+
+#[tokio::test]
+async fn with_jwt_auth_every_endpoint_but_health_needs_a_token() {
+    let server = start(
+        &[
+            ("OXP_AUTH", "jwt"),
+            ("OXP_JWT_HS256_SECRET_ID", "JWT_KEY"),
+            ("OXP_SECRET_JWT_KEY", "local-signing-key-0123456789abcdef"),
+        ],
+        &["--port", "0"],
+    );
+    let (status, _) = http_raw(&server.addr, "GET", "/health", "").await;
+    assert_eq!(status, 200);
+    let (status, body) = http_raw(&server.addr, "GET", "/tools", "").await;
+    assert_eq!(status, 400);
+    assert!(body.contains("Authentication failed"));
 }

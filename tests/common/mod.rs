@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: build an app and send it requests in-process.
 #![allow(dead_code)]
 
+pub mod aws;
+
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use http_body_util::BodyExt;
