@@ -66,7 +66,15 @@ pub async fn run(registry: Registry) -> ExitCode {
     let mut config = match Config::from_env() {
         Ok(config) => config,
         Err(e) => {
-            logging::init(&Config::default());
+            let format = if config::in_lambda() {
+                config::LogFormat::Json
+            } else {
+                config::LogFormat::Text
+            };
+            logging::init(&Config {
+                log_format: format,
+                ..Config::default()
+            });
             tracing::error!("{e}");
             return ExitCode::FAILURE;
         }

@@ -131,6 +131,25 @@ fn invalid_configuration_fails_at_start_naming_the_variable() {
 }
 
 #[test]
+fn in_lambda_a_missing_oxp_auth_fails_at_init_with_one_json_line() {
+    let output = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
+        .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
+        .env_remove("OXP_AUTH")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    let line: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(line["level"], "ERROR");
+    assert!(
+        line["message"].as_str().unwrap().contains("OXP_AUTH"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_bad_argument_is_a_usage_error() {
     let output = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
         .arg("--port")

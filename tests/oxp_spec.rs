@@ -500,6 +500,15 @@ fn gmail_app(seen: Arc<std::sync::Mutex<Option<ToolContext>>>) -> App {
 }
 
 #[tokio::test]
+async fn authorization_and_user_id_requirements_are_listed() {
+    let reply = get(&gmail_app(Default::default()), "/tools").await;
+    assert_eq!(
+        reply.json["tools"][0]["requirements"],
+        json!({"authorization": [{"id": "google", "oauth2": {"scopes": ["https://www.googleapis.com/auth/gmail.readonly"]}}], "user_id": true})
+    );
+}
+
+#[tokio::test]
 async fn required_authorization_must_be_provided_in_context() {
     let app = gmail_app(Default::default());
     let reply = call(&app, json!({"request": {"tool_id": "Gmail.GetEmails@1.2.0", "context": {"user_id": "user_123"}}})).await;

@@ -1,0 +1,71 @@
+//! The README, the SAM template and the code agree on configuration and routes.
+
+use std::collections::BTreeSet;
+
+/// Every `OXP_NAME` token in `text` (a `<ID>` placeholder suffix is kept as `OXP_SECRET_`).
+fn oxp_variables(text: &str) -> BTreeSet<String> {
+    let mut found = BTreeSet::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while let Some(pos) = text[i..].find("OXP_") {
+        let start = i + pos;
+        let mut end = start + 4;
+        while end < bytes.len()
+            && (bytes[end].is_ascii_uppercase()
+                || bytes[end].is_ascii_digit()
+                || bytes[end] == b'_')
+        {
+            end += 1;
+        }
+        found.insert(text[start..end].to_owned());
+        i = end;
+    }
+    found
+}
+
+fn read(path: &str) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[test]
+fn every_variable_the_code_reads_is_in_the_readme() {
+    let readme = oxp_variables(&read("README.md"));
+    let code = oxp_variables(&read("src/config.rs"));
+    let missing: Vec<_> = code.iter().filter(|v| !readme.contains(*v)).collect();
+    assert!(
+        missing.is_empty(),
+        "not documented in README.md: {missing:?}"
+    );
+}
+
+#[test]
+fn every_variable_the_template_sets_is_read_by_the_code() {
+    let template = oxp_variables(&read("template.yaml"));
+    let code = oxp_variables(&read("src/config.rs"));
+    assert!(template.len() >= 10, "{template:?}");
+    let unknown: Vec<_> = template.iter().filter(|v| !code.contains(*v)).collect();
+    assert!(
+        unknown.is_empty(),
+        "template.yaml sets variables the code ignores: {unknown:?}"
+    );
+}
+
+#[test]
+fn the_template_routes_every_oxp_endpoint() {
+    let template = read("template.yaml");
+    for (method, path) in [
+        ("GET", "/tools"),
+        ("POST", "/tools/call"),
+        ("POST", "/call"),
+        ("GET", "/health"),
+    ] {
+        let route = format!("Method: {method}\n            Path: {path}\n");
+        assert!(
+            template.contains(&route),
+            "template.yaml lacks {method} {path}"
+        );
+    }
+    assert!(template.contains("BuildMethod: rust-cargolambda"));
+    assert!(template.contains("Runtime: provided.al2023"));
+    assert!(template.contains("Architectures: [arm64]"));
+}
