@@ -29,6 +29,38 @@ pub struct Config {
     pub secrets: SecretsConfig,
     /// How callers of the server authenticate.
     pub auth: AuthConfig,
+    /// Idempotency of calls by `call_id`.
+    pub idempotency: IdempotencyConfig,
+    /// `OXP_MAX_CONCURRENT_CALLS` (default 256): tool runs at once; more wait for a free slot
+    /// within their time limit.
+    pub max_concurrent_calls: usize,
+    /// `OXP_DEADLINE_MARGIN_MS` (default 500): in Lambda, tools must finish this long before the
+    /// invocation deadline so the caller gets an answer before Lambda stops the function.
+    pub deadline_margin: Duration,
+}
+
+/// Where idempotency records live.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdempotencyConfig {
+    /// `OXP_IDEMPOTENCY`: `memory` (default), `dynamodb` (default when a table is set) or `off`.
+    pub mode: IdempotencyMode,
+    /// `OXP_IDEMPOTENCY_TABLE`: DynamoDB table name.
+    pub table: Option<String>,
+    /// `OXP_IDEMPOTENCY_TTL_SECS` (default 3600): how long a stored outcome answers repeats.
+    pub ttl: Duration,
+    /// `OXP_IDEMPOTENCY_MAX_ENTRIES` (default 10000): bound of the in-memory store.
+    pub max_entries: usize,
+}
+
+/// Kinds of idempotency store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdempotencyMode {
+    /// In process memory (per Lambda instance in Lambda).
+    Memory,
+    /// A DynamoDB table shared by every instance.
+    DynamoDb,
+    /// No idempotency: every call runs.
+    Off,
 }
 
 /// Where server-held secrets come from and how they are cached.
@@ -177,6 +209,14 @@ impl Default for Config {
                 client_secrets: ClientSecrets::Unheld,
             },
             auth: AuthConfig::None { explicit: false },
+            idempotency: IdempotencyConfig {
+                mode: IdempotencyMode::Memory,
+                table: None,
+                ttl: Duration::from_secs(3600),
+                max_entries: 10_000,
+            },
+            max_concurrent_calls: 256,
+            deadline_margin: Duration::from_millis(500),
         }
     }
 }
@@ -242,6 +282,44 @@ impl Config {
             config.secrets.prefix = Some(v.trim().to_owned()).filter(|p| !p.is_empty());
         }
         config.auth = auth_config(lambda, config.host, &get)?;
+        let idem = &mut config.idempotency;
+        idem.table = get("OXP_IDEMPOTENCY_TABLE");
+        idem.mode = match get("OXP_IDEMPOTENCY").as_deref().map(str::trim) {
+            None if idem.table.is_some() => IdempotencyMode::DynamoDb,
+            None | Some("memory") => IdempotencyMode::Memory,
+            Some("dynamodb") if idem.table.is_some() => IdempotencyMode::DynamoDb,
+            Some("dynamodb") => {
+                return Err(invalid(
+                    "OXP_IDEMPOTENCY_TABLE",
+                    "must be set for OXP_IDEMPOTENCY=dynamodb",
+                ));
+            }
+            Some("off") => IdempotencyMode::Off,
+            Some(_) => {
+                return Err(invalid(
+                    "OXP_IDEMPOTENCY",
+                    "must be 'memory', 'dynamodb' or 'off'",
+                ));
+            }
+        };
+        if let Some(v) = get("OXP_IDEMPOTENCY_TTL_SECS") {
+            idem.ttl = Duration::from_secs(parse("OXP_IDEMPOTENCY_TTL_SECS", &v)?);
+        }
+        if let Some(v) = get("OXP_IDEMPOTENCY_MAX_ENTRIES") {
+            idem.max_entries = parse("OXP_IDEMPOTENCY_MAX_ENTRIES", &v)?;
+        }
+        if let Some(v) = get("OXP_MAX_CONCURRENT_CALLS") {
+            config.max_concurrent_calls = parse("OXP_MAX_CONCURRENT_CALLS", &v)?;
+            if config.max_concurrent_calls == 0 {
+                return Err(invalid(
+                    "OXP_MAX_CONCURRENT_CALLS",
+                    "must be greater than 0",
+                ));
+            }
+        }
+        if let Some(v) = get("OXP_DEADLINE_MARGIN_MS") {
+            config.deadline_margin = Duration::from_millis(parse("OXP_DEADLINE_MARGIN_MS", &v)?);
+        }
         Ok(config)
     }
 }
@@ -464,6 +542,28 @@ mod tests {
     }
 
     #[test]
+    fn a_table_selects_the_dynamodb_idempotency_store() {
+        let c = config(&[
+            ("OXP_IDEMPOTENCY_TABLE", "oxp-calls"),
+            ("OXP_IDEMPOTENCY_TTL_SECS", "60"),
+        ])
+        .unwrap();
+        assert_eq!(c.idempotency.mode, IdempotencyMode::DynamoDb);
+        assert_eq!(c.idempotency.ttl, Duration::from_secs(60));
+        assert_eq!(
+            config(&[("OXP_IDEMPOTENCY", "off")])
+                .unwrap()
+                .idempotency
+                .mode,
+            IdempotencyMode::Off
+        );
+        assert_eq!(
+            config(&[]).unwrap().idempotency.mode,
+            IdempotencyMode::Memory
+        );
+    }
+
+    #[test]
     fn no_authentication_must_be_explicit_in_lambda_and_beyond_loopback() {
         assert_eq!(
             config(&[]).unwrap().auth,
@@ -504,9 +604,12 @@ mod tests {
             ("OXP_CLIENT_SECRETS", "maybe"),
             ("OXP_AUTH", "basic"),
             ("OXP_BIND_USER_ID", "yes"),
+            ("OXP_IDEMPOTENCY", "redis"),
+            ("OXP_IDEMPOTENCY", "dynamodb"),
+            ("OXP_MAX_CONCURRENT_CALLS", "0"),
         ] {
             let err = config(&[(var, value)]).unwrap_err();
-            assert_eq!(err.variable, var);
+            assert!(err.variable.starts_with(var), "{var}: {err}");
             assert!(err.to_string().contains(var));
         }
     }

@@ -11,7 +11,9 @@
 
 use crate::auth::{Authenticator, Principal};
 use crate::config::Config;
-use crate::invoke;
+use crate::config::IdempotencyMode;
+use crate::idempotency::MemoryStore;
+use crate::invoke::{self, Idempotency, Refusal};
 use crate::protocol::{
     self, CallToolRequest, CallToolResponse, CallToolResponseEnvelope, InputSchema,
     ListToolsResponse, OXP_1_0, ServerErrorResponse, ToolCallError, ToolDefinition,
@@ -37,6 +39,7 @@ use std::borrow::Cow;
 use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use tokio::sync::Semaphore;
 use tower::Service;
 
 /// Shared state of the HTTP app.
@@ -46,19 +49,24 @@ pub struct AppState {
     config: Config,
     secrets: Secrets,
     auth: Authenticator,
+    idempotency: Option<Idempotency>,
+    /// Bounds concurrent tool runs (`OXP_MAX_CONCURRENT_CALLS`).
+    calls: Arc<Semaphore>,
     /// `GET /tools` never changes, so it is serialized once.
     listing: Bytes,
 }
 
 impl AppState {
     /// Builds the state: `registry` served with `config`, server-held `secrets` and `auth`.
-    /// [`crate::build_app`] builds the secrets and authenticator from the configuration.
+    /// Idempotency uses an in-memory store unless the configuration turns it off (see
+    /// [`AppState::with_idempotency`]). [`crate::build_app`] builds every part from the
+    /// configuration.
     pub fn new(
         registry: Arc<Registry>,
         config: Config,
         secrets: Secrets,
         auth: Authenticator,
-    ) -> Arc<Self> {
+    ) -> Self {
         let listing = ListToolsResponse {
             schema: OXP_1_0.into(),
             tools: registry
@@ -69,13 +77,26 @@ impl AppState {
         };
         let listing =
             Bytes::from(serde_json::to_vec(&listing).expect("tool definitions serialize"));
-        Arc::new(Self {
+        let idempotency = (config.idempotency.mode != IdempotencyMode::Off).then(|| Idempotency {
+            store: Arc::new(MemoryStore::new(config.idempotency.max_entries)),
+            keep: config.idempotency.ttl,
+        });
+        let calls = Arc::new(Semaphore::new(config.max_concurrent_calls));
+        Self {
             registry,
             config,
             secrets,
             auth,
+            idempotency,
+            calls,
             listing,
-        })
+        }
+    }
+
+    /// Replaces the idempotency store (`None`: every call runs).
+    pub fn with_idempotency(mut self, idempotency: Option<Idempotency>) -> Self {
+        self.idempotency = idempotency;
+        self
     }
 
     /// The registry.
@@ -123,7 +144,8 @@ pub fn tool_definition(tool: &RegisteredTool) -> ToolDefinition {
 }
 
 /// The router with every route; paths are matched as they are (see [`app`] for prefixes).
-pub fn router(state: Arc<AppState>) -> Router {
+pub fn router(state: AppState) -> Router {
+    let state = Arc::new(state);
     let limit = state.config.max_body_bytes;
     let protected = Router::new()
         .route("/tools", only(get(list_tools), "GET, HEAD"))
@@ -140,7 +162,7 @@ pub fn router(state: Arc<AppState>) -> Router {
 
 /// The complete app: [`router`] behind prefix stripping (the configured base path and an API
 /// Gateway stage), usable by `axum::serve` and `lambda_http::run` alike.
-pub fn app(state: Arc<AppState>) -> StripPrefix<Router> {
+pub fn app(state: AppState) -> StripPrefix<Router> {
     let base_path = state.config.base_path.clone().map(Arc::from);
     StripPrefix {
         inner: router(state),
@@ -213,6 +235,7 @@ struct Envelope<'a> {
 async fn call_tool(
     State(state): State<Arc<AppState>>,
     principal: Option<Extension<Principal>>,
+    lambda: Option<Extension<lambda_http::Context>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
@@ -235,7 +258,9 @@ async fn call_tool(
     let tool_id = request.tool_id.clone();
     let call_id = request.call_id.clone();
     let principal = principal.map(|Extension(p)| p).unwrap_or_default();
-    let outcome = run_call(&state, &principal, request)
+    let deadline = lambda
+        .and_then(|Extension(ctx)| crate::lambda::deadline(&ctx, state.config.deadline_margin));
+    let outcome = run_call(&state, &principal, deadline, request)
         .await
         .inspect_err(|e| {
             // The one log line of a call rejected before its tool ran.
@@ -253,6 +278,7 @@ async fn call_tool(
 async fn run_call(
     state: &AppState,
     principal: &Principal,
+    deadline: Option<std::time::Instant>,
     request: CallToolRequest,
 ) -> Result<CallToolResponseEnvelope, ApiError> {
     let tool = state.registry.resolve(&request.tool_id)?;
@@ -277,17 +303,42 @@ async fn run_call(
             .map(|s| (s.id, Secret::new(s.value)))
             .collect(),
     };
-    let ctx = invoke::prepare(tool, supplied, &state.secrets)
+    let keyed = supplied.call_id.is_some();
+    let mut ctx = invoke::prepare(tool, supplied, &state.secrets)
         .await
         .map_err(|m| ApiError::BadRequest {
             message: m.user_message(),
             developer_message: Some(m.developer_message()),
         })?;
     invoke::check_input(tool, &input).map_err(ApiError::Validation)?;
+    ctx.deadline = deadline;
     let call_id = ctx.call_id.clone();
-    let outcome = invoke::execute(tool, input, ctx, state.config.tool_timeout)
+    let timeout = state.config.tool_timeout;
+    // Waiting for a free slot counts against the call's time limit.
+    let slot = match invoke::limit(timeout, deadline) {
+        Some(limit) => tokio::time::timeout(limit, state.calls.acquire())
+            .await
+            .ok(),
+        None => Some(state.calls.acquire().await),
+    };
+    let Some(Ok(_slot)) = slot else {
+        return Ok(busy(call_id));
+    };
+    let outcome = invoke::call(tool, input, ctx, timeout, keyed, state.idempotency.as_ref())
         .await
-        .map_err(ApiError::Validation)?;
+        .map_err(|refusal| match refusal {
+            Refusal::InvalidInput(errors) => ApiError::Validation(errors),
+            Refusal::KeyReused(key) => ApiError::bad_request(
+                "This call ID was already used for a different call",
+                format!(
+                    "call_id '{key}' was used with another tool, input or user; use a new call_id"
+                ),
+            ),
+            Refusal::Store(e) => ApiError::bad_request(
+                "The tool server is temporarily unavailable; try again later",
+                e.to_string(),
+            ),
+        })?;
     let duration_ms = (outcome.duration.as_secs_f64() * 1e6).round() / 1e3;
     let result = match outcome.result {
         Ok(value) => CallToolResponse {
@@ -331,6 +382,25 @@ fn bind_user_id(
             "context.user_id must equal the token's sub claim (OXP_BIND_USER_ID)",
         )),
         _ => Ok(Some(subject.clone())),
+    }
+}
+
+/// Every execution slot stayed taken for the whole time limit.
+fn busy(call_id: String) -> CallToolResponseEnvelope {
+    let error = ToolError::new("The tool server is busy; try again shortly")
+        .developer_message(
+            "no free execution slot within the time limit (OXP_MAX_CONCURRENT_CALLS)",
+        )
+        .retry_after(std::time::Duration::from_secs(1));
+    CallToolResponseEnvelope {
+        schema: OXP_1_0.into(),
+        result: CallToolResponse {
+            call_id,
+            duration: Some(0.0),
+            success: false,
+            value: None,
+            error: Some(call_error(error)),
+        },
     }
 }
 

@@ -2,6 +2,7 @@
 //! output checking, timing and the per-call log line. Protocol adapters call this and only
 //! translate its results.
 
+use crate::idempotency::{Claim, IdempotencyStore, StoreError, StoredOutcome, fingerprint};
 use crate::registry::{HandlerError, RegisteredTool};
 use crate::secrets::{SecretError, Secrets, SecretsRejection};
 use crate::tool::{Secret, ToolContext, ToolError};
@@ -10,6 +11,7 @@ use futures_util::FutureExt;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// What a tool run produced.
@@ -62,6 +64,108 @@ impl Failure {
     }
 }
 
+/// Idempotency settings: where claims live and how long outcomes are kept.
+#[derive(Debug, Clone)]
+pub struct Idempotency {
+    /// The store.
+    pub store: Arc<dyn IdempotencyStore>,
+    /// How long a stored outcome answers repeats (`OXP_IDEMPOTENCY_TTL_SECS`).
+    pub keep: Duration,
+}
+
+/// How long a claim is held when a call has no time limit.
+const UNBOUNDED_HOLD: Duration = Duration::from_secs(15 * 60);
+/// Added to a call's time limit for the in-progress hold, to cover storing the outcome.
+const HOLD_MARGIN: Duration = Duration::from_secs(5);
+/// What a duplicate of a running call is told to wait before retrying.
+pub const IN_PROGRESS_RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// Why a call was refused before its tool ran.
+#[derive(Debug)]
+pub enum Refusal {
+    /// The input does not fit the tool (a typed handler could not read it).
+    InvalidInput(ParameterErrors),
+    /// The `call_id` was used before for another tool, input or user.
+    KeyReused(String),
+    /// The idempotency store could not answer.
+    Store(StoreError),
+}
+
+/// The time limit of a call: the tool timeout and the transport deadline, whichever is first.
+pub fn limit(timeout: Option<Duration>, deadline: Option<Instant>) -> Option<Duration> {
+    let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
+    match (timeout, remaining) {
+        (Some(t), Some(r)) => Some(t.min(r)),
+        (t, r) => t.or(r),
+    }
+}
+
+/// Runs `tool` as [`execute`] does, honouring `call_id` as an idempotency key when `idempotency`
+/// is given, the caller supplied a key (`keyed`) and the tool has not opted out.
+pub async fn call(
+    tool: &RegisteredTool,
+    input: Value,
+    ctx: ToolContext,
+    timeout: Option<Duration>,
+    keyed: bool,
+    idempotency: Option<&Idempotency>,
+) -> Result<Outcome, Refusal> {
+    let Some(idem) = idempotency.filter(|_| keyed && tool.idempotent) else {
+        return execute(tool, input, ctx, timeout)
+            .await
+            .map_err(Refusal::InvalidInput);
+    };
+    let key = ctx.call_id.clone();
+    let print = fingerprint(&tool.id, ctx.user_id.as_deref(), &input);
+    let hold = limit(timeout, ctx.deadline).map_or(UNBOUNDED_HOLD, |l| l + HOLD_MARGIN);
+    match idem
+        .store
+        .claim(&key, &print, hold)
+        .await
+        .map_err(Refusal::Store)?
+    {
+        Claim::Acquired => {}
+        Claim::Completed(stored) => {
+            tracing::info!(target: "oxp::call", call_id = %key, tool_id = %tool.id, outcome = "replayed");
+            return Ok(Outcome {
+                result: stored.result(),
+                duration: Duration::from_secs_f64(stored.duration_ms.max(0.0) / 1e3),
+            });
+        }
+        Claim::InProgress => {
+            tracing::info!(target: "oxp::call", call_id = %key, tool_id = %tool.id, outcome = "in_progress");
+            return Ok(Outcome {
+                result: Err(ToolError::new(
+                    "This call is still running; retry shortly to get its result",
+                )
+                .developer_message(format!("a call with call_id '{key}' is in progress"))
+                .retry_after(IN_PROGRESS_RETRY_AFTER)),
+                duration: Duration::ZERO,
+            });
+        }
+        Claim::Conflict => return Err(Refusal::KeyReused(key)),
+    }
+    let outcome = match execute(tool, input, ctx, timeout).await {
+        Ok(outcome) => outcome,
+        Err(errors) => {
+            let _ = idem.store.release(&key, &print).await;
+            return Err(Refusal::InvalidInput(errors));
+        }
+    };
+    let stored = match &outcome.result {
+        Err(e) if e.can_retry => idem.store.release(&key, &print).await,
+        result => {
+            let record = StoredOutcome::new(result, outcome.duration);
+            idem.store.complete(&key, &print, &record, idem.keep).await
+        }
+    };
+    if let Err(e) = stored {
+        // The caller still gets the answer; only a later repeat may run the tool again.
+        tracing::warn!(target: "oxp::call", call_id = %key, error = %e, "outcome not stored");
+    }
+    Ok(outcome)
+}
+
 /// Validates `input` against the tool's input schema.
 pub fn check_input(tool: &RegisteredTool, input: &Value) -> Result<(), ParameterErrors> {
     // Tool input is always an object, whatever a hand-written schema leaves open.
@@ -86,10 +190,7 @@ pub async fn execute(
 ) -> Result<Outcome, ParameterErrors> {
     let call_id = ctx.call_id.clone();
     let trace_id = ctx.trace_id.clone();
-    let limit = match (timeout, ctx.deadline) {
-        (Some(t), Some(d)) => Some(t.min(d.saturating_duration_since(Instant::now()))),
-        (t, d) => t.or_else(|| d.map(|d| d.saturating_duration_since(Instant::now()))),
-    };
+    let limit = limit(timeout, ctx.deadline);
     let run = AssertUnwindSafe((tool.handler)(input, ctx)).catch_unwind();
     let start = Instant::now();
     let raw = match limit {

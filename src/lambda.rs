@@ -4,6 +4,7 @@
 use crate::http::StripPrefix;
 use axum::Router;
 use lambda_http::request::RequestContext;
+use std::time::{Duration, Instant, SystemTime};
 
 /// The API Gateway stage a request came through, when it is a named stage.
 ///
@@ -16,6 +17,13 @@ pub fn stage<B>(request: &axum::http::Request<B>) -> Option<&str> {
         _ => None,
     }?;
     (stage != "$default" && !stage.is_empty()).then_some(stage)
+}
+
+/// When a tool must have finished: the invocation deadline minus `margin`, so the caller gets
+/// an answer before Lambda stops the function.
+pub fn deadline(ctx: &lambda_http::Context, margin: Duration) -> Option<Instant> {
+    let remaining = ctx.deadline().duration_since(SystemTime::now()).ok()?;
+    Some(Instant::now() + remaining.saturating_sub(margin))
 }
 
 /// Serves `app` to the Lambda Runtime API until the execution environment ends.

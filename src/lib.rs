@@ -41,6 +41,7 @@ pub mod config;
 #[path = "../examples/spec_tools/tools.rs"]
 pub mod example_tools;
 pub mod http;
+pub mod idempotency;
 pub mod invoke;
 pub mod lambda;
 pub mod local;
@@ -126,13 +127,16 @@ pub async fn build_app(
     registry: Registry,
     config: Config,
 ) -> Result<http::StripPrefix<axum::Router>, String> {
-    let sdk = match config.secrets.source {
-        config::SecretSourceKind::Aws => Some(
+    let needs_aws = config.secrets.source == config::SecretSourceKind::Aws
+        || config.idempotency.mode == config::IdempotencyMode::DynamoDb;
+    let sdk = if needs_aws {
+        Some(
             aws_config::defaults(aws_config::BehaviorVersion::latest())
                 .load()
                 .await,
-        ),
-        config::SecretSourceKind::Local => None,
+        )
+    } else {
+        None
     };
     let secrets = secrets::Secrets::from_config(&config.secrets, sdk.as_ref())
         .map_err(|e| format!("secrets: {e}"))?;
@@ -145,7 +149,24 @@ pub async fn build_app(
             "authentication is off (OXP_AUTH=none): any local process can call the tools"
         );
     }
-    let state = http::AppState::new(Arc::new(registry), config, secrets, auth);
+    let dynamo = match (&config.idempotency.table, &sdk) {
+        (Some(table), Some(sdk))
+            if config.idempotency.mode == config::IdempotencyMode::DynamoDb =>
+        {
+            Some(invoke::Idempotency {
+                store: Arc::new(idempotency::DynamoStore::new(
+                    aws_sdk_dynamodb::Client::new(sdk),
+                    table.clone(),
+                )),
+                keep: config.idempotency.ttl,
+            })
+        }
+        _ => None,
+    };
+    let mut state = http::AppState::new(Arc::new(registry), config, secrets, auth);
+    if dynamo.is_some() {
+        state = state.with_idempotency(dynamo);
+    }
     Ok(http::app(state))
 }
 

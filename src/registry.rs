@@ -74,6 +74,7 @@ pub struct Tool {
     version: String,
     description: String,
     requirements: Requirements,
+    idempotent: bool,
     input_schema: Value,
     output_schema: Option<Value>,
     handler: Handler,
@@ -118,6 +119,7 @@ impl Tool {
             version: version.into(),
             description: String::new(),
             requirements: Requirements::default(),
+            idempotent: true,
         }
     }
 }
@@ -130,6 +132,7 @@ pub struct ToolBuilder {
     version: String,
     description: String,
     requirements: Requirements,
+    idempotent: bool,
 }
 
 impl ToolBuilder {
@@ -155,6 +158,13 @@ impl ToolBuilder {
             id: id.into(),
             scopes: scopes.into_iter().map(Into::into).collect(),
         });
+        self
+    }
+
+    /// Opts out of idempotency: a repeated `call_id` runs the tool again (for tools whose
+    /// answer should be fresh every time, such as a clock).
+    pub fn not_idempotent(mut self) -> Self {
+        self.idempotent = false;
         self
     }
 
@@ -226,6 +236,7 @@ impl ToolBuilder {
             version: self.version,
             description: self.description,
             requirements: self.requirements,
+            idempotent: self.idempotent,
             input_schema,
             output_schema,
             handler,
@@ -263,6 +274,8 @@ pub struct RegisteredTool {
     pub description: String,
     /// Requirements.
     pub requirements: Requirements,
+    /// Whether a repeated `call_id` replays the stored outcome (see [`crate::idempotency`]).
+    pub idempotent: bool,
     /// JSON Schema of the input.
     pub input_schema: Value,
     /// JSON Schema of the output, if the tool returns something.
@@ -627,6 +640,7 @@ fn register(tool: Tool) -> Result<RegisteredTool, RegistryError> {
         id,
         description: tool.description,
         requirements: tool.requirements,
+        idempotent: tool.idempotent,
         input_schema: tool.input_schema,
         output_schema: tool.output_schema,
         input_validator,

@@ -135,6 +135,7 @@ pub fn tools() -> Vec<Tool> {
             .handler(ring),
         Tool::builder("System.GetTimestamp", "1.0.0")
             .description("Returns the current system timestamp.")
+            .not_idempotent()
             .handler(get_timestamp),
         Tool::builder("SMS.Send", "0.1.2")
             .description("Sends an SMS (demo: nothing is sent).")
