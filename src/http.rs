@@ -160,6 +160,9 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// The complete app, as [`app`] returns it.
+pub type App = StripPrefix<Router>;
+
 /// The complete app: [`router`] behind prefix stripping (the configured base path and an API
 /// Gateway stage), usable by `axum::serve` and `lambda_http::run` alike.
 pub fn app(state: AppState) -> StripPrefix<Router> {
