@@ -310,6 +310,22 @@ fn store_error<E: fmt::Debug + aws_sdk_dynamodb::error::ProvideErrorMetadata>(
     StoreError(e.code().unwrap_or("unreachable or timed out").to_owned())
 }
 
+/// `Ok` also when the write's condition failed: the key was completed or taken over after this
+/// call's claim expired, so there is nothing of this call's left to change.
+fn unless_taken<O, E>(
+    result: Result<O, aws_sdk_dynamodb::error::SdkError<E>>,
+    condition_failed: impl Fn(&E) -> bool,
+) -> Result<(), StoreError>
+where
+    E: fmt::Debug + aws_sdk_dynamodb::error::ProvideErrorMetadata,
+{
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if e.as_service_error().is_some_and(&condition_failed) => Ok(()),
+        Err(e) => Err(store_error(&e)),
+    }
+}
+
 impl DynamoStore {
     fn decide(
         item: &HashMap<String, AttributeValue>,
@@ -411,16 +427,7 @@ impl IdempotencyStore for DynamoStore {
                 .expression_attribute_values(":f", s(fingerprint))
                 .send()
                 .await;
-            match result {
-                Ok(_) => Ok(()),
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-                {
-                    Ok(())
-                }
-                Err(e) => Err(store_error(&e)),
-            }
+            unless_taken(result, |e| e.is_conditional_check_failed_exception())
         })
     }
 
@@ -437,17 +444,7 @@ impl IdempotencyStore for DynamoStore {
                 .expression_attribute_values(":f", s(fingerprint))
                 .send()
                 .await;
-            match result {
-                Ok(_) => Ok(()),
-                // Already completed or taken over after expiry: nothing of ours to free.
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-                {
-                    Ok(())
-                }
-                Err(e) => Err(store_error(&e)),
-            }
+            unless_taken(result, |e| e.is_conditional_check_failed_exception())
         })
     }
 }

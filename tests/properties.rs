@@ -12,10 +12,17 @@ fn json_value() -> impl Strategy<Value = Value> {
         Just(Value::Null),
         any::<bool>().prop_map(Value::from),
         any::<i64>().prop_map(Value::from),
-        any::<f64>().prop_filter("finite", |f| f.is_finite()).prop_map(Value::from),
-        ".{0,12}".prop_map(Value::from),
-        prop_oneof![Just("Calculator.Add"), Just("Calculator.Add@1"), Just("Doorbell.Ring@0.1.0"), Just("SMS.Send")]
+        any::<f64>()
+            .prop_filter("finite", |f| f.is_finite())
             .prop_map(Value::from),
+        ".{0,12}".prop_map(Value::from),
+        prop_oneof![
+            Just("Calculator.Add"),
+            Just("Calculator.Add@1"),
+            Just("Doorbell.Ring@0.1.0"),
+            Just("SMS.Send")
+        ]
+        .prop_map(Value::from),
     ];
     leaf.prop_recursive(4, 48, 6, |inner| {
         prop_oneof![
@@ -43,22 +50,31 @@ fn json_value() -> impl Strategy<Value = Value> {
 
 /// A body shaped like a call, with generated parts, so generation reaches the deeper paths.
 fn call_like() -> impl Strategy<Value = Value> {
-    (json_value(), json_value(), prop::option::of(json_value())).prop_map(|(tool, input, context)| {
-        let mut request = json!({"tool_id": tool, "input": input});
-        if let Some(c) = context {
-            request["context"] = c;
-        }
-        json!({"request": request})
-    })
+    (json_value(), json_value(), prop::option::of(json_value())).prop_map(
+        |(tool, input, context)| {
+            let mut request = json!({"tool_id": tool, "input": input});
+            if let Some(c) = context {
+                request["context"] = c;
+            }
+            json!({"request": request})
+        },
+    )
 }
 
 fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap()
 }
 
 fn assert_well_formed(reply: &Reply) {
     let status = reply.status.as_u16();
-    assert!([200, 400, 413, 415, 422].contains(&status), "status {status}: {}", reply.text);
+    assert!(
+        [200, 400, 413, 415, 422].contains(&status),
+        "status {status}: {}",
+        reply.text
+    );
     assert_eq!(reply.json["$schema"], "urn:oxp:1.0", "{}", reply.text);
     match status {
         200 => {

@@ -19,7 +19,12 @@ fn app() -> &'static App {
             max_body_bytes: 64 * 1024,
             ..Config::default()
         };
-        let state = AppState::new(Arc::new(registry), config, Secrets::default(), Authenticator::None);
+        let state = AppState::new(
+            Arc::new(registry),
+            config,
+            Secrets::default(),
+            Authenticator::None,
+        );
         oxp_lambda::http::app(state)
     })
 }
@@ -42,10 +47,18 @@ fuzz_target!(|data: &[u8]| {
     let (status, body) = runtime().block_on(async {
         let response = app().clone().oneshot(request).await.expect("infallible");
         let status = response.status().as_u16();
-        let body = response.into_body().collect().await.expect("a body").to_bytes();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .expect("a body")
+            .to_bytes();
         (status, body)
     });
-    assert!([200, 400, 413, 415, 422].contains(&status), "status {status}");
+    assert!(
+        [200, 400, 413, 415, 422].contains(&status),
+        "status {status}"
+    );
     let json: serde_json::Value = serde_json::from_slice(&body).expect("every answer is JSON");
     assert_eq!(json["$schema"], "urn:oxp:1.0");
 });

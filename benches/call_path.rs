@@ -1,0 +1,99 @@
+//! In-process cost of the OXP call path, body bytes in and response bytes out (parse, resolve,
+//! validate, run, serialize), for a successful `Calculator.Add`, a 422, and `GET /tools`, with
+//! registries of 1, 100 and 10,000 tools (three versions each, so 3, 300 and 30,000 tool
+//! versions). Run with `cargo bench --bench call_path`; figures are in docs/performance.md.
+
+use axum::body::Body;
+use axum::http::Request;
+use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use http_body_util::BodyExt;
+use oxp_lambda::auth::Authenticator;
+use oxp_lambda::http::{App, AppState};
+use oxp_lambda::secrets::Secrets;
+use oxp_lambda::{Config, Registry, Tool};
+use serde_json::json;
+use std::hint::black_box;
+use std::sync::Arc;
+use tower::ServiceExt;
+
+/// The example tools plus `filler` generated tools in three versions each (one of them counts
+/// as the first "tool" so sizes are 1, 100 and 10,000 tools).
+fn app(tools: usize) -> App {
+    let mut list = oxp_lambda::example_tools::tools();
+    for i in 0..tools.saturating_sub(1) {
+        for version in ["1.0.0", "1.1.0", "2.0.0"] {
+            list.push(
+                Tool::builder(format!("Filler.Tool{i}"), version)
+                    .description("A generated tool.")
+                    .raw_handler(
+                        json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}),
+                        Some(json!({"type": "integer"})),
+                        |input, _| async move { Ok(input["x"].clone()) },
+                    ),
+            );
+        }
+    }
+    let registry = Registry::builder().tools(list).build().unwrap();
+    let mut config = Config::default();
+    // Measure the protocol path itself; the idempotency store is measured separately below.
+    config.idempotency.mode = oxp_lambda::config::IdempotencyMode::Off;
+    oxp_lambda::http::app(AppState::new(
+        Arc::new(registry),
+        config,
+        Secrets::default(),
+        Authenticator::None,
+    ))
+}
+
+async fn roundtrip(app: &App, method: &str, path: &str, body: &'static [u8]) -> axum::body::Bytes {
+    let request = Request::builder()
+        .method(method)
+        .uri(path)
+        .header("content-type", "application/json")
+        .body(Body::from(body))
+        .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    response.into_body().collect().await.unwrap().to_bytes()
+}
+
+const ADD: &[u8] = br#"{"$schema":"urn:oxp:1.0","request":{"call_id":"123e4567-e89b-12d3-a456-426614174000","tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":5}}}"#;
+const INVALID: &[u8] = br#"{"$schema":"urn:oxp:1.0","request":{"call_id":"123e4567-e89b-12d3-a456-426614174000","tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":"infinity"}}}"#;
+
+fn bench(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    for tools in [1usize, 100, 10_000] {
+        let app = app(tools);
+        let mut group = c.benchmark_group("call_path");
+        group.bench_with_input(BenchmarkId::new("calculator_add", tools), &app, |b, app| {
+            b.to_async(&rt)
+                .iter(|| async { black_box(roundtrip(app, "POST", "/tools/call", ADD).await) })
+        });
+        group.bench_with_input(BenchmarkId::new("validation_422", tools), &app, |b, app| {
+            b.to_async(&rt)
+                .iter(|| async { black_box(roundtrip(app, "POST", "/tools/call", INVALID).await) })
+        });
+        group.bench_with_input(BenchmarkId::new("list_tools", tools), &app, |b, app| {
+            b.to_async(&rt)
+                .iter(|| async { black_box(roundtrip(app, "GET", "/tools", b"").await) })
+        });
+        group.finish();
+    }
+    // The same successful call with the default in-memory idempotency store and a call_id.
+    let registry = oxp_lambda::example_tools::registry().unwrap();
+    let idempotent = oxp_lambda::http::app(AppState::new(
+        Arc::new(registry),
+        Config::default(),
+        Secrets::default(),
+        Authenticator::None,
+    ));
+    c.bench_function("call_path/calculator_add_idempotent_replay", |b| {
+        b.to_async(&rt)
+            .iter(|| async { black_box(roundtrip(&idempotent, "POST", "/tools/call", ADD).await) })
+    });
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
