@@ -206,6 +206,13 @@ struct JwksState {
     attempted_at: Option<Instant>,
 }
 
+impl JwksState {
+    /// Whether keys were fetched less than `ttl` ago.
+    fn fresh(&self, ttl: Duration) -> bool {
+        self.fetched_at.is_some_and(|t| t.elapsed() < ttl)
+    }
+}
+
 impl JwksCache {
     fn new(url: String, min_refresh: Duration, ttl: Duration) -> Result<Self, String> {
         let client = reqwest::Client::builder()
@@ -233,7 +240,7 @@ impl JwksCache {
         }
         {
             let state = self.state.read().await;
-            let fresh = state.fetched_at.is_some_and(|t| t.elapsed() < self.ttl);
+            let fresh = state.fresh(self.ttl);
             let recent = state
                 .attempted_at
                 .is_some_and(|t| t.elapsed() < self.min_refresh);
@@ -256,7 +263,7 @@ impl JwksCache {
         alg: Algorithm,
     ) -> Result<Option<DecodingKey>, AuthError> {
         let state = self.state.read().await;
-        if state.fetched_at.is_none_or(|t| t.elapsed() >= self.ttl) {
+        if !state.fresh(self.ttl) {
             return Ok(None);
         }
         let jwk = match kid {

@@ -309,10 +309,7 @@ async fn run_call(
     let keyed = supplied.call_id.is_some();
     let mut ctx = invoke::prepare(tool, supplied, &state.secrets)
         .await
-        .map_err(|m| ApiError::BadRequest {
-            message: m.user_message(),
-            developer_message: Some(m.developer_message()),
-        })?;
+        .map_err(|m| ApiError::bad_request(m.user_message(), m.developer_message()))?;
     invoke::check_input(tool, &input).map_err(ApiError::Validation)?;
     ctx.deadline = deadline;
     let call_id = ctx.call_id.clone();
@@ -531,10 +528,7 @@ impl ApiError {
 
 impl From<ResolveError> for ApiError {
     fn from(e: ResolveError) -> Self {
-        Self::BadRequest {
-            message: e.user_message(),
-            developer_message: Some(e.developer_message()),
-        }
+        Self::bad_request(e.user_message(), e.developer_message())
     }
 }
 

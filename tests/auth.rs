@@ -12,7 +12,6 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use oxp_lambda::auth::{Authenticator, JwtVerifier};
 use oxp_lambda::config::{ClientSecrets, JwtConfig, JwtKeys};
-use oxp_lambda::http::AppState;
 use oxp_lambda::secrets::{LocalSecrets, Secrets};
 use oxp_lambda::{Config, Registry, Tool, ToolContext, ToolError};
 use serde_json::{Value, json};
@@ -108,12 +107,7 @@ fn app(auth: Authenticator, secrets: Secrets) -> App {
         .tools(oxp_lambda::example_tools::tools())
         .build()
         .unwrap();
-    oxp_lambda::http::app(AppState::new(
-        Arc::new(registry),
-        Config::default(),
-        secrets,
-        auth,
-    ))
+    app_from(registry, Config::default(), secrets, auth)
 }
 
 fn hs_app(bind_user_id: bool) -> App {

@@ -7,7 +7,6 @@ use common::aws::{moto_url, secrets_client, unique_prefix};
 use common::*;
 use oxp_lambda::auth::Authenticator;
 use oxp_lambda::config::{ClientSecrets, SecretsConfig};
-use oxp_lambda::http::AppState;
 use oxp_lambda::secrets::{AwsSecretsManager, SecretErrorKind, Secrets};
 use oxp_lambda::{Config, Registry, Tool, ToolContext, ToolError};
 use serde_json::json;
@@ -222,12 +221,7 @@ async fn app_over_moto(prefix: &str) -> App {
         .tools(oxp_lambda::example_tools::tools())
         .build()
         .unwrap();
-    oxp_lambda::http::app(AppState::new(
-        Arc::new(registry),
-        Config::default(),
-        secrets,
-        Authenticator::None,
-    ))
+    app_from(registry, Config::default(), secrets, Authenticator::None)
 }
 
 #[tokio::test]
@@ -308,12 +302,7 @@ async fn access_denied_and_throttling_are_classified_and_answered_with_400() {
         let err = secrets.get("API_KEY").await.unwrap_err();
         assert_eq!(err.kind, kind, "{code}: {err}");
         let registry = Registry::builder().tool(checking_tool()).build().unwrap();
-        let app = oxp_lambda::http::app(AppState::new(
-            Arc::new(registry),
-            Config::default(),
-            secrets,
-            Authenticator::None,
-        ));
+        let app = app_from(registry, Config::default(), secrets, Authenticator::None);
         let reply = call(&app, json!({"request": {"tool_id": "Check.Secret"}})).await;
         assert_eq!(reply.status, 400);
         assert!(

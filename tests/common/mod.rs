@@ -25,14 +25,14 @@ pub struct Reply {
     pub json: Value,
 }
 
+/// An app from its parts.
+pub fn app_from(registry: Registry, config: Config, secrets: Secrets, auth: Authenticator) -> App {
+    oxp_lambda::http::app(AppState::new(Arc::new(registry), config, secrets, auth))
+}
+
 /// An app without server-held secrets or authentication.
 pub fn app_with(registry: Registry, config: Config) -> App {
-    oxp_lambda::http::app(AppState::new(
-        Arc::new(registry),
-        config,
-        Secrets::default(),
-        Authenticator::None,
-    ))
+    app_from(registry, config, Secrets::default(), Authenticator::None)
 }
 
 pub fn example_app() -> App {
