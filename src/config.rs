@@ -37,6 +37,86 @@ pub struct Config {
     /// `OXP_DEADLINE_MARGIN_MS` (default 500): in Lambda, tools must finish this long before the
     /// invocation deadline so the caller gets an answer before Lambda stops the function.
     pub deadline_margin: Duration,
+    /// The async tool invocation (RAP) adapter.
+    pub rap: RapConfig,
+    /// `OXP_LAMBDA_ROLE`: what a Lambda function built from this binary handles.
+    pub lambda_role: LambdaRole,
+}
+
+/// What a Lambda function handles (`OXP_LAMBDA_ROLE`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LambdaRole {
+    /// HTTP events from API Gateway, Function URLs or ALB (`http`, the default).
+    Http,
+    /// SQS batches of RAP invocations (`worker`).
+    Worker,
+}
+
+/// Settings of the async tool invocation (RAP) adapter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RapConfig {
+    /// `OXP_RAP` (`on` or `off`): serve `/invoke`, `/close_thread` and
+    /// `/.well-known/rap-toolset`. Default: on locally; in Lambda, on when a queue is set.
+    pub enabled: bool,
+    /// `OXP_RAP_QUEUE_URL`: the SQS queue invocations are enqueued to (required in Lambda,
+    /// where nothing may run after the response). Unset locally: an in-process queue.
+    pub queue_url: Option<String>,
+    /// `OXP_RAP_DEAD_LETTER_QUEUE_URL`: the SQS queue undeliverable results are recorded in
+    /// (required in Lambda).
+    pub dead_letter_queue_url: Option<String>,
+    /// `OXP_RAP_DEAD_LETTER_FILE` (default `oxp-dead-letters.jsonl`): where undeliverable
+    /// results are recorded, one JSON object per line, when no dead-letter queue is set.
+    pub dead_letter_file: std::path::PathBuf,
+    /// `OXP_RAP_TOOLSET_NAME` (default `oxp-lambda`): the toolset's `name`.
+    pub toolset_name: String,
+    /// `OXP_RAP_TOOLSET_DESCRIPTION`: the toolset's `description`.
+    pub toolset_description: Option<String>,
+    /// `OXP_RAP_ENDPOINT`: the invocation URL the toolset advertises. Default: derived from
+    /// the discovery request (`X-Forwarded-Proto`, `Host`, stage and base path) plus `/invoke`.
+    pub endpoint: Option<String>,
+    /// `OXP_RAP_TOOLS`: comma-separated `Name@x.y.z` pins; other tools serve their latest
+    /// release.
+    pub pins: Vec<String>,
+    /// Callback URL rules (`OXP_RAP_CALLBACK_HOSTS`, `OXP_RAP_ALLOW_HTTP`,
+    /// `OXP_RAP_ALLOW_PRIVATE_CALLBACKS`).
+    pub callbacks: crate::rap::callback::CallbackPolicy,
+    /// Callback delivery retries (`OXP_RAP_DELIVERY_ATTEMPTS`, `OXP_RAP_RETRY_BASE_MS`,
+    /// `OXP_RAP_RETRY_MAX_MS`, `OXP_RAP_DELIVERY_TIMEOUT_SECS`, `OXP_RAP_ATTEMPT_TIMEOUT_MS`).
+    pub retry: crate::rap::deliver::RetryPolicy,
+    /// `OXP_RAP_RATE_LIMIT` (`N/s`, `N/min` or `N/h`): invocations per `user_id` (per
+    /// execution environment in Lambda); unset: no limit.
+    pub rate_limit: Option<RateLimit>,
+    /// `OXP_RAP_DRAIN_SECS` (default 30): on shutdown of the local server, how long accepted
+    /// invocations may still run before the rest are dead-lettered.
+    pub drain_timeout: Duration,
+}
+
+/// A number of invocations per period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Invocations allowed per period (also the burst).
+    pub invocations: u32,
+    /// The period.
+    pub per: Duration,
+}
+
+impl Default for RapConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            queue_url: None,
+            dead_letter_queue_url: None,
+            dead_letter_file: "oxp-dead-letters.jsonl".into(),
+            toolset_name: "oxp-lambda".into(),
+            toolset_description: None,
+            endpoint: None,
+            pins: Vec::new(),
+            callbacks: Default::default(),
+            retry: Default::default(),
+            rate_limit: None,
+            drain_timeout: Duration::from_secs(30),
+        }
+    }
 }
 
 /// Where idempotency records live.
@@ -217,6 +297,8 @@ impl Default for Config {
             },
             max_concurrent_calls: 256,
             deadline_margin: Duration::from_millis(500),
+            rap: RapConfig::default(),
+            lambda_role: LambdaRole::Http,
         }
     }
 }
@@ -320,8 +402,148 @@ impl Config {
         if let Some(v) = get("OXP_DEADLINE_MARGIN_MS") {
             config.deadline_margin = Duration::from_millis(parse("OXP_DEADLINE_MARGIN_MS", &v)?);
         }
+        config.lambda_role = match get("OXP_LAMBDA_ROLE").as_deref().map(str::trim) {
+            None | Some("http") => LambdaRole::Http,
+            Some("worker") => LambdaRole::Worker,
+            Some(_) => return Err(invalid("OXP_LAMBDA_ROLE", "must be 'http' or 'worker'")),
+        };
+        config.rap = rap_config(lambda, &get)?;
+        if config.lambda_role == LambdaRole::Worker && !config.rap.enabled {
+            return Err(invalid(
+                "OXP_LAMBDA_ROLE",
+                "'worker' needs the RAP adapter (set OXP_RAP_QUEUE_URL)",
+            ));
+        }
         Ok(config)
     }
+}
+
+fn rap_config(
+    lambda: bool,
+    get: &impl Fn(&str) -> Option<String>,
+) -> Result<RapConfig, ConfigError> {
+    let mut c = RapConfig {
+        queue_url: get("OXP_RAP_QUEUE_URL"),
+        dead_letter_queue_url: get("OXP_RAP_DEAD_LETTER_QUEUE_URL"),
+        toolset_description: get("OXP_RAP_TOOLSET_DESCRIPTION"),
+        endpoint: get("OXP_RAP_ENDPOINT"),
+        ..RapConfig::default()
+    };
+    c.enabled = match get("OXP_RAP").as_deref().map(str::trim) {
+        None => !lambda || c.queue_url.is_some(),
+        Some("on") => true,
+        Some("off") => false,
+        Some(_) => return Err(invalid("OXP_RAP", "must be 'on' or 'off'")),
+    };
+    if c.enabled && lambda {
+        if c.queue_url.is_none() {
+            return Err(invalid(
+                "OXP_RAP_QUEUE_URL",
+                "must be set for RAP in Lambda (the function freezes once it has answered)",
+            ));
+        }
+        if c.dead_letter_queue_url.is_none() {
+            return Err(invalid(
+                "OXP_RAP_DEAD_LETTER_QUEUE_URL",
+                "must be set for RAP in Lambda, where no file outlives the function",
+            ));
+        }
+    }
+    if let Some(v) = get("OXP_RAP_DEAD_LETTER_FILE") {
+        c.dead_letter_file = v.into();
+    }
+    if let Some(v) = get("OXP_RAP_TOOLSET_NAME") {
+        let v = v.trim().to_owned();
+        if v.chars().count() > 128 {
+            return Err(invalid(
+                "OXP_RAP_TOOLSET_NAME",
+                "must be 1 to 128 characters",
+            ));
+        }
+        c.toolset_name = v;
+    }
+    if let Some(v) = &c.endpoint
+        && !(v.starts_with("https://") || v.starts_with("http://"))
+    {
+        return Err(invalid("OXP_RAP_ENDPOINT", "must be an http(s) URL"));
+    }
+    let list = |name: &str| -> Vec<String> {
+        get(name)
+            .map(|v| {
+                v.split(',')
+                    .map(|p| p.trim().to_owned())
+                    .filter(|p| !p.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    c.pins = list("OXP_RAP_TOOLS");
+    let flag = |name: &'static str| -> Result<bool, ConfigError> {
+        match get(name).as_deref().map(str::trim) {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(_) => Err(invalid(name, "must be 'true' or 'false'")),
+        }
+    };
+    c.callbacks = crate::rap::callback::CallbackPolicy {
+        lambda,
+        allowed_hosts: list("OXP_RAP_CALLBACK_HOSTS"),
+        allow_http: flag("OXP_RAP_ALLOW_HTTP")?,
+        allow_private: flag("OXP_RAP_ALLOW_PRIVATE_CALLBACKS")?,
+    };
+    let millis = |name: &'static str, value: &str| -> Result<Duration, ConfigError> {
+        let ms: u64 = parse(name, value)?;
+        if ms == 0 {
+            return Err(invalid(name, "must be greater than 0"));
+        }
+        Ok(Duration::from_millis(ms))
+    };
+    let r = &mut c.retry;
+    if let Some(v) = get("OXP_RAP_DELIVERY_ATTEMPTS") {
+        r.max_attempts = parse("OXP_RAP_DELIVERY_ATTEMPTS", &v)?;
+        if r.max_attempts == 0 {
+            return Err(invalid(
+                "OXP_RAP_DELIVERY_ATTEMPTS",
+                "must be greater than 0",
+            ));
+        }
+    }
+    if let Some(v) = get("OXP_RAP_RETRY_BASE_MS") {
+        r.base = millis("OXP_RAP_RETRY_BASE_MS", &v)?;
+    }
+    if let Some(v) = get("OXP_RAP_RETRY_MAX_MS") {
+        r.max_delay = millis("OXP_RAP_RETRY_MAX_MS", &v)?;
+    }
+    if let Some(v) = get("OXP_RAP_DELIVERY_TIMEOUT_SECS") {
+        r.total = millis("OXP_RAP_DELIVERY_TIMEOUT_SECS", &v)? * 1000;
+    }
+    if let Some(v) = get("OXP_RAP_ATTEMPT_TIMEOUT_MS") {
+        r.attempt_timeout = millis("OXP_RAP_ATTEMPT_TIMEOUT_MS", &v)?;
+    }
+    if let Some(v) = get("OXP_RAP_RATE_LIMIT") {
+        c.rate_limit = Some(rate_limit(&v).ok_or_else(|| {
+            invalid(
+                "OXP_RAP_RATE_LIMIT",
+                "must be N/s, N/min or N/h with N greater than 0",
+            )
+        })?);
+    }
+    if let Some(v) = get("OXP_RAP_DRAIN_SECS") {
+        c.drain_timeout = Duration::from_secs(parse("OXP_RAP_DRAIN_SECS", &v)?);
+    }
+    Ok(c)
+}
+
+fn rate_limit(value: &str) -> Option<RateLimit> {
+    let (count, per) = value.trim().split_once('/')?;
+    let invocations: u32 = count.trim().parse().ok().filter(|n| *n > 0)?;
+    let per = match per.trim() {
+        "s" | "sec" | "second" => Duration::from_secs(1),
+        "m" | "min" | "minute" => Duration::from_secs(60),
+        "h" | "hour" => Duration::from_secs(3600),
+        _ => return None,
+    };
+    Some(RateLimit { invocations, per })
 }
 
 fn secrets_config(
@@ -607,10 +829,90 @@ mod tests {
             ("OXP_IDEMPOTENCY", "redis"),
             ("OXP_IDEMPOTENCY", "dynamodb"),
             ("OXP_MAX_CONCURRENT_CALLS", "0"),
+            ("OXP_RAP", "maybe"),
+            ("OXP_RAP_RATE_LIMIT", "10"),
+            ("OXP_RAP_RATE_LIMIT", "0/s"),
+            ("OXP_RAP_RATE_LIMIT", "5/week"),
+            ("OXP_RAP_ALLOW_HTTP", "yes"),
+            ("OXP_RAP_DELIVERY_ATTEMPTS", "0"),
+            ("OXP_RAP_RETRY_BASE_MS", "0"),
+            ("OXP_RAP_ENDPOINT", "tool.example.com/invoke"),
+            ("OXP_LAMBDA_ROLE", "cron"),
         ] {
             let err = config(&[(var, value)]).unwrap_err();
             assert!(err.variable.starts_with(var), "{var}: {err}");
             assert!(err.to_string().contains(var));
         }
+    }
+
+    #[test]
+    fn rap_settings_are_read() {
+        let c = config(&[
+            ("OXP_RAP_RATE_LIMIT", "30/min"),
+            (
+                "OXP_RAP_CALLBACK_HOSTS",
+                "agent.example.com, *.runtime.example",
+            ),
+            ("OXP_RAP_ALLOW_HTTP", "true"),
+            ("OXP_RAP_DELIVERY_ATTEMPTS", "3"),
+            ("OXP_RAP_DELIVERY_TIMEOUT_SECS", "20"),
+            ("OXP_RAP_TOOLS", "Calculator.Add@1.0.0"),
+        ])
+        .unwrap();
+        assert!(c.rap.enabled);
+        assert_eq!(
+            c.rap.rate_limit,
+            Some(RateLimit {
+                invocations: 30,
+                per: Duration::from_secs(60)
+            })
+        );
+        assert_eq!(
+            c.rap.callbacks.allowed_hosts,
+            ["agent.example.com", "*.runtime.example"]
+        );
+        assert!(c.rap.callbacks.allow_http && !c.rap.callbacks.lambda);
+        assert_eq!(c.rap.retry.max_attempts, 3);
+        assert_eq!(c.rap.retry.total, Duration::from_secs(20));
+        assert_eq!(c.rap.pins, ["Calculator.Add@1.0.0"]);
+        assert_eq!(c.lambda_role, LambdaRole::Http);
+    }
+
+    #[test]
+    fn rap_in_lambda_needs_its_queues() {
+        let lambda = |vars: &[(&str, &str)]| {
+            let map: HashMap<String, String> = vars
+                .iter()
+                .chain(&[("OXP_AUTH", "none")])
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            Config::from_lookup(true, |k| map.get(k).cloned())
+        };
+        // Without a queue RAP is off in Lambda, unless asked for.
+        assert!(!lambda(&[]).unwrap().rap.enabled);
+        assert_eq!(
+            lambda(&[("OXP_RAP", "on")]).unwrap_err().variable,
+            "OXP_RAP_QUEUE_URL"
+        );
+        assert_eq!(
+            lambda(&[("OXP_RAP_QUEUE_URL", "https://sqs/q")])
+                .unwrap_err()
+                .variable,
+            "OXP_RAP_DEAD_LETTER_QUEUE_URL"
+        );
+        let c = lambda(&[
+            ("OXP_RAP_QUEUE_URL", "https://sqs/q"),
+            ("OXP_RAP_DEAD_LETTER_QUEUE_URL", "https://sqs/dlq"),
+            ("OXP_LAMBDA_ROLE", "worker"),
+        ])
+        .unwrap();
+        assert!(c.rap.enabled && c.rap.callbacks.lambda);
+        assert_eq!(c.lambda_role, LambdaRole::Worker);
+        assert_eq!(
+            lambda(&[("OXP_LAMBDA_ROLE", "worker")])
+                .unwrap_err()
+                .variable,
+            "OXP_LAMBDA_ROLE"
+        );
     }
 }

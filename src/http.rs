@@ -5,6 +5,7 @@
 //! | `GET /tools` | `ListToolsResponse` |
 //! | `POST /tools/call`, `POST /call` | `CallToolResponse` (200), `ServerErrorResponse` (400), `ValidationErrorResponse` (422) |
 //! | `GET /health` | `{"status":"ok"}` |
+//! | `GET /.well-known/rap-toolset`, `POST /invoke`, `POST /close_thread` | the async adapter, see [`crate::rap`] |
 //!
 //! Every error is JSON shaped like `ServerErrorResponse`: 404 for an unknown path, 405 (with
 //! `Allow`) for a wrong method, 413 over the body limit, 415 for a non-JSON content type.
@@ -54,6 +55,8 @@ pub struct AppState {
     calls: Arc<Semaphore>,
     /// `GET /tools` never changes, so it is serialized once.
     listing: Bytes,
+    /// The async adapter, when served.
+    rap: Option<Arc<crate::rap::Rap>>,
 }
 
 impl AppState {
@@ -90,7 +93,19 @@ impl AppState {
             idempotency,
             calls,
             listing,
+            rap: None,
         }
+    }
+
+    /// Serves the async adapter (RAP routes) too.
+    pub fn with_rap(mut self, rap: Arc<crate::rap::Rap>) -> Self {
+        self.rap = Some(rap);
+        self
+    }
+
+    /// The async adapter, when served.
+    pub fn rap(&self) -> Option<&crate::rap::Rap> {
+        self.rap.as_deref()
     }
 
     /// Replaces the idempotency store (`None`: every call runs).
@@ -152,9 +167,13 @@ pub fn router(state: AppState) -> Router {
         .route("/tools/call", only(post(call_tool), "POST"))
         .route("/call", only(post(call_tool), "POST"))
         .route_layer(middleware::from_fn_with_state(state.clone(), authenticate));
-    Router::new()
+    let mut routes = Router::new()
         .route("/health", only(get(health), "GET, HEAD"))
-        .merge(protected)
+        .merge(protected);
+    if state.rap.is_some() {
+        routes = routes.merge(crate::rap::routes::router(state.clone()));
+    }
+    routes
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)
@@ -173,15 +192,32 @@ pub fn app(state: AppState) -> StripPrefix<Router> {
     }
 }
 
-fn only(route: MethodRouter<Arc<AppState>>, allow: &'static str) -> MethodRouter<Arc<AppState>> {
+/// `route`, answering 405 with `Allow: allow` for other methods.
+pub(crate) fn only(
+    route: MethodRouter<Arc<AppState>>,
+    allow: &'static str,
+) -> MethodRouter<Arc<AppState>> {
     route.fallback(move || async move { ApiError::MethodNotAllowed { allow } })
 }
 
-/// Authenticates every route but `/health`; the principal goes into the request extensions.
+/// Authenticates every OXP route; the principal goes into the request extensions.
 async fn authenticate(
     State(state): State<Arc<AppState>>,
+    request: axum::extract::Request,
+    next: Next,
+) -> Response {
+    authenticated(&state, request, next, || {
+        ApiError::Unauthenticated.into_response()
+    })
+    .await
+}
+
+/// Runs `next` with the caller's principal in the request extensions, or answers `refuse()`.
+pub(crate) async fn authenticated(
+    state: &AppState,
     mut request: axum::extract::Request,
     next: Next,
+    refuse: impl FnOnce() -> Response,
 ) -> Response {
     match state
         .auth
@@ -195,7 +231,7 @@ async fn authenticate(
         Err(reason) => {
             // The reason is for operators only; it never includes the token.
             tracing::info!(target: "oxp::auth", outcome = "unauthenticated", %reason);
-            ApiError::Unauthenticated.into_response()
+            refuse()
         }
     }
 }
@@ -290,7 +326,9 @@ async fn run_call(
         Some(input) => input,
     };
     let context = request.context.unwrap_or_default();
-    let user_id = bind_user_id(principal, context.user_id)?;
+    let user_id = principal
+        .bind_user_id(context.user_id)
+        .map_err(|e| ApiError::bad_request(e.user_message(), e.developer_message()))?;
     let supplied = invoke::Supplied {
         call_id: request.call_id,
         trace_id: request.trace_id,
@@ -362,29 +400,6 @@ async fn run_call(
     })
 }
 
-/// With user binding on, `context.user_id` must be the authenticated subject (and defaults to it).
-fn bind_user_id(
-    principal: &Principal,
-    user_id: Option<String>,
-) -> Result<Option<String>, ApiError> {
-    if !principal.bind_user_id {
-        return Ok(user_id);
-    }
-    let Some(subject) = &principal.subject else {
-        return Err(ApiError::bad_request(
-            "The caller cannot act for a user",
-            "OXP_BIND_USER_ID is on but the credentials carry no subject (sub)",
-        ));
-    };
-    match user_id {
-        Some(u) if u != *subject => Err(ApiError::bad_request(
-            "The user ID does not match the authenticated caller",
-            "context.user_id must equal the token's sub claim (OXP_BIND_USER_ID)",
-        )),
-        _ => Ok(Some(subject.clone())),
-    }
-}
-
 /// Every execution slot stayed taken for the whole time limit.
 fn busy(call_id: String) -> CallToolResponseEnvelope {
     let error = ToolError::new("The tool server is busy; try again shortly")
@@ -414,7 +429,8 @@ fn call_error(e: ToolError) -> ToolCallError {
     }
 }
 
-fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
+/// Absent or JSON (`application/json`, `application/*+json`); anything else is 415.
+pub(crate) fn check_content_type(headers: &HeaderMap) -> Result<(), ApiError> {
     // Absent is accepted (many clients omit it); anything present must be JSON.
     let Some(value) = headers.get(header::CONTENT_TYPE) else {
         return Ok(());
@@ -561,7 +577,7 @@ impl IntoResponse for ApiError {
                 StatusCode::NOT_FOUND,
                 "Not found".into(),
                 Some(format!(
-                    "no route for {path}; routes: GET /tools, POST /tools/call, POST /call, GET /health"
+                    "no route for {path}; routes: GET /tools, POST /tools/call, POST /call, GET /health, and with the async adapter GET /.well-known/rap-toolset, POST /invoke, POST /close_thread"
                 )),
             ),
             Self::MethodNotAllowed { allow } => {
@@ -623,7 +639,8 @@ fn json_value_response<T: serde::Serialize>(status: StatusCode, body: &T) -> Res
     }
 }
 
-fn json_response(status: StatusCode, body: Bytes) -> Response {
+/// A JSON response with `body`.
+pub(crate) fn json_response(status: StatusCode, body: Bytes) -> Response {
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;
     response.headers_mut().insert(
@@ -655,17 +672,27 @@ where
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
         let stage = crate::lambda::stage(&request).map(|s| format!("/{s}"));
+        let mut stripped = String::new();
         for prefix in [stage.as_deref(), self.base_path.as_deref()]
             .into_iter()
             .flatten()
         {
             if let Some(uri) = strip(request.uri(), prefix) {
                 *request.uri_mut() = uri;
+                stripped.push_str(prefix);
             }
+        }
+        if !stripped.is_empty() {
+            request.extensions_mut().insert(StrippedPrefix(stripped));
         }
         self.inner.call(request)
     }
 }
+
+/// What [`StripPrefix`] took off the front of the path (`/prod/api`), for building URLs
+/// that point back at this server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StrippedPrefix(pub String);
 
 /// `uri` without `prefix` (only at a segment boundary), or `None` when it does not start with it.
 fn strip(uri: &Uri, prefix: &str) -> Option<Uri> {

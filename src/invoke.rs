@@ -362,5 +362,7 @@ pub async fn prepare(
         authorization,
         secrets,
         deadline: None,
+        group_id: None,
+        thread_ancestors: Vec::new(),
     })
 }

@@ -31,6 +31,25 @@ pub async fn run(app: StripPrefix<Router>) -> Result<(), lambda_http::Error> {
     lambda_http::run(app).await
 }
 
+/// Serves RAP invocation batches from SQS (`OXP_LAMBDA_ROLE=worker`) until the execution
+/// environment ends. Results must be delivered or dead-lettered `margin` before the
+/// invocation deadline; records that are neither come back in `batchItemFailures`.
+pub async fn run_worker(
+    worker: std::sync::Arc<crate::rap::worker::Worker>,
+    margin: Duration,
+) -> Result<(), lambda_http::Error> {
+    use aws_lambda_events::event::sqs::SqsEvent;
+    use lambda_http::{LambdaEvent, service_fn};
+    lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+        let worker = worker.clone();
+        async move {
+            let deadline = deadline(&event.context, margin);
+            Ok::<_, lambda_http::Error>(worker.handle_batch(event.payload, deadline).await)
+        }
+    }))
+    .await
+}
+
 /// The caller's subject as an API Gateway authorizer verified it: `None` when the request has
 /// no authorizer context at all, `Some(sub)` otherwise (`sub` itself may be absent).
 ///

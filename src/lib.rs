@@ -47,6 +47,7 @@ pub mod lambda;
 pub mod local;
 pub mod logging;
 pub mod protocol;
+pub mod rap;
 pub mod registry;
 pub mod secrets;
 pub mod tool;
@@ -85,8 +86,24 @@ pub async fn run(registry: Registry) -> ExitCode {
         return ExitCode::from(2);
     }
     logging::init(&config);
-    let app = match build_app(registry, config.clone()).await {
-        Ok(app) => app,
+    if config::in_lambda() && config.lambda_role == config::LambdaRole::Worker {
+        let worker = match build_worker(registry, config.clone()).await {
+            Ok(worker) => worker,
+            Err(e) => {
+                tracing::error!("invalid configuration: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        return match lambda::run_worker(Arc::new(worker), config.deadline_margin).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                tracing::error!("lambda runtime failed: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let Server { app, rap } = match build_server(registry, config.clone()).await {
+        Ok(server) => server,
         Err(e) => {
             tracing::error!("invalid configuration: {e}");
             return ExitCode::FAILURE;
@@ -112,7 +129,17 @@ pub async fn run(registry: Registry) -> ExitCode {
     let bound = listener.local_addr().unwrap_or(addr);
     println!("OXP server listening on http://{bound}");
     tracing::info!(%bound, "OXP server listening");
-    match local::serve(listener, app, local::shutdown_signal()).await {
+    let served = local::serve(listener, app, local::shutdown_signal()).await;
+    if let Some(rap) = rap {
+        let abandoned = rap.drain(config.rap.drain_timeout).await;
+        if abandoned > 0 {
+            tracing::warn!(
+                abandoned,
+                "unfinished invocations were dead-lettered at shutdown"
+            );
+        }
+    }
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             tracing::error!("server failed: {e}");
@@ -121,23 +148,27 @@ pub async fn run(registry: Registry) -> ExitCode {
     }
 }
 
-/// Builds the app `config` describes: loads the AWS configuration once when a part needs it,
-/// then the secret source and the authenticator. Errors name the variable at fault.
-pub async fn build_app(
-    registry: Registry,
-    config: Config,
-) -> Result<http::StripPrefix<axum::Router>, String> {
-    let needs_aws = config.secrets.source == config::SecretSourceKind::Aws
-        || config.idempotency.mode == config::IdempotencyMode::DynamoDb;
-    let sdk = if needs_aws {
-        Some(
-            aws_config::defaults(aws_config::BehaviorVersion::latest())
-                .load()
-                .await,
-        )
-    } else {
-        None
-    };
+/// Builds the app `config` describes; see [`build_server`].
+pub async fn build_app(registry: Registry, config: Config) -> Result<http::App, String> {
+    build_server(registry, config)
+        .await
+        .map(|server| server.app)
+}
+
+/// What [`build_server`] builds.
+#[derive(Debug)]
+pub struct Server {
+    /// The HTTP app (OXP, and RAP when enabled).
+    pub app: http::App,
+    /// The async adapter, when enabled: the local server drains its queue on shutdown.
+    pub rap: Option<Arc<rap::Rap>>,
+}
+
+/// Builds every part `config` describes: loads the AWS configuration once when a part needs
+/// it, then the secret source, the authenticator, the idempotency store and the async
+/// adapter. Errors name the variable at fault.
+pub async fn build_server(registry: Registry, config: Config) -> Result<Server, String> {
+    let sdk = aws_sdk_config(&config).await;
     let secrets = secrets::Secrets::from_config(&config.secrets, sdk.as_ref())
         .map_err(|e| format!("secrets: {e}"))?;
     let auth = auth::Authenticator::from_config(&config.auth, secrets.clone())?;
@@ -163,11 +194,56 @@ pub async fn build_app(
         }
         _ => None,
     };
+    let rap = if config.rap.enabled {
+        let sqs = sdk.as_ref().map(aws_sdk_sqs::Client::new);
+        Some(Arc::new(rap::build(
+            &registry,
+            &config,
+            secrets.clone(),
+            sqs.as_ref(),
+        )?))
+    } else {
+        None
+    };
     let mut state = http::AppState::new(Arc::new(registry), config, secrets, auth);
     if dynamo.is_some() {
         state = state.with_idempotency(dynamo);
     }
-    Ok(http::app(state))
+    if let Some(rap) = &rap {
+        state = state.with_rap(rap.clone());
+    }
+    Ok(Server {
+        app: http::app(state),
+        rap,
+    })
+}
+
+/// Builds the RAP worker `config` describes, for `OXP_LAMBDA_ROLE=worker`.
+pub async fn build_worker(
+    registry: Registry,
+    config: Config,
+) -> Result<rap::worker::Worker, String> {
+    let sdk = aws_sdk_config(&config).await;
+    let secrets = secrets::Secrets::from_config(&config.secrets, sdk.as_ref())
+        .map_err(|e| format!("secrets: {e}"))?;
+    let sqs = sdk.as_ref().map(aws_sdk_sqs::Client::new);
+    rap::build_worker(&registry, &config, secrets, sqs.as_ref())
+}
+
+/// The AWS configuration, loaded only when a configured part talks to AWS.
+async fn aws_sdk_config(config: &Config) -> Option<aws_config::SdkConfig> {
+    let needs_aws = config.secrets.source == config::SecretSourceKind::Aws
+        || config.idempotency.mode == config::IdempotencyMode::DynamoDb
+        || (config.rap.enabled
+            && (config.rap.queue_url.is_some() || config.rap.dead_letter_queue_url.is_some()));
+    if !needs_aws {
+        return None;
+    }
+    Some(
+        aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .load()
+            .await,
+    )
 }
 
 /// Applies command-line arguments (`--port N`, `--port=N`, `--help`).

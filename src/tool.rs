@@ -46,6 +46,10 @@ pub struct ToolContext {
     pub secrets: HashMap<String, Secret>,
     /// When the tool must have finished, if the transport has a deadline.
     pub deadline: Option<Instant>,
+    /// The conversation thread the call belongs to (RAP `group_id`; `None` over OXP).
+    pub group_id: Option<String>,
+    /// The thread's ancestors, root first (RAP `thread_ancestors`), e.g. to inherit grants.
+    pub thread_ancestors: Vec<String>,
 }
 
 impl ToolContext {

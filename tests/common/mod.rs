@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod aws;
+pub mod receiver;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};

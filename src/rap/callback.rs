@@ -1,0 +1,315 @@
+//! Which callback URLs results may be sent to (SSRF protection).
+//!
+//! A callback URL comes from the caller, so an unchecked one would let any caller make the
+//! server send requests into its own network (the cloud metadata service at 169.254.169.254,
+//! a database on a private address). The rules:
+//!
+//! - the scheme is `https`; plain `http` only when [`CallbackPolicy::allow_http`] is set, or
+//!   outside Lambda for a loopback target (`127.0.0.1`, `[::1]`, `localhost`);
+//! - when [`CallbackPolicy::allowed_hosts`] is not empty, the host must match one of its
+//!   entries (`api.example.com`, or `*.example.com` for any subdomain);
+//! - the target address must be public: loopback is allowed only outside Lambda or with
+//!   [`CallbackPolicy::allow_private`], private ranges only with `allow_private`, and
+//!   link-local (the metadata service), unspecified, multicast and broadcast never.
+//!
+//! The address rule is checked on the address the connection is made to ([`GuardedResolver`]
+//! filters what DNS answers, and literal addresses are checked before sending), so a host
+//! name that resolves to a private address, or changes its answer after a first check (DNS
+//! rebinding), is refused too.
+
+use reqwest::Url;
+use reqwest::dns::{Addrs, Name, Resolve, Resolving};
+use std::fmt;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::sync::Arc;
+
+/// The callback rules; see the module documentation.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CallbackPolicy {
+    /// Lambda rules (https only, loopback refused) rather than local ones.
+    pub lambda: bool,
+    /// Host names results may go to; empty means any public host (`OXP_RAP_CALLBACK_HOSTS`).
+    pub allowed_hosts: Vec<String>,
+    /// Plain `http` callbacks are allowed for every host (`OXP_RAP_ALLOW_HTTP`).
+    pub allow_http: bool,
+    /// Private and loopback targets are allowed (`OXP_RAP_ALLOW_PRIVATE_CALLBACKS`).
+    pub allow_private: bool,
+}
+
+/// Why a callback URL or address is refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refused(pub String);
+
+impl fmt::Display for Refused {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Refused {}
+
+impl CallbackPolicy {
+    /// Checks everything that can be checked without DNS: scheme, host allow-list and, for a
+    /// literal address, the address itself.
+    pub fn check_url(&self, url: &str) -> Result<Url, Refused> {
+        let parsed = Url::parse(url).map_err(|e| Refused(format!("not a URL: {e}")))?;
+        let host = match parsed.host() {
+            Some(url::Host::Domain(d)) => Host::Name(d.to_ascii_lowercase()),
+            Some(url::Host::Ipv4(ip)) => Host::Ip(IpAddr::V4(ip)),
+            Some(url::Host::Ipv6(ip)) => Host::Ip(IpAddr::V6(ip)),
+            None => return Err(Refused("the URL has no host".into())),
+        };
+        if !parsed.username().is_empty() || parsed.password().is_some() {
+            return Err(Refused(
+                "credentials in callback URLs are not accepted".into(),
+            ));
+        }
+        match parsed.scheme() {
+            "https" => {}
+            "http" if self.allow_http => {}
+            "http" if !self.lambda && host.is_loopback() => {}
+            "http" => {
+                return Err(Refused(
+                    "callback URLs must use https (plain http is allowed only for loopback in local mode, or with OXP_RAP_ALLOW_HTTP)".into(),
+                ));
+            }
+            other => return Err(Refused(format!("scheme '{other}' is not https"))),
+        }
+        if !self.allowed_hosts.is_empty() {
+            let name = match &host {
+                Host::Name(n) => n.clone(),
+                Host::Ip(ip) => ip.to_string(),
+            };
+            if !self.allowed_hosts.iter().any(|p| host_matches(p, &name)) {
+                return Err(Refused(format!(
+                    "host '{name}' is not in the callback allow-list (OXP_RAP_CALLBACK_HOSTS)"
+                )));
+            }
+        }
+        if let Host::Ip(ip) = host {
+            self.check_address(ip)?;
+        }
+        Ok(parsed)
+    }
+
+    /// Whether results may be sent to `ip`.
+    pub fn check_address(&self, ip: IpAddr) -> Result<(), Refused> {
+        let ip = canonical(ip);
+        let refuse = |what: &str| {
+            Err(Refused(format!(
+                "{what} address {ip} is not an allowed callback target"
+            )))
+        };
+        if is_never_allowed(ip) {
+            return refuse("link-local, unspecified or multicast");
+        }
+        if ip.is_loopback() {
+            return if self.allow_private || !self.lambda {
+                Ok(())
+            } else {
+                refuse("loopback")
+            };
+        }
+        if is_private(ip) && !self.allow_private {
+            return refuse("private");
+        }
+        Ok(())
+    }
+
+    /// The DNS resolver that enforces [`CallbackPolicy::check_address`] on every answer.
+    pub fn resolver(self: &Arc<Self>) -> GuardedResolver {
+        GuardedResolver {
+            policy: self.clone(),
+        }
+    }
+}
+
+enum Host {
+    Name(String),
+    Ip(IpAddr),
+}
+
+impl Host {
+    fn is_loopback(&self) -> bool {
+        match self {
+            Host::Name(n) => n == "localhost" || n.ends_with(".localhost"),
+            Host::Ip(ip) => canonical(*ip).is_loopback(),
+        }
+    }
+}
+
+fn host_matches(pattern: &str, host: &str) -> bool {
+    let pattern = pattern.trim().to_ascii_lowercase();
+    match pattern.strip_prefix("*.") {
+        Some(domain) => host
+            .strip_suffix(domain)
+            .is_some_and(|rest| rest.ends_with('.') && rest.len() > 1),
+        None => host == pattern,
+    }
+}
+
+/// IPv4-mapped IPv6 addresses are judged as the IPv4 address they carry.
+fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+fn is_never_allowed(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            v4.is_link_local() || v4.is_unspecified() || v4.is_multicast() || v4.is_broadcast()
+                // 0.0.0.0/8 ("this network") reaches the local host on Linux.
+                || v4.octets()[0] == 0
+        }
+        IpAddr::V6(v6) => {
+            v6.is_unspecified()
+                || v6.is_multicast()
+                // fe80::/10
+                || (v6.segments()[0] & 0xffc0) == 0xfe80
+        }
+    }
+}
+
+fn is_private(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_private()
+                // 100.64.0.0/10 shared address space (carrier-grade NAT, some VPC setups).
+                || (a == 100 && (64..128).contains(&b))
+                // 198.18.0.0/15 benchmarking, 192.0.0.0/24 protocol assignments.
+                || (a == 198 && (b == 18 || b == 19))
+                || (a == 192 && b == 0 && v4.octets()[2] == 0)
+        }
+        // fc00::/7 unique local.
+        IpAddr::V6(v6) => (v6.segments()[0] & 0xfe00) == 0xfc00 || nat64_private(v6),
+    }
+}
+
+/// `64:ff9b::a.b.c.d` (NAT64) carrying a private IPv4 address.
+fn nat64_private(v6: Ipv6Addr) -> bool {
+    let s = v6.segments();
+    if s[..6] != [0x64, 0xff9b, 0, 0, 0, 0] {
+        return false;
+    }
+    let v4 = Ipv4Addr::new((s[6] >> 8) as u8, s[6] as u8, (s[7] >> 8) as u8, s[7] as u8);
+    is_private(IpAddr::V4(v4)) || v4.is_loopback() || is_never_allowed(IpAddr::V4(v4))
+}
+
+/// A `reqwest` DNS resolver that drops answers [`CallbackPolicy::check_address`] refuses, and
+/// fails with [`Refused`] when none is left.
+#[derive(Debug, Clone)]
+pub struct GuardedResolver {
+    policy: Arc<CallbackPolicy>,
+}
+
+impl Resolve for GuardedResolver {
+    fn resolve(&self, name: Name) -> Resolving {
+        let policy = self.policy.clone();
+        Box::pin(async move {
+            let host = name.as_str().to_owned();
+            let answers: Vec<SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let mut refusal = None;
+            let allowed: Vec<SocketAddr> = answers
+                .into_iter()
+                .filter(|a| match policy.check_address(a.ip()) {
+                    Ok(()) => true,
+                    Err(r) => {
+                        refusal = Some(r);
+                        false
+                    }
+                })
+                .collect();
+            if allowed.is_empty() {
+                let reason = refusal.map_or_else(
+                    || format!("'{host}' has no address"),
+                    |r| format!("'{host}' resolves to a refused address: {r}"),
+                );
+                return Err(Box::new(Refused(reason)) as Box<dyn std::error::Error + Send + Sync>);
+            }
+            Ok(Box::new(allowed.into_iter()) as Addrs)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lambda() -> CallbackPolicy {
+        CallbackPolicy {
+            lambda: true,
+            ..CallbackPolicy::default()
+        }
+    }
+
+    #[test]
+    fn lambda_requires_https_and_a_public_address() {
+        let p = lambda();
+        assert!(p.check_url("https://agent.example.com/cb").is_ok());
+        assert!(p.check_url("http://agent.example.com/cb").is_err());
+        assert!(p.check_url("http://127.0.0.1:9/cb").is_err());
+        for refused in [
+            "https://127.0.0.1/cb",
+            "https://[::1]/cb",
+            "https://169.254.169.254/latest/meta-data/",
+            "https://10.0.0.5/cb",
+            "https://172.16.1.1/cb",
+            "https://192.168.1.1/cb",
+            "https://100.64.0.1/cb",
+            "https://0.0.0.0/cb",
+            "https://[::ffff:127.0.0.1]/cb",
+            "https://[::ffff:169.254.169.254]/cb",
+            "https://[fd00::1]/cb",
+            "https://[fe80::1]/cb",
+            "https://[64:ff9b::a00:1]/cb",
+            "ftp://agent.example.com/cb",
+            "https://user:pw@agent.example.com/cb",
+            "not a url",
+        ] {
+            assert!(p.check_url(refused).is_err(), "{refused} must be refused");
+        }
+        assert!(p.check_url("https://93.184.215.14/cb").is_ok());
+    }
+
+    #[test]
+    fn local_mode_allows_plain_http_to_loopback_only() {
+        let p = CallbackPolicy::default();
+        assert!(p.check_url("http://127.0.0.1:8081/cb").is_ok());
+        assert!(p.check_url("http://localhost:8081/cb").is_ok());
+        assert!(p.check_url("http://agent.example.com/cb").is_err());
+        assert!(p.check_url("http://192.168.1.1/cb").is_err());
+        assert!(p.check_url("https://169.254.169.254/").is_err());
+    }
+
+    #[test]
+    fn private_targets_need_an_explicit_opt_in_and_link_local_is_never_allowed() {
+        let p = CallbackPolicy {
+            allow_private: true,
+            ..lambda()
+        };
+        assert!(p.check_url("https://10.0.0.5/cb").is_ok());
+        assert!(p.check_url("https://127.0.0.1/cb").is_ok());
+        assert!(p.check_url("https://169.254.169.254/").is_err());
+    }
+
+    #[test]
+    fn the_allow_list_matches_hosts_and_subdomains() {
+        let p = CallbackPolicy {
+            allowed_hosts: vec!["agent.example.com".into(), "*.runtime.example".into()],
+            ..lambda()
+        };
+        assert!(p.check_url("https://agent.example.com/cb").is_ok());
+        assert!(p.check_url("https://AGENT.example.com/cb").is_ok());
+        assert!(p.check_url("https://eu.runtime.example/cb").is_ok());
+        assert!(p.check_url("https://runtime.example/cb").is_err());
+        assert!(p.check_url("https://evilruntime.example/cb").is_err());
+        assert!(
+            p.check_url("https://agent.example.com.evil.test/cb")
+                .is_err()
+        );
+    }
+}

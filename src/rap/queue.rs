@@ -1,0 +1,172 @@
+//! Where acknowledged invocations wait for a worker: SQS in Lambda (the function freezes
+//! once it has answered, so nothing may run after the 200), an in-process queue locally.
+
+use crate::rap::job::Job;
+use crate::rap::worker::Worker;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// Largest SQS message body.
+pub const SQS_MAX_MESSAGE_BYTES: usize = 256 * 1024;
+
+/// Why a job could not be enqueued (the invocation is then refused, not acknowledged).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum EnqueueError {
+    /// The job is larger than the queue takes.
+    TooLarge,
+    /// The queue did not take the job.
+    Unavailable(String),
+}
+
+/// A job queue.
+#[derive(Debug, Clone)]
+pub enum Queue {
+    /// Jobs run on this process's runtime, at most `OXP_MAX_CONCURRENT_CALLS` at once.
+    InProcess(InProcessQueue),
+    /// Jobs are sent to an SQS queue whose consumer is the worker function.
+    Sqs {
+        /// The SQS client.
+        client: aws_sdk_sqs::Client,
+        /// The queue URL.
+        queue_url: String,
+    },
+}
+
+impl Queue {
+    /// Enqueues `job`; once this returns `Ok` the job is never silently dropped.
+    pub async fn enqueue(&self, job: Job) -> Result<(), EnqueueError> {
+        match self {
+            Self::InProcess(queue) => {
+                queue.spawn(job);
+                Ok(())
+            }
+            Self::Sqs { client, queue_url } => {
+                let body = serde_json::to_string(&job).expect("jobs serialize");
+                if body.len() > SQS_MAX_MESSAGE_BYTES {
+                    return Err(EnqueueError::TooLarge);
+                }
+                client
+                    .send_message()
+                    .queue_url(queue_url)
+                    .message_body(body)
+                    .send()
+                    .await
+                    .map(drop)
+                    .map_err(|e| {
+                        EnqueueError::Unavailable(
+                            aws_sdk_sqs::error::DisplayErrorContext(e).to_string(),
+                        )
+                    })
+            }
+        }
+    }
+}
+
+/// The local queue: each job is a task on the runtime; the pending ones are tracked so a
+/// shutdown can wait for them and dead-letter those that do not finish.
+#[derive(Debug, Clone)]
+pub struct InProcessQueue {
+    worker: Arc<Worker>,
+    pending: Arc<Pending>,
+}
+
+#[derive(Debug, Default)]
+struct Pending {
+    next: AtomicU64,
+    jobs: Mutex<HashMap<u64, Job>>,
+    idle: Notify,
+}
+
+/// Removes a job from the pending set when its task ends, however it ends.
+struct Done {
+    pending: Arc<Pending>,
+    key: u64,
+}
+
+impl Drop for Done {
+    fn drop(&mut self) {
+        let mut jobs = self.pending.jobs.lock().unwrap_or_else(|p| p.into_inner());
+        jobs.remove(&self.key);
+        if jobs.is_empty() {
+            self.pending.idle.notify_waiters();
+        }
+    }
+}
+
+impl InProcessQueue {
+    /// A queue whose jobs `worker` runs.
+    pub fn new(worker: Arc<Worker>) -> Self {
+        Self {
+            worker,
+            pending: Arc::default(),
+        }
+    }
+
+    fn spawn(&self, job: Job) {
+        let key = self.pending.next.fetch_add(1, Ordering::Relaxed);
+        self.pending
+            .jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key, job.clone());
+        let done = Done {
+            pending: self.pending.clone(),
+            key,
+        };
+        let worker = self.worker.clone();
+        tokio::spawn(async move {
+            let _done = done;
+            if let Err(e) = worker.process(job, None).await {
+                tracing::error!(target: "oxp::rap", error = %e, "result neither delivered nor dead-lettered");
+            }
+        });
+    }
+
+    /// Jobs accepted and not finished.
+    pub fn pending(&self) -> usize {
+        self.pending
+            .jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .len()
+    }
+
+    /// Waits up to `timeout` for every pending job, then dead-letters those still pending
+    /// (their tasks end with the runtime). Returns how many were dead-lettered.
+    pub async fn drain(&self, timeout: Duration) -> usize {
+        let all_done = async {
+            loop {
+                let idle = self.pending.idle.notified();
+                if self.pending() == 0 {
+                    return;
+                }
+                idle.await;
+            }
+        };
+        if tokio::time::timeout(timeout, all_done).await.is_ok() {
+            return 0;
+        }
+        let left: Vec<Job> = self
+            .pending
+            .jobs
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .drain()
+            .map(|(_, job)| job)
+            .collect();
+        let count = left.len();
+        for job in left {
+            if let Err(e) = self
+                .worker
+                .abandon(job, "the server shut down before the call finished")
+                .await
+            {
+                tracing::error!(target: "oxp::rap", error = %e, "pending invocation lost at shutdown");
+            }
+        }
+        count
+    }
+}

@@ -1,0 +1,321 @@
+//! The RAP HTTP routes: discovery, acknowledgement of invocations, thread closure.
+//!
+//! Only a request that cannot be accepted at all is answered with an error status, with a
+//! JSON body `{"error": {"kind", "message"}}`: no usable callback (body not a JSON object,
+//! `id`, `group_id` or `callback_url` missing, or a callback URL the policy refuses), a body
+//! over the limit (413), a content type other than JSON (415), failed authentication (401),
+//! a stale `toolset_version` (409), or a queue that did not take the job (503). Everything
+//! else is acknowledged with 200 and reported to the callback.
+
+use crate::auth::Principal;
+use crate::http::{
+    AppState, StrippedPrefix, authenticated, check_content_type, json_response, only,
+};
+use crate::rap::Rap;
+use crate::rap::job::{Job, Rejection, error, rfc3339};
+use crate::rap::queue::EnqueueError;
+use crate::rap::wire::{CloseThread, ErrorBody, ErrorText, ReplyTo};
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use serde_json::{Map, Value};
+use std::sync::Arc;
+
+/// The RAP routes, behind the server's authentication.
+pub fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/.well-known/rap-toolset", only(get(discover), "GET, HEAD"))
+        .route("/invoke", only(post(invoke), "POST"))
+        .route("/close_thread", only(post(close_thread), "POST"))
+        .route_layer(middleware::from_fn_with_state(state, authenticate))
+}
+
+async fn authenticate(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+    next: Next,
+) -> Response {
+    authenticated(&state, request, next, || {
+        Refusal::Unauthenticated.into_response()
+    })
+    .await
+}
+
+fn rap(state: &AppState) -> &Rap {
+    state.rap().expect("RAP routes exist only with the adapter")
+}
+
+async fn discover(
+    State(state): State<Arc<AppState>>,
+    prefix: Option<Extension<StrippedPrefix>>,
+    headers: HeaderMap,
+) -> Response {
+    let rap = rap(&state);
+    let endpoint = match rap.toolset.endpoint() {
+        Some(endpoint) => endpoint.to_owned(),
+        None => derived_endpoint(
+            &headers,
+            prefix.as_ref().map(|Extension(p)| p.0.as_str()),
+            rap.lambda,
+        ),
+    };
+    let definition = rap.toolset.definition(endpoint);
+    json(StatusCode::OK, &definition)
+}
+
+/// `<scheme>://<host><stage and base path>/invoke`, from the discovery request.
+fn derived_endpoint(headers: &HeaderMap, prefix: Option<&str>, lambda: bool) -> String {
+    let text = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(|v| v.split(',').next().unwrap_or_default().trim())
+            .filter(|v| !v.is_empty())
+    };
+    let scheme = match text("x-forwarded-proto") {
+        Some("http") => "http",
+        Some(_) => "https",
+        None if lambda => "https",
+        None => "http",
+    };
+    let prefix = prefix.unwrap_or_default();
+    match text("x-forwarded-host").or_else(|| text(header::HOST.as_str())) {
+        Some(host) => format!("{scheme}://{host}{prefix}/invoke"),
+        None => format!("{prefix}/invoke"),
+    }
+}
+
+async fn invoke(
+    State(state): State<Arc<AppState>>,
+    principal: Option<Extension<Principal>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let principal = principal.map(|Extension(p)| p).unwrap_or_default();
+    match accept(rap(&state), &principal, &headers, body).await {
+        Ok(()) => json_response(
+            StatusCode::OK,
+            Bytes::from_static(br#"{"status":"accepted"}"#),
+        ),
+        Err(refusal) => {
+            tracing::info!(
+                target: "oxp::rap::audit",
+                received_at = %rfc3339(crate::rap::job::unix_ms(std::time::SystemTime::now())),
+                outcome = "refused",
+                reason = %refusal.message(),
+            );
+            refusal.into_response()
+        }
+    }
+}
+
+/// Acknowledges an invocation: `Ok` once its job is on the queue.
+async fn accept(
+    rap: &Rap,
+    principal: &Principal,
+    headers: &HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<(), Refusal> {
+    check_content_type(headers).map_err(|_| Refusal::UnsupportedMediaType)?;
+    let body = body.map_err(|rejection| {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            Refusal::TooLarge
+        } else {
+            Refusal::Malformed(rejection.body_text())
+        }
+    })?;
+    let value: Value =
+        serde_json::from_slice(&body).map_err(|e| Refusal::Malformed(format!("not JSON: {e}")))?;
+    let Value::Object(fields) = value else {
+        return Err(Refusal::Malformed("the body must be a JSON object".into()));
+    };
+    let reply_to = ReplyTo::from_body(&fields).ok_or(Refusal::NoCallback)?;
+    rap.policy
+        .check_url(&reply_to.callback_url)
+        .map_err(|refused| Refusal::CallbackRefused(refused.0))?;
+    if let Some(sent) = fields.get("toolset_version").and_then(Value::as_str)
+        && sent != rap.toolset.version()
+    {
+        return Err(Refusal::StaleToolset {
+            current: rap.toolset.version().to_owned(),
+        });
+    }
+    let mut job = Job::new(reply_to);
+    job.rejected = read_invocation(&fields, &mut job).err();
+    if job.rejected.is_none() {
+        job.rejected = check(rap, principal, &mut job).err();
+    }
+    rap.queue.enqueue(job).await.map_err(|e| match e {
+        EnqueueError::TooLarge => Refusal::TooLarge,
+        EnqueueError::Unavailable(why) => {
+            tracing::error!(target: "oxp::rap", error = %why, "invocation not enqueued");
+            Refusal::Unavailable
+        }
+    })
+}
+
+/// Copies the invocation's fields into `job`, or says which one is malformed.
+fn read_invocation(fields: &Map<String, Value>, job: &mut Job) -> Result<(), Rejection> {
+    let malformed = |detail: &str| Rejection::MalformedInvocation {
+        detail: detail.to_owned(),
+    };
+    let optional_text = |name: &str| match fields.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(_) => Err(malformed(&format!("`{name}` must be a string or null"))),
+    };
+    job.operation = optional_text("operation")?;
+    job.user_id = optional_text("user_id")?;
+    if job.operation.as_deref().is_none_or(str::is_empty) {
+        return Err(malformed("`operation` is required"));
+    }
+    optional_text("call_id")?;
+    job.arguments = match fields.get("arguments") {
+        Some(Value::Object(arguments)) => Value::Object(arguments.clone()),
+        None => return Err(malformed("`arguments` is required")),
+        Some(_) => return Err(malformed("`arguments` must be an object")),
+    };
+    job.thread_ancestors = match fields.get("thread_ancestors") {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items
+            .iter()
+            .map(|v| v.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or_else(|| malformed("`thread_ancestors` must be an array of strings"))?,
+        Some(_) => return Err(malformed("`thread_ancestors` must be an array of strings")),
+    };
+    Ok(())
+}
+
+/// The checks of a well-formed invocation: user binding, known operation, rate limit.
+fn check(rap: &Rap, principal: &Principal, job: &mut Job) -> Result<(), Rejection> {
+    job.user_id =
+        principal
+            .bind_user_id(job.user_id.take())
+            .map_err(|e| Rejection::Unauthorized {
+                message: e.user_message().to_owned(),
+            })?;
+    if rap
+        .toolset
+        .get(job.operation.as_deref().unwrap_or_default())
+        .is_none()
+    {
+        return Err(Rejection::UnknownOperation);
+    }
+    rap.check_rate(job.user_id.as_deref())
+        .map_err(|wait| Rejection::RateLimited {
+            retry_after_ms: (wait.as_millis() as u64).max(1),
+        })
+}
+
+async fn close_thread(headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
+    if check_content_type(&headers).is_err() {
+        return Refusal::UnsupportedMediaType.into_response();
+    }
+    let parsed = body
+        .map_err(|r| r.body_text())
+        .and_then(|b| serde_json::from_slice::<CloseThread>(&b).map_err(|e| e.to_string()));
+    match parsed {
+        Ok(close) => {
+            // No per-thread state is kept by the adapter; tools keep their own.
+            tracing::info!(target: "oxp::rap", group_id = %close.group_id, "thread closed");
+            json_response(StatusCode::OK, Bytes::from_static(br#"{"status":"ok"}"#))
+        }
+        Err(why) => {
+            Refusal::Malformed(format!("expected {{\"group_id\": \"...\"}}: {why}")).into_response()
+        }
+    }
+}
+
+/// Why a request is not accepted, mapped to a response in one place.
+#[derive(Debug)]
+enum Refusal {
+    UnsupportedMediaType,
+    TooLarge,
+    Malformed(String),
+    NoCallback,
+    CallbackRefused(String),
+    StaleToolset { current: String },
+    Unauthenticated,
+    Unavailable,
+}
+
+impl Refusal {
+    fn message(&self) -> String {
+        match self {
+            Self::UnsupportedMediaType => "The body must be JSON (Content-Type: application/json)".into(),
+            Self::TooLarge => "The invocation is too large".into(),
+            Self::Malformed(why) => format!("The body cannot be read, and has no callback to report to: {why}"),
+            Self::NoCallback => "The invocation has no usable callback: `id`, `group_id` and `callback_url` must be non-empty strings".into(),
+            Self::CallbackRefused(why) => format!("The callback URL is not allowed: {why}"),
+            Self::StaleToolset { current } => format!("The toolset has changed; reload /.well-known/rap-toolset (current version {current})"),
+            Self::Unauthenticated => "Authentication failed".into(),
+            Self::Unavailable => "The invocation could not be queued; retry later".into(),
+        }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        let (status, kind) = match &self {
+            Self::UnsupportedMediaType => {
+                (StatusCode::UNSUPPORTED_MEDIA_TYPE, "unsupported_media_type")
+            }
+            Self::TooLarge => (StatusCode::PAYLOAD_TOO_LARGE, "too_large"),
+            Self::Malformed(_) | Self::NoCallback => {
+                (StatusCode::BAD_REQUEST, "malformed_invocation")
+            }
+            Self::CallbackRefused(_) => (StatusCode::BAD_REQUEST, "callback_refused"),
+            Self::StaleToolset { .. } => (StatusCode::CONFLICT, "stale_toolset"),
+            Self::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
+            Self::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+        };
+        let body = ErrorText {
+            error: ErrorBody {
+                can_retry: matches!(self, Self::Unavailable),
+                ..error(kind, self.message())
+            },
+        };
+        let mut response = json(status, &body);
+        if matches!(self, Self::Unauthenticated) {
+            response.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer"),
+            );
+        }
+        response
+    }
+}
+
+fn json<T: serde::Serialize>(status: StatusCode, body: &T) -> Response {
+    json_response(
+        status,
+        Bytes::from(serde_json::to_vec(body).expect("RAP messages serialize")),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_endpoint_follows_the_discovery_request() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, "abc.execute-api.example".parse().unwrap());
+        assert_eq!(
+            derived_endpoint(&headers, Some("/prod"), true),
+            "https://abc.execute-api.example/prod/invoke"
+        );
+        headers.insert("x-forwarded-proto", "http".parse().unwrap());
+        assert_eq!(
+            derived_endpoint(&headers, None, true),
+            "http://abc.execute-api.example/invoke"
+        );
+        assert_eq!(derived_endpoint(&HeaderMap::new(), None, false), "/invoke");
+    }
+}

@@ -1,0 +1,120 @@
+//! A callback receiver on 127.0.0.1: records every POST and answers from a script.
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::Notify;
+
+/// One request the receiver got.
+#[derive(Debug, Clone)]
+pub struct Hit {
+    pub at: Instant,
+    pub content_type: String,
+    pub body: Value,
+}
+
+#[derive(Default)]
+struct Inner {
+    /// Answers for the next requests: status and optional `Retry-After`.
+    script: Mutex<VecDeque<(u16, Option<&'static str>)>>,
+    /// The answer once the script is used up.
+    then: u16,
+    hits: Mutex<Vec<Hit>>,
+    arrived: Notify,
+}
+
+pub struct Receiver {
+    /// `http://127.0.0.1:<port>/callback`.
+    pub url: String,
+    inner: Arc<Inner>,
+}
+
+impl Receiver {
+    /// Answers 200 to everything.
+    pub async fn ok() -> Self {
+        Self::start(&[], 200).await
+    }
+
+    /// Answers `script` in order, then `then` for ever.
+    pub async fn start(script: &[(u16, Option<&'static str>)], then: u16) -> Self {
+        let inner = Arc::new(Inner {
+            script: Mutex::new(script.iter().copied().collect()),
+            then,
+            ..Inner::default()
+        });
+        let app = axum::Router::new()
+            .route("/callback", axum::routing::post(record))
+            .with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self {
+            url: format!("http://{addr}/callback"),
+            inner,
+        }
+    }
+
+    /// Every request so far.
+    pub fn hits(&self) -> Vec<Hit> {
+        self.inner.hits.lock().unwrap().clone()
+    }
+
+    /// Waits (up to 20 s) until `n` requests have arrived, and returns them.
+    pub async fn wait_for(&self, n: usize) -> Vec<Hit> {
+        let waited = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                let arrived = self.inner.arrived.notified();
+                if self.hits().len() >= n {
+                    return;
+                }
+                arrived.await;
+            }
+        })
+        .await;
+        let hits = self.hits();
+        assert!(
+            waited.is_ok(),
+            "expected {n} callbacks, got {}: {hits:?}",
+            hits.len()
+        );
+        hits
+    }
+
+    /// The single result delivered for one invocation.
+    pub async fn result(&self) -> Value {
+        self.wait_for(1).await.remove(0).body
+    }
+}
+
+async fn record(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes) -> Response {
+    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let content_type = headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    inner.hits.lock().unwrap().push(Hit {
+        at: Instant::now(),
+        content_type,
+        body,
+    });
+    inner.arrived.notify_waiters();
+    let (status, retry_after) = inner
+        .script
+        .lock()
+        .unwrap()
+        .pop_front()
+        .unwrap_or((inner.then, None));
+    let mut response = StatusCode::from_u16(status).unwrap().into_response();
+    if let Some(wait) = retry_after {
+        response
+            .headers_mut()
+            .insert("retry-after", wait.parse().unwrap());
+    }
+    response
+}
