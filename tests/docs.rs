@@ -51,13 +51,16 @@ fn every_variable_the_template_sets_is_read_by_the_code() {
 }
 
 #[test]
-fn the_template_routes_every_oxp_endpoint() {
+fn the_template_routes_every_oxp_and_rap_endpoint() {
     let template = read("template.yaml");
     for (method, path) in [
         ("GET", "/tools"),
         ("POST", "/tools/call"),
         ("POST", "/call"),
         ("GET", "/health"),
+        ("GET", "/.well-known/rap-toolset"),
+        ("POST", "/invoke"),
+        ("POST", "/close_thread"),
     ] {
         let route = format!("Method: {method}\n            Path: {path}\n");
         assert!(

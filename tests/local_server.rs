@@ -218,3 +218,37 @@ async fn with_jwt_auth_every_endpoint_but_health_needs_a_token() {
     assert_eq!(status, 400);
     assert!(body.contains("Authentication failed"));
 }
+
+#[tokio::test]
+async fn the_local_server_serves_async_invocations_end_to_end() {
+    let receiver = common::receiver::Receiver::ok().await;
+    let dead = std::env::temp_dir().join(format!("oxp-dead-{}.jsonl", uuid::Uuid::new_v4()));
+    let server = start(
+        &[("OXP_RAP_DEAD_LETTER_FILE", dead.to_str().unwrap())],
+        &["--port", "0"],
+    );
+    let (status, body) = http_raw(&server.addr, "GET", "/.well-known/rap-toolset", "").await;
+    assert_eq!(status, 200);
+    let toolset: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        toolset["endpoint"],
+        format!("http://{}/invoke", server.addr),
+        "the endpoint points back at this server"
+    );
+    let invocation = serde_json::json!({
+        "operation": "Calculator_Add",
+        "arguments": {"a": 20, "b": 22},
+        "id": "call_local",
+        "callback_url": receiver.url,
+        "group_id": "thread_local"
+    });
+    let (status, body) = http_raw(&server.addr, "POST", "/invoke", &invocation.to_string()).await;
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"accepted"}"#));
+    let result = receiver.result().await;
+    assert_eq!(result["text"], "42");
+    assert_eq!(result["group_id"], "thread_local");
+    let (clean, logs) = terminate(server);
+    assert!(clean, "{logs}");
+    assert!(logs.contains("oxp::rap::audit"), "{logs}");
+    assert!(!dead.exists(), "nothing was dead-lettered");
+}

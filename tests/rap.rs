@@ -971,3 +971,52 @@ async fn close_thread_is_accepted_and_logged() {
     assert_eq!(reply.status, 400);
     assert!(reply.json["error"]["message"].is_string());
 }
+
+#[tokio::test]
+async fn the_readme_result_examples_are_what_the_server_sends() {
+    let rig = Rig::new().await;
+    let receiver = Receiver::ok().await;
+    let mut add = invocation(&receiver.url, "Calculator_Add", json!({"a": 20, "b": 22}));
+    add["call_id"] = json!("model_7");
+    for body in [
+        add,
+        invocation(
+            &receiver.url,
+            "Doorbell_Ring",
+            json!({"doorbell_id": "nope"}),
+        ),
+        invocation(&receiver.url, "Calculator_Add", json!({"a": 1, "b": "x"})),
+    ] {
+        accepted(&rig.invoke(body).await);
+        rig.settle().await;
+    }
+    let sent: Vec<Value> = receiver
+        .wait_for(3)
+        .await
+        .into_iter()
+        .map(|h| h.body)
+        .collect();
+    let readme = std::fs::read_to_string("README.md").unwrap();
+    let documented: Vec<Value> = readme
+        .lines()
+        .filter(|l| l.starts_with(r#"{"type":"tool_result""#))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(documented.len(), 3);
+    for example in &documented {
+        // Compare the error objects, not the text bytes, so key order does not matter.
+        let same = |s: &Value| {
+            let decode = |v: &Value| {
+                let mut v = v.clone();
+                let text = v["text"].as_str().unwrap().to_owned();
+                v["text"] = serde_json::from_str(&text).unwrap_or(Value::String(text));
+                v
+            };
+            decode(s) == decode(example)
+        };
+        assert!(
+            sent.iter().any(same),
+            "README example not sent: {example}\nsent: {sent:?}"
+        );
+    }
+}

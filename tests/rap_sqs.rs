@@ -1,0 +1,187 @@
+//! RAP in its Lambda shape, against moto's SQS on loopback (started by `scripts/test`):
+//! `/invoke` enqueues to SQS before answering, the worker handler gets the batch as an SQS
+//! event, the callback arrives, an unreadable record comes back in `batchItemFailures`, and
+//! an undeliverable result lands in the dead-letter queue.
+
+mod common;
+
+use common::aws::{moto_url, sdk_config};
+use common::receiver::Receiver;
+use common::*;
+use oxp_lambda::Config;
+use oxp_lambda::auth::Authenticator;
+use oxp_lambda::http::AppState;
+use oxp_lambda::rap::deliver::RetryPolicy;
+use oxp_lambda::rap::queue::Queue;
+use oxp_lambda::rap::worker::Worker;
+use oxp_lambda::secrets::Secrets;
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::time::Duration;
+
+struct Rig {
+    app: App,
+    worker: Worker,
+    sqs: aws_sdk_sqs::Client,
+    queue_url: String,
+    dead_letter_queue_url: String,
+}
+
+async fn rig() -> Rig {
+    let sdk = sdk_config(&moto_url()).await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let name = format!("oxp-rap-{}", uuid::Uuid::new_v4().simple());
+    let create = |name: String| {
+        let sqs = sqs.clone();
+        async move {
+            sqs.create_queue()
+                .queue_name(name)
+                .send()
+                .await
+                .unwrap()
+                .queue_url
+                .unwrap()
+        }
+    };
+    let queue_url = create(name.clone()).await;
+    let dead_letter_queue_url = create(format!("{name}-dlq")).await;
+    let mut config = Config::default();
+    config.rap.queue_url = Some(queue_url.clone());
+    config.rap.dead_letter_queue_url = Some(dead_letter_queue_url.clone());
+    config.rap.retry = RetryPolicy {
+        max_attempts: 3,
+        base: Duration::from_millis(20),
+        ..RetryPolicy::default()
+    };
+    let registry = oxp_lambda::example_tools::registry().unwrap();
+    let rap = oxp_lambda::rap::build(&registry, &config, Secrets::default(), Some(&sqs)).unwrap();
+    assert!(matches!(rap.queue(), Queue::Sqs { .. }));
+    let worker =
+        oxp_lambda::rap::build_worker(&registry, &config, Secrets::default(), Some(&sqs)).unwrap();
+    let state = AppState::new(
+        Arc::new(registry),
+        config,
+        Secrets::default(),
+        Authenticator::None,
+    )
+    .with_rap(Arc::new(rap));
+    Rig {
+        app: oxp_lambda::http::app(state),
+        worker,
+        sqs,
+        queue_url,
+        dead_letter_queue_url,
+    }
+}
+
+/// Receives every message waiting in `queue_url`, as Lambda's SQS event records.
+async fn take_records(sqs: &aws_sdk_sqs::Client, queue_url: &str, expected: usize) -> Vec<Value> {
+    let mut records = Vec::new();
+    for _ in 0..10 {
+        let received = sqs
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        for m in received.messages.unwrap_or_default() {
+            records.push(json!({
+                "messageId": m.message_id.unwrap(),
+                "receiptHandle": m.receipt_handle.unwrap(),
+                "body": m.body.unwrap(),
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "md5OfBody": m.md5_of_body.unwrap_or_default(),
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:oxp-rap",
+                "awsRegion": "us-east-1"
+            }));
+        }
+        if records.len() >= expected {
+            break;
+        }
+    }
+    assert_eq!(records.len(), expected, "messages in {queue_url}");
+    records
+}
+
+fn invocation(callback_url: &str) -> Value {
+    json!({
+        "operation": "Calculator_Add",
+        "arguments": {"a": 20, "b": 22},
+        "id": "call_sqs_1",
+        "callback_url": callback_url,
+        "group_id": "thread_sqs",
+        "user_id": "user_42"
+    })
+}
+
+#[tokio::test]
+async fn invoke_enqueues_to_sqs_and_the_worker_delivers_the_batch() {
+    let rig = rig().await;
+    let receiver = Receiver::ok().await;
+    let reply = post(&rig.app, "/invoke", invocation(&receiver.url).to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    // Nothing runs in the HTTP function: the job waits in the queue.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(receiver.hits().is_empty());
+
+    let mut records = take_records(&rig.sqs, &rig.queue_url, 1).await;
+    records.push(json!({
+        "messageId": "not-a-job",
+        "receiptHandle": "r",
+        "body": "{\"hello\": \"world\"}",
+        "eventSource": "aws:sqs"
+    }));
+    let event = serde_json::from_value(json!({ "Records": records })).unwrap();
+    let response = rig.worker.handle_batch(event, None).await;
+    assert_eq!(
+        serde_json::to_value(&response).unwrap(),
+        json!({"batchItemFailures": [{"itemIdentifier": "not-a-job"}]}),
+        "only the unreadable record is reported for redelivery"
+    );
+    let result = receiver.result().await;
+    assert_eq!(
+        result,
+        json!({"type": "tool_result", "group_id": "thread_sqs", "id": "call_sqs_1", "text": "42"})
+    );
+}
+
+#[tokio::test]
+async fn an_undeliverable_result_is_recorded_in_the_dead_letter_queue() {
+    let rig = rig().await;
+    let receiver = Receiver::start(&[], 410).await;
+    let reply = post(&rig.app, "/invoke", invocation(&receiver.url).to_string()).await;
+    assert_eq!(reply.status, 200);
+    let records = take_records(&rig.sqs, &rig.queue_url, 1).await;
+    let event = serde_json::from_value(json!({ "Records": records })).unwrap();
+    let response = rig.worker.handle_batch(event, None).await;
+    assert!(
+        response.batch_item_failures.is_empty(),
+        "a dead-lettered result is not a failed record"
+    );
+    assert_eq!(receiver.hits().len(), 1, "410 is not retried");
+    let letters = take_records(&rig.sqs, &rig.dead_letter_queue_url, 1).await;
+    let letter: Value = serde_json::from_str(letters[0]["body"].as_str().unwrap()).unwrap();
+    assert!(letter["reason"].as_str().unwrap().contains("410"));
+    assert_eq!(letter["message"]["id"], "call_sqs_1");
+    assert_eq!(letter["message"]["text"], "42");
+}
+
+#[tokio::test]
+async fn an_invocation_the_queue_cannot_take_is_refused_not_acknowledged() {
+    let rig = rig().await;
+    rig.sqs
+        .delete_queue()
+        .queue_url(&rig.queue_url)
+        .send()
+        .await
+        .unwrap();
+    let receiver = Receiver::ok().await;
+    let reply = post(&rig.app, "/invoke", invocation(&receiver.url).to_string()).await;
+    assert_eq!(reply.status, 503, "{}", reply.text);
+    assert_eq!(reply.json["error"]["kind"], "unavailable");
+    assert_eq!(reply.json["error"]["can_retry"], true);
+}
