@@ -4,7 +4,9 @@
 //! Lambda (API Gateway REST and HTTP APIs, Function URLs, ALB) or as a plain local HTTP server.
 //!
 //! Tools are declared once, protocol-neutral, with [`Tool::builder`]: an async function over a
-//! `Deserialize + JsonSchema` input type. The [`http`] module adapts the [`Registry`] to OXP.
+//! `Deserialize + JsonSchema` input type. The [`http`] module adapts the [`Registry`] to OXP;
+//! the [`rap`] module serves the same registry over the async tool invocation protocol (RAP),
+//! with results delivered to a callback URL (through SQS and a worker function in Lambda).
 //!
 //! ```no_run
 //! use oxp_lambda::{Registry, Tool, ToolContext, ToolError};

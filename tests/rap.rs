@@ -1020,3 +1020,40 @@ async fn the_readme_result_examples_are_what_the_server_sends() {
         );
     }
 }
+
+/// `/invoke` through API Gateway with a JWT authorizer that verified `sub`.
+async fn invoke_as(rig: &Rig, sub: &str, body: &Value) -> u16 {
+    use lambda_http::request::LambdaRequest;
+    use lambda_http::{Adapter, Context, LambdaEvent, Service};
+    let mut event: Value = serde_json::from_str(
+        &std::fs::read_to_string("events/apigw-http-rap-invoke.json").unwrap(),
+    )
+    .unwrap();
+    event["body"] = Value::String(body.to_string());
+    event["requestContext"]["authorizer"] =
+        json!({"jwt": {"claims": {"sub": sub}, "scopes": null}});
+    let request: LambdaRequest = serde_json::from_value(event).unwrap();
+    let response = Adapter::from(rig.app.clone())
+        .call(LambdaEvent::new(request, Context::default()))
+        .await
+        .unwrap();
+    serde_json::to_value(response).unwrap()["statusCode"]
+        .as_u64()
+        .unwrap() as u16
+}
+
+#[tokio::test]
+async fn with_user_binding_a_caller_can_only_act_for_itself() {
+    let rig = Rig::with(|_| {}, Authenticator::ApiGateway { bind_user_id: true }).await;
+    let receiver = Receiver::ok().await;
+    let mut body = invocation(&receiver.url, "Test_Echo", json!({}));
+    body["user_id"] = json!("mallory");
+    assert_eq!(invoke_as(&rig, "alice", &body).await, 200);
+    let error = error_of(&receiver.result().await);
+    assert_eq!(error["kind"], "unauthorized");
+    body.as_object_mut().unwrap().remove("user_id");
+    assert_eq!(invoke_as(&rig, "alice", &body).await, 200);
+    let hits = receiver.wait_for(2).await;
+    let seen: Value = serde_json::from_str(hits[1].body["text"].as_str().unwrap()).unwrap();
+    assert_eq!(seen["user_id"], "alice", "the user defaults to the caller");
+}

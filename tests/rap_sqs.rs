@@ -185,3 +185,23 @@ async fn an_invocation_the_queue_cannot_take_is_refused_not_acknowledged() {
     assert_eq!(reply.json["error"]["kind"], "unavailable");
     assert_eq!(reply.json["error"]["can_retry"], true);
 }
+
+#[tokio::test]
+async fn the_recorded_sqs_batch_replays_through_the_worker() {
+    let rig = rig().await;
+    let event = std::fs::read_to_string("events/sqs/rap-worker-batch.json").unwrap();
+    let event = serde_json::from_str(&event).expect("a Lambda SQS event");
+    let response = rig.worker.handle_batch(event, None).await;
+    assert_eq!(
+        serde_json::to_value(&response).unwrap(),
+        json!({"batchItemFailures": [{"itemIdentifier": "not-a-job"}]})
+    );
+    // agent.invalid never resolves: the result is recorded, with the reason, not lost.
+    let letters = take_records(&rig.sqs, &rig.dead_letter_queue_url, 1).await;
+    let letter: Value = serde_json::from_str(letters[0]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(letter["message"]["text"], "42");
+    assert!(
+        letter["reason"].as_str().unwrap().contains("unreachable"),
+        "{letter}"
+    );
+}

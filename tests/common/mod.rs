@@ -43,6 +43,26 @@ pub fn example_app() -> App {
     )
 }
 
+/// The example tools with the async adapter on an in-process queue; results that cannot be
+/// delivered go to a dead-letter file in the temporary directory.
+pub fn example_app_with_rap() -> App {
+    let registry = oxp_lambda::example_tools::registry().unwrap();
+    let mut config = Config::default();
+    config.rap.dead_letter_file =
+        std::env::temp_dir().join(format!("oxp-dead-{}.jsonl", uuid::Uuid::new_v4()));
+    config.rap.retry.max_attempts = 1;
+    let rap = oxp_lambda::rap::build(&registry, &config, Secrets::default(), None).unwrap();
+    oxp_lambda::http::app(
+        AppState::new(
+            Arc::new(registry),
+            config,
+            Secrets::default(),
+            Authenticator::None,
+        )
+        .with_rap(Arc::new(rap)),
+    )
+}
+
 pub async fn send(app: &App, request: Request<Body>) -> Reply {
     let response = app.clone().oneshot(request).await.unwrap();
     let status = response.status();
