@@ -89,6 +89,9 @@ pub struct RapConfig {
     /// `OXP_RAP_DRAIN_SECS` (default 30): on shutdown of the local server, how long accepted
     /// invocations may still run before the rest are dead-lettered.
     pub drain_timeout: Duration,
+    /// `OXP_RAP_TOOL_TIMEOUT_MS` (default: `OXP_TOOL_TIMEOUT_MS`; `0` disables): longest an
+    /// async tool run may take. In Lambda the worker's deadline bounds it too.
+    pub tool_timeout: Option<Duration>,
 }
 
 /// A number of invocations per period.
@@ -115,6 +118,7 @@ impl Default for RapConfig {
             retry: Default::default(),
             rate_limit: None,
             drain_timeout: Duration::from_secs(30),
+            tool_timeout: Some(Duration::from_secs(30)),
         }
     }
 }
@@ -407,7 +411,7 @@ impl Config {
             Some("worker") => LambdaRole::Worker,
             Some(_) => return Err(invalid("OXP_LAMBDA_ROLE", "must be 'http' or 'worker'")),
         };
-        config.rap = rap_config(lambda, &get)?;
+        config.rap = rap_config(lambda, config.tool_timeout, &get)?;
         if config.lambda_role == LambdaRole::Worker && !config.rap.enabled {
             return Err(invalid(
                 "OXP_LAMBDA_ROLE",
@@ -420,9 +424,11 @@ impl Config {
 
 fn rap_config(
     lambda: bool,
+    tool_timeout: Option<Duration>,
     get: &impl Fn(&str) -> Option<String>,
 ) -> Result<RapConfig, ConfigError> {
     let mut c = RapConfig {
+        tool_timeout,
         queue_url: get("OXP_RAP_QUEUE_URL"),
         dead_letter_queue_url: get("OXP_RAP_DEAD_LETTER_QUEUE_URL"),
         toolset_description: get("OXP_RAP_TOOLSET_DESCRIPTION"),
@@ -527,6 +533,10 @@ fn rap_config(
                 "must be N/s, N/min or N/h with N greater than 0",
             )
         })?);
+    }
+    if let Some(v) = get("OXP_RAP_TOOL_TIMEOUT_MS") {
+        let ms: u64 = parse("OXP_RAP_TOOL_TIMEOUT_MS", &v)?;
+        c.tool_timeout = (ms > 0).then(|| Duration::from_millis(ms));
     }
     if let Some(v) = get("OXP_RAP_DRAIN_SECS") {
         c.drain_timeout = Duration::from_secs(parse("OXP_RAP_DRAIN_SECS", &v)?);
@@ -847,6 +857,27 @@ mod tests {
 
     #[test]
     fn rap_settings_are_read() {
+        let c = config(&[
+            ("OXP_RAP_RATE_LIMIT", "30/min"),
+            (
+                "OXP_RAP_CALLBACK_HOSTS",
+                "agent.example.com, *.runtime.example",
+            ),
+            ("OXP_RAP_ALLOW_HTTP", "true"),
+            ("OXP_RAP_DELIVERY_ATTEMPTS", "3"),
+            ("OXP_RAP_DELIVERY_TIMEOUT_SECS", "20"),
+            ("OXP_RAP_TOOLS", "Calculator.Add@1.0.0"),
+            ("OXP_TOOL_TIMEOUT_MS", "5000"),
+        ])
+        .unwrap();
+        assert_eq!(
+            c.rap.tool_timeout,
+            Some(Duration::from_secs(5)),
+            "OXP's by default"
+        );
+        let c = config(&[("OXP_RAP_TOOL_TIMEOUT_MS", "0")]).unwrap();
+        assert_eq!(c.rap.tool_timeout, None);
+        assert_eq!(c.tool_timeout, Some(Duration::from_secs(30)));
         let c = config(&[
             ("OXP_RAP_RATE_LIMIT", "30/min"),
             (

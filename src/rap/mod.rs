@@ -139,7 +139,7 @@ pub fn build_worker(
         secrets,
         deliverer,
         dead_letters,
-        config.tool_timeout,
+        config.rap.tool_timeout,
         config.max_concurrent_calls,
     ))
 }
