@@ -44,3 +44,8 @@ async fn main() {
 fn oxp_lambda_listing() -> Vec<u8> {
     std::fs::read("tests/golden/list_tools.json").unwrap_or_else(|_| b"{\"tools\":[]}".to_vec())
 }
+
+// The same allocator as the `oxp-lambda` binary (Cargo feature `mimalloc`, on by default).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;

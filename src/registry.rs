@@ -482,6 +482,8 @@ pub struct Registry {
     by_name: HashMap<String, usize>,
     /// Every version of every tool, sorted by name then version (the listing order).
     listing: Vec<Arc<RegisteredTool>>,
+    /// Exact ids (`Name@x.y.z`) into `listing`: a fully qualified call resolves in one lookup.
+    by_id: HashMap<String, usize>,
 }
 
 impl fmt::Debug for Registry {
@@ -540,10 +542,16 @@ impl Registry {
             listing.extend(versions.iter().cloned());
             families.push(Family { versions, latest });
         }
+        let by_id = listing
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i))
+            .collect();
         Ok(Self {
             families,
             by_name,
             listing,
+            by_id,
         })
     }
 
@@ -564,6 +572,9 @@ impl Registry {
 
     /// Resolves `Name`, `Name@x.y.z` or `Name@x` (dotted or listing name).
     pub fn resolve(&self, tool_id: &str) -> Result<&Arc<RegisteredTool>, ResolveError> {
+        if let Some(&i) = self.by_id.get(tool_id) {
+            return Ok(&self.listing[i]);
+        }
         let malformed = |reason| ResolveError::Malformed {
             tool_id: tool_id.to_owned(),
             reason,

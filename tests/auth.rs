@@ -578,14 +578,22 @@ impl std::io::Write for Captured {
 
 #[tokio::test]
 async fn secrets_and_tokens_never_reach_logs_or_bodies() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    // A global subscriber, not a scoped one: with tests running on parallel threads, a scoped
+    // subscriber can miss lines whose callsite interest another thread cached first.
+    static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
+    let captured = CAPTURED
+        .get_or_init(|| {
+            let captured = Captured::default();
+            let writer = captured.clone();
+            let subscriber = tracing_subscriber::fmt()
+                .json()
+                .with_max_level(tracing::Level::TRACE)
+                .with_writer(move || writer.clone())
+                .finish();
+            tracing::subscriber::set_global_default(subscriber).unwrap();
+            captured
+        })
+        .clone();
 
     let app = hs_app(false);
     let good = sign(
