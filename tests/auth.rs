@@ -563,19 +563,6 @@ async fn apigateway_mode_rejects_requests_outside_api_gateway() {
 
 // ---- Nothing secret leaks -------------------------------------------------------------------
 
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn secrets_and_tokens_never_reach_logs_or_bodies() {
     // A global subscriber, not a scoped one: with tests running on parallel threads, a scoped

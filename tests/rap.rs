@@ -15,8 +15,8 @@ use oxp_lambda::secrets::Secrets;
 use oxp_lambda::{Config, Registry, Tool, ToolContext, ToolError};
 use serde_json::{Value, json};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
@@ -186,6 +186,11 @@ fn invocation(callback_url: &str, operation: &str, arguments: Value) -> Value {
     })
 }
 
+/// `Calculator_Add` of 1 and 2, answered to `callback_url`.
+fn add(callback_url: &str) -> Value {
+    invocation(callback_url, "Calculator_Add", json!({"a": 1, "b": 2}))
+}
+
 fn accepted(reply: &Reply) {
     assert_eq!(reply.status, 200, "{}", reply.text);
     assert_eq!(reply.json, json!({"status": "accepted"}));
@@ -259,7 +264,7 @@ async fn a_stale_toolset_version_is_answered_409_and_the_current_one_is_accepted
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
     let version = get(&rig.app, "/.well-known/rap-toolset").await.json["version"].clone();
-    let mut body = invocation(&receiver.url, "Calculator_Add", json!({"a": 1, "b": 2}));
+    let mut body = add(&receiver.url);
     body["toolset_version"] = json!("0000stale");
     let reply = rig.invoke(body.clone()).await;
     assert_eq!(reply.status, 409);
@@ -296,7 +301,7 @@ async fn the_tool_returns_200_at_once_and_does_not_block_on_processing() {
 async fn the_result_is_a_tool_result_posted_as_json_with_the_ids_of_the_invocation() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
-    let mut body = invocation(&receiver.url, "Calculator_Add", json!({"a": 1, "b": 2}));
+    let mut body = add(&receiver.url);
     body["call_id"] = json!("model_call_7");
     accepted(&rig.invoke(body).await);
     let hit = receiver.wait_for(1).await.remove(0);
@@ -478,7 +483,7 @@ async fn invalid_arguments_are_validated_before_the_tool_runs_and_reported() {
 async fn malformed_invocations_with_a_usable_callback_are_acknowledged_then_reported() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
-    let base = invocation(&receiver.url, "Calculator_Add", json!({"a": 1, "b": 2}));
+    let base = add(&receiver.url);
     // The field, and its new value (`None`: the field is left out).
     let cases = [
         ("operation", None),
@@ -512,7 +517,7 @@ async fn malformed_invocations_with_a_usable_callback_are_acknowledged_then_repo
 async fn requests_that_cannot_be_accepted_get_a_non_200_json_error() {
     let rig = Rig::with(|c| c.max_body_bytes = 4096, Authenticator::None).await;
     let receiver = Receiver::ok().await;
-    let good = invocation(&receiver.url, "Calculator_Add", json!({"a": 1, "b": 2}));
+    let good = add(&receiver.url);
     let without = |field: &str| {
         let mut b = good.clone();
         b.as_object_mut().unwrap().remove(field);
@@ -867,7 +872,7 @@ async fn invocations_are_rate_limited_per_user() {
     .await;
     let receiver = Receiver::ok().await;
     let add = |user: &str| {
-        let mut body = invocation(&receiver.url, "Calculator_Add", json!({"a": 1, "b": 2}));
+        let mut body = add(&receiver.url);
         body["user_id"] = json!(user);
         body
     };
@@ -887,19 +892,6 @@ async fn invocations_are_rate_limited_per_user() {
     assert_eq!(limited["can_retry"], true);
     assert!(limited["retry_after_ms"].as_u64().unwrap() > 0);
     assert_eq!(texts[3], "3", "another user has their own allowance");
-}
-
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[tokio::test]

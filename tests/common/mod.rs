@@ -17,6 +17,27 @@ use tower::ServiceExt;
 
 pub type App = StripPrefix<axum::Router>;
 
+/// Log output captured in memory (a `tracing_subscriber` writer).
+#[derive(Clone, Default)]
+pub struct Captured(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// An HTTP answer, its body parsed as JSON.
 #[derive(Debug)]
 pub struct Reply {
