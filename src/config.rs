@@ -395,13 +395,7 @@ impl Config {
             idem.max_entries = parse("OXP_IDEMPOTENCY_MAX_ENTRIES", &v)?;
         }
         if let Some(v) = get("OXP_MAX_CONCURRENT_CALLS") {
-            config.max_concurrent_calls = parse("OXP_MAX_CONCURRENT_CALLS", &v)?;
-            if config.max_concurrent_calls == 0 {
-                return Err(invalid(
-                    "OXP_MAX_CONCURRENT_CALLS",
-                    "must be greater than 0",
-                ));
-            }
+            config.max_concurrent_calls = positive("OXP_MAX_CONCURRENT_CALLS", &v)?;
         }
         if let Some(v) = get("OXP_DEADLINE_MARGIN_MS") {
             config.deadline_margin = Duration::from_millis(parse("OXP_DEADLINE_MARGIN_MS", &v)?);
@@ -506,13 +500,7 @@ fn rap_config(
     };
     let r = &mut c.retry;
     if let Some(v) = get("OXP_RAP_DELIVERY_ATTEMPTS") {
-        r.max_attempts = parse("OXP_RAP_DELIVERY_ATTEMPTS", &v)?;
-        if r.max_attempts == 0 {
-            return Err(invalid(
-                "OXP_RAP_DELIVERY_ATTEMPTS",
-                "must be greater than 0",
-            ));
-        }
+        r.max_attempts = positive("OXP_RAP_DELIVERY_ATTEMPTS", &v)?;
     }
     if let Some(v) = get("OXP_RAP_RETRY_BASE_MS") {
         r.base = millis("OXP_RAP_RETRY_BASE_MS", &v)?;
@@ -688,6 +676,19 @@ where
         .trim()
         .parse()
         .map_err(|e: T::Err| invalid(variable, &format!("'{value}': {e}")))
+}
+
+/// A number greater than zero.
+fn positive<T>(variable: &'static str, value: &str) -> Result<T, ConfigError>
+where
+    T: std::str::FromStr + Default + PartialEq,
+    T::Err: fmt::Display,
+{
+    let n: T = parse(variable, value)?;
+    if n == T::default() {
+        return Err(invalid(variable, "must be greater than 0"));
+    }
+    Ok(n)
 }
 
 fn invalid(variable: &'static str, reason: &str) -> ConfigError {

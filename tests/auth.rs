@@ -571,13 +571,7 @@ async fn secrets_and_tokens_never_reach_logs_or_bodies() {
     let captured = CAPTURED
         .get_or_init(|| {
             let captured = Captured::default();
-            let writer = captured.clone();
-            let subscriber = tracing_subscriber::fmt()
-                .json()
-                .with_max_level(tracing::Level::TRACE)
-                .with_writer(move || writer.clone())
-                .finish();
-            tracing::subscriber::set_global_default(subscriber).unwrap();
+            tracing::subscriber::set_global_default(captured.subscriber()).unwrap();
             captured
         })
         .clone();

@@ -897,13 +897,7 @@ async fn invocations_are_rate_limited_per_user() {
 #[tokio::test]
 async fn every_invocation_is_audited_with_operation_ids_timestamps_and_outcome_but_no_data() {
     let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .json()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = tracing::subscriber::set_default(captured.subscriber());
 
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;

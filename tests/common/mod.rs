@@ -22,6 +22,16 @@ pub type App = StripPrefix<axum::Router>;
 pub struct Captured(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
 
 impl Captured {
+    /// A JSON-lines subscriber at every level that writes here.
+    pub fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
+        let writer = self.clone();
+        tracing_subscriber::fmt()
+            .json()
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(move || writer.clone())
+            .finish()
+    }
+
     /// Everything written so far.
     pub fn text(&self) -> String {
         String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
