@@ -1,5 +1,6 @@
 //! The bare baseline of the load test (`scripts/bench`): a minimal axum server that answers a
-//! fixed JSON body of the same shape as an OXP call response, doing no protocol work at all.
+//! fixed JSON body of the same shape as an OXP call response, doing no protocol work at all
+//! (`POST /tools/call` ignores the request body; `POST /tools/call/read-body` receives it first).
 //! `cargo run --release --example bench_baseline -- PORT`
 
 use axum::Router;
@@ -20,6 +21,15 @@ async fn main() {
         .route(
             "/tools/call",
             post(|| async { ([(header::CONTENT_TYPE, "application/json")], CALL) }),
+        )
+        // The same fixed answer after receiving the request body, as any POST endpoint must:
+        // separates the cost of reading a body in hyper from the protocol's own work.
+        .route(
+            "/tools/call/read-body",
+            post(|body: Bytes| async move {
+                std::hint::black_box(body);
+                ([(header::CONTENT_TYPE, "application/json")], CALL)
+            }),
         )
         .route(
             "/tools",
