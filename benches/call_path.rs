@@ -6,20 +6,20 @@
 use axum::body::Body;
 use axum::http::Request;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
+use futures_util::FutureExt;
 use http_body_util::BodyExt;
-use oxp_lambda::auth::Authenticator;
-use oxp_lambda::http::{App, AppState};
-use oxp_lambda::secrets::Secrets;
-use oxp_lambda::{Config, Registry, Tool};
+use oxp_lambda::{App, Config, Registry, Tool};
 use serde_json::json;
 use std::hint::black_box;
-use std::sync::Arc;
 use tower::ServiceExt;
+
+#[path = "../examples/spec_tools/tools.rs"]
+mod example_tools;
 
 /// The example tools plus `filler` generated tools in three versions each (one of them counts
 /// as the first "tool" so sizes are 1, 100 and 10,000 tools).
 fn app(tools: usize) -> App {
-    let mut list = oxp_lambda::example_tools::tools();
+    let mut list = example_tools::tools();
     for i in 0..tools.saturating_sub(1) {
         for version in ["1.0.0", "1.1.0", "2.0.0"] {
             list.push(
@@ -37,12 +37,12 @@ fn app(tools: usize) -> App {
     let mut config = Config::default();
     // Measure the protocol path itself; the idempotency store is measured separately below.
     config.idempotency.mode = oxp_lambda::config::IdempotencyMode::Off;
-    oxp_lambda::http::app(AppState::new(
-        Arc::new(registry),
-        config,
-        Secrets::default(),
-        Authenticator::None,
-    ))
+    App::builder(registry)
+        .config(config)
+        .build()
+        .now_or_never()
+        .expect("builds without waiting")
+        .expect("the app builds")
 }
 
 async fn roundtrip(app: &App, method: &str, path: &str, body: &'static [u8]) -> axum::body::Bytes {
@@ -82,13 +82,12 @@ fn bench(c: &mut Criterion) {
         group.finish();
     }
     // The same successful call with the default in-memory idempotency store and a call_id.
-    let registry = oxp_lambda::example_tools::registry().unwrap();
-    let idempotent = oxp_lambda::http::app(AppState::new(
-        Arc::new(registry),
-        Config::default(),
-        Secrets::default(),
-        Authenticator::None,
-    ));
+    let registry = example_tools::registry().unwrap();
+    let idempotent = App::builder(registry)
+        .build()
+        .now_or_never()
+        .expect("builds without waiting")
+        .expect("the app builds");
     c.bench_function("call_path/calculator_add_idempotent_replay", |b| {
         b.to_async(&rt)
             .iter(|| async { black_box(roundtrip(&idempotent, "POST", "/tools/call", ADD).await) })

@@ -8,7 +8,7 @@ use tracing_subscriber::EnvFilter;
 
 /// Installs the global subscriber (once; later calls do nothing) and a panic hook that logs
 /// panics as structured events instead of raw stderr text.
-pub fn init(config: &Config) {
+pub(crate) fn init(config: &Config) {
     let filter = EnvFilter::try_new(&config.log_filter).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)

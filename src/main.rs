@@ -1,4 +1,8 @@
-//! The `oxp-lambda` binary: serves the example tools, in Lambda or locally.
+//! The `oxp-lambda` binary: serves the example tools of the OXP specification, in Lambda or
+//! locally.
+
+#[path = "../examples/spec_tools/tools.rs"]
+mod tools;
 
 use std::process::ExitCode;
 
@@ -10,7 +14,7 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    match oxp_lambda::example_tools::registry() {
+    match tools::registry() {
         Ok(registry) => oxp_lambda::run(registry).await,
         Err(e) => {
             eprintln!("invalid tools: {e}");

@@ -8,11 +8,10 @@ use axum::body::Body;
 use axum::http::Request;
 use base64::Engine;
 use common::*;
+use futures_util::FutureExt;
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use oxp_lambda::auth::{Authenticator, JwtVerifier};
-use oxp_lambda::config::{ClientSecrets, JwtConfig, JwtKeys};
-use oxp_lambda::secrets::{LocalSecrets, Secrets};
+use oxp_lambda::config::{AuthConfig, JwtConfig, JwtKeys};
 use oxp_lambda::{Config, Registry, Tool, ToolContext, ToolError};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -79,19 +78,6 @@ fn jwt_config(keys: JwtKeys, bind_user_id: bool) -> JwtConfig {
     }
 }
 
-fn hs_secrets() -> Secrets {
-    let local = LocalSecrets::from_parts(
-        None,
-        [("OXP_SECRET_JWT_KEY".to_string(), HS_KEY.to_string())],
-    )
-    .unwrap();
-    Secrets::new(
-        Some(Arc::new(local)),
-        Duration::from_secs(60),
-        ClientSecrets::Unheld,
-    )
-}
-
 /// A tool that reports the user id it was given.
 fn whoami() -> Tool {
     Tool::builder("Auth.WhoAmI", "1.0.0").handler(
@@ -101,25 +87,34 @@ fn whoami() -> Tool {
     )
 }
 
-fn app(auth: Authenticator, secrets: Secrets) -> App {
+/// The app with `auth`, holding the HS256 signing key as server secret `JWT_KEY`.
+fn app_builder(auth: AuthConfig) -> oxp_lambda::AppBuilder {
     let registry = Registry::builder()
         .tool(whoami())
-        .tools(oxp_lambda::example_tools::tools())
+        .tools(common::example_tools::tools())
         .build()
         .unwrap();
-    app_from(registry, Config::default(), secrets, auth)
+    let config = Config {
+        auth,
+        ..Config::default()
+    };
+    App::builder(registry)
+        .config(config)
+        .secret("JWT_KEY", HS_KEY)
+}
+
+fn app(auth: AuthConfig) -> App {
+    build(app_builder(auth))
 }
 
 fn hs_app(bind_user_id: bool) -> App {
-    let secrets = hs_secrets();
     let config = jwt_config(
         JwtKeys::Hs256 {
             secret_id: "JWT_KEY".into(),
         },
         bind_user_id,
     );
-    let verifier = JwtVerifier::new(config, secrets.clone()).unwrap();
-    app(Authenticator::Jwt(Arc::new(verifier)), secrets)
+    app(AuthConfig::Jwt(config))
 }
 
 async fn list_with(app: &App, authorization: Option<&str>) -> Reply {
@@ -332,7 +327,12 @@ fn an_hs256_key_the_server_does_not_hold_fails_at_start() {
         },
         false,
     );
-    let err = JwtVerifier::new(config, hs_secrets()).unwrap_err();
+    let err = app_builder(AuthConfig::Jwt(config))
+        .build()
+        .now_or_never()
+        .unwrap()
+        .unwrap_err()
+        .to_string();
     assert!(
         err.contains("OXP_JWT_HS256_SECRET_ID") && err.contains("NOT_THERE"),
         "{err}"
@@ -383,8 +383,7 @@ fn jwks_app(jwks: &Jwks, min_refresh: Duration) -> App {
         min_refresh,
         ttl: Duration::from_secs(3600),
     };
-    let verifier = JwtVerifier::new(jwt_config(keys, false), Secrets::default()).unwrap();
-    app(Authenticator::Jwt(Arc::new(verifier)), Secrets::default())
+    app(AuthConfig::Jwt(jwt_config(keys, false)))
 }
 
 #[tokio::test]
@@ -517,10 +516,7 @@ async fn replay_with_authorizer(authorizer: Option<Value>, body: &Value) -> (u16
         event["requestContext"]["authorizer"] = authorizer;
     }
     let request: LambdaRequest = serde_json::from_value(event).unwrap();
-    let app = app(
-        Authenticator::ApiGateway { bind_user_id: true },
-        Secrets::default(),
-    );
+    let app = app(AuthConfig::ApiGateway { bind_user_id: true });
     let response = Adapter::from(app)
         .call(LambdaEvent::new(request, Context::default()))
         .await
@@ -552,12 +548,9 @@ async fn apigateway_mode_trusts_the_authorizer_claims() {
 
 #[tokio::test]
 async fn apigateway_mode_rejects_requests_outside_api_gateway() {
-    let app = app(
-        Authenticator::ApiGateway {
-            bind_user_id: false,
-        },
-        Secrets::default(),
-    );
+    let app = app(AuthConfig::ApiGateway {
+        bind_user_id: false,
+    });
     assert_rejected(&list_with(&app, None).await, "");
 }
 

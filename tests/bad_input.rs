@@ -142,7 +142,7 @@ async fn a_body_over_the_limit_is_a_413() {
         max_body_bytes: 1024,
         ..Config::default()
     };
-    let app = app_with(oxp_lambda::example_tools::registry().unwrap(), config);
+    let app = app_with(common::example_tools::registry().unwrap(), config);
     let big = format!(
         r#"{{"request":{{"tool_id":"Doorbell.Ring","input":{{"doorbell_id":"{}"}}}}}}"#,
         "x".repeat(2048)

@@ -176,7 +176,7 @@ async fn sms_send_reads_its_key_from_the_local_source() {
 async fn sms_send_reads_its_key_from_secrets_manager_when_configured() {
     let moto = common::aws::moto_url();
     let prefix = common::aws::unique_prefix();
-    let (client, _) = common::aws::secrets_client(&moto, std::time::Duration::from_secs(3)).await;
+    let client = aws_sdk_secretsmanager::Client::new(&common::aws::sdk_config(&moto).await);
     client
         .create_secret()
         .name(format!("{prefix}TWILIO_API_KEY"))

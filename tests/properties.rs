@@ -108,11 +108,28 @@ proptest! {
     }
 
     #[test]
-    fn resolution_never_panics_on_any_tool_id(id in ".{0,40}", version in "[0-9a-z.+-]{0,12}") {
-        let registry = oxp_lambda::example_tools::registry().unwrap();
-        let _ = registry.resolve(&id);
-        let _ = registry.resolve(&format!("Calculator.Add@{version}"));
-        let _ = registry.resolve(&format!("{id}@{version}"));
+    fn any_tool_id_resolves_or_is_refused_and_a_listed_id_resolves_to_itself(
+        id in ".{0,40}",
+        version in "[0-9a-z.+-]{0,12}",
+    ) {
+        let registry = common::example_tools::registry().unwrap();
+        for requested in [id.clone(), format!("Calculator.Add@{version}"), format!("{id}@{version}")] {
+            // Whatever resolves is a registered tool whose name is the one asked for.
+            if let Ok(tool) = registry.resolve(&requested) {
+                let name = requested.split('@').next().unwrap();
+                prop_assert!(name == tool.name || name == tool.listing_name, "{requested} -> {}", tool.id);
+            }
+        }
+        for tool in registry.tools() {
+            // Every listed id resolves to itself, and its listing name resolves like its dotted name.
+            prop_assert_eq!(&registry.resolve(&tool.id).unwrap().id, &tool.id);
+            let listed = format!("{}@{}", tool.listing_name, tool.version);
+            prop_assert_eq!(&registry.resolve(&listed).unwrap().id, &tool.id);
+            prop_assert_eq!(
+                &registry.resolve(&tool.listing_name).unwrap().id,
+                &registry.resolve(&tool.name).unwrap().id
+            );
+        }
     }
 
     #[test]

@@ -7,12 +7,8 @@ use axum::body::Body;
 use axum::http::Request;
 use common::receiver::Receiver;
 use common::*;
-use oxp_lambda::auth::Authenticator;
-use oxp_lambda::http::AppState;
-use oxp_lambda::rap::Rap;
-use oxp_lambda::rap::deliver::RetryPolicy;
-use oxp_lambda::secrets::Secrets;
-use oxp_lambda::{Config, Registry, Tool, ToolContext, ToolError};
+use oxp_lambda::config::{AuthConfig, RetryPolicy};
+use oxp_lambda::{Config, RapThread, Registry, Tool, ToolContext, ToolError};
 use serde_json::{Value, json};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -42,7 +38,7 @@ impl Tools {
         let runs = self.runs.clone();
         let object = || Some(json!({"type": "object"}));
         Registry::builder()
-            .tools(oxp_lambda::example_tools::tools())
+            .tools(common::example_tools::tools())
             .tool(
                 Tool::builder("Test.Wait", "1.0.0")
                     .description("Waits for the test to let it finish.")
@@ -58,10 +54,11 @@ impl Tools {
                 Tool::builder("Test.Echo", "1.0.0")
                     .description("Answers what it was told about the call.")
                     .raw_handler(json!({"type": "object"}), object(), |_, ctx: ToolContext| async move {
+                        let thread = ctx.extension::<RapThread>().cloned();
                         Ok(json!({
                             "call_id": ctx.call_id,
-                            "group_id": ctx.group_id,
-                            "thread_ancestors": ctx.thread_ancestors,
+                            "group_id": thread.as_ref().map(|t| t.group_id.clone()),
+                            "thread_ancestors": thread.map(|t| t.thread_ancestors).unwrap_or_default(),
                             "user_id": ctx.user_id,
                         }))
                     }),
@@ -112,17 +109,16 @@ impl Tools {
 
 struct Rig {
     app: App,
-    rap: Arc<Rap>,
     tools: Tools,
     dead_letter_file: PathBuf,
 }
 
 impl Rig {
     async fn new() -> Self {
-        Self::with(|_| {}, Authenticator::None).await
+        Self::with(|_| {}).await
     }
 
-    async fn with(edit: impl FnOnce(&mut Config), auth: Authenticator) -> Self {
+    async fn with(edit: impl FnOnce(&mut Config)) -> Self {
         let dead_letter_file =
             std::env::temp_dir().join(format!("oxp-dead-{}.jsonl", uuid::Uuid::new_v4()));
         let mut config = Config::default();
@@ -137,13 +133,8 @@ impl Rig {
         edit(&mut config);
         let tools = Tools::default();
         let registry = tools.registry();
-        let rap =
-            Arc::new(oxp_lambda::rap::build(&registry, &config, Secrets::default(), None).unwrap());
-        let state = AppState::new(Arc::new(registry), config, Secrets::default(), auth)
-            .with_rap(rap.clone());
         Self {
-            app: oxp_lambda::http::app(state),
-            rap,
+            app: app_with(registry, config),
             tools,
             dead_letter_file,
         }
@@ -155,7 +146,7 @@ impl Rig {
 
     /// Waits for every accepted invocation to finish (delivered or dead-lettered).
     async fn settle(&self) {
-        assert_eq!(self.rap.drain(Duration::from_secs(30)).await, 0);
+        assert_eq!(self.app.drain(Duration::from_secs(30)).await, 0);
     }
 
     fn dead_letters(&self) -> Vec<Value> {
@@ -184,6 +175,13 @@ fn invocation(callback_url: &str, operation: &str, arguments: Value) -> Value {
         "thread_ancestors": ["thread_root", "thread_parent"],
         "user_id": "user_42"
     })
+}
+
+/// `body` as a new invocation: its own `id` (a repeated `id` is the same invocation, which
+/// runs once).
+fn with_id(mut body: Value, id: &str) -> Value {
+    body["id"] = json!(id);
+    body
 }
 
 /// `Calculator_Add` of 1 and 2, answered to `callback_url`.
@@ -245,11 +243,7 @@ async fn discovery_serves_the_latest_version_of_each_tool_under_its_listing_name
 
 #[tokio::test]
 async fn a_deployer_pins_a_version_with_oxp_rap_tools() {
-    let rig = Rig::with(
-        |c| c.rap.pins = vec!["Versioned.Tool@1.0.0".into()],
-        Authenticator::None,
-    )
-    .await;
+    let rig = Rig::with(|c| c.rap.pins = vec!["Versioned.Tool@1.0.0".into()]).await;
     let reply = get(&rig.app, "/.well-known/rap-toolset").await;
     let tools = reply.json["tools"].as_array().unwrap();
     let versioned = tools
@@ -515,7 +509,7 @@ async fn malformed_invocations_with_a_usable_callback_are_acknowledged_then_repo
 
 #[tokio::test]
 async fn requests_that_cannot_be_accepted_get_a_non_200_json_error() {
-    let rig = Rig::with(|c| c.max_body_bytes = 4096, Authenticator::None).await;
+    let rig = Rig::with(|c| c.max_body_bytes = 4096).await;
     let receiver = Receiver::ok().await;
     let good = add(&receiver.url);
     let without = |field: &str| {
@@ -558,12 +552,11 @@ async fn requests_that_cannot_be_accepted_get_a_non_200_json_error() {
 
 #[tokio::test]
 async fn failed_authentication_is_refused_with_a_json_error() {
-    let rig = Rig::with(
-        |_| {},
-        Authenticator::ApiGateway {
+    let rig = Rig::with(|c| {
+        c.auth = AuthConfig::ApiGateway {
             bind_user_id: false,
-        },
-    )
+        }
+    })
     .await;
     let receiver = Receiver::ok().await;
     let reply = rig
@@ -665,13 +658,10 @@ async fn a_receiver_that_never_succeeds_leaves_a_dead_letter_with_the_reason() {
 
 #[tokio::test]
 async fn delivery_is_bounded_in_total_time() {
-    let rig = Rig::with(
-        |c| {
-            c.rap.retry.max_attempts = 1000;
-            c.rap.retry.total = Duration::from_millis(300);
-        },
-        Authenticator::None,
-    )
+    let rig = Rig::with(|c| {
+        c.rap.retry.max_attempts = 1000;
+        c.rap.retry.total = Duration::from_millis(300);
+    })
     .await;
     let receiver = Receiver::start(&[], 500).await;
     accepted(
@@ -746,7 +736,7 @@ async fn invocations_still_pending_at_shutdown_are_dead_lettered_not_dropped() {
         &rig.invoke(invocation(&receiver.url, "Test_Wait", json!({})))
             .await,
     );
-    assert_eq!(rig.rap.drain(Duration::from_millis(100)).await, 1);
+    assert_eq!(rig.app.drain(Duration::from_millis(100)).await, 1);
     let letters = rig.dead_letters();
     assert_eq!(letters.len(), 1);
     assert!(letters[0]["reason"].as_str().unwrap().contains("shut down"));
@@ -759,7 +749,7 @@ async fn invocations_still_pending_at_shutdown_are_dead_lettered_not_dropped() {
 
 #[tokio::test]
 async fn in_lambda_mode_callbacks_must_be_https_to_a_public_address() {
-    let rig = Rig::with(|c| c.rap.callbacks.lambda = true, Authenticator::None).await;
+    let rig = Rig::with(|c| c.rap.callbacks.lambda = true).await;
     let receiver = Receiver::ok().await;
     for url in [
         receiver.url.as_str(),
@@ -782,13 +772,10 @@ async fn in_lambda_mode_callbacks_must_be_https_to_a_public_address() {
 #[tokio::test]
 async fn a_host_name_that_resolves_to_a_refused_address_is_refused_when_connecting() {
     // Lambda rules with plain http allowed, so only the resolved-address check can refuse.
-    let rig = Rig::with(
-        |c| {
-            c.rap.callbacks.lambda = true;
-            c.rap.callbacks.allow_http = true;
-        },
-        Authenticator::None,
-    )
+    let rig = Rig::with(|c| {
+        c.rap.callbacks.lambda = true;
+        c.rap.callbacks.allow_http = true;
+    })
     .await;
     let receiver = Receiver::ok().await;
     let via_name = receiver.url.replace("127.0.0.1", "localhost");
@@ -813,14 +800,11 @@ async fn a_host_name_that_resolves_to_a_refused_address_is_refused_when_connecti
 
 #[tokio::test]
 async fn private_callbacks_are_allowed_only_when_configured() {
-    let rig = Rig::with(
-        |c| {
-            c.rap.callbacks.lambda = true;
-            c.rap.callbacks.allow_http = true;
-            c.rap.callbacks.allow_private = true;
-        },
-        Authenticator::None,
-    )
+    let rig = Rig::with(|c| {
+        c.rap.callbacks.lambda = true;
+        c.rap.callbacks.allow_http = true;
+        c.rap.callbacks.allow_private = true;
+    })
     .await;
     let receiver = Receiver::ok().await;
     accepted(
@@ -836,11 +820,7 @@ async fn private_callbacks_are_allowed_only_when_configured() {
 
 #[tokio::test]
 async fn the_callback_host_allow_list_is_enforced() {
-    let rig = Rig::with(
-        |c| c.rap.callbacks.allowed_hosts = vec!["agent.example.com".into()],
-        Authenticator::None,
-    )
-    .await;
+    let rig = Rig::with(|c| c.rap.callbacks.allowed_hosts = vec!["agent.example.com".into()]).await;
     let receiver = Receiver::ok().await;
     let reply = rig
         .invoke(invocation(
@@ -860,23 +840,25 @@ async fn the_callback_host_allow_list_is_enforced() {
 
 #[tokio::test]
 async fn invocations_are_rate_limited_per_user() {
-    let rig = Rig::with(
-        |c| {
-            c.rap.rate_limit = Some(oxp_lambda::config::RateLimit {
-                invocations: 2,
-                per: Duration::from_secs(60),
-            })
-        },
-        Authenticator::None,
-    )
+    let rig = Rig::with(|c| {
+        c.rap.rate_limit = Some(oxp_lambda::config::RateLimit {
+            invocations: 2,
+            per: Duration::from_secs(60),
+        })
+    })
     .await;
     let receiver = Receiver::ok().await;
-    let add = |user: &str| {
-        let mut body = add(&receiver.url);
+    let add = |user: &str, id: &str| {
+        let mut body = with_id(add(&receiver.url), id);
         body["user_id"] = json!(user);
         body
     };
-    for body in [add("alice"), add("alice"), add("alice"), add("bob")] {
+    for body in [
+        add("alice", "call_1"),
+        add("alice", "call_2"),
+        add("alice", "call_3"),
+        add("bob", "call_4"),
+    ] {
         accepted(&rig.invoke(body).await);
         rig.settle().await;
     }
@@ -910,8 +892,11 @@ async fn every_invocation_is_audited_with_operation_ids_timestamps_and_outcome_b
         .await,
     );
     accepted(
-        &rig.invoke(invocation(&receiver.url, "Test_Panic", json!({})))
-            .await,
+        &rig.invoke(with_id(
+            invocation(&receiver.url, "Test_Panic", json!({})),
+            "call_panic",
+        ))
+        .await,
     );
     rig.settle().await;
     let _ = post(&rig.app, "/invoke", "{not json").await;
@@ -945,6 +930,8 @@ async fn every_invocation_is_audited_with_operation_ids_timestamps_and_outcome_b
 
 #[tokio::test]
 async fn close_thread_is_accepted_and_logged() {
+    let captured = Captured::default();
+    let _guard = tracing::subscriber::set_default(captured.subscriber());
     let rig = Rig::new().await;
     let reply = post(
         &rig.app,
@@ -953,6 +940,13 @@ async fn close_thread_is_accepted_and_logged() {
     )
     .await;
     assert_eq!(reply.status, 200);
+    let logs = captured.text();
+    let line = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["fields"]["message"] == "thread closed")
+        .unwrap_or_else(|| panic!("no close_thread line in {logs}"));
+    assert_eq!(line["fields"]["group_id"], "thread_xyz");
     let reply = post(&rig.app, "/close_thread", "{}").await;
     assert_eq!(reply.status, 400);
     assert!(reply.json["error"]["message"].is_string());
@@ -966,12 +960,18 @@ async fn the_readme_result_examples_are_what_the_server_sends() {
     add["call_id"] = json!("model_7");
     for body in [
         add,
-        invocation(
-            &receiver.url,
-            "Doorbell_Ring",
-            json!({"doorbell_id": "nope"}),
+        with_id(
+            invocation(
+                &receiver.url,
+                "Doorbell_Ring",
+                json!({"doorbell_id": "nope"}),
+            ),
+            "call_abc124",
         ),
-        invocation(&receiver.url, "Calculator_Add", json!({"a": 1, "b": "x"})),
+        with_id(
+            invocation(&receiver.url, "Calculator_Add", json!({"a": 1, "b": "x"})),
+            "call_abc125",
+        ),
     ] {
         accepted(&rig.invoke(body).await);
         rig.settle().await;
@@ -1030,7 +1030,7 @@ async fn invoke_as(rig: &Rig, sub: &str, body: &Value) -> u16 {
 
 #[tokio::test]
 async fn with_user_binding_a_caller_can_only_act_for_itself() {
-    let rig = Rig::with(|_| {}, Authenticator::ApiGateway { bind_user_id: true }).await;
+    let rig = Rig::with(|c| c.auth = AuthConfig::ApiGateway { bind_user_id: true }).await;
     let receiver = Receiver::ok().await;
     let mut body = invocation(&receiver.url, "Test_Echo", json!({}));
     body["user_id"] = json!("mallory");
@@ -1042,4 +1042,115 @@ async fn with_user_binding_a_caller_can_only_act_for_itself() {
     let hits = receiver.wait_for(2).await;
     let seen: Value = serde_json::from_str(hits[1].body["text"].as_str().unwrap()).unwrap();
     assert_eq!(seen["user_id"], "alice", "the user defaults to the caller");
+}
+
+// ---- One call path: RAP and OXP share the invoker --------------------------------------------
+
+#[tokio::test]
+async fn the_same_invocation_sent_twice_runs_its_tool_once_and_is_answered_twice() {
+    let rig = Rig::new().await;
+    let receiver = Receiver::ok().await;
+    let body = invocation(&receiver.url, "Test_Count", json!({"n": 1}));
+    for _ in 0..2 {
+        accepted(&rig.invoke(body.clone()).await);
+        rig.settle().await;
+    }
+    assert_eq!(
+        rig.tools.runs.load(Ordering::SeqCst),
+        1,
+        "the tool ran once"
+    );
+    let hits = receiver.wait_for(2).await;
+    assert_eq!(
+        hits[0].body, hits[1].body,
+        "the repeat gets the same result"
+    );
+    // Another invocation id is another call.
+    accepted(&rig.invoke(with_id(body, "call_other")).await);
+    rig.settle().await;
+    assert_eq!(rig.tools.runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn one_concurrency_limit_holds_for_every_protocol_together() {
+    let rig = Rig::with(|c| {
+        c.max_concurrent_calls = 1;
+        c.tool_timeout = Some(Duration::from_millis(300));
+        c.rap.tool_timeout = Some(Duration::from_secs(20));
+    })
+    .await;
+    let receiver = Receiver::ok().await;
+    // An async run takes the only slot and holds it.
+    accepted(
+        &rig.invoke(invocation(&receiver.url, "Test_Wait", json!({})))
+            .await,
+    );
+    let add = json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}});
+    let mut busy = None;
+    for _ in 0..50 {
+        let reply = call(&rig.app, add.clone()).await;
+        if reply.json["result"]["success"] == false {
+            busy = Some(reply);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let busy = busy.expect("an OXP call finds the async run holding the slot");
+    assert_eq!(busy.status, 200);
+    assert_eq!(busy.json["result"]["error"]["can_retry"], true);
+    assert_eq!(busy.json["result"]["error"]["retry_after_ms"], 1000);
+    // Once the async run finishes, the slot is free again.
+    rig.tools.gate.add_permits(1);
+    rig.settle().await;
+    let reply = call(&rig.app, add).await;
+    assert_eq!(reply.json["result"]["value"], 3);
+}
+
+#[tokio::test]
+async fn every_protocol_writes_the_same_call_log_line_naming_itself() {
+    let captured = Captured::default();
+    let _guard = tracing::subscriber::set_default(captured.subscriber());
+    let rig = Rig::new().await;
+    let receiver = Receiver::ok().await;
+    accepted(&rig.invoke(add(&receiver.url)).await);
+    rig.settle().await;
+    let reply = call(
+        &rig.app,
+        json!({"request": {"tool_id": "Calculator_Add", "call_id": "c-1", "input": {"a": 1, "b": 2}}}),
+    )
+    .await;
+    assert_eq!(reply.status, 200);
+    let logs = captured.text();
+    let lines: Vec<Value> = logs
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["target"] == "oxp::call")
+        .map(|l| l["fields"].clone())
+        .collect();
+    let of = |protocol: &str| {
+        lines
+            .iter()
+            .find(|l| l["protocol"] == protocol)
+            .unwrap_or_else(|| panic!("no {protocol} call line in {logs}"))
+            .clone()
+    };
+    let (oxp, rap) = (of("oxp"), of("rap"));
+    let keys = |l: &Value| {
+        l.as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect::<std::collections::BTreeSet<_>>()
+    };
+    assert_eq!(keys(&oxp), keys(&rap), "the same fields: {oxp} / {rap}");
+    for line in [&oxp, &rap] {
+        assert_eq!(line["tool_id"], "Calculator.Add@1.0.0");
+        assert_eq!(line["outcome"], "success");
+        assert!(line["duration_ms"].as_f64().unwrap() >= 0.0);
+    }
+    assert_eq!(oxp["call_id"], "c-1");
+    assert_eq!(
+        rap["call_id"], "call_abc123",
+        "the invocation id is the call id"
+    );
 }

@@ -1,27 +1,26 @@
 //! RAP in its Lambda shape, against moto's SQS on loopback (started by `scripts/test`):
 //! `/invoke` enqueues to SQS before answering, the worker handler gets the batch as an SQS
 //! event, the callback arrives, an unreadable record comes back in `batchItemFailures`, and
-//! an undeliverable result lands in the dead-letter queue.
+//! an undeliverable result lands in the dead-letter queue, and a record SQS delivers twice
+//! runs its tool once.
 
 mod common;
 
 use common::aws::{moto_url, sdk_config};
 use common::receiver::Receiver;
 use common::*;
-use oxp_lambda::Config;
-use oxp_lambda::auth::Authenticator;
-use oxp_lambda::http::AppState;
-use oxp_lambda::rap::deliver::RetryPolicy;
-use oxp_lambda::rap::queue::Queue;
-use oxp_lambda::rap::worker::Worker;
-use oxp_lambda::secrets::Secrets;
+use oxp_lambda::config::{LambdaRole, RetryPolicy};
+use oxp_lambda::{App, Config, NoInput, Registry, Tool, ToolContext, ToolError};
 use serde_json::{Value, json};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
+/// The HTTP side (`/invoke` enqueues to SQS) and the worker side (`handle_sqs_batch`) of one
+/// deployment, as the two functions of the template run them.
 struct Rig {
     app: App,
-    worker: Worker,
+    runs: Arc<AtomicUsize>,
     sqs: aws_sdk_sqs::Client,
     queue_url: String,
     dead_letter_queue_url: String,
@@ -53,21 +52,22 @@ async fn rig() -> Rig {
         base: Duration::from_millis(20),
         ..RetryPolicy::default()
     };
-    let registry = oxp_lambda::example_tools::registry().unwrap();
-    let rap = oxp_lambda::rap::build(&registry, &config, Secrets::default(), Some(&sqs)).unwrap();
-    assert!(matches!(rap.queue(), Queue::Sqs { .. }));
-    let worker =
-        oxp_lambda::rap::build_worker(&registry, &config, Secrets::default(), Some(&sqs)).unwrap();
-    let state = AppState::new(
-        Arc::new(registry),
-        config,
-        Secrets::default(),
-        Authenticator::None,
-    )
-    .with_rap(Arc::new(rap));
+    config.lambda_role = LambdaRole::Worker;
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let count =
+        Tool::builder("Counter.Count", "1.0.0").handler(move |_: NoInput, _: ToolContext| {
+            let runs = counted.clone();
+            async move { Ok::<_, ToolError>(runs.fetch_add(1, Ordering::SeqCst) + 1) }
+        });
+    let registry = Registry::builder()
+        .tools(common::example_tools::tools())
+        .tool(count)
+        .build()
+        .unwrap();
     Rig {
-        app: oxp_lambda::http::app(state),
-        worker,
+        app: build(App::builder(registry).config(config).aws_config(sdk)),
+        runs,
         sqs,
         queue_url,
         dead_letter_queue_url,
@@ -124,11 +124,14 @@ async fn invoke_enqueues_to_sqs_and_the_worker_delivers_the_batch() {
     let receiver = Receiver::ok().await;
     let reply = post(&rig.app, "/invoke", invocation(&receiver.url).to_string()).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
-    // Nothing runs in the HTTP function: the job waits in the queue.
-    tokio::time::sleep(Duration::from_millis(200)).await;
-    assert!(receiver.hits().is_empty());
-
+    // Nothing runs in the HTTP function: the job is on the queue, and no result went out.
     let mut records = take_records(&rig.sqs, &rig.queue_url, 1).await;
+    let job: Value = serde_json::from_str(records[0]["body"].as_str().unwrap()).unwrap();
+    assert_eq!(job["operation"], "Calculator_Add");
+    assert!(
+        receiver.hits().is_empty(),
+        "no callback before the worker ran"
+    );
     records.push(json!({
         "messageId": "not-a-job",
         "receiptHandle": "r",
@@ -136,7 +139,7 @@ async fn invoke_enqueues_to_sqs_and_the_worker_delivers_the_batch() {
         "eventSource": "aws:sqs"
     }));
     let event = serde_json::from_value(json!({ "Records": records })).unwrap();
-    let response = rig.worker.handle_batch(event, None).await;
+    let response = rig.app.handle_sqs_batch(event).await;
     assert_eq!(
         serde_json::to_value(&response).unwrap(),
         json!({"batchItemFailures": [{"itemIdentifier": "not-a-job"}]}),
@@ -157,7 +160,7 @@ async fn an_undeliverable_result_is_recorded_in_the_dead_letter_queue() {
     assert_eq!(reply.status, 200);
     let records = take_records(&rig.sqs, &rig.queue_url, 1).await;
     let event = serde_json::from_value(json!({ "Records": records })).unwrap();
-    let response = rig.worker.handle_batch(event, None).await;
+    let response = rig.app.handle_sqs_batch(event).await;
     assert!(
         response.batch_item_failures.is_empty(),
         "a dead-lettered result is not a failed record"
@@ -191,7 +194,7 @@ async fn the_recorded_sqs_batch_replays_through_the_worker() {
     let rig = rig().await;
     let event = std::fs::read_to_string("events/sqs/rap-worker-batch.json").unwrap();
     let event = serde_json::from_str(&event).expect("a Lambda SQS event");
-    let response = rig.worker.handle_batch(event, None).await;
+    let response = rig.app.handle_sqs_batch(event).await;
     assert_eq!(
         serde_json::to_value(&response).unwrap(),
         json!({"batchItemFailures": [{"itemIdentifier": "not-a-job"}]})
@@ -203,5 +206,35 @@ async fn the_recorded_sqs_batch_replays_through_the_worker() {
     assert!(
         letter["reason"].as_str().unwrap().contains("unreachable"),
         "{letter}"
+    );
+}
+
+#[tokio::test]
+async fn a_record_sqs_delivers_twice_runs_its_tool_once_and_both_deliveries_answer() {
+    let rig = rig().await;
+    let receiver = Receiver::ok().await;
+    let mut body = invocation(&receiver.url);
+    body["operation"] = json!("Counter_Count");
+    body["arguments"] = json!({});
+    body["id"] = json!(format!("call_twice_{}", uuid::Uuid::new_v4().simple()));
+    let reply = post(&rig.app, "/invoke", body.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let records = take_records(&rig.sqs, &rig.queue_url, 1).await;
+    // At-least-once delivery: the same record arrives in two batches.
+    for _ in 0..2 {
+        let event = serde_json::from_value(json!({ "Records": records.clone() })).unwrap();
+        let response = rig.app.handle_sqs_batch(event).await;
+        assert!(response.batch_item_failures.is_empty());
+    }
+    assert_eq!(rig.runs.load(Ordering::SeqCst), 1, "the tool ran once");
+    let texts: Vec<Value> = receiver
+        .hits()
+        .iter()
+        .map(|h| h.body["text"].clone())
+        .collect();
+    assert_eq!(
+        texts,
+        [json!("1"), json!("1")],
+        "the second delivery replays the first result"
     );
 }

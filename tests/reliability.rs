@@ -5,11 +5,7 @@ mod common;
 
 use common::aws::{moto_url, sdk_config};
 use common::*;
-use oxp_lambda::auth::Authenticator;
-use oxp_lambda::http::AppState;
-use oxp_lambda::idempotency::{Claim, DynamoStore, IdempotencyStore, StoredOutcome};
-use oxp_lambda::invoke::Idempotency;
-use oxp_lambda::secrets::Secrets;
+use oxp_lambda::config::IdempotencyMode;
 use oxp_lambda::{Config, Registry, Tool, ToolContext, ToolError};
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -47,19 +43,27 @@ fn counter_tool(
     )
 }
 
-fn app_with_store(tools: Vec<Tool>, idempotency: Option<Idempotency>, config: Config) -> App {
+/// Where idempotency records live in a test.
+#[derive(Clone)]
+enum Store {
+    /// The in-memory store (the default).
+    Memory,
+    /// A DynamoDB table, reached with this AWS configuration.
+    Dynamo(Box<aws_config::SdkConfig>, String),
+}
+
+fn app_with_store(tools: Vec<Tool>, store: Store, mut config: Config) -> App {
     let registry = Registry::builder().tools(tools).build().unwrap();
-    let state = AppState::new(
-        Arc::new(registry),
-        config,
-        Secrets::default(),
-        Authenticator::None,
-    );
-    let state = match idempotency {
-        Some(i) => state.with_idempotency(Some(i)),
-        None => state,
+    let builder = App::builder(registry);
+    let builder = match store {
+        Store::Memory => builder,
+        Store::Dynamo(sdk, table) => {
+            config.idempotency.mode = IdempotencyMode::DynamoDb;
+            config.idempotency.table = Some(table);
+            builder.aws_config(*sdk)
+        }
     };
-    oxp_lambda::http::app(state)
+    build(builder.config(config))
 }
 
 fn body(tool: &str, call_id: Option<&str>, n: i64) -> Value {
@@ -71,7 +75,7 @@ fn body(tool: &str, call_id: Option<&str>, n: i64) -> Value {
 }
 
 /// The idempotency behaviour every store must have, checked through the HTTP adapter.
-async fn idempotency_contract(idempotency: Option<Idempotency>) {
+async fn idempotency_contract(store: Store) {
     let runs = Arc::new(AtomicUsize::new(0));
     let app = app_with_store(
         vec![counter_tool(
@@ -81,7 +85,7 @@ async fn idempotency_contract(idempotency: Option<Idempotency>) {
             0,
             true,
         )],
-        idempotency.clone(),
+        store.clone(),
         Config::default(),
     );
     let key = format!("call-{}", uuid::Uuid::new_v4());
@@ -121,7 +125,7 @@ async fn idempotency_contract(idempotency: Option<Idempotency>) {
             1,
             true,
         )],
-        idempotency,
+        store,
         Config::default(),
     );
     let key = format!("flaky-{}", uuid::Uuid::new_v4());
@@ -132,13 +136,9 @@ async fn idempotency_contract(idempotency: Option<Idempotency>) {
     assert_eq!(flaky_runs.load(Ordering::SeqCst), 2);
 }
 
-fn memory() -> Option<Idempotency> {
-    None // AppState's default: the in-memory store
-}
-
 #[tokio::test]
 async fn the_memory_store_makes_calls_idempotent() {
-    idempotency_contract(memory()).await;
+    idempotency_contract(Store::Memory).await;
 }
 
 #[tokio::test]
@@ -152,7 +152,7 @@ async fn tools_can_opt_out_of_idempotency() {
             0,
             false,
         )],
-        None,
+        Store::Memory,
         Config::default(),
     );
     let a = call(&app, body("T.Fresh", Some("same"), 1)).await;
@@ -184,7 +184,7 @@ async fn idempotency_can_be_turned_off() {
             0,
             true,
         )],
-        None,
+        Store::Memory,
         config,
     );
     call(&app, body("T.Count", Some("k"), 1)).await;
@@ -193,7 +193,7 @@ async fn idempotency_can_be_turned_off() {
 }
 
 /// N duplicates at once: the tool runs exactly once; the others replay it or are told to retry.
-async fn concurrent_duplicates_run_once(idempotency: Option<Idempotency>) {
+async fn concurrent_duplicates_run_once(store: Store) {
     let runs = Arc::new(AtomicUsize::new(0));
     let app = app_with_store(
         vec![counter_tool(
@@ -203,7 +203,7 @@ async fn concurrent_duplicates_run_once(idempotency: Option<Idempotency>) {
             0,
             true,
         )],
-        idempotency,
+        store,
         Config::default(),
     );
     let key = format!("dup-{}", uuid::Uuid::new_v4());
@@ -234,7 +234,7 @@ async fn concurrent_duplicates_run_once(idempotency: Option<Idempotency>) {
 
 #[tokio::test]
 async fn concurrent_duplicates_execute_once_with_the_memory_store() {
-    concurrent_duplicates_run_once(memory()).await;
+    concurrent_duplicates_run_once(Store::Memory).await;
 }
 
 // ---- DynamoDB on moto -----------------------------------------------------------------------
@@ -283,89 +283,19 @@ async fn dynamo_table() -> (aws_sdk_dynamodb::Client, String) {
     (client, table)
 }
 
-async fn dynamo() -> (Idempotency, aws_sdk_dynamodb::Client, String) {
-    let (client, table) = dynamo_table().await;
-    let store = DynamoStore::new(client.clone(), table.clone());
-    (
-        Idempotency {
-            store: Arc::new(store),
-            keep: Duration::from_secs(3600),
-        },
-        client,
-        table,
-    )
+async fn dynamo() -> Store {
+    let (_, table) = dynamo_table().await;
+    Store::Dynamo(Box::new(sdk_config(&moto_url()).await), table)
 }
 
 #[tokio::test]
 async fn the_dynamodb_store_makes_calls_idempotent() {
-    idempotency_contract(Some(dynamo().await.0)).await;
+    idempotency_contract(dynamo().await).await;
 }
 
 #[tokio::test]
 async fn concurrent_duplicates_execute_once_with_the_dynamodb_store() {
-    concurrent_duplicates_run_once(Some(dynamo().await.0)).await;
-}
-
-#[tokio::test]
-async fn a_crashed_invocation_does_not_block_its_call_id_forever() {
-    let (client, table) = dynamo_table().await;
-    let store = DynamoStore::new(client.clone(), table.clone());
-    // Claimed by an invocation that then died: the claim holds until its deadline (1 s here).
-    assert_eq!(
-        store.claim("k", "f", Duration::from_secs(1)).await.unwrap(),
-        Claim::Acquired
-    );
-    assert_eq!(
-        store.claim("k", "f", Duration::from_secs(1)).await.unwrap(),
-        Claim::InProgress
-    );
-    assert_eq!(
-        store
-            .claim("k", "other", Duration::from_secs(1))
-            .await
-            .unwrap(),
-        Claim::Conflict
-    );
-    let item = client
-        .get_item()
-        .table_name(&table)
-        .key(
-            "call_id",
-            aws_sdk_dynamodb::types::AttributeValue::S("k".into()),
-        )
-        .send()
-        .await
-        .unwrap();
-    let item = item.item().unwrap();
-    assert_eq!(item["status"].as_s().unwrap(), "IN_PROGRESS");
-    assert!(
-        item["expires_at"].as_n().is_ok(),
-        "the TTL attribute is set"
-    );
-    tokio::time::sleep(Duration::from_millis(2100)).await;
-    assert_eq!(
-        store
-            .claim("k", "f", Duration::from_secs(30))
-            .await
-            .unwrap(),
-        Claim::Acquired,
-        "expired claims are taken over"
-    );
-    let outcome = StoredOutcome::new(&Ok(json!(1)), Duration::from_millis(3));
-    store
-        .complete("k", "f", &outcome, Duration::from_secs(60))
-        .await
-        .unwrap();
-    assert_eq!(
-        store.claim("k", "f", Duration::from_secs(1)).await.unwrap(),
-        Claim::Completed(outcome)
-    );
-    // Releasing a completed key leaves it alone.
-    store.release("k", "f").await.unwrap();
-    assert!(matches!(
-        store.claim("k", "f", Duration::from_secs(1)).await.unwrap(),
-        Claim::Completed(_)
-    ));
+    concurrent_duplicates_run_once(dynamo().await).await;
 }
 
 #[tokio::test]
@@ -376,14 +306,6 @@ async fn an_unreachable_store_is_a_server_error_and_the_tool_does_not_run() {
         .unwrap()
         .port();
     let sdk = sdk_config(&format!("http://127.0.0.1:{port}")).await;
-    let config = aws_sdk_dynamodb::config::Builder::from(&sdk)
-        .timeout_config(
-            aws_config::timeout::TimeoutConfig::builder()
-                .operation_timeout(Duration::from_secs(2))
-                .build(),
-        )
-        .build();
-    let store = DynamoStore::new(aws_sdk_dynamodb::Client::from_conf(config), "t");
     let runs = Arc::new(AtomicUsize::new(0));
     let app = app_with_store(
         vec![counter_tool(
@@ -393,10 +315,7 @@ async fn an_unreachable_store_is_a_server_error_and_the_tool_does_not_run() {
             0,
             true,
         )],
-        Some(Idempotency {
-            store: Arc::new(store),
-            keep: Duration::from_secs(60),
-        }),
+        Store::Dynamo(Box::new(sdk), "t".into()),
         Config::default(),
     );
     let reply = call(&app, body("T.Count", Some("k"), 1)).await;
@@ -448,7 +367,7 @@ async fn in_lambda_a_tool_is_cancelled_before_the_invocation_deadline() {
         deadline_margin: Duration::from_millis(200),
         ..Config::default()
     };
-    let app = app_with_store(vec![slow], None, config);
+    let app = app_with_store(vec![slow], Store::Memory, config);
     let start = Instant::now();
     let body = lambda_call(
         &app,
@@ -477,8 +396,8 @@ async fn a_slow_or_panicking_tool_does_not_block_other_calls() {
         Ok::<(), ToolError>(())
     });
     let mut tools = vec![slow, panics];
-    tools.extend(oxp_lambda::example_tools::tools());
-    let app = app_with_store(tools, None, Config::default());
+    tools.extend(common::example_tools::tools());
+    let app = app_with_store(tools, Store::Memory, Config::default());
     let slow_call = tokio::spawn({
         let app = app.clone();
         async move { call(&app, json!({"request": {"tool_id": "T.Slow"}})).await }
@@ -523,7 +442,7 @@ async fn concurrent_executions_are_bounded() {
         max_concurrent_calls: 2,
         ..Config::default()
     };
-    let app = app_with_store(vec![tool], None, config);
+    let app = app_with_store(vec![tool], Store::Memory, config);
     let calls = (0..8).map(|_| call(&app, json!({"request": {"tool_id": "T.Busy"}})));
     let replies = futures_util::future::join_all(calls).await;
     assert!(replies.iter().all(|r| r.json["result"]["success"] == true));
@@ -555,7 +474,7 @@ async fn a_call_that_cannot_get_a_slot_in_time_is_told_to_retry() {
         deadline_margin: Duration::ZERO,
         ..Config::default()
     };
-    let app = app_with_store(vec![blocker], None, config);
+    let app = app_with_store(vec![blocker], Store::Memory, config);
     let first = tokio::spawn({
         let app = app.clone();
         async move { call(&app, json!({"request": {"tool_id": "T.Block"}})).await }
@@ -585,13 +504,11 @@ async fn shutdown_lets_in_flight_calls_finish() {
         tokio::time::sleep(Duration::from_millis(400)).await;
         Ok::<_, ToolError>(42)
     });
-    let app = app_with_store(vec![slow], None, Config::default());
-    let listener = oxp_lambda::local::bind("127.0.0.1:0".parse().unwrap())
-        .await
-        .unwrap();
+    let app = app_with_store(vec![slow], Store::Memory, Config::default());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(oxp_lambda::local::serve(listener, app, async move {
+    let server = tokio::spawn(app.serve(listener, async move {
         let _ = stopped.await;
     }));
     let in_flight = tokio::spawn({

@@ -1,30 +1,14 @@
-//! Server-held secrets from AWS Secrets Manager, against moto's emulator on loopback (started by
-//! `scripts/test`), and through the whole call path.
+//! Server-held secrets from AWS Secrets Manager through the whole call path, against moto's
+//! emulator on loopback (started by `scripts/test`). The source itself (naming, caching, errors)
+//! is tested beside it, in `src/secrets/aws_tests.rs`.
 
 mod common;
 
-use common::aws::{moto_url, secrets_client, unique_prefix};
+use common::aws::{moto_url, sdk_config, unique_prefix};
 use common::*;
-use oxp_lambda::auth::Authenticator;
-use oxp_lambda::config::{ClientSecrets, SecretsConfig};
-use oxp_lambda::secrets::{AwsSecretsManager, SecretErrorKind, Secrets};
-use oxp_lambda::{Config, Registry, Tool, ToolContext, ToolError};
+use oxp_lambda::config::SecretSourceKind;
+use oxp_lambda::{App, Config, Registry, Tool, ToolContext, ToolError};
 use serde_json::json;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
-
-const TIMEOUT: Duration = Duration::from_secs(3);
-
-fn secrets_config(prefix: &str, map: &[(&str, &str)]) -> SecretsConfig {
-    SecretsConfig {
-        prefix: Some(prefix.to_owned()),
-        map: map
-            .iter()
-            .map(|(a, b)| (a.to_string(), b.to_string()))
-            .collect(),
-        ..Config::default().secrets
-    }
-}
 
 async fn create(client: &aws_sdk_secretsmanager::Client, name: &str, value: &str) {
     client
@@ -36,167 +20,8 @@ async fn create(client: &aws_sdk_secretsmanager::Client, name: &str, value: &str
         .expect("moto creates the secret");
 }
 
-async fn store(
-    prefix: &str,
-    map: &[(&str, &str)],
-    ttl: Duration,
-) -> (
-    Secrets,
-    aws_sdk_secretsmanager::Client,
-    common::aws::RequestCounter,
-) {
-    let (client, counter) = secrets_client(&moto_url(), TIMEOUT).await;
-    let source = AwsSecretsManager::new(client.clone(), &secrets_config(prefix, map));
-    let secrets = Secrets::new(Some(Arc::new(source)), ttl, ClientSecrets::Unheld);
-    (secrets, client, counter)
-}
-
-#[tokio::test]
-async fn a_plain_secret_is_read_by_prefix_and_id() {
-    let prefix = unique_prefix();
-    let (secrets, client, _) = store(&prefix, &[], Duration::from_secs(60)).await;
-    create(&client, &format!("{prefix}TWILIO_API_KEY"), "plain-value").await;
-    assert_eq!(
-        secrets.get("TWILIO_API_KEY").await.unwrap().expose(),
-        "plain-value"
-    );
-}
-
-#[tokio::test]
-async fn one_key_of_a_json_secret_is_read_through_the_map() {
-    let prefix = unique_prefix();
-    let name = format!("{prefix}bundle");
-    let target = format!("{name}#api_key");
-    let (secrets, client, _) = store(
-        &prefix,
-        &[("TWILIO_API_KEY", &target)],
-        Duration::from_secs(60),
-    )
-    .await;
-    create(&client, &name, r#"{"api_key": "from-json", "other": "x"}"#).await;
-    assert_eq!(
-        secrets.get("TWILIO_API_KEY").await.unwrap().expose(),
-        "from-json"
-    );
-    // A JSON secret without the key is an error naming the id.
-    let (secrets, _, _) = store(
-        &prefix,
-        &[("MISSING", &format!("{name}#nope"))],
-        Duration::from_secs(60),
-    )
-    .await;
-    let err = secrets.get("MISSING").await.unwrap_err();
-    assert_eq!(err.kind, SecretErrorKind::Invalid);
-    assert!(!err.developer_message().contains("from-json"));
-}
-
-#[tokio::test]
-async fn an_updated_secret_is_visible_after_the_ttl_and_not_before() {
-    let prefix = unique_prefix();
-    let ttl = Duration::from_millis(1500);
-    let (secrets, client, counter) = store(&prefix, &[], ttl).await;
-    let name = format!("{prefix}ROTATING");
-    create(&client, &name, "v1").await;
-    let before = counter.get();
-    let start = Instant::now();
-    assert_eq!(secrets.get("ROTATING").await.unwrap().expose(), "v1");
-    client
-        .put_secret_value()
-        .secret_id(&name)
-        .secret_string("v2")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(
-        secrets.get("ROTATING").await.unwrap().expose(),
-        "v1",
-        "cached until the TTL"
-    );
-    assert!(start.elapsed() < ttl, "the check ran inside the TTL");
-    tokio::time::sleep(ttl + Duration::from_millis(300)).await;
-    assert_eq!(secrets.get("ROTATING").await.unwrap().expose(), "v2");
-    // create + put were made on `client` too: count only the store's own fetches.
-    assert_eq!(
-        counter.get() - before,
-        1 + 1 + 1,
-        "fetch, put, fetch after expiry"
-    );
-}
-
-#[tokio::test]
-async fn many_concurrent_misses_make_one_api_call_and_a_warm_call_none() {
-    let prefix = unique_prefix();
-    let (setup, _) = secrets_client(&moto_url(), TIMEOUT).await;
-    create(&setup, &format!("{prefix}HOT"), "hot-value").await;
-    let (secrets, _, counter) = store(&prefix, &[], Duration::from_secs(60)).await;
-    let gets = (0..50).map(|_| secrets.get("HOT"));
-    let values = futures_util::future::join_all(gets).await;
-    assert!(
-        values
-            .iter()
-            .all(|v| v.as_ref().unwrap().expose() == "hot-value")
-    );
-    assert_eq!(
-        counter.get(),
-        1,
-        "one GetSecretValue for 50 concurrent misses"
-    );
-    secrets.get("HOT").await.unwrap();
-    assert_eq!(counter.get(), 1, "a warm read makes no AWS call");
-}
-
-#[tokio::test]
-async fn the_secrets_of_one_call_are_fetched_concurrently() {
-    let prefix = unique_prefix();
-    let (setup, _) = secrets_client(&moto_url(), TIMEOUT).await;
-    for id in ["A", "B", "C"] {
-        create(&setup, &format!("{prefix}{id}"), &format!("value-{id}")).await;
-    }
-    let (secrets, _, counter) = store(&prefix, &[], Duration::from_secs(60)).await;
-    let required = ["A".to_string(), "B".to_string(), "C".to_string()];
-    let got = secrets.resolve(&required, vec![]).await.unwrap();
-    assert_eq!(got.len(), 3);
-    assert_eq!(got["B"].expose(), "value-B");
-    assert_eq!(counter.get(), 3);
-    secrets.resolve(&required, vec![]).await.unwrap();
-    assert_eq!(counter.get(), 3, "a warm call makes no AWS call");
-}
-
-#[tokio::test]
-async fn a_missing_secret_is_not_found_naming_its_id() {
-    let (secrets, _, _) = store(&unique_prefix(), &[], Duration::from_secs(60)).await;
-    let err = secrets.get("NOPE").await.unwrap_err();
-    assert_eq!(err.kind, SecretErrorKind::NotFound);
-    assert!(err.developer_message().contains("'NOPE'"));
-}
-
-#[tokio::test]
-async fn an_unreachable_endpoint_fails_within_the_timeout() {
-    // A port with nothing listening: bind one, then free it.
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let (client, _) = secrets_client(
-        &format!("http://127.0.0.1:{port}"),
-        Duration::from_millis(800),
-    )
-    .await;
-    let source = AwsSecretsManager::new(client, &secrets_config("oxp/", &[]));
-    let secrets = Secrets::new(
-        Some(Arc::new(source)),
-        Duration::from_secs(60),
-        ClientSecrets::Unheld,
-    );
-    let start = Instant::now();
-    let err = secrets.get("ANY").await.unwrap_err();
-    assert_eq!(err.kind, SecretErrorKind::Unreachable, "{err}");
-    assert!(
-        start.elapsed() < Duration::from_secs(5),
-        "bounded: {:?}",
-        start.elapsed()
-    );
+async fn moto_client() -> aws_sdk_secretsmanager::Client {
+    aws_sdk_secretsmanager::Client::new(&sdk_config(&moto_url()).await)
 }
 
 /// A tool that proves it got the expected secret without ever returning it.
@@ -208,26 +33,28 @@ fn checking_tool() -> Tool {
         })
 }
 
+/// The app with secrets from Secrets Manager at `endpoint`, named `<prefix><id>`.
+async fn app_over(endpoint: &str, prefix: &str, registry: Registry) -> App {
+    let mut config = Config::default();
+    config.secrets.source = SecretSourceKind::Aws;
+    config.secrets.prefix = Some(prefix.to_owned());
+    let sdk = sdk_config(endpoint).await;
+    build(App::builder(registry).config(config).aws_config(sdk))
+}
+
 async fn app_over_moto(prefix: &str) -> App {
-    let (client, _) = secrets_client(&moto_url(), TIMEOUT).await;
-    let source = AwsSecretsManager::new(client, &secrets_config(prefix, &[]));
-    let secrets = Secrets::new(
-        Some(Arc::new(source)),
-        Duration::from_secs(60),
-        ClientSecrets::Unheld,
-    );
     let registry = Registry::builder()
         .tool(checking_tool())
-        .tools(oxp_lambda::example_tools::tools())
+        .tools(common::example_tools::tools())
         .build()
         .unwrap();
-    app_from(registry, Config::default(), secrets, Authenticator::None)
+    app_over(&moto_url(), prefix, registry).await
 }
 
 #[tokio::test]
 async fn sms_send_reads_its_key_from_secrets_manager_and_server_secrets_win() {
     let prefix = unique_prefix();
-    let (setup, _) = secrets_client(&moto_url(), TIMEOUT).await;
+    let setup = moto_client().await;
     create(
         &setup,
         &format!("{prefix}TWILIO_API_KEY"),
@@ -287,29 +114,19 @@ async fn error_endpoint(code: &'static str) -> String {
 }
 
 #[tokio::test]
-async fn access_denied_and_throttling_are_classified_and_answered_with_400() {
+async fn access_denied_and_throttling_are_answered_with_400_naming_the_id_and_the_kind() {
     for (code, kind) in [
-        ("AccessDeniedException", SecretErrorKind::AccessDenied),
-        ("ThrottlingException", SecretErrorKind::Throttled),
+        ("AccessDeniedException", "access denied"),
+        ("ThrottlingException", "throttled"),
     ] {
-        let (client, _) = secrets_client(&error_endpoint(code).await, TIMEOUT).await;
-        let source = AwsSecretsManager::new(client, &secrets_config("oxp/", &[]));
-        let secrets = Secrets::new(
-            Some(Arc::new(source)),
-            Duration::from_secs(60),
-            ClientSecrets::Unheld,
-        );
-        let err = secrets.get("API_KEY").await.unwrap_err();
-        assert_eq!(err.kind, kind, "{code}: {err}");
         let registry = Registry::builder().tool(checking_tool()).build().unwrap();
-        let app = app_from(registry, Config::default(), secrets, Authenticator::None);
+        let app = app_over(&error_endpoint(code).await, "oxp/", registry).await;
         let reply = call(&app, json!({"request": {"tool_id": "Check.Secret"}})).await;
         assert_eq!(reply.status, 400);
+        let developer = reply.json["developer_message"].as_str().unwrap();
         assert!(
-            reply.json["developer_message"]
-                .as_str()
-                .unwrap()
-                .contains("'API_KEY'")
+            developer.contains("'API_KEY'") && developer.contains(kind),
+            "{code}: {developer}"
         );
     }
 }

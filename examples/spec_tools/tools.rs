@@ -7,10 +7,10 @@
 //! - `SMS.Send@0.1.2`: requires secret `TWILIO_API_KEY`. **A demo: it sends nothing**; it checks
 //!   that the secret reached it and answers `{"status": "sent"}`.
 //!
-//! This file is compiled into the library as `oxp_lambda::example_tools` and into the
-//! `spec_tools` example, so it only uses the public API.
+//! The `oxp-lambda` binary, the `spec_tools` example, the tests and the benches include this
+//! file, so it uses the public API only.
 
-use oxp_lambda::registry::RegistryError;
+use oxp_lambda::RegistryError;
 use oxp_lambda::{NoInput, Registry, Tool, ToolContext, ToolError};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -4,28 +4,24 @@
 
 use http_body_util::BodyExt;
 use libfuzzer_sys::fuzz_target;
-use oxp_lambda::Config;
-use oxp_lambda::auth::Authenticator;
-use oxp_lambda::http::{App, AppState};
-use oxp_lambda::secrets::Secrets;
-use std::sync::{Arc, OnceLock};
+use oxp_lambda::{App, Config};
+use std::sync::OnceLock;
 use tower::ServiceExt;
+
+#[path = "../../examples/spec_tools/tools.rs"]
+mod tools;
 
 fn app() -> &'static App {
     static APP: OnceLock<App> = OnceLock::new();
     APP.get_or_init(|| {
-        let registry = oxp_lambda::example_tools::registry().expect("valid tools");
+        let registry = tools::registry().expect("valid tools");
         let config = Config {
             max_body_bytes: 64 * 1024,
             ..Config::default()
         };
-        let state = AppState::new(
-            Arc::new(registry),
-            config,
-            Secrets::default(),
-            Authenticator::None,
-        );
-        oxp_lambda::http::app(state)
+        runtime()
+            .block_on(App::builder(registry).config(config).build())
+            .expect("the app builds")
     })
 }
 

@@ -38,7 +38,7 @@ pub struct CallbackPolicy {
 
 /// Why a callback URL or address is refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refused(pub String);
+pub(crate) struct Refused(pub String);
 
 impl fmt::Display for Refused {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -51,7 +51,7 @@ impl std::error::Error for Refused {}
 impl CallbackPolicy {
     /// Checks everything that can be checked without DNS: scheme, host allow-list and, for a
     /// literal address, the address itself.
-    pub fn check_url(&self, url: &str) -> Result<Url, Refused> {
+    pub(crate) fn check_url(&self, url: &str) -> Result<Url, Refused> {
         let parsed = Url::parse(url).map_err(|e| Refused(format!("not a URL: {e}")))?;
         let host = match parsed.host() {
             Some(url::Host::Domain(d)) => Host::Name(d.to_ascii_lowercase()),
@@ -93,7 +93,7 @@ impl CallbackPolicy {
     }
 
     /// Whether results may be sent to `ip`.
-    pub fn check_address(&self, ip: IpAddr) -> Result<(), Refused> {
+    pub(crate) fn check_address(&self, ip: IpAddr) -> Result<(), Refused> {
         let ip = canonical(ip);
         let refuse = |what: &str| {
             Err(Refused(format!(
@@ -117,7 +117,7 @@ impl CallbackPolicy {
     }
 
     /// The DNS resolver that enforces [`CallbackPolicy::check_address`] on every answer.
-    pub fn resolver(self: &Arc<Self>) -> GuardedResolver {
+    pub(crate) fn resolver(self: &Arc<Self>) -> GuardedResolver {
         GuardedResolver {
             policy: self.clone(),
         }
@@ -201,7 +201,7 @@ fn nat64_private(v6: Ipv6Addr) -> bool {
 /// A `reqwest` DNS resolver that drops answers [`CallbackPolicy::check_address`] refuses, and
 /// fails with [`Refused`] when none is left.
 #[derive(Debug, Clone)]
-pub struct GuardedResolver {
+pub(crate) struct GuardedResolver {
     policy: Arc<CallbackPolicy>,
 }
 

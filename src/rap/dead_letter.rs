@@ -9,27 +9,27 @@ use tokio::sync::Mutex;
 
 /// One undeliverable result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DeadLetter {
+pub(crate) struct DeadLetter {
     /// Why delivery stopped.
-    pub reason: String,
+    pub(crate) reason: String,
     /// Delivery attempts made.
-    pub attempts: u32,
+    pub(crate) attempts: u32,
     /// The callback URL the message was for.
-    pub callback_url: String,
+    pub(crate) callback_url: String,
     /// The operation, when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operation: Option<String>,
+    pub(crate) operation: Option<String>,
     /// When the invocation was acknowledged (RFC 3339).
-    pub received_at: String,
+    pub(crate) received_at: String,
     /// When delivery was given up (RFC 3339).
-    pub failed_at: String,
+    pub(crate) failed_at: String,
     /// The message that was not delivered, ready to be sent again.
-    pub message: ToolResult,
+    pub(crate) message: ToolResult,
 }
 
 /// A dead-letter store.
 #[derive(Debug)]
-pub enum DeadLetters {
+pub(crate) enum DeadLetters {
     /// Appends JSON lines to a file (created with owner-only permissions).
     File {
         /// The file.
@@ -38,6 +38,7 @@ pub enum DeadLetters {
         lock: Mutex<()>,
     },
     /// Sends each letter as a message to an SQS queue.
+    #[cfg(feature = "rap-sqs")]
     Sqs {
         /// The SQS client.
         client: aws_sdk_sqs::Client,
@@ -48,7 +49,7 @@ pub enum DeadLetters {
 
 impl DeadLetters {
     /// A file store at `path`.
-    pub fn file(path: impl Into<PathBuf>) -> Self {
+    pub(crate) fn file(path: impl Into<PathBuf>) -> Self {
         Self::File {
             path: path.into(),
             lock: Mutex::new(()),
@@ -56,7 +57,7 @@ impl DeadLetters {
     }
 
     /// Records `letter`; an error means it is not recorded and the caller must keep it.
-    pub async fn record(&self, letter: &DeadLetter) -> Result<(), String> {
+    pub(crate) async fn record(&self, letter: &DeadLetter) -> Result<(), String> {
         let mut line = serde_json::to_vec(letter).map_err(|e| e.to_string())?;
         match self {
             Self::File { path, lock } => {
@@ -75,6 +76,7 @@ impl DeadLetters {
                     .and(file.sync_data().await)
                     .map_err(|e| format!("dead-letter file {}: {e}", path.display()))
             }
+            #[cfg(feature = "rap-sqs")]
             Self::Sqs { client, queue_url } => client
                 .send_message()
                 .queue_url(queue_url)

@@ -43,7 +43,7 @@ impl RetryPolicy {
     /// The wait after failed attempt `attempt` (1-based): "equal jitter", half of the
     /// exponential step plus a random share of the other half, so retries of many results
     /// that failed together spread out without ever retrying at once.
-    pub fn backoff(&self, attempt: u32) -> Duration {
+    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
         let step = self
             .base
             .saturating_mul(1u32 << attempt.saturating_sub(1).min(20))
@@ -55,7 +55,7 @@ impl RetryPolicy {
 
 /// How a delivery ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Delivery {
+pub(crate) enum Delivery {
     /// The callback answered 2xx.
     Delivered {
         /// Attempts made.
@@ -72,7 +72,7 @@ pub enum Delivery {
 
 /// Sends callback messages under a [`CallbackPolicy`] and a [`RetryPolicy`].
 #[derive(Debug, Clone)]
-pub struct Deliverer {
+pub(crate) struct Deliverer {
     client: reqwest::Client,
     policy: Arc<CallbackPolicy>,
     retry: RetryPolicy,
@@ -81,7 +81,7 @@ pub struct Deliverer {
 impl Deliverer {
     /// A deliverer with its own HTTP client: no redirects (a redirect could lead past the
     /// policy), no proxy from the environment, and DNS answers filtered by `policy`.
-    pub fn new(policy: CallbackPolicy, retry: RetryPolicy) -> Result<Self, String> {
+    pub(crate) fn new(policy: CallbackPolicy, retry: RetryPolicy) -> Result<Self, String> {
         let policy = Arc::new(policy);
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
@@ -98,19 +98,19 @@ impl Deliverer {
         })
     }
 
-    /// The callback rules.
-    pub fn policy(&self) -> &CallbackPolicy {
-        &self.policy
-    }
-
     /// The bound on one attempt.
-    pub fn attempt_timeout(&self) -> Duration {
+    pub(crate) fn attempt_timeout(&self) -> Duration {
         self.retry.attempt_timeout
     }
 
     /// POSTs `body` (JSON) to `url` until it is accepted, a status says retrying is useless,
     /// or the attempts, the total time or `deadline` run out.
-    pub async fn deliver(&self, url: &str, body: Bytes, deadline: Option<Instant>) -> Delivery {
+    pub(crate) async fn deliver(
+        &self,
+        url: &str,
+        body: Bytes,
+        deadline: Option<Instant>,
+    ) -> Delivery {
         let url = match self.policy.check_url(url) {
             Ok(url) => url,
             Err(refused) => {

@@ -3,6 +3,7 @@
 //! Everything the acknowledgement found wrong travels with the job as a [`Rejection`], so the
 //! worker reports it to the callback like any other result.
 
+use crate::core::principal::Principal;
 use crate::rap::wire::{ErrorBody, ReplyTo};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -10,47 +11,55 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// One accepted invocation.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Job {
+pub(crate) struct Job {
     /// Where the result goes.
-    pub reply_to: ReplyTo,
+    pub(crate) reply_to: ReplyTo,
     /// The operation, when the invocation named one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub operation: Option<String>,
+    pub(crate) operation: Option<String>,
     /// The arguments (an object, or null when the invocation was malformed).
     #[serde(default)]
-    pub arguments: Value,
+    pub(crate) arguments: Value,
     /// Ancestor thread ids, root first.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub thread_ancestors: Vec<String>,
-    /// The end user (bound to the caller's subject when `OXP_BIND_USER_ID` is on).
+    pub(crate) thread_ancestors: Vec<String>,
+    /// The end user, as the invocation named it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub user_id: Option<String>,
+    pub(crate) user_id: Option<String>,
+    /// Who made the invocation (the invoker binds the user to it when configured).
+    #[serde(default, skip_serializing_if = "is_anonymous")]
+    pub(crate) principal: Principal,
     /// When the invocation was acknowledged, in Unix milliseconds.
-    pub received_at_ms: u64,
+    pub(crate) received_at_ms: u64,
     /// Why the invocation cannot run, found at acknowledgement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rejected: Option<Rejection>,
+    pub(crate) rejected: Option<Rejection>,
 }
 
 impl Job {
     /// A job for `reply_to`, received now, with nothing else known yet.
-    pub fn new(reply_to: ReplyTo) -> Self {
+    pub(crate) fn new(reply_to: ReplyTo) -> Self {
         Self {
             reply_to,
             operation: None,
             arguments: Value::Null,
             thread_ancestors: Vec::new(),
             user_id: None,
+            principal: Principal::default(),
             received_at_ms: unix_ms(SystemTime::now()),
             rejected: None,
         }
     }
 }
 
+fn is_anonymous(principal: &Principal) -> bool {
+    *principal == Principal::default()
+}
+
 /// Why an acknowledged invocation will not run; reported to the callback as an error result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Rejection {
+pub(crate) enum Rejection {
     /// A field is missing or has the wrong type.
     MalformedInvocation {
         /// Which, as the JSON parser put it.
@@ -58,11 +67,6 @@ pub enum Rejection {
     },
     /// The operation is not in the toolset.
     UnknownOperation,
-    /// The `user_id` does not belong to the authenticated caller.
-    Unauthorized {
-        /// User-facing reason.
-        message: String,
-    },
     /// The user is over `OXP_RAP_RATE_LIMIT`.
     RateLimited {
         /// When a retry may pass.
@@ -73,7 +77,7 @@ pub enum Rejection {
 impl Rejection {
     /// The error result of this rejection; `operations` lists what an unknown operation
     /// could have been.
-    pub fn error<'a>(
+    pub(crate) fn error<'a>(
         &self,
         operation: Option<&str>,
         operations: impl Iterator<Item = &'a str>,
@@ -84,7 +88,6 @@ impl Rejection {
                 format!("The invocation is malformed: {detail}"),
             ),
             Self::UnknownOperation => unknown_operation(operation.unwrap_or_default(), operations),
-            Self::Unauthorized { message } => error("unauthorized", message.clone()),
             Self::RateLimited { retry_after_ms } => ErrorBody {
                 can_retry: true,
                 retry_after_ms: Some(*retry_after_ms),
@@ -98,7 +101,7 @@ impl Rejection {
 }
 
 /// An error result that retrying will not fix.
-pub fn error(kind: &str, message: String) -> ErrorBody {
+pub(crate) fn error(kind: &str, message: String) -> ErrorBody {
     ErrorBody {
         kind: kind.into(),
         message,
@@ -110,7 +113,7 @@ pub fn error(kind: &str, message: String) -> ErrorBody {
 }
 
 /// The error result of an operation the toolset does not have, naming those it has.
-pub fn unknown_operation<'a>(
+pub(crate) fn unknown_operation<'a>(
     operation: &str,
     operations: impl Iterator<Item = &'a str>,
 ) -> ErrorBody {
@@ -132,13 +135,13 @@ pub fn unknown_operation<'a>(
 }
 
 /// Unix milliseconds of `t`.
-pub fn unix_ms(t: SystemTime) -> u64 {
+pub(crate) fn unix_ms(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH)
         .unwrap_or(Duration::ZERO)
         .as_millis() as u64
 }
 
 /// RFC 3339 text of Unix milliseconds, for logs and dead letters.
-pub fn rfc3339(ms: u64) -> String {
+pub(crate) fn rfc3339(ms: u64) -> String {
     humantime::format_rfc3339_millis(UNIX_EPOCH + Duration::from_millis(ms)).to_string()
 }

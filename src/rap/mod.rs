@@ -1,4 +1,4 @@
-//! The async tool invocation adapter (RAP): the same [`Registry`] served as a toolset whose
+//! The async tool invocation adapter (RAP): the same [`crate::Registry`] served as a toolset whose
 //! invocations are acknowledged at once and answered later, by POSTing a `tool_result` to
 //! the caller's callback URL.
 //!
@@ -11,24 +11,26 @@
 //! The path of an invocation: [`routes`] checks what must be right to accept it at all (a
 //! JSON object with `id`, `group_id` and a permitted `callback_url`), notes everything else
 //! that is wrong as a [`job::Rejection`], and puts a [`job::Job`] on the [`queue::Queue`]
-//! before answering 200. A [`worker::Worker`] runs the tool (arguments validated against its
-//! schema first), and [`deliver::Deliverer`] POSTs the result with retries; what cannot be
-//! delivered is recorded by [`dead_letter::DeadLetters`].
+//! before answering 200. A [`worker::Worker`] runs the tool through the invoker (the same call
+//! path as every protocol: validation, idempotency on the invocation `id`, the one concurrency
+//! pool), and [`deliver::Deliverer`] POSTs the result with retries; what cannot be delivered is
+//! recorded by [`dead_letter::DeadLetters`].
 
-pub mod callback;
-pub mod dead_letter;
-pub mod deliver;
-pub mod job;
-pub mod queue;
-pub mod routes;
-pub mod toolset;
-pub mod wire;
-pub mod worker;
+pub(crate) mod callback;
+pub(crate) mod config;
+pub(crate) mod dead_letter;
+pub(crate) mod deliver;
+pub(crate) mod job;
+pub(crate) mod queue;
+pub(crate) mod routes;
+pub(crate) mod toolset;
+pub(crate) mod wire;
+pub(crate) mod worker;
 
-use crate::config::{Config, RapConfig};
-use crate::registry::Registry;
-use crate::secrets::Secrets;
+use crate::core::invoke::Invoker;
+use crate::core::principal::Principal;
 use callback::CallbackPolicy;
+use config::RapConfig;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 use queue::{InProcessQueue, Queue};
@@ -39,9 +41,27 @@ use std::time::Duration;
 use toolset::ServedToolset;
 use worker::Worker;
 
+/// The conversation thread of an async invocation, as a tool sees it through
+/// [`ToolContext::extension`](crate::ToolContext::extension): `None` over other protocols.
+///
+/// ```
+/// use oxp_lambda::{RapThread, ToolContext};
+///
+/// fn thread_of(ctx: &ToolContext) -> Option<&str> {
+///     ctx.extension::<RapThread>().map(|t| t.group_id.as_str())
+/// }
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RapThread {
+    /// The thread the call belongs to (`group_id`).
+    pub group_id: String,
+    /// The thread's ancestors, root first (`thread_ancestors`), e.g. to inherit grants.
+    pub thread_ancestors: Vec<String>,
+}
+
 /// The RAP adapter's state.
 #[derive(Debug)]
-pub struct Rap {
+pub(crate) struct Rap {
     toolset: Arc<ServedToolset>,
     queue: Queue,
     policy: CallbackPolicy,
@@ -57,7 +77,7 @@ struct Limiter {
 
 impl Rap {
     /// The adapter for `toolset`, enqueuing to `queue`, with the rules of `config`.
-    pub fn new(toolset: Arc<ServedToolset>, queue: Queue, config: &RapConfig) -> Self {
+    pub(crate) fn new(toolset: Arc<ServedToolset>, queue: Queue, config: &RapConfig) -> Self {
         let limiter = config.rate_limit.map(|limit| {
             let burst = NonZeroU32::new(limit.invocations).unwrap_or(NonZeroU32::MIN);
             let quota = Quota::with_period(limit.per / burst.get())
@@ -77,28 +97,25 @@ impl Rap {
         }
     }
 
-    /// The served toolset.
-    pub fn toolset(&self) -> &Arc<ServedToolset> {
-        &self.toolset
-    }
-
-    /// The queue.
-    pub fn queue(&self) -> &Queue {
-        &self.queue
-    }
-
     /// Waits for the in-process queue to empty, up to `timeout`, then dead-letters what is
     /// left; see [`InProcessQueue::drain`]. Nothing to do for SQS.
-    pub async fn drain(&self, timeout: Duration) -> usize {
+    pub(crate) async fn drain(&self, timeout: Duration) -> usize {
         match &self.queue {
             Queue::InProcess(queue) => queue.drain(timeout).await,
+            #[cfg(feature = "rap-sqs")]
             Queue::Sqs { .. } => 0,
         }
     }
 
-    /// `Err(wait)` when `user` is over the rate limit. Invocations without a user share one
+    /// `Err(wait)` when the caller is over the rate limit: the authenticated subject when the
+    /// user id is bound to it, else the user id sent. Invocations without either share one
     /// allowance.
-    fn check_rate(&self, user: Option<&str>) -> Result<(), Duration> {
+    fn check_rate(&self, principal: &Principal, user_id: Option<&str>) -> Result<(), Duration> {
+        let user = if principal.bind_user_id {
+            principal.subject.as_deref()
+        } else {
+            user_id
+        };
         let Some(limiter) = &self.limiter else {
             return Ok(());
         };
@@ -115,59 +132,78 @@ impl Rap {
 
 /// Builds the worker `config` describes: the served toolset, the deliverer and the
 /// dead-letter store (the SQS one when `OXP_RAP_DEAD_LETTER_QUEUE_URL` is set, with `sqs`).
-pub fn build_worker(
-    registry: &Registry,
-    config: &Config,
-    secrets: Secrets,
-    sqs: Option<&aws_sdk_sqs::Client>,
+pub(crate) fn build_worker(
+    invoker: Arc<Invoker>,
+    config: &RapConfig,
+    #[cfg(feature = "rap-sqs")] sqs: Option<&aws_sdk_sqs::Client>,
 ) -> Result<Worker, String> {
-    let toolset = Arc::new(ServedToolset::new(registry, &config.rap)?);
-    let deliverer =
-        deliver::Deliverer::new(config.rap.callbacks.clone(), config.rap.retry.clone())?;
-    let dead_letters = match (&config.rap.dead_letter_queue_url, sqs) {
-        (Some(url), Some(client)) => dead_letter::DeadLetters::Sqs {
-            client: client.clone(),
-            queue_url: url.clone(),
+    let toolset = Arc::new(ServedToolset::new(invoker.registry(), config)?);
+    let deliverer = deliver::Deliverer::new(config.callbacks.clone(), config.retry.clone())?;
+    let dead_letters = match &config.dead_letter_queue_url {
+        None => dead_letter::DeadLetters::file(&config.dead_letter_file),
+        #[cfg(feature = "rap-sqs")]
+        Some(url) => match sqs {
+            Some(client) => dead_letter::DeadLetters::Sqs {
+                client: client.clone(),
+                queue_url: url.clone(),
+            },
+            None => {
+                return Err(
+                    "OXP_RAP_DEAD_LETTER_QUEUE_URL: no AWS configuration was loaded".into(),
+                );
+            }
         },
-        (Some(_), None) => {
-            return Err("OXP_RAP_DEAD_LETTER_QUEUE_URL: no AWS configuration was loaded".into());
+        #[cfg(not(feature = "rap-sqs"))]
+        Some(_) => {
+            return Err(
+                "OXP_RAP_DEAD_LETTER_QUEUE_URL needs the `rap-sqs` feature of oxp-lambda".into(),
+            );
         }
-        (None, _) => dead_letter::DeadLetters::file(&config.rap.dead_letter_file),
     };
     Ok(Worker::new(
+        invoker,
         toolset,
-        secrets,
         deliverer,
         dead_letters,
-        config.rap.tool_timeout,
-        config.max_concurrent_calls,
+        config.tool_timeout,
     ))
 }
 
 /// Builds the adapter `config` describes: enqueuing to SQS when `OXP_RAP_QUEUE_URL` is set
 /// (with `sqs`), else to an in-process queue with its own worker.
-pub fn build(
-    registry: &Registry,
-    config: &Config,
-    secrets: Secrets,
-    sqs: Option<&aws_sdk_sqs::Client>,
+pub(crate) fn build(
+    invoker: Arc<Invoker>,
+    config: &RapConfig,
+    #[cfg(feature = "rap-sqs")] sqs: Option<&aws_sdk_sqs::Client>,
 ) -> Result<Rap, String> {
-    let (toolset, queue) = match (&config.rap.queue_url, sqs) {
-        (Some(url), Some(client)) => (
-            Arc::new(ServedToolset::new(registry, &config.rap)?),
-            Queue::Sqs {
-                client: client.clone(),
-                queue_url: url.clone(),
-            },
-        ),
-        (Some(_), None) => return Err("OXP_RAP_QUEUE_URL: no AWS configuration was loaded".into()),
-        (None, _) => {
-            let worker = Arc::new(build_worker(registry, config, secrets, sqs)?);
+    let (toolset, queue) = match &config.queue_url {
+        None => {
+            let worker = Arc::new(build_worker(
+                invoker,
+                config,
+                #[cfg(feature = "rap-sqs")]
+                sqs,
+            )?);
             (
                 worker.toolset().clone(),
                 Queue::InProcess(InProcessQueue::new(worker)),
             )
         }
+        #[cfg(feature = "rap-sqs")]
+        Some(url) => {
+            let client = sqs.ok_or("OXP_RAP_QUEUE_URL: no AWS configuration was loaded")?;
+            (
+                Arc::new(ServedToolset::new(invoker.registry(), config)?),
+                Queue::Sqs {
+                    client: client.clone(),
+                    queue_url: url.clone(),
+                },
+            )
+        }
+        #[cfg(not(feature = "rap-sqs"))]
+        Some(_) => {
+            return Err("OXP_RAP_QUEUE_URL needs the `rap-sqs` feature of oxp-lambda".into());
+        }
     };
-    Ok(Rap::new(toolset, queue, &config.rap))
+    Ok(Rap::new(toolset, queue, config))
 }

@@ -2,7 +2,7 @@
 //! once it has answered, so nothing may run after the 200), an in-process queue locally.
 
 use crate::rap::job::Job;
-use crate::rap::worker::Worker;
+use crate::rap::worker::{Kept, Worker};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -10,11 +10,13 @@ use std::time::Duration;
 use tokio::sync::Notify;
 
 /// Largest SQS message body.
-pub const SQS_MAX_MESSAGE_BYTES: usize = 256 * 1024;
+#[cfg(feature = "rap-sqs")]
+const SQS_MAX_MESSAGE_BYTES: usize = 256 * 1024;
 
 /// Why a job could not be enqueued (the invocation is then refused, not acknowledged).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum EnqueueError {
+#[cfg_attr(not(feature = "rap-sqs"), allow(dead_code))]
+pub(crate) enum EnqueueError {
     /// The job is larger than the queue takes.
     TooLarge,
     /// The queue did not take the job.
@@ -23,10 +25,11 @@ pub enum EnqueueError {
 
 /// A job queue.
 #[derive(Debug, Clone)]
-pub enum Queue {
+pub(crate) enum Queue {
     /// Jobs run on this process's runtime, at most `OXP_MAX_CONCURRENT_CALLS` at once.
     InProcess(InProcessQueue),
     /// Jobs are sent to an SQS queue whose consumer is the worker function.
+    #[cfg(feature = "rap-sqs")]
     Sqs {
         /// The SQS client.
         client: aws_sdk_sqs::Client,
@@ -37,12 +40,13 @@ pub enum Queue {
 
 impl Queue {
     /// Enqueues `job`; once this returns `Ok` the job is never silently dropped.
-    pub async fn enqueue(&self, job: Job) -> Result<(), EnqueueError> {
+    pub(crate) async fn enqueue(&self, job: Job) -> Result<(), EnqueueError> {
         match self {
             Self::InProcess(queue) => {
                 queue.spawn(job);
                 Ok(())
             }
+            #[cfg(feature = "rap-sqs")]
             Self::Sqs { client, queue_url } => {
                 let body = serde_json::to_string(&job).expect("jobs serialize");
                 if body.len() > SQS_MAX_MESSAGE_BYTES {
@@ -68,7 +72,7 @@ impl Queue {
 /// The local queue: each job is a task on the runtime; the pending ones are tracked so a
 /// shutdown can wait for them and dead-letter those that do not finish.
 #[derive(Debug, Clone)]
-pub struct InProcessQueue {
+pub(crate) struct InProcessQueue {
     worker: Arc<Worker>,
     pending: Arc<Pending>,
 }
@@ -98,7 +102,7 @@ impl Drop for Done {
 
 impl InProcessQueue {
     /// A queue whose jobs `worker` runs.
-    pub fn new(worker: Arc<Worker>) -> Self {
+    pub(crate) fn new(worker: Arc<Worker>) -> Self {
         Self {
             worker,
             pending: Arc::default(),
@@ -119,14 +123,21 @@ impl InProcessQueue {
         let worker = self.worker.clone();
         tokio::spawn(async move {
             let _done = done;
-            if let Err(e) = worker.process(job, None).await {
-                tracing::error!(target: "oxp::rap", error = %e, "result neither delivered nor dead-lettered");
+            match worker.process(job, None).await {
+                Ok(_) => {}
+                // The running one, in this process, delivers the result.
+                Err(Kept::Duplicate) => {
+                    tracing::info!(target: "oxp::rap", "duplicate of a running invocation: its result is delivered once");
+                }
+                Err(Kept::NotRecorded(e)) => {
+                    tracing::error!(target: "oxp::rap", error = %e, "result neither delivered nor dead-lettered");
+                }
             }
         });
     }
 
     /// Jobs accepted and not finished.
-    pub fn pending(&self) -> usize {
+    pub(crate) fn pending(&self) -> usize {
         self.pending
             .jobs
             .lock()
@@ -136,7 +147,7 @@ impl InProcessQueue {
 
     /// Waits up to `timeout` for every pending job, then dead-letters those still pending
     /// (their tasks end with the runtime). Returns how many were dead-lettered.
-    pub async fn drain(&self, timeout: Duration) -> usize {
+    pub(crate) async fn drain(&self, timeout: Duration) -> usize {
         let all_done = async {
             loop {
                 let idle = self.pending.idle.notified();

@@ -7,58 +7,37 @@
 //! a stale `toolset_version` (409), or a queue that did not take the job (503). Everything
 //! else is acknowledged with 200 and reported to the callback.
 
-use crate::auth::{Authenticator, Principal};
-use crate::http::{
-    AppState, StrippedPrefix, authenticated, check_content_type, json_response, only,
-};
+use crate::auth::Authenticator;
+use crate::core::principal::Principal;
 use crate::rap::Rap;
 use crate::rap::job::{Job, Rejection, error, rfc3339};
 use crate::rap::queue::EnqueueError;
 use crate::rap::wire::{CloseThread, ErrorBody, ErrorText, ReplyTo};
+use crate::server::{StrippedPrefix, guard, is_json, json, json_response, only};
 use axum::body::Bytes;
+use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
-use axum::extract::{Request, State};
 use axum::http::{HeaderMap, StatusCode, header};
-use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
 use serde_json::{Map, Value};
 use std::sync::Arc;
 
-/// The RAP routes, behind the server's authentication.
-pub fn router(state: Arc<AppState>) -> Router<Arc<AppState>> {
+/// The RAP routes, behind `auth`.
+pub(crate) fn router(rap: Arc<Rap>, auth: &Arc<Authenticator>) -> Router {
     let routes = Router::new()
         .route("/.well-known/rap-toolset", only(get(discover), "GET, HEAD"))
         .route("/invoke", only(post(invoke), "POST"))
         .route("/close_thread", only(post(close_thread), "POST"));
-    if matches!(state.auth(), Authenticator::None) {
-        return routes;
-    }
-    routes.route_layer(middleware::from_fn_with_state(state, authenticate))
-}
-
-async fn authenticate(
-    State(state): State<Arc<AppState>>,
-    request: Request,
-    next: Next,
-) -> Response {
-    authenticated(&state, request, next, || {
-        Refusal::Unauthenticated.into_response()
-    })
-    .await
-}
-
-fn rap(state: &AppState) -> &Rap {
-    state.rap().expect("RAP routes exist only with the adapter")
+    guard(routes, auth, || Refusal::Unauthenticated.into_response()).with_state(rap)
 }
 
 async fn discover(
-    State(state): State<Arc<AppState>>,
+    State(rap): State<Arc<Rap>>,
     prefix: Option<Extension<StrippedPrefix>>,
     headers: HeaderMap,
 ) -> Response {
-    let rap = rap(&state);
     let endpoint = match rap.toolset.endpoint() {
         Some(endpoint) => endpoint.to_owned(),
         None => derived_endpoint(
@@ -94,13 +73,13 @@ fn derived_endpoint(headers: &HeaderMap, prefix: Option<&str>, lambda: bool) -> 
 }
 
 async fn invoke(
-    State(state): State<Arc<AppState>>,
+    State(rap): State<Arc<Rap>>,
     principal: Option<Extension<Principal>>,
     headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let principal = principal.map(|Extension(p)| p).unwrap_or_default();
-    match accept(rap(&state), &principal, &headers, body).await {
+    match accept(&rap, principal, &headers, body).await {
         Ok(()) => json_response(
             StatusCode::OK,
             Bytes::from_static(br#"{"status":"accepted"}"#),
@@ -120,11 +99,13 @@ async fn invoke(
 /// Acknowledges an invocation: `Ok` once its job is on the queue.
 async fn accept(
     rap: &Rap,
-    principal: &Principal,
+    principal: Principal,
     headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(), Refusal> {
-    check_content_type(headers).map_err(|_| Refusal::UnsupportedMediaType)?;
+    if !is_json(headers) {
+        return Err(Refusal::UnsupportedMediaType);
+    }
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             Refusal::TooLarge
@@ -149,9 +130,10 @@ async fn accept(
         });
     }
     let mut job = Job::new(reply_to);
+    job.principal = principal;
     job.rejected = read_invocation(&fields, &mut job).err();
     if job.rejected.is_none() {
-        job.rejected = check(rap, principal, &mut job).err();
+        job.rejected = check(rap, &job).err();
     }
     rap.queue.enqueue(job).await.map_err(|e| match e {
         EnqueueError::TooLarge => Refusal::TooLarge,
@@ -195,14 +177,9 @@ fn read_invocation(fields: &Map<String, Value>, job: &mut Job) -> Result<(), Rej
     Ok(())
 }
 
-/// The checks of a well-formed invocation: user binding, known operation, rate limit.
-fn check(rap: &Rap, principal: &Principal, job: &mut Job) -> Result<(), Rejection> {
-    job.user_id =
-        principal
-            .bind_user_id(job.user_id.take())
-            .map_err(|e| Rejection::Unauthorized {
-                message: e.user_message().to_owned(),
-            })?;
+/// The checks of a well-formed invocation: known operation, rate limit. The invoker checks
+/// the rest when the job runs.
+fn check(rap: &Rap, job: &Job) -> Result<(), Rejection> {
     if rap
         .toolset
         .get(job.operation.as_deref().unwrap_or_default())
@@ -210,14 +187,14 @@ fn check(rap: &Rap, principal: &Principal, job: &mut Job) -> Result<(), Rejectio
     {
         return Err(Rejection::UnknownOperation);
     }
-    rap.check_rate(job.user_id.as_deref())
+    rap.check_rate(&job.principal, job.user_id.as_deref())
         .map_err(|wait| Rejection::RateLimited {
             retry_after_ms: (wait.as_millis() as u64).max(1),
         })
 }
 
 async fn close_thread(headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
-    if check_content_type(&headers).is_err() {
+    if !is_json(&headers) {
         return Refusal::UnsupportedMediaType.into_response();
     }
     let parsed = body
@@ -293,13 +270,6 @@ impl IntoResponse for Refusal {
         }
         response
     }
-}
-
-fn json<T: serde::Serialize>(status: StatusCode, body: &T) -> Response {
-    json_response(
-        status,
-        Bytes::from(serde_json::to_vec(body).expect("RAP messages serialize")),
-    )
 }
 
 #[cfg(test)]

@@ -1,9 +1,9 @@
 //! The toolset a RAP server serves: one version of each registered tool under its listing
 //! name (`Calculator_Add`), the latest release unless pinned with `OXP_RAP_TOOLS`.
 
-use crate::config::RapConfig;
+use crate::core::registry::{RegisteredTool, Registry};
+use crate::rap::config::RapConfig;
 use crate::rap::wire::{Toolset, ToolsetTool};
-use crate::registry::{RegisteredTool, Registry};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 /// The served operations, by name, and the toolset's identity.
 #[derive(Debug)]
-pub struct ServedToolset {
+pub(crate) struct ServedToolset {
     tools: Vec<Arc<RegisteredTool>>,
     by_name: HashMap<String, usize>,
     name: String,
@@ -23,7 +23,7 @@ pub struct ServedToolset {
 impl ServedToolset {
     /// Picks the served version of each tool. Errors name a pin that resolves to no tool, two
     /// pins of one tool, or a tool whose name RAP cannot carry.
-    pub fn new(registry: &Registry, config: &RapConfig) -> Result<Self, String> {
+    pub(crate) fn new(registry: &Registry, config: &RapConfig) -> Result<Self, String> {
         let mut pinned: HashMap<&str, &Arc<RegisteredTool>> = HashMap::new();
         for pin in &config.pins {
             let tool = registry
@@ -67,27 +67,27 @@ impl ServedToolset {
     }
 
     /// The tool serving `operation`.
-    pub fn get(&self, operation: &str) -> Option<&Arc<RegisteredTool>> {
+    pub(crate) fn get(&self, operation: &str) -> Option<&Arc<RegisteredTool>> {
         self.by_name.get(operation).map(|&i| &self.tools[i])
     }
 
     /// The served operation names, in listing order.
-    pub fn operations(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn operations(&self) -> impl Iterator<Item = &str> {
         self.tools.iter().map(|t| t.listing_name.as_str())
     }
 
     /// The toolset version: changes whenever a served name, description or schema does.
-    pub fn version(&self) -> &str {
+    pub(crate) fn version(&self) -> &str {
         &self.version
     }
 
     /// The configured endpoint (`OXP_RAP_ENDPOINT`), if any.
-    pub fn endpoint(&self) -> Option<&str> {
+    pub(crate) fn endpoint(&self) -> Option<&str> {
         self.endpoint.as_deref()
     }
 
     /// The definition served at `/.well-known/rap-toolset`, advertising `endpoint`.
-    pub fn definition(&self, endpoint: String) -> Toolset {
+    pub(crate) fn definition(&self, endpoint: String) -> Toolset {
         Toolset {
             name: self.name.clone(),
             description: self.description.clone(),

@@ -1,89 +1,105 @@
-//! Running accepted invocations: the tool runs (its arguments validated first), the result
-//! is delivered to the callback, and an undeliverable result goes to the dead-letter store.
-//! The same code runs behind the in-process queue and as the Lambda SQS worker.
+//! Running accepted invocations: the tool runs through the invoker, the result is delivered to
+//! the callback, and an undeliverable result goes to the dead-letter store. The same code runs
+//! behind the in-process queue and as the Lambda SQS worker.
 
-use crate::invoke::{self, Supplied};
+use crate::core::invoke::{Call, Disposition, Invoker, Rejection, Target};
+use crate::core::schema::ParameterErrors;
+use crate::core::tool::ToolError;
+use crate::rap::RapThread;
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
 use crate::rap::deliver::{Deliverer, Delivery};
 use crate::rap::job::{Job, error, rfc3339, unix_ms, unknown_operation};
 use crate::rap::toolset::ServedToolset;
 use crate::rap::wire::{ErrorBody, ErrorText, ToolResult};
-use crate::secrets::Secrets;
-use crate::tool::ToolError;
-use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use axum::body::Bytes;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::Semaphore;
 
 /// Runs jobs and delivers their results.
 #[derive(Debug)]
-pub struct Worker {
+pub(crate) struct Worker {
+    invoker: Arc<Invoker>,
     toolset: Arc<ServedToolset>,
-    secrets: Secrets,
     deliverer: Deliverer,
     dead_letters: DeadLetters,
     tool_timeout: Option<Duration>,
-    slots: Semaphore,
 }
 
 /// What became of a job.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Report {
+pub(crate) struct Report {
     /// `success`, or the error kind of the result.
-    pub outcome: String,
+    pub(crate) outcome: String,
     /// Whether the result was delivered (else it was dead-lettered).
-    pub delivered: bool,
+    pub(crate) delivered: bool,
     /// Delivery attempts.
-    pub attempts: u32,
+    pub(crate) attempts: u32,
+}
+
+/// Why a job must stay on its queue: it was neither answered nor recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// The same invocation is running elsewhere; a later delivery of this job replays its
+    /// stored result (or runs it, if that run died).
+    Duplicate,
+    /// The result could be neither delivered nor dead-lettered.
+    NotRecorded(String),
+}
+
+impl std::fmt::Display for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Duplicate => f.write_str("the same invocation is still running"),
+            Self::NotRecorded(why) => f.write_str(why),
+        }
+    }
 }
 
 impl Worker {
-    /// A worker running tools of `toolset` with server-held `secrets`, at most
-    /// `max_concurrent` at once, each within `tool_timeout`.
-    pub fn new(
+    /// A worker running tools of `toolset` through `invoker`, each within `tool_timeout`.
+    pub(crate) fn new(
+        invoker: Arc<Invoker>,
         toolset: Arc<ServedToolset>,
-        secrets: Secrets,
         deliverer: Deliverer,
         dead_letters: DeadLetters,
         tool_timeout: Option<Duration>,
-        max_concurrent: usize,
     ) -> Self {
         Self {
+            invoker,
             toolset,
-            secrets,
             deliverer,
             dead_letters,
             tool_timeout,
-            slots: Semaphore::new(max_concurrent),
         }
     }
 
     /// The served toolset.
-    pub fn toolset(&self) -> &Arc<ServedToolset> {
+    pub(crate) fn toolset(&self) -> &Arc<ServedToolset> {
         &self.toolset
     }
 
-    /// Runs `job` and delivers its result before `deadline`. `Err` only when the result was
-    /// neither delivered nor dead-lettered: the caller must keep the job (SQS redelivers it).
-    pub async fn process(&self, job: Job, deadline: Option<Instant>) -> Result<Report, String> {
-        let result = {
-            let _slot = self.slots.acquire().await.ok();
-            // Leave time to deliver after the tool: one attempt's worth.
-            let tool_deadline = deadline.map(|d| {
-                d.checked_sub(self.deliverer.attempt_timeout())
-                    .unwrap_or(d)
-                    .max(Instant::now())
-            });
-            self.run(&job, tool_deadline).await
-        };
-        let (outcome, text) = match result {
+    /// Runs `job` and delivers its result before `deadline`. `Err` when the job must stay on
+    /// its queue (SQS redelivers it).
+    pub(crate) async fn process(
+        &self,
+        job: Job,
+        deadline: Option<Instant>,
+    ) -> Result<Report, Kept> {
+        // Leave time to deliver after the tool: one attempt's worth.
+        let tool_deadline = deadline.map(|d| {
+            d.checked_sub(self.deliverer.attempt_timeout())
+                .unwrap_or(d)
+                .max(Instant::now())
+        });
+        let (outcome, text) = match self.run(&job, tool_deadline).await? {
             Ok(value) => ("success".to_owned(), output_text(value)),
             Err(e) => (e.kind.clone(), error_text(e)),
         };
         let message = ToolResult::new(&job.reply_to, text);
-        self.deliver(job, message, outcome, deadline).await
+        self.deliver(job, message, outcome, deadline)
+            .await
+            .map_err(Kept::NotRecorded)
     }
 
     /// Delivers `message` for `job`, dead-letters it when that fails, and writes the audit line.
@@ -157,7 +173,7 @@ impl Worker {
     }
 
     /// Records `job` as undeliverable without running it (the server is shutting down).
-    pub async fn abandon(&self, job: Job, why: &str) -> Result<Report, String> {
+    pub(crate) async fn abandon(&self, job: Job, why: &str) -> Result<Report, String> {
         let error = ErrorBody {
             can_retry: true,
             ..error(
@@ -194,70 +210,39 @@ impl Worker {
         })
     }
 
-    /// The tool's output, or the error to report.
-    async fn run(&self, job: &Job, deadline: Option<Instant>) -> Result<Value, ErrorBody> {
+    /// The tool's output or the error to report; `Err` when the job must stay queued.
+    async fn run(
+        &self,
+        job: &Job,
+        deadline: Option<Instant>,
+    ) -> Result<Result<Value, ErrorBody>, Kept> {
         let operation = job.operation.as_deref();
         if let Some(rejection) = &job.rejected {
-            return Err(rejection.error(operation, self.toolset.operations()));
+            return Ok(Err(rejection.error(operation, self.toolset.operations())));
         }
         let operation = operation.unwrap_or_default();
         // The toolset may have changed between acknowledgement and now (a new deployment).
         let Some(tool) = self.toolset.get(operation) else {
-            return Err(unknown_operation(operation, self.toolset.operations()));
+            return Ok(Err(unknown_operation(operation, self.toolset.operations())));
         };
-        let supplied = Supplied {
-            call_id: Some(job.reply_to.id.clone()),
-            user_id: job.user_id.clone(),
-            ..Supplied::default()
-        };
-        let mut ctx = invoke::prepare(tool, supplied, &self.secrets)
-            .await
-            .map_err(|missing| error("missing_requirement", missing.user_message()))?;
-        ctx.group_id = Some(job.reply_to.group_id.clone());
-        ctx.thread_ancestors = job.thread_ancestors.clone();
-        ctx.deadline = deadline;
-        invoke::check_input(tool, &job.arguments).map_err(invalid_arguments)?;
-        let outcome = invoke::execute(tool, job.arguments.clone(), ctx, self.tool_timeout)
-            .await
-            .map_err(invalid_arguments)?;
-        outcome.result.map_err(tool_error)
-    }
-
-    /// Handles one SQS batch: every record runs concurrently; a record whose body is not a
-    /// job, or whose result could be neither delivered nor dead-lettered, is reported in
-    /// `batchItemFailures` so SQS redelivers it (and moves it to the queue's dead-letter queue
-    /// after its `maxReceiveCount`).
-    pub async fn handle_batch(
-        &self,
-        event: SqsEvent,
-        deadline: Option<Instant>,
-    ) -> SqsBatchResponse {
-        let records = event.records.into_iter().map(|record| async move {
-            let id = record.message_id.unwrap_or_default();
-            let job = match record.body.as_deref().map(serde_json::from_str::<Job>) {
-                Some(Ok(job)) => job,
-                Some(Err(e)) => {
-                    tracing::error!(target: "oxp::rap", message_id = %id, error = %e, "queue message is not an invocation job");
-                    return Some(id);
-                }
-                None => {
-                    tracing::error!(target: "oxp::rap", message_id = %id, "queue message has no body");
-                    return Some(id);
-                }
-            };
-            self.process(job, deadline).await.err().map(|_| id)
+        let mut call = Call::new("rap", Target::Tool(tool.clone()), job.arguments.clone());
+        // The invocation id is the idempotency key: a redelivered job never runs twice.
+        call.call_id = Some(job.reply_to.id.clone());
+        call.user_id = job.user_id.clone();
+        call.principal = job.principal.clone();
+        call.deadline = deadline;
+        call.timeout = Some(self.tool_timeout);
+        call.extensions.insert(RapThread {
+            group_id: job.reply_to.group_id.clone(),
+            thread_ancestors: job.thread_ancestors.clone(),
         });
-        let mut response = SqsBatchResponse::default();
-        for failed in futures_util::future::join_all(records)
-            .await
-            .into_iter()
-            .flatten()
-        {
-            let mut failure = BatchItemFailure::default();
-            failure.item_identifier = failed;
-            response.batch_item_failures.push(failure);
+        match self.invoker.invoke(call).await {
+            Ok(outcome) if matches!(outcome.disposition, Disposition::InProgress) => {
+                Err(Kept::Duplicate)
+            }
+            Ok(outcome) => Ok(outcome.result.map_err(tool_error)),
+            Err(rejection) => Ok(Err(rejected(rejection))),
         }
-        response
     }
 }
 
@@ -273,7 +258,37 @@ fn error_text(error: ErrorBody) -> String {
     serde_json::to_string(&ErrorText { error }).expect("errors serialize")
 }
 
-fn invalid_arguments(parameter_errors: crate::validate::ParameterErrors) -> ErrorBody {
+/// The error result of a call the invoker refused before the tool ran.
+fn rejected(rejection: Rejection) -> ErrorBody {
+    match rejection {
+        Rejection::InvalidInput(errors) => invalid_arguments(errors),
+        Rejection::Missing(missing) => error("missing_requirement", missing.user_message()),
+        Rejection::UserBinding(e) => error("unauthorized", e.user_message().to_owned()),
+        Rejection::Busy { .. } => ErrorBody {
+            can_retry: true,
+            retry_after_ms: Some(crate::core::invoke::RETRY_AFTER.as_millis() as u64),
+            ..error(
+                "busy",
+                "The tool server is busy; invoke the operation again shortly".into(),
+            )
+        },
+        Rejection::KeyReused(_) => error(
+            "id_reused",
+            "This invocation id was already used for a different invocation".into(),
+        ),
+        Rejection::Store(_) => ErrorBody {
+            can_retry: true,
+            ..error(
+                "unavailable",
+                "The tool server is temporarily unavailable; try again later".into(),
+            )
+        },
+        // The toolset resolves its tools itself: a selector never reaches the invoker.
+        Rejection::Resolve(e) => error("unknown_operation", e.to_string()),
+    }
+}
+
+fn invalid_arguments(parameter_errors: ParameterErrors) -> ErrorBody {
     ErrorBody {
         parameter_errors: Some(parameter_errors),
         additional_prompt_content: Some(

@@ -4,18 +4,18 @@
 pub mod aws;
 pub mod receiver;
 
+/// The OXP specification's example tools, as the binary serves them.
+#[path = "../../examples/spec_tools/tools.rs"]
+pub mod example_tools;
+
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
+use futures_util::FutureExt;
 use http_body_util::BodyExt;
-use oxp_lambda::auth::Authenticator;
-use oxp_lambda::http::{AppState, StripPrefix};
-use oxp_lambda::secrets::Secrets;
-use oxp_lambda::{Config, Registry};
+pub use oxp_lambda::App;
+use oxp_lambda::{AppBuilder, Config, Registry};
 use serde_json::Value;
-use std::sync::Arc;
 use tower::ServiceExt;
-
-pub type App = StripPrefix<axum::Router>;
 
 /// Log output captured in memory (a `tracing_subscriber` writer).
 #[derive(Clone, Default)]
@@ -57,41 +57,39 @@ pub struct Reply {
     pub json: Value,
 }
 
-/// An app from its parts.
-pub fn app_from(registry: Registry, config: Config, secrets: Secrets, auth: Authenticator) -> App {
-    oxp_lambda::http::app(AppState::new(Arc::new(registry), config, secrets, auth))
+/// Builds `builder`, which needs nothing loaded (no AWS configuration from the environment),
+/// so that building completes at once.
+pub fn build(builder: AppBuilder) -> App {
+    builder
+        .build()
+        .now_or_never()
+        .expect("builds without waiting")
+        .unwrap_or_else(|e| panic!("the app builds: {e}"))
 }
 
-/// An app without server-held secrets or authentication.
+/// An app serving `registry` with `config`.
 pub fn app_with(registry: Registry, config: Config) -> App {
-    app_from(registry, config, Secrets::default(), Authenticator::None)
+    build(App::builder(registry).config(config))
 }
 
+/// The example tools with the default configuration; async invocations on an in-process queue.
 pub fn example_app() -> App {
-    app_with(
-        oxp_lambda::example_tools::registry().unwrap(),
-        Config::default(),
-    )
+    app_with(example_tools::registry().unwrap(), test_config())
 }
 
-/// The example tools with the async adapter on an in-process queue; results that cannot be
-/// delivered go to a dead-letter file in the temporary directory.
-pub fn example_app_with_rap() -> App {
-    let registry = oxp_lambda::example_tools::registry().unwrap();
+/// The defaults, with undeliverable async results going to a dead-letter file in the temporary
+/// directory and a single delivery attempt.
+pub fn test_config() -> Config {
     let mut config = Config::default();
     config.rap.dead_letter_file =
         std::env::temp_dir().join(format!("oxp-dead-{}.jsonl", uuid::Uuid::new_v4()));
     config.rap.retry.max_attempts = 1;
-    let rap = oxp_lambda::rap::build(&registry, &config, Secrets::default(), None).unwrap();
-    oxp_lambda::http::app(
-        AppState::new(
-            Arc::new(registry),
-            config,
-            Secrets::default(),
-            Authenticator::None,
-        )
-        .with_rap(Arc::new(rap)),
-    )
+    config
+}
+
+/// The example tools with the async adapter on an in-process queue.
+pub fn example_app_with_rap() -> App {
+    example_app()
 }
 
 pub async fn send(app: &App, request: Request<Body>) -> Reply {

@@ -1,19 +1,18 @@
 //! The local HTTP server: the same app as in Lambda, on a TCP port, with graceful shutdown.
 
-use crate::http::StripPrefix;
-use axum::Router;
+use crate::server::HttpApp;
 use std::net::SocketAddr;
 use tokio::net::TcpListener;
 
 /// Binds `addr`; port 0 picks a free port (see [`TcpListener::local_addr`]).
-pub async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+pub(crate) async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
 }
 
 /// Serves `app` on `listener` until `shutdown` completes; in-flight requests finish first.
-pub async fn serve(
+pub(crate) async fn serve(
     listener: TcpListener,
-    app: StripPrefix<Router>,
+    app: HttpApp,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     axum::serve(
@@ -25,7 +24,7 @@ pub async fn serve(
 }
 
 /// Completes on Ctrl-C or SIGTERM.
-pub async fn shutdown_signal() {
+pub(crate) async fn shutdown_signal() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };

@@ -103,16 +103,6 @@ pub struct ListToolsResponse {
     pub tools: Vec<ToolDefinition>,
 }
 
-/// The outer `POST /tools/call` body: `{"$schema"?, "request": {...}}`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CallToolEnvelope {
-    /// OXP version the client speaks; absent means the latest.
-    #[serde(rename = "$schema", default, skip_serializing_if = "Option::is_none")]
-    pub schema: Option<String>,
-    /// The call itself.
-    pub request: CallToolRequest,
-}
-
 /// A call of one tool.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CallToolRequest {

@@ -1,134 +1,20 @@
-//! Authentication of callers of the server (`OXP_AUTH`): bearer JWTs verified here (HS256 with a
-//! server-held secret, or RS256/ES256 with keys from a JWKS URL), claims of an API Gateway
-//! authorizer, or none.
-//!
-//! A failure never says which check failed: the reason goes to the log (never the token).
+//! Bearer JWTs verified by this server: HS256 with a server-held secret, or RS256/ES256 with
+//! keys from a JWKS URL (cached, refetched for an unknown `kid` at most every few seconds).
 
-use crate::config::{AuthConfig, JwtConfig, JwtKeys};
-use crate::secrets::Secrets;
-use axum::http::{Extensions, HeaderMap, header};
+use super::{AuthError, JwtConfig, JwtKeys};
+use crate::core::principal::Principal;
+use crate::core::secrets::Secrets;
+use http::{HeaderMap, header};
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, RwLock};
 
-/// Who is calling, as far as authentication tells.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Principal {
-    /// The `sub` claim (or the authorizer's principal id).
-    pub subject: Option<String>,
-    /// Whether `context.user_id` must equal [`Principal::subject`].
-    pub bind_user_id: bool,
-}
-
-impl Principal {
-    /// The user a call is made for. With binding on, `user_id` must be the authenticated
-    /// subject, and defaults to it; otherwise it is taken as sent.
-    pub fn bind_user_id(&self, user_id: Option<String>) -> Result<Option<String>, BindError> {
-        if !self.bind_user_id {
-            return Ok(user_id);
-        }
-        let Some(subject) = &self.subject else {
-            return Err(BindError::NoSubject);
-        };
-        match user_id {
-            Some(u) if u != *subject => Err(BindError::Mismatch),
-            _ => Ok(Some(subject.clone())),
-        }
-    }
-}
-
-/// Why a user id cannot be bound to the caller ([`Principal::bind_user_id`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum BindError {
-    /// Binding is on but the credentials carry no subject.
-    NoSubject,
-    /// The user id is not the caller's subject.
-    Mismatch,
-}
-
-impl BindError {
-    /// A message for the user.
-    pub fn user_message(self) -> &'static str {
-        match self {
-            Self::NoSubject => "The caller cannot act for a user",
-            Self::Mismatch => "The user ID does not match the authenticated caller",
-        }
-    }
-
-    /// A message for developers.
-    pub fn developer_message(self) -> &'static str {
-        match self {
-            Self::NoSubject => "OXP_BIND_USER_ID is on but the credentials carry no subject (sub)",
-            Self::Mismatch => "the user id must equal the token's sub claim (OXP_BIND_USER_ID)",
-        }
-    }
-}
-
-/// Why a request was not authenticated. Only logged; the caller gets a generic answer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct AuthError(pub String);
-
-impl std::fmt::Display for AuthError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-/// Authenticates requests according to the configured mode.
-#[derive(Debug, Clone)]
-pub enum Authenticator {
-    /// Every request passes.
-    None,
-    /// Bearer JWTs.
-    Jwt(Arc<JwtVerifier>),
-    /// Claims from an API Gateway authorizer.
-    ApiGateway {
-        /// Whether `context.user_id` is bound to the caller.
-        bind_user_id: bool,
-    },
-}
-
-impl Authenticator {
-    /// The authenticator `config` describes; HS256 keys are read through `secrets`.
-    pub fn from_config(config: &AuthConfig, secrets: Secrets) -> Result<Self, String> {
-        Ok(match config {
-            AuthConfig::None { .. } => Self::None,
-            AuthConfig::ApiGateway { bind_user_id } => Self::ApiGateway {
-                bind_user_id: *bind_user_id,
-            },
-            AuthConfig::Jwt(jwt) => Self::Jwt(Arc::new(JwtVerifier::new(jwt.clone(), secrets)?)),
-        })
-    }
-
-    /// Authenticates one request.
-    pub async fn authenticate(
-        &self,
-        headers: &HeaderMap,
-        extensions: &Extensions,
-    ) -> Result<Principal, AuthError> {
-        match self {
-            Self::None => Ok(Principal::default()),
-            Self::Jwt(verifier) => verifier.verify_headers(headers).await,
-            Self::ApiGateway { bind_user_id } => {
-                let subject = crate::lambda::authorizer_subject(extensions).ok_or_else(|| {
-                    AuthError("no API Gateway authorizer claims on the request".into())
-                })?;
-                Ok(Principal {
-                    subject,
-                    bind_user_id: *bind_user_id,
-                })
-            }
-        }
-    }
-}
-
 /// Verifies bearer JWTs.
 #[derive(Debug)]
-pub struct JwtVerifier {
+pub(crate) struct JwtVerifier {
     config: JwtConfig,
     secrets: Secrets,
     jwks: Option<JwksCache>,
@@ -136,7 +22,7 @@ pub struct JwtVerifier {
 
 impl JwtVerifier {
     /// A verifier for `config`.
-    pub fn new(config: JwtConfig, secrets: Secrets) -> Result<Self, String> {
+    pub(crate) fn new(config: JwtConfig, secrets: Secrets) -> Result<Self, String> {
         let jwks = match &config.keys {
             JwtKeys::Hs256 { secret_id } => {
                 if !secrets.holds(secret_id) {
@@ -160,7 +46,7 @@ impl JwtVerifier {
     }
 
     /// Verifies the `Authorization: Bearer` header.
-    pub async fn verify_headers(&self, headers: &HeaderMap) -> Result<Principal, AuthError> {
+    pub(crate) async fn verify_headers(&self, headers: &HeaderMap) -> Result<Principal, AuthError> {
         let value = headers
             .get(header::AUTHORIZATION)
             .ok_or_else(|| AuthError("no Authorization header".into()))?
@@ -176,7 +62,7 @@ impl JwtVerifier {
     }
 
     /// Verifies one token: signature, algorithm, `exp`, `nbf`, and `iss`/`aud` when configured.
-    pub async fn verify(&self, token: &str) -> Result<Principal, AuthError> {
+    pub(crate) async fn verify(&self, token: &str) -> Result<Principal, AuthError> {
         // `alg: none` and unknown algorithms fail here: jsonwebtoken knows no such algorithm.
         let header = jsonwebtoken::decode_header(token)
             .map_err(|e| AuthError(format!("malformed token: {e}")))?;

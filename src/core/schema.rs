@@ -29,11 +29,6 @@ impl CompiledSchema {
             .map_err(|e| e.to_string())
     }
 
-    /// Whether `instance` conforms.
-    pub fn is_valid(&self, instance: &Value) -> bool {
-        self.validator.is_valid(instance)
-    }
-
     /// Checks tool input: `Ok` or the errors by parameter.
     pub fn check_input(&self, input: &Value) -> Result<(), ParameterErrors> {
         // The fast boolean check first: error collection allocates and is only needed on failure.

@@ -1,7 +1,8 @@
 //! The tool-authoring API: what a tool receives ([`ToolContext`]) and how it fails ([`ToolError`]).
 //!
-//! Nothing here is specific to a protocol: the OXP and async adapters translate to and from these.
+//! Nothing here is specific to a protocol: every adapter translates to and from these.
 
+pub use http::Extensions;
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -46,10 +47,10 @@ pub struct ToolContext {
     pub secrets: HashMap<String, Secret>,
     /// When the tool must have finished, if the transport has a deadline.
     pub deadline: Option<Instant>,
-    /// The conversation thread the call belongs to (RAP `group_id`; `None` over OXP).
-    pub group_id: Option<String>,
-    /// The thread's ancestors, root first (RAP `thread_ancestors`), e.g. to inherit grants.
-    pub thread_ancestors: Vec<String>,
+    /// What the protocol the call came over adds, as typed values (for example the async
+    /// protocol's thread, [`crate::RapThread`]). A new protocol adds a type here, never a field
+    /// to this struct.
+    pub extensions: Extensions,
 }
 
 impl ToolContext {
@@ -61,6 +62,11 @@ impl ToolContext {
     /// The token for authorization provider `id`, if the tool declared it and it was supplied.
     pub fn token(&self, id: &str) -> Option<&str> {
         self.authorization.get(id).map(Secret::expose)
+    }
+
+    /// The protocol's value of type `T`, when the call came over a protocol that sets one.
+    pub fn extension<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.extensions.get::<T>()
     }
 }
 

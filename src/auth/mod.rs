@@ -1,0 +1,203 @@
+//! Authentication of callers (`OXP_AUTH`): bearer JWTs verified here ([`jwt`], feature `jwt`),
+//! the claims of an API Gateway authorizer ([`apigateway`], feature `lambda`), or none.
+//!
+//! A failure never says which check failed: the reason goes to the log (never the token).
+
+#[cfg(feature = "lambda")]
+pub(crate) mod apigateway;
+#[cfg(feature = "jwt")]
+pub(crate) mod jwt;
+
+use crate::core::principal::Principal;
+use crate::core::secrets::Secrets;
+use crate::settings::{ConfigError, Env, invalid};
+use http::{Extensions, HeaderMap};
+use std::net::IpAddr;
+#[cfg(feature = "jwt")]
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How callers authenticate (`OXP_AUTH`).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AuthConfig {
+    /// No authentication. Must be set explicitly, except for a local server on loopback.
+    None {
+        /// Whether `none` was chosen explicitly (a warning is logged otherwise).
+        explicit: bool,
+    },
+    /// Bearer JWTs verified by this server.
+    Jwt(JwtConfig),
+    /// Trust the claims of an API Gateway JWT or Lambda authorizer (`requestContext.authorizer`).
+    ApiGateway {
+        /// `OXP_BIND_USER_ID`: the call's user id must equal the caller's `sub`.
+        bind_user_id: bool,
+    },
+}
+
+/// Bearer JWT verification settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JwtConfig {
+    /// Where the verification keys come from.
+    pub keys: JwtKeys,
+    /// `OXP_JWT_ISSUER`: required `iss`, when set.
+    pub issuer: Option<String>,
+    /// `OXP_JWT_AUDIENCE`: required `aud`, when set.
+    pub audience: Option<String>,
+    /// `OXP_JWT_LEEWAY_SECS` (default 5): clock skew allowed for `exp` and `nbf`.
+    pub leeway_secs: u64,
+    /// `OXP_BIND_USER_ID`: the call's user id must equal the token's `sub`.
+    pub bind_user_id: bool,
+}
+
+/// Verification keys of [`JwtConfig`].
+#[derive(Debug, Clone, PartialEq)]
+pub enum JwtKeys {
+    /// `OXP_JWT_HS256_SECRET_ID`: HS256 with this server-held secret (Secrets Manager or local).
+    Hs256 {
+        /// Secret id of the signing key.
+        secret_id: String,
+    },
+    /// `OXP_JWT_JWKS_URL`: RS256/ES256 keys from a JWKS document.
+    Jwks {
+        /// The JWKS URL.
+        url: String,
+        /// `OXP_JWT_JWKS_MIN_REFRESH_SECS` (default 30): an unknown `kid` refetches at most this often.
+        min_refresh: Duration,
+        /// `OXP_JWT_JWKS_TTL_SECS` (default 3600): how long fetched keys are used.
+        ttl: Duration,
+    },
+}
+
+impl AuthConfig {
+    /// `host` is where a local server listens: beyond loopback, `OXP_AUTH` must be set.
+    pub(crate) fn from_env(env: &Env<'_>, host: IpAddr) -> Result<Self, ConfigError> {
+        let bind_user_id = env.flag("OXP_BIND_USER_ID")?;
+        match env.get("OXP_AUTH").as_deref().map(str::trim) {
+            None if env.lambda => Err(invalid(
+                "OXP_AUTH",
+                "must be set in Lambda: 'jwt', 'apigateway', or 'none' to serve without authentication",
+            )),
+            None if !host.is_loopback() => Err(invalid(
+                "OXP_AUTH",
+                "must be set when the server listens beyond loopback (OXP_HOST)",
+            )),
+            None => Ok(Self::None { explicit: false }),
+            Some("none") => Ok(Self::None { explicit: true }),
+            Some("apigateway") => Ok(Self::ApiGateway { bind_user_id }),
+            Some("jwt") => Ok(Self::Jwt(JwtConfig {
+                keys: jwt_keys(env)?,
+                issuer: env.get("OXP_JWT_ISSUER"),
+                audience: env.get("OXP_JWT_AUDIENCE"),
+                leeway_secs: env.parsed("OXP_JWT_LEEWAY_SECS")?.unwrap_or(5),
+                bind_user_id,
+            })),
+            Some(_) => Err(invalid("OXP_AUTH", "must be 'none', 'jwt' or 'apigateway'")),
+        }
+    }
+}
+
+fn jwt_keys(env: &Env<'_>) -> Result<JwtKeys, ConfigError> {
+    match (
+        env.get("OXP_JWT_HS256_SECRET_ID"),
+        env.get("OXP_JWT_JWKS_URL"),
+    ) {
+        (Some(secret_id), None) => Ok(JwtKeys::Hs256 { secret_id }),
+        (None, Some(url)) => {
+            if !(url.starts_with("https://") || url.starts_with("http://")) {
+                return Err(invalid("OXP_JWT_JWKS_URL", "must be an http(s) URL"));
+            }
+            let secs = |name: &'static str, default: u64| -> Result<Duration, ConfigError> {
+                Ok(Duration::from_secs(env.parsed(name)?.unwrap_or(default)))
+            };
+            Ok(JwtKeys::Jwks {
+                url,
+                min_refresh: secs("OXP_JWT_JWKS_MIN_REFRESH_SECS", 30)?,
+                ttl: secs("OXP_JWT_JWKS_TTL_SECS", 3600)?,
+            })
+        }
+        _ => Err(invalid(
+            "OXP_AUTH",
+            "'jwt' needs exactly one of OXP_JWT_HS256_SECRET_ID or OXP_JWT_JWKS_URL",
+        )),
+    }
+}
+
+/// Why a request was not authenticated. Only logged; the caller gets a generic answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct AuthError(pub(crate) String);
+
+impl std::fmt::Display for AuthError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// Authenticates requests according to the configured mode.
+#[derive(Debug, Clone)]
+pub(crate) enum Authenticator {
+    /// Every request passes.
+    None,
+    /// Bearer JWTs.
+    #[cfg(feature = "jwt")]
+    Jwt(Arc<jwt::JwtVerifier>),
+    /// Claims from an API Gateway authorizer.
+    #[cfg(feature = "lambda")]
+    ApiGateway {
+        /// Whether the call's user id is bound to the caller.
+        bind_user_id: bool,
+    },
+}
+
+impl Authenticator {
+    /// The authenticator `config` describes; HS256 keys are read through `secrets`.
+    pub(crate) fn from_config(config: &AuthConfig, secrets: Secrets) -> Result<Self, String> {
+        let _ = &secrets;
+        match config {
+            AuthConfig::None { .. } => Ok(Self::None),
+            #[cfg(feature = "lambda")]
+            AuthConfig::ApiGateway { bind_user_id } => Ok(Self::ApiGateway {
+                bind_user_id: *bind_user_id,
+            }),
+            #[cfg(not(feature = "lambda"))]
+            AuthConfig::ApiGateway { .. } => {
+                Err("OXP_AUTH=apigateway needs the `lambda` feature of oxp-lambda".into())
+            }
+            #[cfg(feature = "jwt")]
+            AuthConfig::Jwt(jwt) => Ok(Self::Jwt(Arc::new(jwt::JwtVerifier::new(
+                jwt.clone(),
+                secrets,
+            )?))),
+            #[cfg(not(feature = "jwt"))]
+            AuthConfig::Jwt(_) => Err("OXP_AUTH=jwt needs the `jwt` feature of oxp-lambda".into()),
+        }
+    }
+
+    /// Whether every request passes (no layer is needed).
+    pub(crate) fn is_none(&self) -> bool {
+        matches!(self, Self::None)
+    }
+
+    /// Authenticates one request.
+    pub(crate) async fn authenticate(
+        &self,
+        headers: &HeaderMap,
+        extensions: &Extensions,
+    ) -> Result<Principal, AuthError> {
+        let _ = (headers, extensions);
+        match self {
+            Self::None => Ok(Principal::default()),
+            #[cfg(feature = "jwt")]
+            Self::Jwt(verifier) => verifier.verify_headers(headers).await,
+            #[cfg(feature = "lambda")]
+            Self::ApiGateway { bind_user_id } => {
+                let subject = apigateway::authorizer_subject(extensions).ok_or_else(|| {
+                    AuthError("no API Gateway authorizer claims on the request".into())
+                })?;
+                Ok(Principal {
+                    subject,
+                    bind_user_id: *bind_user_id,
+                })
+            }
+        }
+    }
+}

@@ -1,0 +1,253 @@
+//! Declaring a tool: [`Tool::builder`], its requirements, and a typed or raw handler. The
+//! [`crate::Registry`] checks and compiles what is declared here.
+
+use crate::core::tool::{ToolContext, ToolError};
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use schemars::transform::RestrictFormats;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// A boxed, sendable future.
+pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// How a handler can fail.
+#[derive(Debug)]
+pub(crate) enum HandlerError {
+    /// The input passed the schema but could not be turned into the handler's input type.
+    InvalidInput(String),
+    /// The tool itself failed.
+    Tool(ToolError),
+}
+
+/// A type-erased tool handler: JSON in, JSON out.
+pub(crate) type Handler =
+    Arc<dyn Fn(Value, ToolContext) -> BoxFuture<Result<Value, HandlerError>> + Send + Sync>;
+
+/// What a caller must supply before a tool runs.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Requirements {
+    /// Secret ids the tool reads.
+    pub secrets: Vec<String>,
+    /// Authorization providers (id and OAuth 2.0 scopes) whose token the tool needs.
+    pub authorization: Vec<AuthorizationProvider>,
+    /// Whether the caller must name the end user.
+    pub user_id: bool,
+}
+
+impl Requirements {
+    /// Whether nothing is required.
+    pub fn is_empty(&self) -> bool {
+        self.secrets.is_empty() && self.authorization.is_empty() && !self.user_id
+    }
+}
+
+/// An authorization provider a tool requires a token for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthorizationProvider {
+    /// Provider id, e.g. `google`.
+    pub id: String,
+    /// OAuth 2.0 scopes the token must carry (empty when not OAuth 2.0 or unscoped).
+    pub scopes: Vec<String>,
+}
+
+/// Input type for tools that take no parameters.
+#[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
+pub struct NoInput {}
+
+/// A tool declaration, checked when the [`Registry`] is built.
+pub struct Tool {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) description: String,
+    pub(crate) requirements: Requirements,
+    pub(crate) idempotent: bool,
+    pub(crate) input_schema: Value,
+    pub(crate) output_schema: Option<Value>,
+    pub(crate) handler: Handler,
+}
+
+impl fmt::Debug for Tool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .field("version", &self.version)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// Starts declaring tool `name` (e.g. `Calculator.Add`) at `version` (e.g. `1.0.0`).
+    ///
+    /// ```
+    /// use oxp_lambda::{Tool, ToolContext, ToolError};
+    /// use schemars::JsonSchema;
+    /// use serde::Deserialize;
+    ///
+    /// #[derive(Deserialize, JsonSchema)]
+    /// struct AddInput {
+    ///     /// The first number to add.
+    ///     a: f64,
+    ///     /// The second number to add.
+    ///     b: f64,
+    /// }
+    ///
+    /// async fn add(input: AddInput, _ctx: ToolContext) -> Result<f64, ToolError> {
+    ///     Ok(input.a + input.b)
+    /// }
+    ///
+    /// let tool = Tool::builder("Calculator.Add", "1.0.0")
+    ///     .description("Adds two numbers together.")
+    ///     .handler(add);
+    /// ```
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ToolBuilder {
+        ToolBuilder {
+            name: name.into(),
+            version: version.into(),
+            description: String::new(),
+            requirements: Requirements::default(),
+            idempotent: true,
+        }
+    }
+}
+
+/// Declares a tool's metadata and requirements, then its handler.
+#[derive(Debug, Clone)]
+#[must_use = "a tool builder does nothing until a handler is given"]
+pub struct ToolBuilder {
+    name: String,
+    version: String,
+    description: String,
+    requirements: Requirements,
+    idempotent: bool,
+}
+
+impl ToolBuilder {
+    /// What the tool does, for the model.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// Requires secret `id`; the tool reads it with [`ToolContext::secret`].
+    pub fn secret(mut self, id: impl Into<String>) -> Self {
+        self.requirements.secrets.push(id.into());
+        self
+    }
+
+    /// Requires a token from authorization provider `id` with the given OAuth 2.0 scopes.
+    pub fn authorization<S: Into<String>>(
+        mut self,
+        id: impl Into<String>,
+        scopes: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.requirements.authorization.push(AuthorizationProvider {
+            id: id.into(),
+            scopes: scopes.into_iter().map(Into::into).collect(),
+        });
+        self
+    }
+
+    /// Opts out of idempotency: a repeated `call_id` runs the tool again (for tools whose
+    /// answer should be fresh every time, such as a clock).
+    pub fn not_idempotent(mut self) -> Self {
+        self.idempotent = false;
+        self
+    }
+
+    /// Requires the caller to name the end user (`context.user_id`).
+    pub fn requires_user_id(mut self) -> Self {
+        self.requirements.user_id = true;
+        self
+    }
+
+    /// Finishes with a typed async handler. The input and output JSON Schemas are generated from
+    /// `I` and `O`; a tool whose output type is `()` declares no output and answers `null`.
+    pub fn handler<I, O, F, Fut>(self, f: F) -> Tool
+    where
+        I: DeserializeOwned + JsonSchema + Send + 'static,
+        O: Serialize + JsonSchema + 'static,
+        F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
+    {
+        let mut input_schema = schema_for::<I>(SchemaSettings::draft2020_12().for_deserialize());
+        // The input type's own doc comment would repeat the tool description: OXP puts that
+        // on the tool, and parameter descriptions stay on the properties.
+        if let Some(object) = input_schema.as_object_mut() {
+            object.remove("description");
+        }
+        let output_schema = schema_for::<O>(SchemaSettings::draft2020_12().for_serialize());
+        let output_schema =
+            (output_schema != serde_json::json!({"type": "null"})).then_some(output_schema);
+        let f = Arc::new(f);
+        let handler: Handler = Arc::new(move |input, ctx| {
+            let f = Arc::clone(&f);
+            // Everything happens inside the future so that a panic anywhere in the handler,
+            // even before its first await, is caught where the future is polled.
+            Box::pin(async move {
+                let input: I = serde_json::from_value(input)
+                    .map_err(|e| HandlerError::InvalidInput(e.to_string()))?;
+                let output = f(input, ctx).await.map_err(HandlerError::Tool)?;
+                serde_json::to_value(output).map_err(|e| {
+                    HandlerError::Tool(ToolError::internal(format!(
+                        "the tool output could not be serialized: {e}"
+                    )))
+                })
+            })
+        });
+        self.finish(input_schema, output_schema, handler)
+    }
+
+    /// Finishes with a handler over raw JSON and hand-written schemas (`None`: no output).
+    pub fn raw_handler<F, Fut>(
+        self,
+        input_schema: Value,
+        output_schema: Option<Value>,
+        f: F,
+    ) -> Tool
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        let f = Arc::new(f);
+        let handler: Handler = Arc::new(move |input, ctx| {
+            let f = Arc::clone(&f);
+            Box::pin(async move { f(input, ctx).await.map_err(HandlerError::Tool) })
+        });
+        self.finish(input_schema, output_schema, handler)
+    }
+
+    fn finish(self, input_schema: Value, output_schema: Option<Value>, handler: Handler) -> Tool {
+        Tool {
+            name: self.name,
+            version: self.version,
+            description: self.description,
+            requirements: self.requirements,
+            idempotent: self.idempotent,
+            input_schema,
+            output_schema,
+            handler,
+        }
+    }
+}
+
+/// Generates a self-contained schema (no `$ref`, no non-standard formats such as `double`) that a
+/// model can read as it is.
+fn schema_for<T: JsonSchema>(settings: SchemaSettings) -> Value {
+    let mut schema = settings
+        .with(|s| s.inline_subschemas = true)
+        .with_transform(RestrictFormats::default())
+        .into_generator()
+        .into_root_schema_for::<T>()
+        .to_value();
+    if let Some(object) = schema.as_object_mut() {
+        object.remove("$schema");
+        object.remove("title");
+    }
+    schema
+}

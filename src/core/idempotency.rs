@@ -1,0 +1,187 @@
+//! Idempotent calls by call id, as the invoker sees them: one small [`IdempotencyStore`] trait
+//! (two implementations in [`crate::idempotency`]: memory and DynamoDB), the stored outcome and
+//! the call's fingerprint.
+//!
+//! The first call with a given key claims it (an in-progress record that expires with the
+//! call's own time limit, so a crashed invocation does not block the key for long), runs the tool
+//! and stores the outcome for a while. A repeat with the same tool, input and user gets the
+//! stored outcome without running the tool; a repeat with anything else is refused; a repeat
+//! while the first still runs is told to retry later. Retryable failures are not stored.
+
+use crate::core::tool::ToolError;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A boxed future borrowing the store.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
+
+/// The outcome of a call as stored: protocol-neutral, replayed as it was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StoredOutcome {
+    /// The output on success.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// The failure, when the tool failed (never a retryable one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<StoredError>,
+    /// Duration of the original run, in milliseconds.
+    pub duration_ms: f64,
+}
+
+/// A stored [`ToolError`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredError {
+    /// User-facing message.
+    pub message: String,
+    /// Developer message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub developer_message: Option<String>,
+    /// Extra prompt content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub additional_prompt_content: Option<String>,
+}
+
+impl StoredOutcome {
+    /// Captures a tool result for storage.
+    pub fn new(result: &Result<Value, ToolError>, duration: Duration) -> Self {
+        let (value, error) = match result {
+            Ok(v) => (Some(v.clone()), None),
+            Err(e) => (
+                None,
+                Some(StoredError {
+                    message: e.message.clone(),
+                    developer_message: e.developer_message.clone(),
+                    additional_prompt_content: e.additional_prompt_content.clone(),
+                }),
+            ),
+        };
+        Self {
+            value,
+            error,
+            duration_ms: duration.as_secs_f64() * 1e3,
+        }
+    }
+
+    /// The stored result.
+    pub fn result(&self) -> Result<Value, ToolError> {
+        match &self.error {
+            None => Ok(self.value.clone().unwrap_or(Value::Null)),
+            Some(e) => Err(ToolError {
+                message: e.message.clone(),
+                developer_message: e.developer_message.clone(),
+                can_retry: false,
+                additional_prompt_content: e.additional_prompt_content.clone(),
+                retry_after_ms: None,
+            }),
+        }
+    }
+}
+
+/// What claiming a key found.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// The key was free (or expired): this call owns it and runs the tool.
+    Acquired,
+    /// A call with the same fingerprint finished: here is its outcome.
+    Completed(StoredOutcome),
+    /// A call with the same fingerprint is still running.
+    InProgress,
+    /// The key was used for a different tool, input or user.
+    Conflict,
+}
+
+/// The store could not answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreError(pub String);
+
+impl fmt::Display for StoreError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "idempotency store: {}", self.0)
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// Where claims and outcomes live.
+pub(crate) trait IdempotencyStore: Send + Sync + fmt::Debug {
+    /// Claims `key` for a call with `fingerprint`, holding it in progress for at most `hold`.
+    fn claim<'a>(
+        &'a self,
+        key: &'a str,
+        fingerprint: &'a str,
+        hold: Duration,
+    ) -> StoreFuture<'a, Claim>;
+    /// Stores the outcome of the call that claimed `key`, kept for `keep`.
+    fn complete<'a>(
+        &'a self,
+        key: &'a str,
+        fingerprint: &'a str,
+        outcome: &'a StoredOutcome,
+        keep: Duration,
+    ) -> StoreFuture<'a, ()>;
+    /// Frees `key` without storing anything (the call failed in a retryable way).
+    fn release<'a>(&'a self, key: &'a str, fingerprint: &'a str) -> StoreFuture<'a, ()>;
+}
+
+/// The fingerprint of a call: the resolved tool id, the user and the input (JSON objects
+/// serialize with sorted keys, so equal inputs give equal fingerprints).
+pub fn fingerprint(tool_id: &str, user_id: Option<&str>, input: &Value) -> String {
+    let mut hash = Sha256::new();
+    hash.update(tool_id.as_bytes());
+    hash.update([0]);
+    hash.update(user_id.unwrap_or("").as_bytes());
+    hash.update([0]);
+    hash.update(serde_json::to_vec(input).unwrap_or_default());
+    let digest = hash.finalize();
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Idempotency settings of the invoker: where claims live and how long outcomes are kept.
+#[derive(Debug, Clone)]
+pub(crate) struct Idempotency {
+    /// The store.
+    pub(crate) store: Arc<dyn IdempotencyStore>,
+    /// How long a stored outcome answers repeats.
+    pub(crate) keep: Duration,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn outcome() -> StoredOutcome {
+        StoredOutcome::new(&Ok(json!(15)), Duration::from_millis(2))
+    }
+
+    #[test]
+    fn fingerprints_depend_on_tool_user_and_input_not_key_order() {
+        let a = fingerprint("T@1.0.0", None, &json!({"a": 1, "b": 2}));
+        let b = fingerprint(
+            "T@1.0.0",
+            None,
+            &serde_json::from_str(r#"{"b":2,"a":1}"#).unwrap(),
+        );
+        assert_eq!(a, b);
+        assert_ne!(a, fingerprint("T@1.0.1", None, &json!({"a": 1, "b": 2})));
+        assert_ne!(
+            a,
+            fingerprint("T@1.0.0", Some("u"), &json!({"a": 1, "b": 2}))
+        );
+        assert_ne!(a, fingerprint("T@1.0.0", None, &json!({"a": 1, "b": 3})));
+    }
+
+    #[test]
+    fn outcomes_round_trip_without_retry_fields() {
+        let err = ToolError::new("no").developer_message("d");
+        let stored = StoredOutcome::new(&Err(err.clone()), Duration::from_millis(1));
+        assert_eq!(stored.result().unwrap_err(), err);
+        assert_eq!(outcome().result().unwrap(), json!(15));
+    }
+}

@@ -1,0 +1,358 @@
+//! The one call path. Every protocol adapter turns its request into a [`Call`] and hands it to
+//! [`Invoker::invoke`], which alone resolves the tool, binds the user to the caller, checks the
+//! tool's requirements and loads its secrets, validates the input, takes a slot of the one
+//! concurrency pool, applies idempotency, runs the tool with a time limit and panic isolation,
+//! checks its output, and writes the one log line of the call. The adapter only translates the
+//! [`Outcome`] or [`Rejection`] back to its wire format.
+
+mod requirements;
+mod run;
+
+pub(crate) use requirements::Missing;
+
+use crate::core::idempotency::{Claim, Idempotency, StoreError, StoredOutcome, fingerprint};
+use crate::core::principal::{BindError, Principal};
+use crate::core::registry::{RegisteredTool, Registry, ResolveError};
+use crate::core::schema::{ParameterErrors, WHOLE_INPUT};
+use crate::core::secrets::Secrets;
+use crate::core::tool::{Secret, ToolContext, ToolError};
+use http::Extensions;
+use serde_json::Value;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::{Semaphore, SemaphorePermit};
+
+/// How long a claim is held when a call has no time limit.
+const UNBOUNDED_HOLD: Duration = Duration::from_secs(15 * 60);
+/// Added to a call's time limit for the in-progress hold, to cover storing the outcome.
+const HOLD_MARGIN: Duration = Duration::from_secs(5);
+/// What a duplicate of a running call, or a call refused for want of a slot, is told to wait.
+pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(1);
+/// The longest a call without a time limit waits for a free slot.
+const MAX_SLOT_WAIT: Duration = Duration::from_secs(30);
+
+/// Which tool a call is for.
+#[derive(Debug, Clone)]
+pub(crate) enum Target {
+    /// A selector to resolve: `Name`, `Name@x.y.z` or `Name@x` (dotted or listing name).
+    Id(String),
+    /// A tool the adapter resolved itself (the async protocol serves pinned versions).
+    #[cfg_attr(not(feature = "rap"), allow(dead_code))]
+    Tool(Arc<RegisteredTool>),
+}
+
+/// One call of one tool, whatever protocol it came over.
+#[derive(Debug)]
+pub(crate) struct Call {
+    /// The protocol, for the log line (`oxp`, `rap`, ...).
+    pub(crate) protocol: &'static str,
+    /// The tool.
+    pub(crate) target: Target,
+    /// The input; it must be a JSON object.
+    pub(crate) input: Value,
+    /// The caller's call id: the idempotency key. `None`: a fresh id, no idempotency.
+    pub(crate) call_id: Option<String>,
+    /// The caller's trace id.
+    pub(crate) trace_id: Option<String>,
+    /// Who is calling.
+    pub(crate) principal: Principal,
+    /// The end user, as the client named it (bound to the caller when binding is on).
+    pub(crate) user_id: Option<String>,
+    /// Authorization tokens sent by the client, by provider id.
+    pub(crate) authorization: Vec<(String, Secret)>,
+    /// Secrets sent by the client, by id.
+    pub(crate) secrets: Vec<(String, Secret)>,
+    /// When the transport stops waiting (the Lambda deadline less its margin).
+    pub(crate) deadline: Option<Instant>,
+    /// The protocol's own time limit, instead of the invoker's.
+    pub(crate) timeout: Option<Option<Duration>>,
+    /// Protocol metadata for the tool ([`ToolContext::extension`]).
+    pub(crate) extensions: Extensions,
+}
+
+impl Call {
+    /// A call of `target` with `input` over `protocol`, with nothing else known yet.
+    pub(crate) fn new(protocol: &'static str, target: Target, input: Value) -> Self {
+        Self {
+            protocol,
+            target,
+            input,
+            call_id: None,
+            trace_id: None,
+            principal: Principal::default(),
+            user_id: None,
+            authorization: Vec::new(),
+            secrets: Vec::new(),
+            deadline: None,
+            timeout: None,
+            extensions: Extensions::new(),
+        }
+    }
+}
+
+/// What a call that reached its tool (or a stored outcome of it) produced.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    /// The call id: the caller's, or a generated UUID.
+    pub(crate) call_id: String,
+    /// The tool that ran.
+    pub(crate) tool: Arc<RegisteredTool>,
+    /// The output, or why the tool failed.
+    pub(crate) result: Result<Value, ToolError>,
+    /// Time spent in the tool (of the original run, for a replay).
+    pub(crate) duration: Duration,
+    /// Whether the tool ran for this call.
+    pub(crate) disposition: Disposition,
+}
+
+/// Whether the tool ran for this call.
+#[derive(Debug)]
+pub(crate) enum Disposition {
+    /// It ran, and ended as logged.
+    Ran(run::Logged),
+    /// An earlier call with the same key ran it: this is its stored outcome.
+    Replayed,
+    /// An earlier call with the same key is still running it; the result says to retry.
+    InProgress,
+}
+
+/// Why a call was refused before its tool ran.
+#[derive(Debug)]
+pub(crate) enum Rejection {
+    /// The tool selector names no tool.
+    Resolve(ResolveError),
+    /// The user id cannot be bound to the caller.
+    UserBinding(BindError),
+    /// A requirement of the tool is not met.
+    Missing(Missing),
+    /// The input does not fit the tool.
+    InvalidInput(ParameterErrors),
+    /// The call id was used before for another tool, input or user.
+    KeyReused(String),
+    /// The idempotency store could not answer.
+    Store(StoreError),
+    /// Every execution slot stayed taken for as long as the call could wait.
+    Busy {
+        /// The call id (the caller's, or the one generated for the call).
+        call_id: String,
+    },
+}
+
+impl Rejection {
+    /// How the rejection is labelled in the call's log line.
+    fn label(&self) -> &'static str {
+        match self {
+            Self::InvalidInput(_) => "invalid_input",
+            Self::Busy { .. } => "busy",
+            _ => "rejected",
+        }
+    }
+
+    /// What the log line says of it (ids and kinds, never a value).
+    fn reason(&self) -> String {
+        match self {
+            Self::Resolve(e) => e.to_string(),
+            Self::UserBinding(e) => e.developer_message().to_owned(),
+            Self::Missing(m) => m.developer_message(),
+            Self::InvalidInput(errors) => {
+                let names: Vec<&str> = errors.keys().map(String::as_str).collect();
+                format!("invalid parameters: {}", names.join(", "))
+            }
+            Self::KeyReused(_) => "the call id was used for another call".into(),
+            Self::Store(e) => e.to_string(),
+            Self::Busy { .. } => "no free execution slot (OXP_MAX_CONCURRENT_CALLS)".into(),
+        }
+    }
+}
+
+/// Runs calls: one per process, shared by every protocol adapter and transport.
+#[derive(Debug)]
+pub(crate) struct Invoker {
+    registry: Arc<Registry>,
+    secrets: Secrets,
+    idempotency: Option<Idempotency>,
+    slots: Semaphore,
+    timeout: Option<Duration>,
+}
+
+impl Invoker {
+    /// An invoker of `registry`'s tools: at most `max_concurrent` at once, each within
+    /// `timeout` unless the call brings its own.
+    pub(crate) fn new(
+        registry: Arc<Registry>,
+        secrets: Secrets,
+        idempotency: Option<Idempotency>,
+        max_concurrent: usize,
+        timeout: Option<Duration>,
+    ) -> Self {
+        Self {
+            registry,
+            secrets,
+            idempotency,
+            slots: Semaphore::new(max_concurrent),
+            timeout,
+        }
+    }
+
+    /// The tools.
+    pub(crate) fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    /// Runs `call`, and logs one line for it whatever happens.
+    pub(crate) async fn invoke(&self, call: Call) -> Result<Outcome, Rejection> {
+        let protocol = call.protocol;
+        let trace_id = call.trace_id.clone();
+        let requested = match &call.target {
+            Target::Id(id) => id.clone(),
+            Target::Tool(tool) => tool.id.clone(),
+        };
+        let key = call.call_id.clone();
+        let result = self.run(call).await;
+        match &result {
+            Ok(outcome) => run::log_outcome(protocol, trace_id.as_deref(), outcome),
+            Err(rejection) => tracing::info!(
+                target: "oxp::call",
+                protocol,
+                call_id = key.as_deref(),
+                trace_id = trace_id.as_deref(),
+                tool_id = %requested,
+                outcome = rejection.label(),
+                reason = %rejection.reason(),
+            ),
+        }
+        result
+    }
+
+    async fn run(&self, call: Call) -> Result<Outcome, Rejection> {
+        let tool = match call.target {
+            Target::Tool(tool) => tool,
+            Target::Id(id) => self
+                .registry
+                .resolve(&id)
+                .map_err(Rejection::Resolve)?
+                .clone(),
+        };
+        let user_id = call
+            .principal
+            .bind_user_id(call.user_id)
+            .map_err(Rejection::UserBinding)?
+            .filter(|u| !u.is_empty());
+        let (authorization, secrets) = requirements::check(
+            &tool,
+            user_id.as_deref(),
+            call.authorization,
+            call.secrets,
+            &self.secrets,
+        )
+        .await
+        .map_err(Rejection::Missing)?;
+        check_input(&tool, &call.input).map_err(Rejection::InvalidInput)?;
+        let keyed = call.call_id.is_some();
+        let call_id = call
+            .call_id
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let timeout = call.timeout.unwrap_or(self.timeout);
+        let limit = run::limit(timeout, call.deadline);
+        let Some(_slot) = self.slot(limit).await else {
+            return Err(Rejection::Busy { call_id });
+        };
+        let ctx = ToolContext {
+            call_id: call_id.clone(),
+            trace_id: call.trace_id,
+            user_id,
+            authorization,
+            secrets,
+            deadline: call.deadline,
+            extensions: call.extensions,
+        };
+        let Some(idem) = self
+            .idempotency
+            .as_ref()
+            .filter(|_| keyed && tool.idempotent)
+        else {
+            return run::execute(tool, call.input, ctx, limit).await;
+        };
+        // Keys are per protocol: an OXP call_id never meets an async invocation id.
+        let key = format!("{protocol}:{call_id}", protocol = call.protocol);
+        let print = fingerprint(&tool.id, ctx.user_id.as_deref(), &call.input);
+        let hold = limit.map_or(UNBOUNDED_HOLD, |l| l + HOLD_MARGIN);
+        match idem
+            .store
+            .claim(&key, &print, hold)
+            .await
+            .map_err(Rejection::Store)?
+        {
+            Claim::Acquired => {}
+            Claim::Completed(stored) => {
+                return Ok(Outcome {
+                    call_id,
+                    result: stored.result(),
+                    duration: Duration::from_secs_f64(stored.duration_ms.max(0.0) / 1e3),
+                    tool,
+                    disposition: Disposition::Replayed,
+                });
+            }
+            Claim::InProgress => {
+                let error =
+                    ToolError::new("This call is still running; retry shortly to get its result")
+                        .developer_message(format!(
+                            "a call with call_id '{call_id}' is in progress"
+                        ))
+                        .retry_after(RETRY_AFTER);
+                return Ok(Outcome {
+                    call_id,
+                    result: Err(error),
+                    duration: Duration::ZERO,
+                    tool,
+                    disposition: Disposition::InProgress,
+                });
+            }
+            Claim::Conflict => return Err(Rejection::KeyReused(call_id)),
+        }
+        let outcome = match run::execute(tool, call.input, ctx, limit).await {
+            Ok(outcome) => outcome,
+            Err(rejection) => {
+                let _ = idem.store.release(&key, &print).await;
+                return Err(rejection);
+            }
+        };
+        let stored = match &outcome.result {
+            Err(e) if e.can_retry => idem.store.release(&key, &print).await,
+            result => {
+                let record = StoredOutcome::new(result, outcome.duration);
+                idem.store.complete(&key, &print, &record, idem.keep).await
+            }
+        };
+        if let Err(e) = stored {
+            // The caller still gets the answer; only a later repeat may run the tool again.
+            tracing::warn!(target: "oxp::call", call_id = %outcome.call_id, error = %e, "outcome not stored");
+        }
+        Ok(outcome)
+    }
+
+    /// A slot of the pool: at once when one is free, else within the call's time limit (or
+    /// [`MAX_SLOT_WAIT`] without one). `None`: none came free in time.
+    async fn slot(&self, limit: Option<Duration>) -> Option<SemaphorePermit<'_>> {
+        if let Ok(slot) = self.slots.try_acquire() {
+            return Some(slot);
+        }
+        let wait = limit.unwrap_or(MAX_SLOT_WAIT).min(MAX_SLOT_WAIT);
+        tokio::time::timeout(wait, self.slots.acquire())
+            .await
+            .ok()?
+            .ok()
+    }
+}
+
+/// Validates `input` against the tool's input schema.
+fn check_input(tool: &RegisteredTool, input: &Value) -> Result<(), ParameterErrors> {
+    // Tool input is always an object, whatever a hand-written schema leaves open.
+    if !input.is_object() {
+        return Err(ParameterErrors::from([(
+            WHOLE_INPUT.to_owned(),
+            "Must be an object".to_owned(),
+        )]));
+    }
+    tool.input_validator.check_input(input)
+}

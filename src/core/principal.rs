@@ -1,0 +1,62 @@
+//! Who is calling, as authentication established it, and the rule that binds the end user of a
+//! call to that caller.
+
+use serde::{Deserialize, Serialize};
+
+/// The authenticated caller of a call.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Principal {
+    /// The `sub` claim (or the authorizer's principal id); `None` without authentication.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) subject: Option<String>,
+    /// Whether the call's user id must equal [`Principal::subject`] (`OXP_BIND_USER_ID`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) bind_user_id: bool,
+}
+
+impl Principal {
+    /// The user a call is made for. With binding on, `user_id` must be the authenticated
+    /// subject, and defaults to it; otherwise it is taken as sent.
+    pub(crate) fn bind_user_id(
+        &self,
+        user_id: Option<String>,
+    ) -> Result<Option<String>, BindError> {
+        if !self.bind_user_id {
+            return Ok(user_id);
+        }
+        let Some(subject) = &self.subject else {
+            return Err(BindError::NoSubject);
+        };
+        match user_id {
+            Some(u) if u != *subject => Err(BindError::Mismatch),
+            _ => Ok(Some(subject.clone())),
+        }
+    }
+}
+
+/// Why a user id cannot be bound to the caller ([`Principal::bind_user_id`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BindError {
+    /// Binding is on but the credentials carry no subject.
+    NoSubject,
+    /// The user id is not the caller's subject.
+    Mismatch,
+}
+
+impl BindError {
+    /// A message for the user.
+    pub(crate) fn user_message(self) -> &'static str {
+        match self {
+            Self::NoSubject => "The caller cannot act for a user",
+            Self::Mismatch => "The user ID does not match the authenticated caller",
+        }
+    }
+
+    /// A message for developers.
+    pub(crate) fn developer_message(self) -> &'static str {
+        match self {
+            Self::NoSubject => "OXP_BIND_USER_ID is on but the credentials carry no subject (sub)",
+            Self::Mismatch => "the user id must equal the token's sub claim (OXP_BIND_USER_ID)",
+        }
+    }
+}

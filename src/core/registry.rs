@@ -1,0 +1,459 @@
+//! The protocol-neutral tool registry: tools declared with [`Tool::builder`] are collected with
+//! [`Registry::builder`], checked, their schemas compiled, and resolved by id and version.
+//!
+//! Tool ids look like `Toolkit.Tool@1.2.3`. Each dot-separated part of the name uses letters,
+//! digits, `_` and `-`; the listing name replaces the dots with `_` (`Toolkit_Tool`, see
+//! [`crate::core::naming`]), and a call by that form resolves too. Version resolution: `@x.y.z`
+//! is exact, `@x` means exactly `x.0.0`, and no version means the highest release (pre-releases
+//! only when a tool has no release).
+
+pub(crate) use crate::core::declare::HandlerError;
+use crate::core::declare::{Handler, Requirements, Tool};
+use crate::core::naming;
+use crate::core::schema::CompiledSchema;
+use semver::Version;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// A tool in a built registry, its schemas compiled.
+pub struct RegisteredTool {
+    /// Dotted name, e.g. `Calculator.Add`.
+    pub name: String,
+    /// Listing name, e.g. `Calculator_Add`.
+    pub listing_name: String,
+    /// Version.
+    pub version: Version,
+    /// `name@version`.
+    pub id: String,
+    /// What the tool does.
+    pub description: String,
+    /// Requirements.
+    pub requirements: Requirements,
+    /// Whether a repeated `call_id` replays the stored outcome (see [`crate::idempotency`]).
+    pub idempotent: bool,
+    /// JSON Schema of the input.
+    pub input_schema: Value,
+    /// JSON Schema of the output, if the tool returns something.
+    pub output_schema: Option<Value>,
+    pub(crate) input_validator: CompiledSchema,
+    pub(crate) output_validator: Option<CompiledSchema>,
+    pub(crate) handler: Handler,
+}
+
+impl fmt::Debug for RegisteredTool {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RegisteredTool")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a registry could not be built.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RegistryError {
+    /// A tool name is empty or has characters outside `[A-Za-z0-9_-]` between dots.
+    InvalidName(String),
+    /// A version is not semantic versioning.
+    InvalidVersion {
+        /// Tool name.
+        tool: String,
+        /// What the version string was and why it is wrong.
+        reason: String,
+    },
+    /// A schema is not a valid JSON Schema.
+    InvalidSchema {
+        /// Tool id.
+        tool: String,
+        /// `input` or `output`.
+        which: &'static str,
+        /// The compiler's reason.
+        reason: String,
+    },
+    /// The input schema does not describe an object.
+    InputNotObject(String),
+    /// The same id is registered twice.
+    Duplicate(String),
+    /// Two different names give the same listing name.
+    ListingNameClash {
+        /// The listing name.
+        listing_name: String,
+        /// The first tool name.
+        first: String,
+        /// The second tool name.
+        second: String,
+    },
+}
+
+impl fmt::Display for RegistryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::InvalidName(name) => write!(
+                f,
+                "tool name '{name}' is invalid: use dot-separated parts of letters, digits, '_' and '-'"
+            ),
+            Self::InvalidVersion { tool, reason } => {
+                write!(f, "tool '{tool}' has an invalid version: {reason}")
+            }
+            Self::InvalidSchema {
+                tool,
+                which,
+                reason,
+            } => {
+                write!(f, "tool '{tool}' has an invalid {which} schema: {reason}")
+            }
+            Self::InputNotObject(tool) => {
+                write!(
+                    f,
+                    "tool '{tool}' has an input schema that does not accept an object"
+                )
+            }
+            Self::Duplicate(id) => write!(f, "tool '{id}' is registered twice"),
+            Self::ListingNameClash {
+                listing_name,
+                first,
+                second,
+            } => write!(
+                f,
+                "tools '{first}' and '{second}' would both be listed as '{listing_name}'"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for RegistryError {}
+
+/// Why a tool id did not resolve to a tool.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ResolveError {
+    /// The id is not of the form `Name`, `Name@x.y.z` or `Name@x`.
+    Malformed {
+        /// The id as sent.
+        tool_id: String,
+        /// Why it is malformed.
+        reason: &'static str,
+    },
+    /// No tool has that name.
+    UnknownTool {
+        /// The name as sent.
+        name: String,
+        /// Available tool names (at most [`MAX_LISTED`], then a count).
+        available: String,
+    },
+    /// The tool exists but not in that version.
+    UnknownVersion {
+        /// Dotted name.
+        name: String,
+        /// Listing name.
+        listing_name: String,
+        /// The requested version.
+        version: Version,
+        /// Available versions.
+        available: String,
+    },
+}
+
+/// How many names an error message lists before it just counts the rest.
+pub const MAX_LISTED: usize = 20;
+
+impl ResolveError {
+    /// A message for developers, naming what is available.
+    pub fn developer_message(&self) -> String {
+        match self {
+            Self::Malformed { reason, .. } => {
+                format!("{reason}; expected Toolkit.Tool, Toolkit.Tool@x.y.z or Toolkit.Tool@x")
+            }
+            Self::UnknownTool { name, available } => {
+                format!("No tool named {name} is registered. Available tools: {available}")
+            }
+            Self::UnknownVersion {
+                name,
+                version,
+                available,
+                ..
+            } => format!(
+                "{name} version {version} is not available. Available versions: {available}"
+            ),
+        }
+    }
+}
+
+impl fmt::Display for ResolveError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.developer_message())
+    }
+}
+
+impl std::error::Error for ResolveError {}
+
+/// All versions of one tool name, in ascending version order.
+struct Family {
+    versions: Vec<Arc<RegisteredTool>>,
+    latest: usize,
+}
+
+/// Collects tools for [`Registry`].
+#[derive(Debug, Default)]
+#[must_use]
+pub struct RegistryBuilder {
+    tools: Vec<Tool>,
+}
+
+impl RegistryBuilder {
+    /// Adds a tool.
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds several tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Checks every tool (names, versions, schemas, duplicates) and compiles the schemas.
+    pub fn build(self) -> Result<Registry, RegistryError> {
+        Registry::new(self.tools)
+    }
+}
+
+/// An immutable set of tools, resolved by id and version.
+pub struct Registry {
+    families: Vec<Family>,
+    /// Both the dotted and the listing name map to a family.
+    by_name: HashMap<String, usize>,
+    /// Every version of every tool, sorted by name then version (the listing order).
+    listing: Vec<Arc<RegisteredTool>>,
+    /// Exact ids (`Name@x.y.z`) into `listing`: a fully qualified call resolves in one lookup.
+    by_id: HashMap<String, usize>,
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list()
+            .entries(self.listing.iter().map(|t| &t.id))
+            .finish()
+    }
+}
+
+impl Registry {
+    /// Starts a registry.
+    pub fn builder() -> RegistryBuilder {
+        RegistryBuilder::default()
+    }
+
+    /// Builds a registry from tools; see [`RegistryBuilder::build`].
+    pub fn new(tools: Vec<Tool>) -> Result<Self, RegistryError> {
+        let mut grouped: HashMap<String, Vec<Arc<RegisteredTool>>> = HashMap::new();
+        for tool in tools {
+            let registered = register(tool)?;
+            grouped
+                .entry(registered.name.clone())
+                .or_default()
+                .push(Arc::new(registered));
+        }
+        let mut names: Vec<String> = grouped.keys().cloned().collect();
+        names.sort();
+        let mut families = Vec::with_capacity(names.len());
+        let mut by_name = HashMap::with_capacity(names.len() * 2);
+        let mut listing = Vec::new();
+        for name in names {
+            let mut versions = grouped.remove(&name).unwrap_or_default();
+            versions.sort_by(|a, b| a.version.cmp(&b.version));
+            if let Some(pair) = versions.windows(2).find(|w| w[0].version == w[1].version) {
+                return Err(RegistryError::Duplicate(pair[0].id.clone()));
+            }
+            let latest = versions
+                .iter()
+                .rposition(|t| t.version.pre.is_empty())
+                .unwrap_or(versions.len() - 1);
+            let index = families.len();
+            let listing_name = versions[0].listing_name.clone();
+            by_name.insert(name.clone(), index);
+            if listing_name != name {
+                if let Some(&other) = by_name.get(&listing_name) {
+                    let first: &Family = &families[other];
+                    return Err(RegistryError::ListingNameClash {
+                        listing_name,
+                        first: first.versions[0].name.clone(),
+                        second: name,
+                    });
+                }
+                by_name.insert(listing_name, index);
+            }
+            listing.extend(versions.iter().cloned());
+            families.push(Family { versions, latest });
+        }
+        let by_id = listing
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id.clone(), i))
+            .collect();
+        Ok(Self {
+            families,
+            by_name,
+            listing,
+            by_id,
+        })
+    }
+
+    /// Every version of every tool, sorted by name then version.
+    pub fn tools(&self) -> &[Arc<RegisteredTool>] {
+        &self.listing
+    }
+
+    /// The latest version of each tool, sorted by name.
+    pub fn latest(&self) -> impl Iterator<Item = &Arc<RegisteredTool>> {
+        self.families.iter().map(|f| &f.versions[f.latest])
+    }
+
+    /// Whether the registry is empty.
+    pub fn is_empty(&self) -> bool {
+        self.listing.is_empty()
+    }
+
+    /// Resolves `Name`, `Name@x.y.z` or `Name@x` (dotted or listing name).
+    pub fn resolve(&self, tool_id: &str) -> Result<&Arc<RegisteredTool>, ResolveError> {
+        if let Some(&i) = self.by_id.get(tool_id) {
+            return Ok(&self.listing[i]);
+        }
+        let malformed = |reason| ResolveError::Malformed {
+            tool_id: tool_id.to_owned(),
+            reason,
+        };
+        let (name, version) = match tool_id.split_once('@') {
+            Some((name, version)) => (name, Some(version)),
+            None => (tool_id, None),
+        };
+        if !valid_name(name) {
+            return Err(malformed(
+                "the tool name is empty or has invalid characters",
+            ));
+        }
+        let version = match version {
+            None => None,
+            Some(v) => Some(parse_requested_version(v).ok_or_else(|| {
+                malformed("the version is neither x.y.z (semantic versioning) nor a major number x")
+            })?),
+        };
+        let Some(&index) = self.by_name.get(name) else {
+            return Err(ResolveError::UnknownTool {
+                name: name.to_owned(),
+                available: list_limited(self.families.iter().map(|f| f.versions[0].name.as_str())),
+            });
+        };
+        let family = &self.families[index];
+        match version {
+            None => Ok(&family.versions[family.latest]),
+            Some(version) => family
+                .versions
+                .binary_search_by(|t| t.version.cmp(&version))
+                .map(|i| &family.versions[i])
+                .map_err(|_| ResolveError::UnknownVersion {
+                    name: family.versions[0].name.clone(),
+                    listing_name: family.versions[0].listing_name.clone(),
+                    version,
+                    available: list_limited(
+                        family.versions.iter().rev().map(|t| t.version.to_string()),
+                    ),
+                }),
+        }
+    }
+}
+
+fn register(tool: Tool) -> Result<RegisteredTool, RegistryError> {
+    if !valid_name(&tool.name) {
+        return Err(RegistryError::InvalidName(tool.name));
+    }
+    let version = Version::parse(&tool.version).map_err(|e| RegistryError::InvalidVersion {
+        tool: tool.name.clone(),
+        reason: format!("'{}': {e}", tool.version),
+    })?;
+    let id = format!("{}@{version}", tool.name);
+    let compile = |schema: &Value, which| {
+        CompiledSchema::compile(schema).map_err(|reason| RegistryError::InvalidSchema {
+            tool: id.clone(),
+            which,
+            reason,
+        })
+    };
+    let input_validator = compile(&tool.input_schema, "input")?;
+    if !accepts_objects(&tool.input_schema) {
+        return Err(RegistryError::InputNotObject(id));
+    }
+    let output_validator = tool
+        .output_schema
+        .as_ref()
+        .map(|s| compile(s, "output"))
+        .transpose()?;
+    Ok(RegisteredTool {
+        listing_name: naming::listing_name(&tool.name),
+        name: tool.name,
+        version,
+        id,
+        description: tool.description,
+        requirements: tool.requirements,
+        idempotent: tool.idempotent,
+        input_schema: tool.input_schema,
+        output_schema: tool.output_schema,
+        input_validator,
+        output_validator,
+        handler: tool.handler,
+    })
+}
+
+/// Whether a schema's declared `type` allows an object (schemas with required fields reject `{}`).
+fn accepts_objects(schema: &Value) -> bool {
+    match schema.get("type") {
+        None => true,
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "object"),
+        Some(_) => false,
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name.split('.').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        })
+}
+
+/// `x.y.z[-pre][+build]` exactly, or `x` meaning `x.0.0`.
+fn parse_requested_version(v: &str) -> Option<Version> {
+    if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) {
+        // Leading zeros are not semantic versioning (`01`), as in `x.y.z`.
+        if v.len() > 1 && v.starts_with('0') {
+            return None;
+        }
+        return v.parse::<u64>().ok().map(|major| Version::new(major, 0, 0));
+    }
+    Version::parse(v).ok()
+}
+
+fn list_limited<S: AsRef<str>>(items: impl ExactSizeIterator<Item = S>) -> String {
+    let total = items.len();
+    if total == 0 {
+        return "none".to_owned();
+    }
+    let mut out = String::new();
+    for (i, item) in items.take(MAX_LISTED).enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push_str(item.as_ref());
+    }
+    if total > MAX_LISTED {
+        out.push_str(&format!(" and {} more", total - MAX_LISTED));
+    }
+    out
+}
+
+#[cfg(test)]
+#[path = "registry_tests.rs"]
+mod tests;

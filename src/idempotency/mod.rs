@@ -1,0 +1,111 @@
+//! Where idempotency records live: in memory ([`memory`], the default) or in a DynamoDB table
+//! shared by every execution environment ([`dynamodb`], feature `dynamodb`).
+
+#[cfg(feature = "dynamodb")]
+pub(crate) mod dynamodb;
+pub(crate) mod memory;
+
+use crate::core::idempotency::Idempotency;
+use crate::settings::{ConfigError, Env, invalid};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Where idempotency records live.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdempotencyConfig {
+    /// `OXP_IDEMPOTENCY`: `memory` (default), `dynamodb` (default when a table is set) or `off`.
+    pub mode: IdempotencyMode,
+    /// `OXP_IDEMPOTENCY_TABLE`: DynamoDB table name.
+    pub table: Option<String>,
+    /// `OXP_IDEMPOTENCY_TTL_SECS` (default 3600): how long a stored outcome answers repeats.
+    pub ttl: Duration,
+    /// `OXP_IDEMPOTENCY_MAX_ENTRIES` (default 10000): bound of the in-memory store.
+    pub max_entries: usize,
+}
+
+/// Kinds of idempotency store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IdempotencyMode {
+    /// In process memory (per execution environment in Lambda).
+    Memory,
+    /// A DynamoDB table shared by every execution environment.
+    DynamoDb,
+    /// No idempotency: every call runs.
+    Off,
+}
+
+impl Default for IdempotencyConfig {
+    fn default() -> Self {
+        Self {
+            mode: IdempotencyMode::Memory,
+            table: None,
+            ttl: Duration::from_secs(3600),
+            max_entries: 10_000,
+        }
+    }
+}
+
+impl IdempotencyConfig {
+    pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        let mut c = Self {
+            table: env.get("OXP_IDEMPOTENCY_TABLE"),
+            ..Self::default()
+        };
+        c.mode = match env.get("OXP_IDEMPOTENCY").as_deref().map(str::trim) {
+            None if c.table.is_some() => IdempotencyMode::DynamoDb,
+            None | Some("memory") => IdempotencyMode::Memory,
+            Some("dynamodb") if c.table.is_some() => IdempotencyMode::DynamoDb,
+            Some("dynamodb") => {
+                return Err(invalid(
+                    "OXP_IDEMPOTENCY_TABLE",
+                    "must be set for OXP_IDEMPOTENCY=dynamodb",
+                ));
+            }
+            Some("off") => IdempotencyMode::Off,
+            Some(_) => {
+                return Err(invalid(
+                    "OXP_IDEMPOTENCY",
+                    "must be 'memory', 'dynamodb' or 'off'",
+                ));
+            }
+        };
+        if let Some(secs) = env.parsed("OXP_IDEMPOTENCY_TTL_SECS")? {
+            c.ttl = Duration::from_secs(secs);
+        }
+        if let Some(n) = env.parsed("OXP_IDEMPOTENCY_MAX_ENTRIES")? {
+            c.max_entries = n;
+        }
+        Ok(c)
+    }
+}
+
+/// The store `config` describes (`None`: off); `sdk` is the AWS configuration, for DynamoDB.
+#[cfg_attr(not(feature = "dynamodb"), allow(unused_variables))]
+pub(crate) fn build(
+    config: &IdempotencyConfig,
+    #[cfg(feature = "aws")] sdk: Option<&aws_config::SdkConfig>,
+) -> Result<Option<Idempotency>, String> {
+    let store: Arc<dyn crate::core::idempotency::IdempotencyStore> = match config.mode {
+        IdempotencyMode::Off => return Ok(None),
+        IdempotencyMode::Memory => Arc::new(memory::MemoryStore::new(config.max_entries)),
+        #[cfg(feature = "dynamodb")]
+        IdempotencyMode::DynamoDb => {
+            let sdk = sdk.ok_or("OXP_IDEMPOTENCY_TABLE: no AWS configuration was loaded")?;
+            let table = config.table.clone().unwrap_or_default();
+            Arc::new(dynamodb::DynamoStore::new(
+                aws_sdk_dynamodb::Client::new(sdk),
+                table,
+            ))
+        }
+        #[cfg(not(feature = "dynamodb"))]
+        IdempotencyMode::DynamoDb => {
+            return Err(
+                "OXP_IDEMPOTENCY=dynamodb needs the `dynamodb` feature of oxp-lambda".into(),
+            );
+        }
+    };
+    Ok(Some(Idempotency {
+        store,
+        keep: config.ttl,
+    }))
+}

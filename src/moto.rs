@@ -1,0 +1,108 @@
+//! Test support for the AWS parts: moto's emulator, which the test command starts on loopback.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// moto's URL, from the test command.
+pub(crate) fn moto_url() -> String {
+    std::env::var("OXP_TEST_MOTO_URL")
+        .expect("OXP_TEST_MOTO_URL is not set: run the tests with scripts/test, which starts moto")
+}
+
+/// AWS configuration for `endpoint` with dummy credentials.
+pub(crate) async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
+    aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .endpoint_url(endpoint)
+        .region(aws_config::Region::new("us-east-1"))
+        .credentials_provider(aws_credential_types::Credentials::new(
+            "testing", "testing", None, None, "tests",
+        ))
+        .load()
+        .await
+}
+
+/// A unique name prefix, so tests sharing one emulator never see each other's resources.
+pub(crate) fn unique_prefix() -> String {
+    format!("oxp-test-{}/", uuid::Uuid::new_v4().simple())
+}
+
+/// Counts the HTTP requests a client sends.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RequestCounter(pub(crate) Arc<AtomicUsize>);
+
+impl RequestCounter {
+    pub(crate) fn get(&self) -> usize {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+#[cfg(feature = "aws-secrets")]
+mod intercept {
+    use super::RequestCounter;
+    use aws_sdk_secretsmanager::config::interceptors::BeforeTransmitInterceptorContextRef;
+    use aws_sdk_secretsmanager::config::{ConfigBag, Intercept, RuntimeComponents};
+    use std::sync::atomic::Ordering;
+
+    impl Intercept for RequestCounter {
+        fn name(&self) -> &'static str {
+            "RequestCounter"
+        }
+
+        fn read_before_transmit(
+            &self,
+            _context: &BeforeTransmitInterceptorContextRef<'_>,
+            _runtime_components: &RuntimeComponents,
+            _cfg: &mut ConfigBag,
+        ) -> Result<(), aws_sdk_secretsmanager::error::BoxError> {
+            self.0.fetch_add(1, Ordering::SeqCst);
+            Ok(())
+        }
+    }
+}
+
+/// A table like the template's calls table (key `call_id`, TTL attribute `expires_at`), and a
+/// client for it.
+#[cfg(feature = "dynamodb")]
+pub(crate) async fn calls_table() -> (aws_sdk_dynamodb::Client, String) {
+    use aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+        TimeToLiveSpecification,
+    };
+    let client = aws_sdk_dynamodb::Client::new(&sdk_config(&moto_url()).await);
+    let table = format!("oxp-calls-{}", uuid::Uuid::new_v4().simple());
+    client
+        .create_table()
+        .table_name(&table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(
+            AttributeDefinition::builder()
+                .attribute_name("call_id")
+                .attribute_type(ScalarAttributeType::S)
+                .build()
+                .unwrap(),
+        )
+        .key_schema(
+            KeySchemaElement::builder()
+                .attribute_name("call_id")
+                .key_type(KeyType::Hash)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .expect("moto creates the table");
+    client
+        .update_time_to_live()
+        .table_name(&table)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .attribute_name("expires_at")
+                .enabled(true)
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+    (client, table)
+}

@@ -1,0 +1,215 @@
+//! `GET /tools` and `POST /tools/call`: the OXP body to a [`Call`], and the outcome back to a
+//! `CallToolResponse` or an error.
+
+use super::Oxp;
+use super::error::ApiError;
+use super::wire::{
+    self, CallToolRequest, CallToolResponse, CallToolResponseEnvelope, OXP_1_0, ToolCallError,
+};
+use crate::core::invoke::{Call, Outcome, Rejection, Target};
+use crate::core::principal::Principal;
+use crate::core::tool::{Secret, ToolError};
+use crate::server::{Deadline, is_json, json};
+use axum::Extension;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::extract::rejection::BytesRejection;
+use axum::response::Response;
+use http::{HeaderMap, StatusCode};
+use serde::Deserialize;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::sync::Arc;
+
+pub(super) async fn list_tools(
+    State(state): State<Arc<Oxp>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    // A GET body is optional; when present it may carry `$schema`.
+    let body = body.map_err(ApiError::from)?;
+    if !body.iter().all(u8::is_ascii_whitespace) {
+        #[derive(Deserialize)]
+        struct ListRequest<'a> {
+            #[serde(rename = "$schema", borrow, default)]
+            schema: Option<Cow<'a, str>>,
+        }
+        let request: ListRequest<'_> = parse_json(&body)?;
+        check_version(request.schema.as_deref())?;
+    }
+    Ok(crate::server::json_response(
+        StatusCode::OK,
+        state.listing(),
+    ))
+}
+
+pub(super) async fn call_tool(
+    State(state): State<Arc<Oxp>>,
+    principal: Option<Extension<Principal>>,
+    deadline: Option<Extension<Deadline>>,
+    headers: HeaderMap,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Response, ApiError> {
+    if !is_json(&headers) {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    let body = body.map_err(ApiError::from)?;
+    let request = parse_call(&body)?;
+    let mut call = to_call(request);
+    call.principal = principal.map(|Extension(p)| p).unwrap_or_default();
+    call.deadline = deadline.map(|Extension(Deadline(at))| at);
+    match state.invoker.invoke(call).await {
+        Ok(outcome) => Ok(json(StatusCode::OK, &response(outcome))),
+        Err(Rejection::Busy { call_id }) => Ok(json(StatusCode::OK, &busy(call_id))),
+        Err(rejection) => Err(ApiError::from(rejection)),
+    }
+}
+
+/// The protocol-neutral call of an OXP request.
+fn to_call(request: CallToolRequest) -> Call {
+    // An absent or null input is `{}`, for tools without parameters.
+    let input = match request.input {
+        None | Some(Value::Null) => Value::Object(Default::default()),
+        Some(input) => input,
+    };
+    let context = request.context.unwrap_or_default();
+    let mut call = Call::new("oxp", Target::Id(request.tool_id), input);
+    call.call_id = request.call_id;
+    call.trace_id = request.trace_id;
+    call.user_id = context.user_id;
+    call.authorization = context
+        .authorization
+        .into_iter()
+        .map(|t| (t.id, Secret::new(t.token)))
+        .collect();
+    call.secrets = context
+        .secrets
+        .into_iter()
+        .map(|s| (s.id, Secret::new(s.value)))
+        .collect();
+    call
+}
+
+fn response(outcome: Outcome) -> CallToolResponseEnvelope {
+    let duration_ms = (outcome.duration.as_secs_f64() * 1e6).round() / 1e3;
+    let (success, value, error) = match outcome.result {
+        Ok(value) => (true, Some(value), None),
+        Err(error) => (false, None, Some(call_error(error))),
+    };
+    CallToolResponseEnvelope {
+        schema: OXP_1_0.into(),
+        result: CallToolResponse {
+            call_id: outcome.call_id,
+            duration: Some(duration_ms),
+            success,
+            value,
+            error,
+        },
+    }
+}
+
+/// No execution slot came free in time. Answered as a retryable tool failure (200), not a 400:
+/// the call was well-formed and may succeed as it is a moment later.
+fn busy(call_id: String) -> CallToolResponseEnvelope {
+    let error = ToolError::new("The tool server is busy; try again shortly")
+        .developer_message(
+            "no free execution slot within the time limit (OXP_MAX_CONCURRENT_CALLS)",
+        )
+        .retry_after(crate::core::invoke::RETRY_AFTER);
+    CallToolResponseEnvelope {
+        schema: OXP_1_0.into(),
+        result: CallToolResponse {
+            call_id,
+            duration: Some(0.0),
+            success: false,
+            value: None,
+            error: Some(call_error(error)),
+        },
+    }
+}
+
+pub(super) fn call_error(e: ToolError) -> ToolCallError {
+    ToolCallError {
+        message: e.message,
+        developer_message: e.developer_message,
+        can_retry: e.can_retry.then_some(true),
+        additional_prompt_content: e.additional_prompt_content,
+        retry_after_ms: e.retry_after_ms,
+    }
+}
+
+/// The outer call body in one pass: what nearly every call is.
+#[derive(Deserialize)]
+struct FastEnvelope<'a> {
+    #[serde(rename = "$schema", borrow, default)]
+    schema: Option<Cow<'a, str>>,
+    #[serde(default)]
+    request: Option<CallToolRequest>,
+}
+
+/// The outer call body with `request` kept raw, so that for a body that does not parse the
+/// version is checked before the request's shape, and errors say what is wrong first.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "$schema", borrow, default)]
+    schema: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    request: Option<&'a RawValue>,
+}
+
+/// The call in `body`. A well-formed body is parsed once; any other is parsed again in two
+/// steps to report its first problem.
+fn parse_call(body: &[u8]) -> Result<CallToolRequest, ApiError> {
+    let missing_request = || {
+        ApiError::bad_request(
+            "The request body is not a valid tool call",
+            "missing field `request`: the body must be {\"$schema\"?, \"request\": {...}}",
+        )
+    };
+    if let Ok(envelope) = serde_json::from_slice::<FastEnvelope<'_>>(body) {
+        check_version(envelope.schema.as_deref())?;
+        return envelope.request.ok_or_else(missing_request);
+    }
+    let envelope: Envelope<'_> = parse_json(body)?;
+    check_version(envelope.schema.as_deref())?;
+    let raw = envelope.request.ok_or_else(missing_request)?;
+    serde_json::from_str(raw.get()).map_err(|e| {
+        ApiError::bad_request(
+            "The request body is not a valid tool call",
+            format!("request: {e}"),
+        )
+    })
+}
+
+fn check_version(schema: Option<&str>) -> Result<(), ApiError> {
+    if wire::is_supported_version(schema) {
+        return Ok(());
+    }
+    Err(ApiError::bad_request(
+        format!(
+            "OXP version '{}' is not supported. Supported versions: {}",
+            schema.unwrap_or_default(),
+            wire::SUPPORTED_VERSIONS.join(", ")
+        ),
+        "send one of the supported versions in $schema, or omit it to use the latest",
+    ))
+}
+
+fn parse_json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
+    serde_json::from_slice(body).map_err(|e| {
+        use serde_json::error::Category;
+        match e.classify() {
+            Category::Eof if body.iter().all(u8::is_ascii_whitespace) => ApiError::bad_request(
+                "The request body is empty",
+                "send a JSON object such as {\"request\": {\"tool_id\": \"...\"}}",
+            ),
+            Category::Syntax | Category::Eof | Category::Io => {
+                ApiError::bad_request("The request body is not valid JSON", e.to_string())
+            }
+            Category::Data => ApiError::bad_request(
+                "The request body is not a valid tool call",
+                format!("{e}: the body must be a JSON object"),
+            ),
+        }
+    })
+}

@@ -1,0 +1,100 @@
+//! The OXP adapter: `GET /tools` and `POST /tools/call` (also `POST /call`) over the invoker.
+//!
+//! | route | answer |
+//! |---|---|
+//! | `GET /tools` | `ListToolsResponse` |
+//! | `POST /tools/call`, `POST /call` | `CallToolResponse` (200), `ServerErrorResponse` (400), `ValidationErrorResponse` (422) |
+//!
+//! Errors of the adapter are `ServerErrorResponse`s: 400 before the tool ran (with
+//! `WWW-Authenticate` when authentication failed), 413 over the body limit, 415 for a non-JSON
+//! content type. [`wire`] holds the serde types, [`call`] the translation of a call.
+
+mod call;
+mod error;
+pub(crate) mod wire;
+
+use crate::auth::Authenticator;
+use crate::core::invoke::Invoker;
+use crate::core::registry::RegisteredTool;
+use crate::server::{guard, only};
+use axum::Router;
+use axum::body::Bytes;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use error::ApiError;
+use std::sync::Arc;
+use wire::{InputSchema, ListToolsResponse, OXP_1_0, ToolDefinition};
+
+/// The adapter's state.
+#[derive(Debug)]
+pub(crate) struct Oxp {
+    invoker: Arc<Invoker>,
+    /// `GET /tools` never changes, so it is serialized once, at the first listing.
+    listing: std::sync::OnceLock<Bytes>,
+}
+
+impl Oxp {
+    fn listing(&self) -> Bytes {
+        self.listing
+            .get_or_init(|| {
+                let listing = ListToolsResponse {
+                    schema: OXP_1_0.into(),
+                    tools: self
+                        .invoker
+                        .registry()
+                        .tools()
+                        .iter()
+                        .map(|t| tool_definition(t))
+                        .collect(),
+                };
+                Bytes::from(serde_json::to_vec(&listing).expect("tool definitions serialize"))
+            })
+            .clone()
+    }
+}
+
+/// The OXP routes, behind `auth`.
+pub(crate) fn router(invoker: Arc<Invoker>, auth: &Arc<Authenticator>) -> Router {
+    let state = Arc::new(Oxp {
+        invoker,
+        listing: std::sync::OnceLock::new(),
+    });
+    let routes = Router::new()
+        .route("/tools", only(get(call::list_tools), "GET, HEAD"))
+        .route("/tools/call", only(post(call::call_tool), "POST"))
+        .route("/call", only(post(call::call_tool), "POST"));
+    guard(routes, auth, || ApiError::Unauthenticated.into_response()).with_state(state)
+}
+
+/// The OXP tool definition of a registered tool.
+pub(crate) fn tool_definition(tool: &RegisteredTool) -> ToolDefinition {
+    let r = &tool.requirements;
+    ToolDefinition {
+        id: tool.id.clone(),
+        name: tool.listing_name.clone(),
+        description: tool.description.clone(),
+        version: tool.version.to_string(),
+        input_schema: InputSchema {
+            parameters: tool.input_schema.clone(),
+        },
+        output_schema: tool.output_schema.clone(),
+        requirements: (!r.is_empty()).then(|| wire::ToolRequirements {
+            authorization: r
+                .authorization
+                .iter()
+                .map(|a| wire::AuthorizationRequirement {
+                    id: a.id.clone(),
+                    oauth2: (!a.scopes.is_empty()).then(|| wire::OAuth2Requirement {
+                        scopes: a.scopes.clone(),
+                    }),
+                })
+                .collect(),
+            secrets: r
+                .secrets
+                .iter()
+                .map(|id| wire::SecretRequirement { id: id.clone() })
+                .collect(),
+            user_id: r.user_id,
+        }),
+    }
+}

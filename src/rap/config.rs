@@ -1,0 +1,186 @@
+//! The async adapter's settings (`OXP_RAP_*`).
+
+use crate::rap::callback::CallbackPolicy;
+use crate::rap::deliver::RetryPolicy;
+use crate::settings::{ConfigError, Env, invalid};
+use std::time::Duration;
+
+/// Settings of the async tool invocation (RAP) adapter.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RapConfig {
+    /// `OXP_RAP` (`on` or `off`): serve `/invoke`, `/close_thread` and
+    /// `/.well-known/rap-toolset`. Default: on locally; in Lambda, on when a queue is set.
+    pub enabled: bool,
+    /// `OXP_RAP_QUEUE_URL`: the SQS queue invocations are enqueued to (required in Lambda,
+    /// where nothing may run after the response). Unset locally: an in-process queue.
+    pub queue_url: Option<String>,
+    /// `OXP_RAP_DEAD_LETTER_QUEUE_URL`: the SQS queue undeliverable results are recorded in
+    /// (required in Lambda).
+    pub dead_letter_queue_url: Option<String>,
+    /// `OXP_RAP_DEAD_LETTER_FILE` (default `oxp-dead-letters.jsonl`): where undeliverable
+    /// results are recorded, one JSON object per line, when no dead-letter queue is set.
+    pub dead_letter_file: std::path::PathBuf,
+    /// `OXP_RAP_TOOLSET_NAME` (default `oxp-lambda`): the toolset's `name`.
+    pub toolset_name: String,
+    /// `OXP_RAP_TOOLSET_DESCRIPTION`: the toolset's `description`.
+    pub toolset_description: Option<String>,
+    /// `OXP_RAP_ENDPOINT`: the invocation URL the toolset advertises. Default: derived from
+    /// the discovery request (`X-Forwarded-Proto`, `Host`, stage and base path) plus `/invoke`.
+    pub endpoint: Option<String>,
+    /// `OXP_RAP_TOOLS`: comma-separated `Name@x.y.z` pins; other tools serve their latest
+    /// release.
+    pub pins: Vec<String>,
+    /// Callback URL rules (`OXP_RAP_CALLBACK_HOSTS`, `OXP_RAP_ALLOW_HTTP`,
+    /// `OXP_RAP_ALLOW_PRIVATE_CALLBACKS`).
+    pub callbacks: CallbackPolicy,
+    /// Callback delivery retries (`OXP_RAP_DELIVERY_ATTEMPTS`, `OXP_RAP_RETRY_BASE_MS`,
+    /// `OXP_RAP_RETRY_MAX_MS`, `OXP_RAP_DELIVERY_TIMEOUT_SECS`, `OXP_RAP_ATTEMPT_TIMEOUT_MS`).
+    pub retry: RetryPolicy,
+    /// `OXP_RAP_RATE_LIMIT` (`N/s`, `N/min` or `N/h`): invocations per user (per execution
+    /// environment in Lambda); unset: no limit.
+    pub rate_limit: Option<RateLimit>,
+    /// `OXP_RAP_DRAIN_SECS` (default 30): on shutdown of the local server, how long accepted
+    /// invocations may still run before the rest are dead-lettered.
+    pub drain_timeout: Duration,
+    /// `OXP_RAP_TOOL_TIMEOUT_MS` (default: `OXP_TOOL_TIMEOUT_MS`; `0` disables): longest an
+    /// async tool run may take. In Lambda the worker's deadline bounds it too.
+    pub tool_timeout: Option<Duration>,
+}
+
+/// A number of invocations per period.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimit {
+    /// Invocations allowed per period (also the burst).
+    pub invocations: u32,
+    /// The period.
+    pub per: Duration,
+}
+
+impl Default for RapConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            queue_url: None,
+            dead_letter_queue_url: None,
+            dead_letter_file: "oxp-dead-letters.jsonl".into(),
+            toolset_name: "oxp-lambda".into(),
+            toolset_description: None,
+            endpoint: None,
+            pins: Vec::new(),
+            callbacks: Default::default(),
+            retry: Default::default(),
+            rate_limit: None,
+            drain_timeout: Duration::from_secs(30),
+            tool_timeout: Some(Duration::from_secs(30)),
+        }
+    }
+}
+
+impl RapConfig {
+    /// `tool_timeout` is the server's (`OXP_TOOL_TIMEOUT_MS`), the default of async runs.
+    pub(crate) fn from_env(
+        env: &Env<'_>,
+        tool_timeout: Option<Duration>,
+    ) -> Result<Self, ConfigError> {
+        let lambda = env.lambda;
+        let mut c = RapConfig {
+            tool_timeout,
+            queue_url: env.get("OXP_RAP_QUEUE_URL"),
+            dead_letter_queue_url: env.get("OXP_RAP_DEAD_LETTER_QUEUE_URL"),
+            toolset_description: env.get("OXP_RAP_TOOLSET_DESCRIPTION"),
+            endpoint: env.get("OXP_RAP_ENDPOINT"),
+            ..RapConfig::default()
+        };
+        c.enabled = match env.get("OXP_RAP").as_deref().map(str::trim) {
+            None => !lambda || c.queue_url.is_some(),
+            Some("on") => true,
+            Some("off") => false,
+            Some(_) => return Err(invalid("OXP_RAP", "must be 'on' or 'off'")),
+        };
+        if c.enabled && lambda {
+            if c.queue_url.is_none() {
+                return Err(invalid(
+                    "OXP_RAP_QUEUE_URL",
+                    "must be set for RAP in Lambda (the function freezes once it has answered)",
+                ));
+            }
+            if c.dead_letter_queue_url.is_none() {
+                return Err(invalid(
+                    "OXP_RAP_DEAD_LETTER_QUEUE_URL",
+                    "must be set for RAP in Lambda, where no file outlives the function",
+                ));
+            }
+        }
+        if let Some(v) = env.get("OXP_RAP_DEAD_LETTER_FILE") {
+            c.dead_letter_file = v.into();
+        }
+        if let Some(v) = env.get("OXP_RAP_TOOLSET_NAME") {
+            let v = v.trim().to_owned();
+            if v.chars().count() > 128 {
+                return Err(invalid(
+                    "OXP_RAP_TOOLSET_NAME",
+                    "must be 1 to 128 characters",
+                ));
+            }
+            c.toolset_name = v;
+        }
+        if let Some(v) = &c.endpoint
+            && !(v.starts_with("https://") || v.starts_with("http://"))
+        {
+            return Err(invalid("OXP_RAP_ENDPOINT", "must be an http(s) URL"));
+        }
+        c.pins = env.list("OXP_RAP_TOOLS");
+        c.callbacks = CallbackPolicy {
+            lambda,
+            allowed_hosts: env.list("OXP_RAP_CALLBACK_HOSTS"),
+            allow_http: env.flag("OXP_RAP_ALLOW_HTTP")?,
+            allow_private: env.flag("OXP_RAP_ALLOW_PRIVATE_CALLBACKS")?,
+        };
+        let millis = |name: &'static str| -> Result<Option<Duration>, ConfigError> {
+            Ok(env.positive::<u64>(name)?.map(Duration::from_millis))
+        };
+        let r = &mut c.retry;
+        if let Some(n) = env.positive("OXP_RAP_DELIVERY_ATTEMPTS")? {
+            r.max_attempts = n;
+        }
+        if let Some(d) = millis("OXP_RAP_RETRY_BASE_MS")? {
+            r.base = d;
+        }
+        if let Some(d) = millis("OXP_RAP_RETRY_MAX_MS")? {
+            r.max_delay = d;
+        }
+        if let Some(secs) = env.positive::<u64>("OXP_RAP_DELIVERY_TIMEOUT_SECS")? {
+            r.total = Duration::from_secs(secs);
+        }
+        if let Some(d) = millis("OXP_RAP_ATTEMPT_TIMEOUT_MS")? {
+            r.attempt_timeout = d;
+        }
+        if let Some(v) = env.get("OXP_RAP_RATE_LIMIT") {
+            c.rate_limit = Some(rate_limit(&v).ok_or_else(|| {
+                invalid(
+                    "OXP_RAP_RATE_LIMIT",
+                    "must be N/s, N/min or N/h with N greater than 0",
+                )
+            })?);
+        }
+        if let Some(limit) = env.limit_ms("OXP_RAP_TOOL_TIMEOUT_MS")? {
+            c.tool_timeout = limit;
+        }
+        if let Some(secs) = env.parsed("OXP_RAP_DRAIN_SECS")? {
+            c.drain_timeout = Duration::from_secs(secs);
+        }
+        Ok(c)
+    }
+}
+
+fn rate_limit(value: &str) -> Option<RateLimit> {
+    let (count, per) = value.trim().split_once('/')?;
+    let invocations: u32 = count.trim().parse().ok().filter(|n| *n > 0)?;
+    let per = match per.trim() {
+        "s" | "sec" | "second" => Duration::from_secs(1),
+        "m" | "min" | "minute" => Duration::from_secs(60),
+        "h" | "hour" => Duration::from_secs(3600),
+        _ => return None,
+    };
+    Some(RateLimit { invocations, per })
+}

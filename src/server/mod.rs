@@ -1,0 +1,185 @@
+//! HTTP plumbing that knows no protocol: JSON responses, the content-type check, the body
+//! limit, the authentication layer, path-prefix stripping, `/health` and the 404. Protocol
+//! adapters bring their own routers and error shapes; [`assemble`] puts them behind this.
+
+mod strip;
+
+pub(crate) use strip::StripPrefix;
+#[cfg(feature = "rap")]
+pub(crate) use strip::StrippedPrefix;
+#[cfg(feature = "lambda")]
+pub(crate) use strip::strip_front;
+
+use crate::auth::Authenticator;
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::DefaultBodyLimit;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, get};
+use http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::Instant;
+
+/// When a transport stops waiting for the answer (Lambda: the invocation deadline less
+/// `OXP_DEADLINE_MARGIN_MS`), set on the request by the transport.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Deadline(pub(crate) Instant);
+
+/// The complete HTTP app: every adapter's routes behind the plumbing.
+pub(crate) type HttpApp = StripPrefix<Router>;
+
+/// Puts the adapters' `routes` behind `/health`, the 404 fallback, the body limit and the
+/// base-path stripping.
+pub(crate) fn assemble(routes: Router, max_body_bytes: usize, base_path: Option<&str>) -> HttpApp {
+    let router = Router::new()
+        .route("/health", only(get(health), "GET, HEAD"))
+        .merge(routes)
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(max_body_bytes));
+    StripPrefix {
+        inner: router,
+        base_path: base_path.map(Arc::from),
+    }
+}
+
+/// `route`, answering 405 with `Allow: allow` for other methods.
+pub(crate) fn only<S: Clone + Send + Sync + 'static>(
+    route: MethodRouter<S>,
+    allow: &'static str,
+) -> MethodRouter<S> {
+    route.fallback(move || async move { ServerError::MethodNotAllowed { allow } })
+}
+
+/// `router` behind authentication: the caller's principal goes into the request extensions,
+/// and a request that fails gets `refuse()` (each protocol has its own answer). Without
+/// authentication there is no layer at all.
+pub(crate) fn guard<S: Clone + Send + Sync + 'static>(
+    router: Router<S>,
+    auth: &Arc<Authenticator>,
+    refuse: fn() -> Response,
+) -> Router<S> {
+    if auth.is_none() {
+        return router;
+    }
+    let auth = auth.clone();
+    router.route_layer(middleware::from_fn(
+        move |mut request: axum::extract::Request, next: Next| {
+            let auth = auth.clone();
+            async move {
+                match auth
+                    .authenticate(request.headers(), request.extensions())
+                    .await
+                {
+                    Ok(principal) => {
+                        request.extensions_mut().insert(principal);
+                        next.run(request).await
+                    }
+                    Err(reason) => {
+                        // The reason is for operators only; it never includes the token.
+                        tracing::info!(target: "oxp::auth", outcome = "unauthenticated", %reason);
+                        refuse()
+                    }
+                }
+            }
+        },
+    ))
+}
+
+/// Whether the content type is absent or JSON (`application/json`, `application/*+json`).
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
+    // Absent is accepted (many clients omit it); anything present must be JSON.
+    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+        return true;
+    };
+    let essence = value
+        .to_str()
+        .unwrap_or("")
+        .split(';')
+        .next()
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
+}
+
+/// A JSON response with `body`.
+pub(crate) fn json_response(status: StatusCode, body: Bytes) -> Response {
+    let mut response = Response::new(Body::from(body));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// `body` serialized as a JSON response.
+pub(crate) fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
+    // Most answers fit; growing from empty would copy the buffer several times.
+    let mut bytes = Vec::with_capacity(256);
+    match serde_json::to_writer(&mut bytes, body) {
+        Ok(()) => json_response(status, Bytes::from(bytes)),
+        // Wire types hold serde_json values, which cannot hold a non-finite float: a last
+        // resort that still answers JSON.
+        Err(_) => json_response(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            Bytes::from_static(br#"{"message":"Internal error"}"#),
+        ),
+    }
+}
+
+async fn health() -> Response {
+    json_response(StatusCode::OK, Bytes::from_static(br#"{"status":"ok"}"#))
+}
+
+async fn not_found(uri: Uri) -> ServerError {
+    ServerError::NotFound(uri.path().to_owned())
+}
+
+/// The answers of the plumbing itself, before any protocol: `{"message", "developer_message"}`.
+#[derive(Debug)]
+pub(crate) enum ServerError {
+    /// 404: no such route.
+    NotFound(String),
+    /// 405: the route exists for other methods.
+    MethodNotAllowed {
+        /// Value of the `Allow` header.
+        allow: &'static str,
+    },
+}
+
+#[derive(Serialize)]
+struct ErrorBody {
+    message: &'static str,
+    developer_message: String,
+}
+
+impl IntoResponse for ServerError {
+    fn into_response(self) -> Response {
+        match self {
+            Self::NotFound(path) => json(
+                StatusCode::NOT_FOUND,
+                &ErrorBody {
+                    message: "Not found",
+                    developer_message: format!("no route for {path}"),
+                },
+            ),
+            Self::MethodNotAllowed { allow } => {
+                let mut response = json(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    &ErrorBody {
+                        message: "Method not allowed",
+                        developer_message: format!("this route accepts {allow}"),
+                    },
+                );
+                response
+                    .headers_mut()
+                    .insert(header::ALLOW, HeaderValue::from_static(allow));
+                response
+            }
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! Reading `OXP_*` variables: one lookup, typed parsing, and the error that names the variable.
+//! Each subsystem reads its own settings with these; [`crate::Config`] puts them together.
+
+use std::fmt;
+use std::time::Duration;
+
+/// A configuration variable with an invalid value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigError {
+    /// The variable name.
+    pub variable: &'static str,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+impl fmt::Display for ConfigError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid configuration: {}: {}",
+            self.variable, self.reason
+        )
+    }
+}
+
+impl std::error::Error for ConfigError {}
+
+/// The variables, as one lookup, and whether the process runs in Lambda (which picks defaults).
+pub(crate) struct Env<'a> {
+    pub(crate) lambda: bool,
+    lookup: &'a dyn Fn(&str) -> Option<String>,
+}
+
+impl<'a> Env<'a> {
+    pub(crate) fn new(lambda: bool, lookup: &'a dyn Fn(&str) -> Option<String>) -> Self {
+        Self { lambda, lookup }
+    }
+
+    /// The value of `name`; set but blank counts as unset.
+    pub(crate) fn get(&self, name: &str) -> Option<String> {
+        (self.lookup)(name).filter(|v| !v.trim().is_empty())
+    }
+
+    /// The value of `name` as it is, blank included.
+    pub(crate) fn raw(&self, name: &str) -> Option<String> {
+        (self.lookup)(name)
+    }
+
+    /// `name` parsed, when set.
+    pub(crate) fn parsed<T>(&self, name: &'static str) -> Result<Option<T>, ConfigError>
+    where
+        T: std::str::FromStr,
+        T::Err: fmt::Display,
+    {
+        self.get(name).map(|v| parse(name, &v)).transpose()
+    }
+
+    /// `name` as a number greater than zero, when set.
+    pub(crate) fn positive<T>(&self, name: &'static str) -> Result<Option<T>, ConfigError>
+    where
+        T: std::str::FromStr + Default + PartialEq,
+        T::Err: fmt::Display,
+    {
+        match self.parsed::<T>(name)? {
+            Some(n) if n == T::default() => Err(invalid(name, "must be greater than 0")),
+            n => Ok(n),
+        }
+    }
+
+    /// `name` in milliseconds, `0` meaning "no limit", when set.
+    pub(crate) fn limit_ms(
+        &self,
+        name: &'static str,
+    ) -> Result<Option<Option<Duration>>, ConfigError> {
+        Ok(self
+            .parsed::<u64>(name)?
+            .map(|ms| (ms > 0).then(|| Duration::from_millis(ms))))
+    }
+
+    /// `name` as `true` or `false` (default `false`).
+    pub(crate) fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
+        match self.get(name).as_deref().map(str::trim) {
+            None | Some("false") => Ok(false),
+            Some("true") => Ok(true),
+            Some(_) => Err(invalid(name, "must be 'true' or 'false'")),
+        }
+    }
+
+    /// `name` as a comma-separated list (empty when unset).
+    #[cfg_attr(not(feature = "rap"), allow(dead_code))]
+    pub(crate) fn list(&self, name: &str) -> Vec<String> {
+        self.get(name)
+            .map(|v| {
+                v.split(',')
+                    .map(|p| p.trim().to_owned())
+                    .filter(|p| !p.is_empty())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// `value` of `variable` parsed as `T`.
+pub(crate) fn parse<T: std::str::FromStr>(
+    variable: &'static str,
+    value: &str,
+) -> Result<T, ConfigError>
+where
+    T::Err: fmt::Display,
+{
+    value
+        .trim()
+        .parse()
+        .map_err(|e: T::Err| invalid(variable, &format!("'{value}': {e}")))
+}
+
+/// The error for `variable`.
+pub(crate) fn invalid(variable: &'static str, reason: &str) -> ConfigError {
+    ConfigError {
+        variable,
+        reason: reason.to_owned(),
+    }
+}
