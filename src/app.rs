@@ -12,8 +12,6 @@ use axum::Router;
 use http::Request;
 use std::convert::Infallible;
 use std::fmt;
-use std::net::SocketAddr;
-use std::process::ExitCode;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use tokio::net::TcpListener;
@@ -349,7 +347,7 @@ impl App {
 
     /// Serves the Lambda Runtime API in the configured role until the environment ends.
     #[cfg(feature = "lambda")]
-    async fn run_lambda(self) -> Result<(), lambda_http::Error> {
+    pub(crate) async fn run_lambda(self) -> Result<(), lambda_http::Error> {
         #[cfg(feature = "rap-sqs")]
         if self.parts.config.lambda_role == crate::config::LambdaRole::Worker
             && let Some(worker) = self.parts.rap.as_ref().and_then(|r| r.worker.clone())
@@ -376,67 +374,5 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         self.service.call(request)
-    }
-}
-
-/// Runs `registry` the way the `oxp-lambda` binary does: configuration from `OXP_*` variables
-/// (and `--port N` from the command line), then Lambda when `AWS_LAMBDA_RUNTIME_API` is set,
-/// else the local server. An invalid configuration fails here with one log line naming the
-/// variable.
-pub async fn run(registry: Registry) -> ExitCode {
-    let mut config = match Config::from_env() {
-        Ok(config) => config,
-        Err(e) => {
-            crate::logging::init(&Config {
-                log_format: if in_lambda() {
-                    crate::config::LogFormat::Json
-                } else {
-                    crate::config::LogFormat::Text
-                },
-                ..Config::default()
-            });
-            tracing::error!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    if let Err(message) = crate::args::apply(&mut config, std::env::args().skip(1)) {
-        eprintln!("{message}");
-        return ExitCode::from(2);
-    }
-    crate::logging::init(&config);
-    let addr = SocketAddr::new(config.host, config.port);
-    let app = match App::builder(registry).config(config).build().await {
-        Ok(app) => app,
-        Err(e) => {
-            tracing::error!("{e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    #[cfg(feature = "lambda")]
-    if in_lambda() {
-        return match app.run_lambda().await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                tracing::error!("lambda runtime failed: {e}");
-                ExitCode::FAILURE
-            }
-        };
-    }
-    let listener = match local::bind(addr).await {
-        Ok(listener) => listener,
-        Err(e) => {
-            tracing::error!("cannot listen on {addr}: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let bound = listener.local_addr().unwrap_or(addr);
-    println!("OXP server listening on http://{bound}");
-    tracing::info!(%bound, "OXP server listening");
-    match app.serve(listener, local::shutdown_signal()).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("server failed: {e}");
-            ExitCode::FAILURE
-        }
     }
 }

@@ -62,20 +62,28 @@ mod moto;
 mod oxp;
 #[cfg(feature = "rap")]
 mod rap;
+mod run;
 mod secrets;
 mod server;
 mod settings;
 mod transport;
 
-pub use app::{App, AppBuilder, StartError, run};
+pub use app::{App, AppBuilder, StartError};
 pub use config::Config;
 pub use core::declare::{AuthorizationProvider, NoInput, Requirements, Tool, ToolBuilder};
 pub use core::registry::{RegisteredTool, Registry, RegistryBuilder, RegistryError, ResolveError};
 pub use core::tool::{Extensions, Secret, ToolContext, ToolError};
 #[cfg(feature = "rap")]
 pub use rap::RapThread;
+pub use run::run;
 
 /// The README's Rust examples, compiled as doc tests so they cannot rot.
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
+
+/// The Rust examples of the reference pages, compiled as doc tests too.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/architecture.md")]
+#[doc = include_str!("../docs/rap.md")]
+pub struct DocsDoctests;

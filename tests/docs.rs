@@ -1,4 +1,4 @@
-//! The README, the SAM template and the code agree on configuration and routes.
+//! The documentation, the SAM template and the code agree on configuration and routes.
 
 use std::collections::BTreeSet;
 
@@ -54,13 +54,13 @@ fn code() -> BTreeSet<String> {
 }
 
 #[test]
-fn every_variable_the_code_reads_is_in_the_readme() {
-    let readme = oxp_variables(&read("README.md"));
+fn every_variable_the_code_reads_is_in_the_configuration_page() {
+    let readme = oxp_variables(&read("docs/configuration.md"));
     let code = code();
     let missing: Vec<_> = code.iter().filter(|v| !readme.contains(*v)).collect();
     assert!(
         missing.is_empty(),
-        "not documented in README.md: {missing:?}"
+        "not documented in docs/configuration.md: {missing:?}"
     );
 }
 
@@ -97,4 +97,29 @@ fn the_template_routes_every_oxp_and_rap_endpoint() {
     assert!(template.contains("BuildMethod: rust-cargolambda"));
     assert!(template.contains("Runtime: provided.al2023"));
     assert!(template.contains("Architectures: [arm64]"));
+}
+
+#[test]
+fn every_page_the_readme_links_exists_and_every_doc_is_linked() {
+    let readme = read("README.md");
+    for entry in std::fs::read_dir("docs").unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(
+            readme.contains(&format!("(docs/{name})")),
+            "README.md does not link docs/{name}"
+        );
+    }
+    for link in readme.split("](").skip(1) {
+        let target = link.split(')').next().unwrap();
+        if !target.starts_with("http") {
+            assert!(
+                std::path::Path::new(target).exists(),
+                "README.md links {target}, which does not exist"
+            );
+        }
+    }
+    assert!(
+        readme.lines().count() <= 160,
+        "the README stays short: reference goes to docs/"
+    );
 }

@@ -953,7 +953,7 @@ async fn close_thread_is_accepted_and_logged() {
 }
 
 #[tokio::test]
-async fn the_readme_result_examples_are_what_the_server_sends() {
+async fn the_documented_result_examples_are_what_the_server_sends() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
     let mut add = invocation(&receiver.url, "Calculator_Add", json!({"a": 20, "b": 22}));
@@ -982,7 +982,7 @@ async fn the_readme_result_examples_are_what_the_server_sends() {
         .into_iter()
         .map(|h| h.body)
         .collect();
-    let readme = std::fs::read_to_string("README.md").unwrap();
+    let readme = std::fs::read_to_string("docs/rap.md").unwrap();
     let documented: Vec<Value> = readme
         .lines()
         .filter(|l| l.starts_with(r#"{"type":"tool_result""#))
@@ -1002,7 +1002,7 @@ async fn the_readme_result_examples_are_what_the_server_sends() {
         };
         assert!(
             sent.iter().any(same),
-            "README example not sent: {example}\nsent: {sent:?}"
+            "docs/rap.md example not sent: {example}\nsent: {sent:?}"
         );
     }
 }

@@ -8,6 +8,7 @@ pub(crate) mod invoke;
 pub(crate) mod naming;
 pub(crate) mod principal;
 pub(crate) mod registry;
+pub(crate) mod registry_error;
 pub(crate) mod schema;
 pub(crate) mod secrets;
 pub(crate) mod tool;

@@ -10,6 +10,8 @@
 pub(crate) use crate::core::declare::HandlerError;
 use crate::core::declare::{Handler, Requirements, Tool};
 use crate::core::naming;
+use crate::core::registry_error::list_limited;
+pub use crate::core::registry_error::{RegistryError, ResolveError};
 use crate::core::schema::CompiledSchema;
 use semver::Version;
 use serde_json::Value;
@@ -49,143 +51,6 @@ impl fmt::Debug for RegisteredTool {
             .finish_non_exhaustive()
     }
 }
-
-/// Why a registry could not be built.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RegistryError {
-    /// A tool name is empty or has characters outside `[A-Za-z0-9_-]` between dots.
-    InvalidName(String),
-    /// A version is not semantic versioning.
-    InvalidVersion {
-        /// Tool name.
-        tool: String,
-        /// What the version string was and why it is wrong.
-        reason: String,
-    },
-    /// A schema is not a valid JSON Schema.
-    InvalidSchema {
-        /// Tool id.
-        tool: String,
-        /// `input` or `output`.
-        which: &'static str,
-        /// The compiler's reason.
-        reason: String,
-    },
-    /// The input schema does not describe an object.
-    InputNotObject(String),
-    /// The same id is registered twice.
-    Duplicate(String),
-    /// Two different names give the same listing name.
-    ListingNameClash {
-        /// The listing name.
-        listing_name: String,
-        /// The first tool name.
-        first: String,
-        /// The second tool name.
-        second: String,
-    },
-}
-
-impl fmt::Display for RegistryError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::InvalidName(name) => write!(
-                f,
-                "tool name '{name}' is invalid: use dot-separated parts of letters, digits, '_' and '-'"
-            ),
-            Self::InvalidVersion { tool, reason } => {
-                write!(f, "tool '{tool}' has an invalid version: {reason}")
-            }
-            Self::InvalidSchema {
-                tool,
-                which,
-                reason,
-            } => {
-                write!(f, "tool '{tool}' has an invalid {which} schema: {reason}")
-            }
-            Self::InputNotObject(tool) => {
-                write!(
-                    f,
-                    "tool '{tool}' has an input schema that does not accept an object"
-                )
-            }
-            Self::Duplicate(id) => write!(f, "tool '{id}' is registered twice"),
-            Self::ListingNameClash {
-                listing_name,
-                first,
-                second,
-            } => write!(
-                f,
-                "tools '{first}' and '{second}' would both be listed as '{listing_name}'"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for RegistryError {}
-
-/// Why a tool id did not resolve to a tool.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResolveError {
-    /// The id is not of the form `Name`, `Name@x.y.z` or `Name@x`.
-    Malformed {
-        /// The id as sent.
-        tool_id: String,
-        /// Why it is malformed.
-        reason: &'static str,
-    },
-    /// No tool has that name.
-    UnknownTool {
-        /// The name as sent.
-        name: String,
-        /// Available tool names (at most [`MAX_LISTED`], then a count).
-        available: String,
-    },
-    /// The tool exists but not in that version.
-    UnknownVersion {
-        /// Dotted name.
-        name: String,
-        /// Listing name.
-        listing_name: String,
-        /// The requested version.
-        version: Version,
-        /// Available versions.
-        available: String,
-    },
-}
-
-/// How many names an error message lists before it just counts the rest.
-pub const MAX_LISTED: usize = 20;
-
-impl ResolveError {
-    /// A message for developers, naming what is available.
-    pub fn developer_message(&self) -> String {
-        match self {
-            Self::Malformed { reason, .. } => {
-                format!("{reason}; expected Toolkit.Tool, Toolkit.Tool@x.y.z or Toolkit.Tool@x")
-            }
-            Self::UnknownTool { name, available } => {
-                format!("No tool named {name} is registered. Available tools: {available}")
-            }
-            Self::UnknownVersion {
-                name,
-                version,
-                available,
-                ..
-            } => format!(
-                "{name} version {version} is not available. Available versions: {available}"
-            ),
-        }
-    }
-}
-
-impl fmt::Display for ResolveError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.developer_message())
-    }
-}
-
-impl std::error::Error for ResolveError {}
 
 /// All versions of one tool name, in ascending version order.
 struct Family {
@@ -434,24 +299,6 @@ fn parse_requested_version(v: &str) -> Option<Version> {
         return v.parse::<u64>().ok().map(|major| Version::new(major, 0, 0));
     }
     Version::parse(v).ok()
-}
-
-fn list_limited<S: AsRef<str>>(items: impl ExactSizeIterator<Item = S>) -> String {
-    let total = items.len();
-    if total == 0 {
-        return "none".to_owned();
-    }
-    let mut out = String::new();
-    for (i, item) in items.take(MAX_LISTED).enumerate() {
-        if i > 0 {
-            out.push_str(", ");
-        }
-        out.push_str(item.as_ref());
-    }
-    if total > MAX_LISTED {
-        out.push_str(&format!(" and {} more", total - MAX_LISTED));
-    }
-    out
 }
 
 #[cfg(test)]

@@ -1,0 +1,248 @@
+//! Reading the configuration: defaults, values, and an error naming each invalid variable.
+
+use super::*;
+use std::collections::HashMap;
+
+fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Config::from_lookup(false, |k| map.get(k).cloned())
+}
+
+#[test]
+fn defaults_apply_when_nothing_is_set() {
+    assert_eq!(config(&[]).unwrap(), Config::default());
+    let lambda =
+        Config::from_lookup(true, |k| (k == "OXP_AUTH").then(|| "none".to_string())).unwrap();
+    assert_eq!(lambda.log_format, LogFormat::Json);
+    assert_eq!(lambda.secrets.source, SecretSourceKind::Aws);
+}
+
+#[test]
+fn values_are_read() {
+    let c = config(&[
+        ("OXP_PORT", "9000"),
+        ("OXP_MAX_BODY_BYTES", "2048"),
+        ("OXP_TOOL_TIMEOUT_MS", "0"),
+        ("OXP_BASE_PATH", "/api/"),
+        ("OXP_LOG_FORMAT", "json"),
+    ])
+    .unwrap();
+    assert_eq!(c.port, 9000);
+    assert_eq!(c.max_body_bytes, 2048);
+    assert_eq!(c.tool_timeout, None);
+    assert_eq!(c.base_path.as_deref(), Some("/api"));
+    assert_eq!(c.log_format, LogFormat::Json);
+}
+
+#[test]
+fn secrets_and_auth_settings_are_read() {
+    let c = config(&[
+        ("OXP_SECRETS_SOURCE", "aws"),
+        (
+            "OXP_SECRETS_MAP",
+            r#"{"TWILIO_API_KEY": "prod/twilio#api_key"}"#,
+        ),
+        ("OXP_SECRETS_TTL_SECS", "60"),
+        ("OXP_CLIENT_SECRETS", "never"),
+        ("OXP_AUTH", "jwt"),
+        (
+            "OXP_JWT_JWKS_URL",
+            "https://issuer.example/.well-known/jwks.json",
+        ),
+        ("OXP_JWT_ISSUER", "https://issuer.example/"),
+        ("OXP_BIND_USER_ID", "true"),
+    ])
+    .unwrap();
+    assert_eq!(c.secrets.source, SecretSourceKind::Aws);
+    assert_eq!(
+        c.secrets.map,
+        [(
+            "TWILIO_API_KEY".to_string(),
+            "prod/twilio#api_key".to_string()
+        )]
+    );
+    assert_eq!(c.secrets.ttl, Duration::from_secs(60));
+    assert_eq!(c.secrets.client_secrets, ClientSecrets::Never);
+    let AuthConfig::Jwt(jwt) = c.auth else {
+        panic!("jwt")
+    };
+    assert!(jwt.bind_user_id);
+    assert_eq!(jwt.issuer.as_deref(), Some("https://issuer.example/"));
+    assert!(matches!(jwt.keys, JwtKeys::Jwks { .. }));
+}
+
+#[test]
+fn a_table_selects_the_dynamodb_idempotency_store() {
+    let c = config(&[
+        ("OXP_IDEMPOTENCY_TABLE", "oxp-calls"),
+        ("OXP_IDEMPOTENCY_TTL_SECS", "60"),
+    ])
+    .unwrap();
+    assert_eq!(c.idempotency.mode, IdempotencyMode::DynamoDb);
+    assert_eq!(c.idempotency.ttl, Duration::from_secs(60));
+    assert_eq!(
+        config(&[("OXP_IDEMPOTENCY", "off")])
+            .unwrap()
+            .idempotency
+            .mode,
+        IdempotencyMode::Off
+    );
+    assert_eq!(
+        config(&[]).unwrap().idempotency.mode,
+        IdempotencyMode::Memory
+    );
+}
+
+#[test]
+fn no_authentication_must_be_explicit_in_lambda_and_beyond_loopback() {
+    assert_eq!(
+        config(&[]).unwrap().auth,
+        AuthConfig::None { explicit: false }
+    );
+    let err = Config::from_lookup(true, |_| None).unwrap_err();
+    assert_eq!(err.variable, "OXP_AUTH");
+    assert_eq!(
+        config(&[("OXP_HOST", "0.0.0.0")]).unwrap_err().variable,
+        "OXP_AUTH"
+    );
+    let lambda_none = Config::from_lookup(true, |k| (k == "OXP_AUTH").then(|| "none".to_string()));
+    assert_eq!(
+        lambda_none.unwrap().auth,
+        AuthConfig::None { explicit: true }
+    );
+    // jwt needs exactly one key source
+    assert_eq!(
+        config(&[("OXP_AUTH", "jwt")]).unwrap_err().variable,
+        "OXP_AUTH"
+    );
+}
+
+#[test]
+fn an_invalid_value_names_its_variable() {
+    for (var, value) in [
+        ("OXP_PORT", "eighty"),
+        ("OXP_PORT", "70000"),
+        ("OXP_MAX_BODY_BYTES", "0"),
+        ("OXP_BASE_PATH", "api"),
+        ("OXP_LOG_FORMAT", "xml"),
+        ("OXP_HOST", "localhost:1"),
+        ("OXP_SECRETS_SOURCE", "vault"),
+        ("OXP_SECRETS_MAP", "[1]"),
+        ("OXP_SECRETS_MAP", r#"{"A": 1}"#),
+        ("OXP_SECRETS_TTL_SECS", "-1"),
+        ("OXP_CLIENT_SECRETS", "maybe"),
+        ("OXP_AUTH", "basic"),
+        ("OXP_BIND_USER_ID", "yes"),
+        ("OXP_IDEMPOTENCY", "redis"),
+        ("OXP_IDEMPOTENCY", "dynamodb"),
+        ("OXP_MAX_CONCURRENT_CALLS", "0"),
+        ("OXP_RAP", "maybe"),
+        ("OXP_RAP_RATE_LIMIT", "10"),
+        ("OXP_RAP_RATE_LIMIT", "0/s"),
+        ("OXP_RAP_RATE_LIMIT", "5/week"),
+        ("OXP_RAP_ALLOW_HTTP", "yes"),
+        ("OXP_RAP_DELIVERY_ATTEMPTS", "0"),
+        ("OXP_RAP_RETRY_BASE_MS", "0"),
+        ("OXP_RAP_ENDPOINT", "tool.example.com/invoke"),
+        ("OXP_LAMBDA_ROLE", "cron"),
+    ] {
+        let err = config(&[(var, value)]).unwrap_err();
+        assert!(err.variable.starts_with(var), "{var}: {err}");
+        assert!(err.to_string().contains(var));
+    }
+}
+
+#[test]
+fn rap_settings_are_read() {
+    let c = config(&[
+        ("OXP_RAP_RATE_LIMIT", "30/min"),
+        (
+            "OXP_RAP_CALLBACK_HOSTS",
+            "agent.example.com, *.runtime.example",
+        ),
+        ("OXP_RAP_ALLOW_HTTP", "true"),
+        ("OXP_RAP_DELIVERY_ATTEMPTS", "3"),
+        ("OXP_RAP_DELIVERY_TIMEOUT_SECS", "20"),
+        ("OXP_RAP_TOOLS", "Calculator.Add@1.0.0"),
+        ("OXP_TOOL_TIMEOUT_MS", "5000"),
+    ])
+    .unwrap();
+    assert_eq!(
+        c.rap.tool_timeout,
+        Some(Duration::from_secs(5)),
+        "OXP's by default"
+    );
+    let c = config(&[("OXP_RAP_TOOL_TIMEOUT_MS", "0")]).unwrap();
+    assert_eq!(c.rap.tool_timeout, None);
+    assert_eq!(c.tool_timeout, Some(Duration::from_secs(30)));
+    let c = config(&[
+        ("OXP_RAP_RATE_LIMIT", "30/min"),
+        (
+            "OXP_RAP_CALLBACK_HOSTS",
+            "agent.example.com, *.runtime.example",
+        ),
+        ("OXP_RAP_ALLOW_HTTP", "true"),
+        ("OXP_RAP_DELIVERY_ATTEMPTS", "3"),
+        ("OXP_RAP_DELIVERY_TIMEOUT_SECS", "20"),
+        ("OXP_RAP_TOOLS", "Calculator.Add@1.0.0"),
+    ])
+    .unwrap();
+    assert!(c.rap.enabled);
+    assert_eq!(
+        c.rap.rate_limit,
+        Some(RateLimit {
+            invocations: 30,
+            per: Duration::from_secs(60)
+        })
+    );
+    assert_eq!(
+        c.rap.callbacks.allowed_hosts,
+        ["agent.example.com", "*.runtime.example"]
+    );
+    assert!(c.rap.callbacks.allow_http && !c.rap.callbacks.lambda);
+    assert_eq!(c.rap.retry.max_attempts, 3);
+    assert_eq!(c.rap.retry.total, Duration::from_secs(20));
+    assert_eq!(c.rap.pins, ["Calculator.Add@1.0.0"]);
+    assert_eq!(c.lambda_role, LambdaRole::Http);
+}
+
+#[test]
+fn rap_in_lambda_needs_its_queues() {
+    let lambda = |vars: &[(&str, &str)]| {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .chain(&[("OXP_AUTH", "none")])
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        Config::from_lookup(true, |k| map.get(k).cloned())
+    };
+    // Without a queue RAP is off in Lambda, unless asked for.
+    assert!(!lambda(&[]).unwrap().rap.enabled);
+    assert_eq!(
+        lambda(&[("OXP_RAP", "on")]).unwrap_err().variable,
+        "OXP_RAP_QUEUE_URL"
+    );
+    assert_eq!(
+        lambda(&[("OXP_RAP_QUEUE_URL", "https://sqs/q")])
+            .unwrap_err()
+            .variable,
+        "OXP_RAP_DEAD_LETTER_QUEUE_URL"
+    );
+    let c = lambda(&[
+        ("OXP_RAP_QUEUE_URL", "https://sqs/q"),
+        ("OXP_RAP_DEAD_LETTER_QUEUE_URL", "https://sqs/dlq"),
+        ("OXP_LAMBDA_ROLE", "worker"),
+    ])
+    .unwrap();
+    assert!(c.rap.enabled && c.rap.callbacks.lambda);
+    assert_eq!(c.lambda_role, LambdaRole::Worker);
+    assert_eq!(
+        lambda(&[("OXP_LAMBDA_ROLE", "worker")])
+            .unwrap_err()
+            .variable,
+        "OXP_LAMBDA_ROLE"
+    );
+}

@@ -1,0 +1,71 @@
+//! What the `oxp-lambda` binary does with a registry: read the configuration, then serve the
+//! Lambda Runtime API or a local port.
+
+use crate::app::App;
+use crate::config::{Config, in_lambda};
+use crate::core::registry::Registry;
+use crate::transport::local;
+use std::net::SocketAddr;
+use std::process::ExitCode;
+
+/// Runs `registry` the way the `oxp-lambda` binary does: configuration from `OXP_*` variables
+/// (and `--port N` from the command line), then Lambda when `AWS_LAMBDA_RUNTIME_API` is set,
+/// else the local server. An invalid configuration fails here with one log line naming the
+/// variable.
+pub async fn run(registry: Registry) -> ExitCode {
+    let mut config = match Config::from_env() {
+        Ok(config) => config,
+        Err(e) => {
+            crate::logging::init(&Config {
+                log_format: if in_lambda() {
+                    crate::config::LogFormat::Json
+                } else {
+                    crate::config::LogFormat::Text
+                },
+                ..Config::default()
+            });
+            tracing::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if let Err(message) = crate::args::apply(&mut config, std::env::args().skip(1)) {
+        eprintln!("{message}");
+        return ExitCode::from(2);
+    }
+    crate::logging::init(&config);
+    let addr = SocketAddr::new(config.host, config.port);
+    let app = match App::builder(registry).config(config).build().await {
+        Ok(app) => app,
+        Err(e) => {
+            tracing::error!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    #[cfg(feature = "lambda")]
+    if in_lambda() {
+        return match app.run_lambda().await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                tracing::error!("lambda runtime failed: {e}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let listener = match local::bind(addr).await {
+        Ok(listener) => listener,
+        Err(e) => {
+            tracing::error!("cannot listen on {addr}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let bound = listener.local_addr().unwrap_or(addr);
+    println!("OXP server listening on http://{bound}");
+    tracing::info!(%bound, "OXP server listening");
+    match app.serve(listener, local::shutdown_signal()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            tracing::error!("server failed: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
