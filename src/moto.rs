@@ -1,4 +1,5 @@
 //! Test support for the AWS parts: moto's emulator, which the test command starts on loopback.
+//! The unit tests use it as `crate::moto`, the integration tests as `common::aws` (the same file).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -24,6 +25,22 @@ pub(crate) async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
 /// A unique name prefix, so tests sharing one emulator never see each other's resources.
 pub(crate) fn unique_prefix() -> String {
     format!("oxp-test-{}/", uuid::Uuid::new_v4().simple())
+}
+
+/// Creates secret `name` holding `value`.
+#[cfg(feature = "aws-secrets")]
+pub(crate) async fn create_secret(
+    client: &aws_sdk_secretsmanager::Client,
+    name: &str,
+    value: &str,
+) {
+    client
+        .create_secret()
+        .name(name)
+        .secret_string(value)
+        .send()
+        .await
+        .expect("moto creates the secret");
 }
 
 /// Counts the HTTP requests a client sends.

@@ -239,52 +239,8 @@ async fn concurrent_duplicates_execute_once_with_the_memory_store() {
 
 // ---- DynamoDB on moto -----------------------------------------------------------------------
 
-async fn dynamo_table() -> (aws_sdk_dynamodb::Client, String) {
-    use aws_sdk_dynamodb::types::{
-        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-        TimeToLiveSpecification,
-    };
-    let client = aws_sdk_dynamodb::Client::new(&sdk_config(&moto_url()).await);
-    let table = format!("oxp-calls-{}", uuid::Uuid::new_v4().simple());
-    client
-        .create_table()
-        .table_name(&table)
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name("call_id")
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .unwrap(),
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name("call_id")
-                .key_type(KeyType::Hash)
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .expect("moto creates the table");
-    client
-        .update_time_to_live()
-        .table_name(&table)
-        .time_to_live_specification(
-            TimeToLiveSpecification::builder()
-                .attribute_name("expires_at")
-                .enabled(true)
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .unwrap();
-    (client, table)
-}
-
 async fn dynamo() -> Store {
-    let (_, table) = dynamo_table().await;
+    let (_, table) = common::aws::calls_table().await;
     Store::Dynamo(Box::new(sdk_config(&moto_url()).await), table)
 }
 

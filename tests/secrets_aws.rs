@@ -4,21 +4,11 @@
 
 mod common;
 
-use common::aws::{moto_url, sdk_config, unique_prefix};
+use common::aws::{create_secret, moto_url, sdk_config, unique_prefix};
 use common::*;
 use oxp_lambda::config::SecretSourceKind;
 use oxp_lambda::{App, Config, Registry, Tool, ToolContext, ToolError};
 use serde_json::json;
-
-async fn create(client: &aws_sdk_secretsmanager::Client, name: &str, value: &str) {
-    client
-        .create_secret()
-        .name(name)
-        .secret_string(value)
-        .send()
-        .await
-        .expect("moto creates the secret");
-}
 
 async fn moto_client() -> aws_sdk_secretsmanager::Client {
     aws_sdk_secretsmanager::Client::new(&sdk_config(&moto_url()).await)
@@ -55,13 +45,13 @@ async fn app_over_moto(prefix: &str) -> App {
 async fn sms_send_reads_its_key_from_secrets_manager_and_server_secrets_win() {
     let prefix = unique_prefix();
     let setup = moto_client().await;
-    create(
+    create_secret(
         &setup,
         &format!("{prefix}TWILIO_API_KEY"),
         "sk_from_secrets_manager",
     )
     .await;
-    create(&setup, &format!("{prefix}API_KEY"), "server-held-value").await;
+    create_secret(&setup, &format!("{prefix}API_KEY"), "server-held-value").await;
     let app = app_over_moto(&prefix).await;
     let reply = call(
         &app,

@@ -3,7 +3,7 @@
 
 use super::{AwsSecretsManager, secrets_manager_config};
 use crate::core::secrets::{ClientSecrets, SecretErrorKind, Secrets};
-use crate::moto::{RequestCounter, moto_url, sdk_config, unique_prefix};
+use crate::moto::{RequestCounter, create_secret, moto_url, sdk_config, unique_prefix};
 use crate::secrets::SecretsConfig;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,16 +34,6 @@ fn secrets_config(prefix: &str, map: &[(&str, &str)]) -> SecretsConfig {
     }
 }
 
-async fn create(client: &aws_sdk_secretsmanager::Client, name: &str, value: &str) {
-    client
-        .create_secret()
-        .name(name)
-        .secret_string(value)
-        .send()
-        .await
-        .expect("moto creates the secret");
-}
-
 async fn store(
     prefix: &str,
     map: &[(&str, &str)],
@@ -59,7 +49,7 @@ async fn store(
 async fn a_plain_secret_is_read_by_prefix_and_id() {
     let prefix = unique_prefix();
     let (secrets, client, _) = store(&prefix, &[], Duration::from_secs(60)).await;
-    create(&client, &format!("{prefix}TWILIO_API_KEY"), "plain-value").await;
+    create_secret(&client, &format!("{prefix}TWILIO_API_KEY"), "plain-value").await;
     assert_eq!(
         secrets.get("TWILIO_API_KEY").await.unwrap().expose(),
         "plain-value"
@@ -77,7 +67,7 @@ async fn one_key_of_a_json_secret_is_read_through_the_map() {
         Duration::from_secs(60),
     )
     .await;
-    create(&client, &name, r#"{"api_key": "from-json", "other": "x"}"#).await;
+    create_secret(&client, &name, r#"{"api_key": "from-json", "other": "x"}"#).await;
     assert_eq!(
         secrets.get("TWILIO_API_KEY").await.unwrap().expose(),
         "from-json"
@@ -100,7 +90,7 @@ async fn an_updated_secret_is_visible_after_the_ttl_and_not_before() {
     let ttl = Duration::from_millis(1500);
     let (secrets, client, counter) = store(&prefix, &[], ttl).await;
     let name = format!("{prefix}ROTATING");
-    create(&client, &name, "v1").await;
+    create_secret(&client, &name, "v1").await;
     let before = counter.get();
     let start = Instant::now();
     assert_eq!(secrets.get("ROTATING").await.unwrap().expose(), "v1");
@@ -131,7 +121,7 @@ async fn an_updated_secret_is_visible_after_the_ttl_and_not_before() {
 async fn many_concurrent_misses_make_one_api_call_and_a_warm_call_none() {
     let prefix = unique_prefix();
     let (setup, _) = secrets_client(&moto_url(), TIMEOUT).await;
-    create(&setup, &format!("{prefix}HOT"), "hot-value").await;
+    create_secret(&setup, &format!("{prefix}HOT"), "hot-value").await;
     let (secrets, _, counter) = store(&prefix, &[], Duration::from_secs(60)).await;
     let gets = (0..50).map(|_| secrets.get("HOT"));
     let values = futures_util::future::join_all(gets).await;
@@ -154,7 +144,7 @@ async fn the_secrets_of_one_call_are_fetched_concurrently() {
     let prefix = unique_prefix();
     let (setup, _) = secrets_client(&moto_url(), TIMEOUT).await;
     for id in ["A", "B", "C"] {
-        create(&setup, &format!("{prefix}{id}"), &format!("value-{id}")).await;
+        create_secret(&setup, &format!("{prefix}{id}"), &format!("value-{id}")).await;
     }
     let (secrets, _, counter) = store(&prefix, &[], Duration::from_secs(60)).await;
     let required = ["A".to_string(), "B".to_string(), "C".to_string()];

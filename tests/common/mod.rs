@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: build an app and send it requests in-process.
 #![allow(dead_code)]
 
+/// moto on loopback: the same support file as the unit tests' `crate::moto`.
+#[path = "../../src/moto.rs"]
 pub mod aws;
 pub mod receiver;
 
