@@ -291,13 +291,16 @@ impl App {
 
     /// Serves HTTP on `listener` until `shutdown` completes; in-flight requests finish, then
     /// accepted async invocations get `OXP_RAP_DRAIN_SECS` to finish before the rest are
-    /// dead-lettered.
+    /// dead-lettered. On a loopback listener, a request whose `Host` is not a loopback name or
+    /// whose `Origin` is not in `OXP_ALLOWED_ORIGINS` is refused (403): web pages open in a
+    /// browser on the same machine cannot reach the tools.
     pub async fn serve(
         self,
         listener: TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let served = local::serve(listener, self.http(), shutdown).await;
+        let origins = self.parts.config.allowed_origins.clone().into();
+        let served = local::serve(listener, self.http(), origins, shutdown).await;
         #[cfg(feature = "rap")]
         {
             let abandoned = self.drain(self.parts.config.rap.drain_timeout).await;

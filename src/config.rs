@@ -27,6 +27,9 @@ pub struct Config {
     pub host: IpAddr,
     /// Local server port (`OXP_PORT` or `--port`, default 8080).
     pub port: u16,
+    /// `OXP_ALLOWED_ORIGINS`: comma-separated web origins (`http://localhost:3000`) a local server
+    /// on loopback accepts requests from; any other `Origin` is refused (default: none).
+    pub allowed_origins: Vec<String>,
     /// Largest accepted request body in bytes (`OXP_MAX_BODY_BYTES`, default 1 MiB); larger is 413.
     pub max_body_bytes: usize,
     /// Longest a tool may run (`OXP_TOOL_TIMEOUT_MS`, default 30000; `0` disables).
@@ -87,6 +90,7 @@ impl Default for Config {
         Self {
             host: IpAddr::from([127, 0, 0, 1]),
             port: 8080,
+            allowed_origins: Vec::new(),
             max_body_bytes: 1024 * 1024,
             tool_timeout: Some(Duration::from_secs(30)),
             base_path: None,
@@ -131,6 +135,11 @@ impl Config {
         if let Some(port) = env.parsed("OXP_PORT")? {
             config.port = port;
         }
+        config.allowed_origins = env
+            .list("OXP_ALLOWED_ORIGINS")
+            .into_iter()
+            .map(|o| o.trim_end_matches('/').to_owned())
+            .collect();
         if let Some(n) = env.positive("OXP_MAX_BODY_BYTES")? {
             config.max_body_bytes = n;
         }
@@ -172,7 +181,7 @@ impl Config {
         };
         #[cfg(feature = "rap")]
         {
-            config.rap = RapConfig::from_env(&env, config.tool_timeout)?;
+            config.rap = RapConfig::from_env(&env, config.tool_timeout, config.host)?;
         }
         if config.lambda_role == LambdaRole::Worker && !config.rap_enabled() {
             return Err(invalid(

@@ -77,6 +77,50 @@ fn secrets_and_auth_settings_are_read() {
 }
 
 #[test]
+fn with_authentication_on_the_user_is_bound_to_the_caller_unless_opted_out() {
+    let jwt = [
+        ("OXP_AUTH", "jwt"),
+        ("OXP_JWT_JWKS_URL", "https://issuer.example/jwks"),
+    ];
+    let AuthConfig::Jwt(on) = config(&jwt).unwrap().auth else {
+        panic!("jwt")
+    };
+    assert!(on.bind_user_id, "bound by default");
+    let opted_out = [jwt[0], jwt[1], ("OXP_BIND_USER_ID", "false")];
+    let AuthConfig::Jwt(off) = config(&opted_out).unwrap().auth else {
+        panic!("jwt")
+    };
+    assert!(!off.bind_user_id);
+    assert_eq!(
+        config(&[("OXP_AUTH", "apigateway")]).unwrap().auth,
+        AuthConfig::ApiGateway { bind_user_id: true }
+    );
+}
+
+#[test]
+fn a_jwks_url_must_be_https_or_loopback_http() {
+    for url in [
+        "http://issuer.example/jwks",
+        "ftp://x",
+        "http://127.0.0.1@evil.example/",
+    ] {
+        let err = config(&[("OXP_AUTH", "jwt"), ("OXP_JWT_JWKS_URL", url)]).unwrap_err();
+        assert_eq!(err.variable, "OXP_JWT_JWKS_URL", "{url}");
+    }
+    for url in [
+        "https://issuer.example/jwks",
+        "http://127.0.0.1:9000/jwks",
+        "http://[::1]/j",
+        "http://localhost/j",
+    ] {
+        assert!(
+            config(&[("OXP_AUTH", "jwt"), ("OXP_JWT_JWKS_URL", url)]).is_ok(),
+            "{url}"
+        );
+    }
+}
+
+#[test]
 fn a_table_selects_the_dynamodb_idempotency_store() {
     let c = config(&[
         ("OXP_IDEMPOTENCY_TABLE", "oxp-calls"),

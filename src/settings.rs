@@ -78,6 +78,7 @@ impl<'a> Env<'a> {
     }
 
     /// `name` as `true` or `false` (default `false`).
+    #[cfg_attr(not(feature = "rap"), allow(dead_code))]
     pub(crate) fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
         match self.get(name).as_deref().map(str::trim) {
             None | Some("false") => Ok(false),
@@ -87,7 +88,6 @@ impl<'a> Env<'a> {
     }
 
     /// `name` as a comma-separated list (empty when unset).
-    #[cfg_attr(not(feature = "rap"), allow(dead_code))]
     pub(crate) fn list(&self, name: &str) -> Vec<String> {
         self.get(name)
             .map(|v| {

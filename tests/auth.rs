@@ -73,6 +73,8 @@ fn jwt_config(keys: JwtKeys, bind_user_id: bool) -> JwtConfig {
         keys,
         issuer: Some("https://issuer.test/".into()),
         audience: Some("oxp-tools".into()),
+        client_id: None,
+        token_use: None,
         leeway_secs: 5,
         bind_user_id,
     }
@@ -225,6 +227,25 @@ async fn missing_malformed_and_invalid_tokens_are_rejected_without_saying_why() 
             ),
         ),
         (
+            // jsonwebtoken checks `iss` and `aud` only when present: both are required here.
+            "no issuer",
+            sign(
+                Algorithm::HS256,
+                None,
+                &json!({"sub": "a", "exp": now() + 60, "aud": "oxp-tools"}),
+                &key,
+            ),
+        ),
+        (
+            "no audience",
+            sign(
+                Algorithm::HS256,
+                None,
+                &json!({"sub": "a", "exp": now() + 60, "iss": "https://issuer.test/"}),
+                &key,
+            ),
+        ),
+        (
             "wrong signature",
             sign(Algorithm::HS256, None, &claims("a"), &wrong_key),
         ),
@@ -254,6 +275,71 @@ async fn missing_malformed_and_invalid_tokens_are_rejected_without_saying_why() 
     // Other schemes are not bearer tokens.
     let reply = list_with(&app, Some("Basic YWxpY2U6c2VjcmV0")).await;
     assert_rejected(&reply, "YWxpY2U6c2VjcmV0");
+}
+
+#[tokio::test]
+async fn cognito_access_tokens_are_checked_by_client_id_and_token_use() {
+    let config = JwtConfig {
+        audience: None,
+        client_id: Some("app-client-1".into()),
+        token_use: Some("access".into()),
+        ..jwt_config(
+            JwtKeys::Hs256 {
+                secret_id: "JWT_KEY".into(),
+            },
+            false,
+        )
+    };
+    let app = app(AuthConfig::Jwt(config));
+    let key = EncodingKey::from_secret(HS_KEY.as_bytes());
+    let token = |extra: Value| {
+        let mut claims = json!({"sub": "a", "exp": now() + 60, "iss": "https://issuer.test/"});
+        claims
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        sign(Algorithm::HS256, None, &claims, &key)
+    };
+    let good = token(json!({"client_id": "app-client-1", "token_use": "access"}));
+    assert_eq!(
+        list_with(&app, Some(&format!("Bearer {good}")))
+            .await
+            .status,
+        200
+    );
+    for bad in [
+        token(json!({"client_id": "other-client", "token_use": "access"})),
+        token(json!({"client_id": "app-client-1", "token_use": "id"})),
+        token(json!({"token_use": "access"})),
+    ] {
+        assert_rejected(&list_with(&app, Some(&format!("Bearer {bad}"))).await, &bad);
+    }
+}
+
+#[test]
+fn an_hs256_key_under_32_bytes_fails_at_start() {
+    let config = jwt_config(
+        JwtKeys::Hs256 {
+            secret_id: "SHORT_KEY".into(),
+        },
+        false,
+    );
+    let registry = Registry::builder().tool(whoami()).build().unwrap();
+    let err = App::builder(registry)
+        .config(Config {
+            auth: AuthConfig::Jwt(config),
+            ..Config::default()
+        })
+        .secret("SHORT_KEY", "")
+        .build()
+        .now_or_never()
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("OXP_JWT_HS256_SECRET_ID") && err.contains("at least 32"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -345,28 +431,73 @@ struct Jwks {
     url: String,
     keys: Arc<Mutex<Vec<Jwk>>>,
     fetches: Arc<AtomicUsize>,
+    /// How the server answers: the keys, or one of the [`Answer`] faults.
+    answer: Arc<Mutex<Answer>>,
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Answer {
+    Keys,
+    ServerError,
+    /// A redirect to the same keys elsewhere.
+    Redirect,
+    /// The keys padded to a megabyte.
+    Huge,
 }
 
 async fn jwks_server(keys: Vec<Jwk>) -> Jwks {
+    use axum::response::IntoResponse;
     let keys = Arc::new(Mutex::new(keys));
     let fetches = Arc::new(AtomicUsize::new(0));
-    let (k, f) = (keys.clone(), fetches.clone());
-    let router = axum::Router::new().route(
-        "/.well-known/jwks.json",
-        axum::routing::get(move || {
-            let (k, f) = (k.clone(), f.clone());
-            async move {
-                f.fetch_add(1, Ordering::SeqCst);
-                let set = JwkSet {
-                    keys: k.lock().unwrap().clone(),
-                };
-                (
-                    [("content-type", "application/json")],
-                    serde_json::to_string(&set).unwrap(),
-                )
-            }
-        }),
-    );
+    let answer = Arc::new(Mutex::new(Answer::Keys));
+    let (k, f, a) = (keys.clone(), fetches.clone(), answer.clone());
+    let set = move |k: &Arc<Mutex<Vec<Jwk>>>| {
+        serde_json::to_string(&JwkSet {
+            keys: k.lock().unwrap().clone(),
+        })
+        .unwrap()
+    };
+    let k2 = keys.clone();
+    let router = axum::Router::new()
+        .route(
+            "/.well-known/jwks.json",
+            axum::routing::get(move || {
+                let (k, f, a) = (k.clone(), f.clone(), a.clone());
+                async move {
+                    f.fetch_add(1, Ordering::SeqCst);
+                    let json = [("content-type", "application/json")];
+                    match *a.lock().unwrap() {
+                        Answer::Keys => (json, set(&k)).into_response(),
+                        Answer::ServerError => {
+                            axum::http::StatusCode::INTERNAL_SERVER_ERROR.into_response()
+                        }
+                        Answer::Redirect => (
+                            axum::http::StatusCode::FOUND,
+                            [("location", "/elsewhere/jwks.json")],
+                        )
+                            .into_response(),
+                        Answer::Huge => {
+                            let body = set(&k);
+                            let padded = format!("{}{}", " ".repeat(1 << 20), body);
+                            (json, padded).into_response()
+                        }
+                    }
+                }
+            }),
+        )
+        .route(
+            "/elsewhere/jwks.json",
+            axum::routing::get(move || {
+                let k = k2.clone();
+                async move {
+                    let body = serde_json::to_string(&JwkSet {
+                        keys: k.lock().unwrap().clone(),
+                    })
+                    .unwrap();
+                    ([("content-type", "application/json")], body)
+                }
+            }),
+        );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, router).await });
@@ -374,16 +505,54 @@ async fn jwks_server(keys: Vec<Jwk>) -> Jwks {
         url: format!("http://{addr}/.well-known/jwks.json"),
         keys,
         fetches,
+        answer,
     }
 }
 
 fn jwks_app(jwks: &Jwks, min_refresh: Duration) -> App {
+    jwks_app_for(jwks, min_refresh, Duration::from_secs(3600))
+}
+
+fn jwks_app_for(jwks: &Jwks, min_refresh: Duration, ttl: Duration) -> App {
     let keys = JwtKeys::Jwks {
         url: jwks.url.clone(),
         min_refresh,
-        ttl: Duration::from_secs(3600),
+        ttl,
     };
     app(AuthConfig::Jwt(jwt_config(keys, false)))
+}
+
+#[tokio::test]
+async fn while_the_jwks_cannot_be_fetched_the_last_good_keys_stand_in() {
+    let key = ec_key();
+    let jwks = jwks_server(vec![public_jwk(&key, Algorithm::ES256, "k1")]).await;
+    let app = jwks_app_for(&jwks, Duration::ZERO, Duration::from_millis(200));
+    let token = sign(Algorithm::ES256, Some("k1"), &claims("a"), &key);
+    let bearer = format!("Bearer {token}");
+    assert_eq!(list_with(&app, Some(&bearer)).await.status, 200);
+    *jwks.answer.lock().unwrap() = Answer::ServerError;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let reply = list_with(&app, Some(&bearer)).await;
+    assert_eq!(reply.status, 200, "the keys expired but the refetch failed");
+    assert!(
+        jwks.fetches.load(Ordering::SeqCst) >= 2,
+        "a refetch was tried"
+    );
+}
+
+#[tokio::test]
+async fn the_jwks_fetch_follows_no_redirect_and_reads_no_huge_document() {
+    let key = ec_key();
+    for answer in [Answer::Redirect, Answer::Huge] {
+        let jwks = jwks_server(vec![public_jwk(&key, Algorithm::ES256, "k1")]).await;
+        *jwks.answer.lock().unwrap() = answer;
+        let app = jwks_app(&jwks, Duration::ZERO);
+        let token = sign(Algorithm::ES256, Some("k1"), &claims("a"), &key);
+        assert_rejected(
+            &list_with(&app, Some(&format!("Bearer {token}"))).await,
+            &token,
+        );
+    }
 }
 
 #[tokio::test]
@@ -558,16 +727,7 @@ async fn apigateway_mode_rejects_requests_outside_api_gateway() {
 
 #[tokio::test]
 async fn secrets_and_tokens_never_reach_logs_or_bodies() {
-    // A global subscriber, not a scoped one: with tests running on parallel threads, a scoped
-    // subscriber can miss lines whose callsite interest another thread cached first.
-    static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
-    let captured = CAPTURED
-        .get_or_init(|| {
-            let captured = Captured::default();
-            tracing::subscriber::set_global_default(captured.subscriber()).unwrap();
-            captured
-        })
-        .clone();
+    let captured = Captured::global();
 
     let app = hs_app(false);
     let good = sign(

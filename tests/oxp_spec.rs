@@ -455,17 +455,28 @@ async fn a_panicking_tool_fails_the_call_and_the_server_keeps_serving() {
         .tools(common::example_tools::tools())
         .build()
         .unwrap();
+    let captured = Captured::global();
     let app = app_with(registry, Config::default());
-    let reply = call(&app, json!({"request": {"tool_id": "T.Panic"}})).await;
+    let body = json!({"request": {"tool_id": "T.Panic", "call_id": "panic-1"}});
+    let reply = call(&app, body.clone()).await;
     assert_eq!(reply.status, 200);
     let error = &reply.json["result"]["error"];
     assert_eq!(error["message"], "The tool failed unexpectedly");
+    let developer = error["developer_message"].as_str().unwrap();
+    assert!(developer.contains("T.Panic@1.0.0 panicked"), "{developer}");
+    // The panic text is logged, never answered, not even by a replay of the stored outcome.
     assert!(
-        error["developer_message"]
-            .as_str()
-            .unwrap()
-            .contains("secret internal detail")
+        !reply.text.contains("secret internal detail"),
+        "{}",
+        reply.text
     );
+    let replay = call(&app, body).await;
+    assert!(
+        !replay.text.contains("secret internal detail"),
+        "{}",
+        replay.text
+    );
+    assert!(captured.text().contains("secret internal detail"));
     let reply = call(
         &app,
         json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 1}}}),

@@ -749,7 +749,11 @@ async fn invocations_still_pending_at_shutdown_are_dead_lettered_not_dropped() {
 
 #[tokio::test]
 async fn in_lambda_mode_callbacks_must_be_https_to_a_public_address() {
-    let rig = Rig::with(|c| c.rap.callbacks.lambda = true).await;
+    let rig = Rig::with(|c| {
+        c.rap.callbacks.lambda = true;
+        c.rap.callbacks.allow_loopback = false;
+    })
+    .await;
     let receiver = Receiver::ok().await;
     for url in [
         receiver.url.as_str(),
@@ -775,6 +779,7 @@ async fn a_host_name_that_resolves_to_a_refused_address_is_refused_when_connecti
     let rig = Rig::with(|c| {
         c.rap.callbacks.lambda = true;
         c.rap.callbacks.allow_http = true;
+        c.rap.callbacks.allow_loopback = false;
     })
     .await;
     let receiver = Receiver::ok().await;
@@ -799,11 +804,11 @@ async fn a_host_name_that_resolves_to_a_refused_address_is_refused_when_connecti
 }
 
 #[tokio::test]
-async fn private_callbacks_are_allowed_only_when_configured() {
+async fn loopback_callbacks_are_allowed_in_lambda_only_when_configured() {
     let rig = Rig::with(|c| {
         c.rap.callbacks.lambda = true;
         c.rap.callbacks.allow_http = true;
-        c.rap.callbacks.allow_private = true;
+        c.rap.callbacks.allow_loopback = true;
     })
     .await;
     let receiver = Receiver::ok().await;
@@ -839,8 +844,11 @@ async fn the_callback_host_allow_list_is_enforced() {
 }
 
 #[tokio::test]
-async fn invocations_are_rate_limited_per_user() {
+async fn invocations_are_rate_limited_per_caller() {
     let rig = Rig::with(|c| {
+        c.auth = AuthConfig::ApiGateway {
+            bind_user_id: false,
+        };
         c.rap.rate_limit = Some(oxp_lambda::config::RateLimit {
             invocations: 2,
             per: Duration::from_secs(60),
@@ -848,18 +856,16 @@ async fn invocations_are_rate_limited_per_user() {
     })
     .await;
     let receiver = Receiver::ok().await;
-    let add = |user: &str, id: &str| {
+    // The third of Alice's invocations is over the limit, whatever user_id it names.
+    for (caller, id, user) in [
+        ("alice", "call_1", "u1"),
+        ("alice", "call_2", "u2"),
+        ("alice", "call_3", "u3"),
+        ("bob", "call_4", "u1"),
+    ] {
         let mut body = with_id(add(&receiver.url), id);
         body["user_id"] = json!(user);
-        body
-    };
-    for body in [
-        add("alice", "call_1"),
-        add("alice", "call_2"),
-        add("alice", "call_3"),
-        add("bob", "call_4"),
-    ] {
-        accepted(&rig.invoke(body).await);
+        assert_eq!(invoke_as(&rig, caller, &body).await, 200);
         rig.settle().await;
     }
     let hits = receiver.wait_for(4).await;
@@ -873,7 +879,7 @@ async fn invocations_are_rate_limited_per_user() {
     assert_eq!(limited["kind"], "rate_limited");
     assert_eq!(limited["can_retry"], true);
     assert!(limited["retry_after_ms"].as_u64().unwrap() > 0);
-    assert_eq!(texts[3], "3", "another user has their own allowance");
+    assert_eq!(texts[3], "3", "another caller has their own allowance");
 }
 
 #[tokio::test]

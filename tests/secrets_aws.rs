@@ -118,5 +118,7 @@ async fn access_denied_and_throttling_are_answered_with_400_naming_the_id_and_th
             developer.contains("'API_KEY'") && developer.contains(kind),
             "{code}: {developer}"
         );
+        // The secret's name (or ARN) is deployment detail: logged, never answered.
+        assert!(!reply.text.contains("oxp/API_KEY"), "{}", reply.text);
     }
 }

@@ -4,6 +4,7 @@
 use super::{AuthError, JwtConfig, JwtKeys};
 use crate::core::principal::Principal;
 use crate::core::secrets::Secrets;
+use futures_util::FutureExt;
 use http::{HeaderMap, header};
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
@@ -29,6 +30,10 @@ impl JwtVerifier {
                     return Err(format!(
                         "OXP_JWT_HS256_SECRET_ID: secret '{secret_id}' is not held by the server's secret source"
                     ));
+                }
+                // A local key is at hand now; one in Secrets Manager is checked at first use.
+                if let Some(Ok(key)) = secrets.get(secret_id).now_or_never() {
+                    short_key(&key).map_err(|why| format!("OXP_JWT_HS256_SECRET_ID: {why}"))?;
                 }
                 None
             }
@@ -79,6 +84,7 @@ impl JwtVerifier {
                     .get(secret_id)
                     .await
                     .map_err(|e| AuthError(format!("signing key unavailable: {e}")))?;
+                short_key(&secret).map_err(AuthError)?;
                 DecodingKey::from_secret(secret.expose().as_bytes())
             }
             JwtKeys::Jwks { .. } => {
@@ -95,16 +101,36 @@ impl JwtVerifier {
         let mut validation = Validation::new(header.alg);
         validation.leeway = self.config.leeway_secs;
         validation.validate_nbf = true;
-        validation.set_required_spec_claims(&["exp"]);
+        // jsonwebtoken compares `iss` and `aud` only when the token has them: a configured
+        // claim is required too, so a token cannot pass by leaving it out.
+        let mut required = vec!["exp"];
         if let Some(iss) = &self.config.issuer {
             validation.set_issuer(&[iss]);
+            required.push("iss");
         }
         match &self.config.audience {
-            Some(aud) => validation.set_audience(&[aud]),
+            Some(aud) => {
+                validation.set_audience(&[aud]);
+                required.push("aud");
+            }
             None => validation.validate_aud = false,
         }
+        validation.set_required_spec_claims(&required);
         let data = jsonwebtoken::decode::<HashMap<String, Value>>(token, &key, &validation)
             .map_err(|e| AuthError(format!("token rejected: {e}")))?;
+        // Cognito access tokens carry no `aud`, but `client_id` and `token_use`.
+        for (claim, expected) in [
+            ("client_id", &self.config.client_id),
+            ("token_use", &self.config.token_use),
+        ] {
+            if let Some(expected) = expected
+                && data.claims.get(claim).and_then(Value::as_str) != Some(expected.as_str())
+            {
+                return Err(AuthError(format!(
+                    "token rejected: `{claim}` is missing or not the configured one"
+                )));
+            }
+        }
         Ok(Principal {
             subject: data
                 .claims
@@ -115,6 +141,20 @@ impl JwtVerifier {
         })
     }
 }
+
+/// HMAC keys shorter than the hash are guessable: RFC 7518 requires at least 256 bits for HS256.
+fn short_key(key: &crate::core::tool::Secret) -> Result<(), String> {
+    let len = key.expose().len();
+    if len < 32 {
+        return Err(format!(
+            "the HS256 signing key is {len} bytes; at least 32 are required"
+        ));
+    }
+    Ok(())
+}
+
+/// Largest JWKS document read (a few keys take a few KiB).
+const MAX_JWKS_BYTES: usize = 256 * 1024;
 
 /// JWKS keys by `kid`, fetched on first use, refreshed after their TTL, and refetched once for
 /// an unknown `kid` at most every `min_refresh`.
@@ -145,8 +185,12 @@ impl JwksState {
 
 impl JwksCache {
     fn new(url: String, min_refresh: Duration, ttl: Duration) -> Result<Self, String> {
+        // The keys decide who may call: no redirect may move the fetch elsewhere, and no proxy
+        // from the environment may see or change it.
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(5))
+            .redirect(reqwest::redirect::Policy::none())
+            .no_proxy()
             .build()
             .map_err(|e| format!("OXP_JWT_JWKS_URL: cannot build an HTTP client: {e}"))?;
         Ok(Self {
@@ -160,40 +204,54 @@ impl JwksCache {
     }
 
     async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, AuthError> {
-        if let Some(key) = self.lookup(kid, alg).await? {
+        if let Some(key) = self.lookup(kid, alg, false).await? {
             return Ok(key);
         }
         let _guard = self.fetching.lock().await;
         // Another caller may have fetched while this one waited.
-        if let Some(key) = self.lookup(kid, alg).await? {
+        if let Some(key) = self.lookup(kid, alg, false).await? {
             return Ok(key);
         }
-        {
+        let may_fetch = {
             let state = self.state.read().await;
             let fresh = state.fresh(self.ttl);
             let recent = state
                 .attempted_at
                 .is_some_and(|t| t.elapsed() < self.min_refresh);
-            if recent || (fresh && kid.is_none()) {
-                return Err(AuthError(format!(
-                    "no JWKS key for kid {kid:?} (refetch rate-limited)"
-                )));
-            }
+            !(recent || (fresh && kid.is_none()))
+        };
+        let fetched = if may_fetch {
+            self.refresh().await
+        } else {
+            Err(AuthError(format!(
+                "no JWKS key for kid {kid:?} (refetch rate-limited)"
+            )))
+        };
+        if fetched.is_ok() {
+            return self
+                .lookup(kid, alg, false)
+                .await?
+                .ok_or_else(|| AuthError(format!("no JWKS key for kid {kid:?}")));
         }
-        self.refresh().await?;
-        self.lookup(kid, alg)
-            .await?
-            .ok_or_else(|| AuthError(format!("no JWKS key for kid {kid:?}")))
+        // While the JWKS cannot be had, the last keys fetched stand in (past their TTL).
+        match self.lookup(kid, alg, true).await? {
+            Some(key) => {
+                tracing::warn!(target: "oxp::auth", "JWKS unavailable: using the last keys fetched");
+                Ok(key)
+            }
+            None => fetched.map(|()| unreachable!("a fetched set was looked up above")),
+        }
     }
 
-    /// The key for `kid` if the cached set is fresh and has it.
+    /// The key for `kid` if the cached set has it and is fresh (or `stale` keys will do).
     async fn lookup(
         &self,
         kid: Option<&str>,
         alg: Algorithm,
+        stale: bool,
     ) -> Result<Option<DecodingKey>, AuthError> {
         let state = self.state.read().await;
-        if !state.fresh(self.ttl) {
+        if !stale && !state.fresh(self.ttl) {
             return Ok(None);
         }
         let jwk = match kid {
@@ -221,17 +279,24 @@ impl JwksCache {
 
     async fn refresh(&self) -> Result<(), AuthError> {
         self.state.write().await.attempted_at = Some(Instant::now());
-        let set: JwkSet = async {
-            self.client
-                .get(&self.url)
-                .send()
-                .await?
-                .error_for_status()?
-                .json()
-                .await
+        let failed = |e: &dyn std::fmt::Display| AuthError(format!("JWKS fetch failed: {e}"));
+        let mut response = self
+            .client
+            .get(&self.url)
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .map_err(|e| failed(&e))?;
+        let mut body = Vec::new();
+        while let Some(chunk) = response.chunk().await.map_err(|e| failed(&e))? {
+            if body.len() + chunk.len() > MAX_JWKS_BYTES {
+                return Err(failed(&format!(
+                    "the document is over {MAX_JWKS_BYTES} bytes"
+                )));
+            }
+            body.extend_from_slice(&chunk);
         }
-        .await
-        .map_err(|e: reqwest::Error| AuthError(format!("JWKS fetch failed: {e}")))?;
+        let set: JwkSet = serde_json::from_slice(&body).map_err(|e| failed(&e))?;
         let mut state = self.state.write().await;
         state.keys = set.keys;
         state.fetched_at = Some(Instant::now());

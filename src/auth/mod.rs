@@ -29,7 +29,8 @@ pub enum AuthConfig {
     Jwt(JwtConfig),
     /// Trust the claims of an API Gateway JWT or Lambda authorizer (`requestContext.authorizer`).
     ApiGateway {
-        /// `OXP_BIND_USER_ID`: the call's user id must equal the caller's `sub`.
+        /// `OXP_BIND_USER_ID` (default `true`): the call's user id must equal the caller's `sub`,
+        /// and defaults to it.
         bind_user_id: bool,
     },
 }
@@ -43,9 +44,15 @@ pub struct JwtConfig {
     pub issuer: Option<String>,
     /// `OXP_JWT_AUDIENCE`: required `aud`, when set.
     pub audience: Option<String>,
+    /// `OXP_JWT_CLIENT_ID`: required `client_id` claim, when set (Cognito access tokens carry
+    /// no `aud`).
+    pub client_id: Option<String>,
+    /// `OXP_JWT_TOKEN_USE`: required `token_use` claim (`access` or `id` for Cognito), when set.
+    pub token_use: Option<String>,
     /// `OXP_JWT_LEEWAY_SECS` (default 5): clock skew allowed for `exp` and `nbf`.
     pub leeway_secs: u64,
-    /// `OXP_BIND_USER_ID`: the call's user id must equal the token's `sub`.
+    /// `OXP_BIND_USER_ID` (default `true`): the call's user id must equal the token's `sub`, and
+    /// defaults to it.
     pub bind_user_id: bool,
 }
 
@@ -71,7 +78,12 @@ pub enum JwtKeys {
 impl AuthConfig {
     /// `host` is where a local server listens: beyond loopback, `OXP_AUTH` must be set.
     pub(crate) fn from_env(env: &Env<'_>, host: IpAddr) -> Result<Self, ConfigError> {
-        let bind_user_id = env.flag("OXP_BIND_USER_ID")?;
+        // With authentication on, a caller acts for itself unless the deployment opts out.
+        let bind_user_id = match env.get("OXP_BIND_USER_ID").as_deref().map(str::trim) {
+            None | Some("true") => true,
+            Some("false") => false,
+            Some(_) => return Err(invalid("OXP_BIND_USER_ID", "must be 'true' or 'false'")),
+        };
         match env.get("OXP_AUTH").as_deref().map(str::trim) {
             None if env.lambda => Err(invalid(
                 "OXP_AUTH",
@@ -88,6 +100,8 @@ impl AuthConfig {
                 keys: jwt_keys(env)?,
                 issuer: env.get("OXP_JWT_ISSUER"),
                 audience: env.get("OXP_JWT_AUDIENCE"),
+                client_id: env.get("OXP_JWT_CLIENT_ID"),
+                token_use: env.get("OXP_JWT_TOKEN_USE"),
                 leeway_secs: env.parsed("OXP_JWT_LEEWAY_SECS")?.unwrap_or(5),
                 bind_user_id,
             })),
@@ -103,8 +117,11 @@ fn jwt_keys(env: &Env<'_>) -> Result<JwtKeys, ConfigError> {
     ) {
         (Some(secret_id), None) => Ok(JwtKeys::Hs256 { secret_id }),
         (None, Some(url)) => {
-            if !(url.starts_with("https://") || url.starts_with("http://")) {
-                return Err(invalid("OXP_JWT_JWKS_URL", "must be an http(s) URL"));
+            if !(url.starts_with("https://") || is_loopback_http(&url)) {
+                return Err(invalid(
+                    "OXP_JWT_JWKS_URL",
+                    "must be an https URL (plain http only to a loopback address)",
+                ));
             }
             let secs = |name: &'static str, default: u64| -> Result<Duration, ConfigError> {
                 Ok(Duration::from_secs(env.parsed(name)?.unwrap_or(default)))
@@ -120,6 +137,25 @@ fn jwt_keys(env: &Env<'_>) -> Result<JwtKeys, ConfigError> {
             "'jwt' needs exactly one of OXP_JWT_HS256_SECRET_ID or OXP_JWT_JWKS_URL",
         )),
     }
+}
+
+/// `http://` to 127.0.0.0/8, `[::1]` or `localhost`: a key server on this machine.
+fn is_loopback_http(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else {
+        return false;
+    };
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.contains('@') {
+        return false;
+    }
+    let host = match authority.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => authority.split(':').next().unwrap_or_default(),
+    };
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Why a request was not authenticated. Only logged; the caller gets a generic answer.

@@ -129,17 +129,53 @@ pub(crate) trait IdempotencyStore: Send + Sync + fmt::Debug {
     fn release<'a>(&'a self, key: &'a str, fingerprint: &'a str) -> StoreFuture<'a, ()>;
 }
 
-/// The fingerprint of a call: the resolved tool id, the user and the input (JSON objects
-/// serialize with sorted keys, so equal inputs give equal fingerprints).
-pub fn fingerprint(tool_id: &str, user_id: Option<&str>, input: &Value) -> String {
+/// What a call is, as far as repeating it goes.
+pub(crate) struct Fingerprinted<'a> {
+    /// The resolved tool id.
+    pub(crate) tool_id: &'a str,
+    /// The end user.
+    pub(crate) user_id: Option<&'a str>,
+    /// The input.
+    pub(crate) input: &'a Value,
+    /// Tokens and secrets the client sent, by id: a repeat with other credentials is another
+    /// call (the stored outcome was computed with these).
+    pub(crate) credentials: &'a [(&'a str, &'a str)],
+}
+
+/// The fingerprint of a call (JSON objects serialize with sorted keys, so equal inputs give equal
+/// fingerprints; credentials are hashed in id order).
+pub(crate) fn fingerprint(call: &Fingerprinted<'_>) -> String {
     let mut hash = Sha256::new();
-    hash.update(tool_id.as_bytes());
+    hash.update(call.tool_id.as_bytes());
     hash.update([0]);
-    hash.update(user_id.unwrap_or("").as_bytes());
+    hash.update(call.user_id.unwrap_or("").as_bytes());
     hash.update([0]);
-    hash.update(serde_json::to_vec(input).unwrap_or_default());
-    let digest = hash.finalize();
-    digest.iter().map(|b| format!("{b:02x}")).collect()
+    hash.update(serde_json::to_vec(call.input).unwrap_or_default());
+    let mut credentials = call.credentials.to_vec();
+    credentials.sort_unstable();
+    for (id, value) in credentials {
+        hash.update([0]);
+        hash.update(id.as_bytes());
+        hash.update([0]);
+        hash.update(value.as_bytes());
+    }
+    hex(&hash.finalize())
+}
+
+/// The store key of a call: the caller's call id, in the protocol's key space and the caller's,
+/// so that another caller's call id neither replays, collides nor tells whether it exists.
+pub(crate) fn scoped_key(protocol: &str, subject: Option<&str>, call_id: &str) -> String {
+    match subject {
+        None => format!("{protocol}:{call_id}"),
+        Some(subject) => {
+            let caller = hex(&Sha256::digest(subject.as_bytes())[..8]);
+            format!("{protocol}:{caller}:{call_id}")
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Idempotency settings of the invoker: where claims live and how long outcomes are kept.
@@ -160,21 +196,61 @@ mod tests {
         StoredOutcome::new(&Ok(json!(15)), Duration::from_millis(2))
     }
 
+    fn print(
+        tool_id: &str,
+        user_id: Option<&str>,
+        input: Value,
+        credentials: &[(&str, &str)],
+    ) -> String {
+        fingerprint(&Fingerprinted {
+            tool_id,
+            user_id,
+            input: &input,
+            credentials,
+        })
+    }
+
     #[test]
-    fn fingerprints_depend_on_tool_user_and_input_not_key_order() {
-        let a = fingerprint("T@1.0.0", None, &json!({"a": 1, "b": 2}));
-        let b = fingerprint(
+    fn fingerprints_depend_on_tool_user_input_and_credentials_not_key_order() {
+        let a = print("T@1.0.0", None, json!({"a": 1, "b": 2}), &[]);
+        let reordered = serde_json::from_str(r#"{"b":2,"a":1}"#).unwrap();
+        assert_eq!(a, print("T@1.0.0", None, reordered, &[]));
+        assert_ne!(a, print("T@1.0.1", None, json!({"a": 1, "b": 2}), &[]));
+        assert_ne!(a, print("T@1.0.0", Some("u"), json!({"a": 1, "b": 2}), &[]));
+        assert_ne!(a, print("T@1.0.0", None, json!({"a": 1, "b": 3}), &[]));
+        let with = print(
             "T@1.0.0",
             None,
-            &serde_json::from_str(r#"{"b":2,"a":1}"#).unwrap(),
+            json!({}),
+            &[("google", "t1"), ("KEY", "s")],
         );
-        assert_eq!(a, b);
-        assert_ne!(a, fingerprint("T@1.0.1", None, &json!({"a": 1, "b": 2})));
+        assert_eq!(
+            with,
+            print(
+                "T@1.0.0",
+                None,
+                json!({}),
+                &[("KEY", "s"), ("google", "t1")]
+            )
+        );
         assert_ne!(
-            a,
-            fingerprint("T@1.0.0", Some("u"), &json!({"a": 1, "b": 2}))
+            with,
+            print(
+                "T@1.0.0",
+                None,
+                json!({}),
+                &[("google", "t2"), ("KEY", "s")]
+            )
         );
-        assert_ne!(a, fingerprint("T@1.0.0", None, &json!({"a": 1, "b": 3})));
+    }
+
+    #[test]
+    fn keys_are_scoped_by_protocol_and_caller() {
+        assert_eq!(scoped_key("oxp", None, "c1"), "oxp:c1");
+        assert_ne!(scoped_key("oxp", None, "c1"), scoped_key("rap", None, "c1"));
+        let alice = scoped_key("oxp", Some("alice"), "c1");
+        assert_ne!(alice, scoped_key("oxp", Some("bob"), "c1"));
+        assert!(alice.ends_with(":c1") && !alice.contains("alice"));
     }
 
     #[test]

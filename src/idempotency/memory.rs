@@ -1,87 +1,109 @@
 //! The in-memory idempotency store: the local default, and per execution environment in Lambda.
+//!
+//! Completed outcomes live in a `moka` cache bounded by bytes (`OXP_IDEMPOTENCY_MAX_BYTES`):
+//! a caller who sends many large calls evicts stored outcomes, never memory. In-progress
+//! claims live apart, so eviction never takes one (a duplicate would then run the tool again);
+//! they are few, since a call claims its key only once it holds an execution slot.
 
 use crate::core::idempotency::{Claim, IdempotencyStore, StoreFuture, StoredOutcome};
+use moka::Expiry;
+use moka::sync::Cache;
 use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-#[derive(Debug, Clone)]
-enum Record {
-    InProgress {
-        fingerprint: String,
-        until: Instant,
-    },
-    Completed {
-        fingerprint: String,
-        outcome: StoredOutcome,
-        until: Instant,
-    },
+/// A stored outcome and what it answers.
+#[derive(Debug)]
+struct Completed {
+    fingerprint: String,
+    outcome: StoredOutcome,
+    keep: Duration,
 }
 
-impl Record {
-    fn until(&self) -> Instant {
-        match self {
-            Record::InProgress { until, .. } | Record::Completed { until, .. } => *until,
-        }
+/// Each outcome expires after the time it was stored for.
+struct KeepFor;
+
+impl Expiry<String, Arc<Completed>> for KeepFor {
+    fn expire_after_create(
+        &self,
+        _key: &String,
+        value: &Arc<Completed>,
+        _created_at: Instant,
+    ) -> Option<Duration> {
+        Some(value.keep)
     }
 }
 
-/// In-memory store: at most `capacity` keys; expired records are dropped first, then the
-/// records closest to expiry.
-#[derive(Debug)]
+/// An in-progress claim: its fingerprint and when it lapses.
+type Claimed = (String, Instant);
+
+/// In-memory store: completed outcomes bounded by bytes, in-progress claims apart.
 pub(crate) struct MemoryStore {
-    records: std::sync::Mutex<HashMap<String, Record>>,
-    capacity: usize,
+    in_progress: Mutex<HashMap<String, Claimed>>,
+    completed: Cache<String, Arc<Completed>>,
+}
+
+impl std::fmt::Debug for MemoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryStore").finish_non_exhaustive()
+    }
+}
+
+/// What an entry costs: its key, fingerprint and outcome as stored.
+#[allow(clippy::ptr_arg)] // the signature moka gives a weigher
+fn weight(key: &String, value: &Arc<Completed>) -> u32 {
+    let outcome = serde_json::to_vec(&value.outcome).map_or(0, |v| v.len());
+    let bytes = key.len() + value.fingerprint.len() + outcome + 64;
+    u32::try_from(bytes).unwrap_or(u32::MAX)
 }
 
 impl MemoryStore {
-    /// A store holding at most `capacity` keys.
-    pub(crate) fn new(capacity: usize) -> Self {
+    /// A store whose completed outcomes take at most about `max_bytes`.
+    pub(crate) fn new(max_bytes: u64) -> Self {
         Self {
-            records: std::sync::Mutex::new(HashMap::new()),
-            capacity: capacity.max(1),
+            in_progress: Mutex::new(HashMap::new()),
+            completed: Cache::builder()
+                .max_capacity(max_bytes.max(1))
+                .weigher(weight)
+                .expire_after(KeepFor)
+                .build(),
         }
     }
 
     fn claim_now(&self, key: &str, fingerprint: &str, hold: Duration) -> Claim {
         let now = Instant::now();
-        let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
-        match records.get(key) {
-            Some(r) if r.until() > now => {
-                return match r {
-                    Record::InProgress { fingerprint: f, .. } if f == fingerprint => {
-                        Claim::InProgress
-                    }
-                    Record::Completed {
-                        fingerprint: f,
-                        outcome,
-                        ..
-                    } if f == fingerprint => Claim::Completed(outcome.clone()),
-                    _ => Claim::Conflict,
+        let mut claims = self.in_progress.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(done) = self.completed.get(key) {
+            return if done.fingerprint == fingerprint {
+                Claim::Completed(done.outcome.clone())
+            } else {
+                Claim::Conflict
+            };
+        }
+        match claims.get(key) {
+            Some((f, until)) if *until > now => {
+                return if f == fingerprint {
+                    Claim::InProgress
+                } else {
+                    Claim::Conflict
                 };
             }
             _ => {}
         }
-        if records.len() >= self.capacity && !records.contains_key(key) {
-            records.retain(|_, r| r.until() > now);
-            while records.len() >= self.capacity {
-                let Some(oldest) = records
-                    .iter()
-                    .min_by_key(|(_, r)| r.until())
-                    .map(|(k, _)| k.clone())
-                else {
-                    break;
-                };
-                records.remove(&oldest);
-            }
+        // Claims of calls that died lapse; drop them now and then, not on every call.
+        if claims.len() >= 1024 {
+            claims.retain(|_, (_, until)| *until > now);
         }
-        records.insert(
-            key.to_owned(),
-            Record::InProgress {
-                fingerprint: fingerprint.to_owned(),
-                until: now + hold,
-            },
-        );
+        claims.insert(key.to_owned(), (fingerprint.to_owned(), now + hold));
         Claim::Acquired
+    }
+
+    /// Removes `key`'s claim if `fingerprint` holds it.
+    fn unclaim(&self, key: &str, fingerprint: &str) {
+        let mut claims = self.in_progress.lock().unwrap_or_else(|e| e.into_inner());
+        if claims.get(key).is_some_and(|(f, _)| f == fingerprint) {
+            claims.remove(key);
+        }
     }
 }
 
@@ -106,24 +128,20 @@ impl IdempotencyStore for MemoryStore {
         outcome: &'a StoredOutcome,
         keep: Duration,
     ) -> StoreFuture<'a, ()> {
-        let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
-        records.insert(
+        self.completed.insert(
             key.to_owned(),
-            Record::Completed {
+            Arc::new(Completed {
                 fingerprint: fingerprint.to_owned(),
                 outcome: outcome.clone(),
-                until: Instant::now() + keep,
-            },
+                keep,
+            }),
         );
+        self.unclaim(key, fingerprint);
         Box::pin(std::future::ready(Ok(())))
     }
 
     fn release<'a>(&'a self, key: &'a str, fingerprint: &'a str) -> StoreFuture<'a, ()> {
-        let mut records = self.records.lock().unwrap_or_else(|e| e.into_inner());
-        if matches!(records.get(key), Some(Record::InProgress { fingerprint: f, .. }) if f == fingerprint)
-        {
-            records.remove(key);
-        }
+        self.unclaim(key, fingerprint);
         Box::pin(std::future::ready(Ok(())))
     }
 }
@@ -139,7 +157,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_key_is_claimed_once_then_replayed_or_refused() {
-        let store = MemoryStore::new(10);
+        let store = MemoryStore::new(1 << 20);
         let hold = Duration::from_secs(5);
         assert_eq!(store.claim("k", "f1", hold).await.unwrap(), Claim::Acquired);
         assert_eq!(
@@ -160,7 +178,7 @@ mod tests {
 
     #[tokio::test]
     async fn records_expire_and_released_keys_are_free() {
-        let store = MemoryStore::new(10);
+        let store = MemoryStore::new(1 << 20);
         assert_eq!(
             store
                 .claim("k", "f", Duration::from_millis(20))
@@ -182,17 +200,43 @@ mod tests {
                 .unwrap(),
             Claim::Acquired
         );
+        store
+            .complete("k", "other", &outcome(), Duration::from_millis(20))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(40)).await;
+        assert_eq!(
+            store.claim("k", "f", Duration::from_secs(5)).await.unwrap(),
+            Claim::Acquired,
+            "an outcome kept past its time is gone"
+        );
     }
 
     #[tokio::test]
-    async fn the_memory_store_is_bounded() {
-        let store = MemoryStore::new(3);
-        for i in 0..10 {
-            store
-                .claim(&format!("k{i}"), "f", Duration::from_secs(60))
-                .await
-                .unwrap();
+    async fn stored_outcomes_are_bounded_by_bytes_and_claims_in_progress_are_never_evicted() {
+        let store = MemoryStore::new(64 * 1024);
+        let hold = Duration::from_secs(60);
+        assert_eq!(
+            store.claim("running", "f", hold).await.unwrap(),
+            Claim::Acquired
+        );
+        let big = StoredOutcome::new(&Ok(json!("x".repeat(4096))), Duration::ZERO);
+        for i in 0..200 {
+            let key = format!("k{i}");
+            store.claim(&key, "f", hold).await.unwrap();
+            store.complete(&key, "f", &big, hold).await.unwrap();
         }
-        assert_eq!(store.records.lock().unwrap().len(), 3);
+        store.completed.run_pending_tasks();
+        assert!(
+            store.completed.weighted_size() <= 64 * 1024,
+            "{} bytes stored",
+            store.completed.weighted_size()
+        );
+        assert!(store.completed.entry_count() < 200, "outcomes were evicted");
+        assert_eq!(
+            store.claim("running", "f", hold).await.unwrap(),
+            Claim::InProgress,
+            "the claim in progress is still held"
+        );
     }
 }

@@ -19,8 +19,9 @@ pub struct IdempotencyConfig {
     pub table: Option<String>,
     /// `OXP_IDEMPOTENCY_TTL_SECS` (default 3600): how long a stored outcome answers repeats.
     pub ttl: Duration,
-    /// `OXP_IDEMPOTENCY_MAX_ENTRIES` (default 10000): bound of the in-memory store.
-    pub max_entries: usize,
+    /// `OXP_IDEMPOTENCY_MAX_BYTES` (default 64 MiB): bound of the outcomes the in-memory store
+    /// keeps (claims in progress come on top, at most one per execution slot).
+    pub max_bytes: u64,
 }
 
 /// Kinds of idempotency store.
@@ -40,7 +41,7 @@ impl Default for IdempotencyConfig {
             mode: IdempotencyMode::Memory,
             table: None,
             ttl: Duration::from_secs(3600),
-            max_entries: 10_000,
+            max_bytes: 64 * 1024 * 1024,
         }
     }
 }
@@ -72,8 +73,8 @@ impl IdempotencyConfig {
         if let Some(secs) = env.parsed("OXP_IDEMPOTENCY_TTL_SECS")? {
             c.ttl = Duration::from_secs(secs);
         }
-        if let Some(n) = env.parsed("OXP_IDEMPOTENCY_MAX_ENTRIES")? {
-            c.max_entries = n;
+        if let Some(n) = env.positive("OXP_IDEMPOTENCY_MAX_BYTES")? {
+            c.max_bytes = n;
         }
         Ok(c)
     }
@@ -87,7 +88,7 @@ pub(crate) fn build(
 ) -> Result<Option<Idempotency>, String> {
     let store: Arc<dyn crate::core::idempotency::IdempotencyStore> = match config.mode {
         IdempotencyMode::Off => return Ok(None),
-        IdempotencyMode::Memory => Arc::new(memory::MemoryStore::new(config.max_entries)),
+        IdempotencyMode::Memory => Arc::new(memory::MemoryStore::new(config.max_bytes)),
         #[cfg(feature = "dynamodb")]
         IdempotencyMode::DynamoDb => {
             let sdk = sdk.ok_or("OXP_IDEMPOTENCY_TABLE: no AWS configuration was loaded")?;

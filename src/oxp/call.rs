@@ -4,18 +4,19 @@
 use super::Oxp;
 use super::error::ApiError;
 use super::wire::{
-    self, CallToolRequest, CallToolResponse, CallToolResponseEnvelope, OXP_1_0, ToolCallError,
+    self, CallToolRequest, CallToolResponse, CallToolResponseEnvelope, OXP_1_0, Object,
+    ToolCallError,
 };
 use crate::core::invoke::{Call, Outcome, Rejection, Target};
 use crate::core::principal::Principal;
 use crate::core::tool::{Secret, ToolError};
-use crate::server::{Deadline, is_json, json};
+use crate::server::{Deadline, json};
 use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::response::Response;
-use http::{HeaderMap, StatusCode};
+use http::StatusCode;
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;
@@ -34,7 +35,7 @@ pub(super) async fn list_tools(
             #[serde(rename = "$schema", borrow, default)]
             schema: Option<Cow<'a, str>>,
         }
-        let request: ListRequest<'_> = parse_json(&body)?;
+        let Object(request) = parse_json::<Object<ListRequest<'_>>>(&body)?;
         check_version(request.schema.as_deref())?;
     }
     Ok(crate::server::json_response(
@@ -47,12 +48,8 @@ pub(super) async fn call_tool(
     State(state): State<Arc<Oxp>>,
     principal: Option<Extension<Principal>>,
     deadline: Option<Extension<Deadline>>,
-    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
-    if !is_json(&headers) {
-        return Err(ApiError::UnsupportedMediaType);
-    }
     let body = body.map_err(ApiError::from)?;
     let request = parse_call(&body)?;
     let mut call = to_call(request);
@@ -143,7 +140,7 @@ pub(super) fn call_error(e: ToolError) -> ToolCallError {
 struct FastEnvelope<'a> {
     #[serde(rename = "$schema", borrow, default)]
     schema: Option<Cow<'a, str>>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "wire::optional_object")]
     request: Option<CallToolRequest>,
 }
 
@@ -166,19 +163,76 @@ fn parse_call(body: &[u8]) -> Result<CallToolRequest, ApiError> {
             "missing field `request`: the body must be {\"$schema\"?, \"request\": {...}}",
         )
     };
-    if let Ok(envelope) = serde_json::from_slice::<FastEnvelope<'_>>(body) {
+    if let Ok(Object(envelope)) = serde_json::from_slice::<Object<FastEnvelope<'_>>>(body) {
         check_version(envelope.schema.as_deref())?;
-        return envelope.request.ok_or_else(missing_request);
+        return checked(envelope.request.ok_or_else(missing_request)?);
     }
-    let envelope: Envelope<'_> = parse_json(body)?;
+    let Object(envelope) = parse_json::<Object<Envelope<'_>>>(body)?;
     check_version(envelope.schema.as_deref())?;
     let raw = envelope.request.ok_or_else(missing_request)?;
-    serde_json::from_str(raw.get()).map_err(|e| {
-        ApiError::bad_request(
+    serde_json::from_str::<Object<CallToolRequest>>(raw.get())
+        .map_err(|e| {
+            ApiError::bad_request(
+                "The request body is not a valid tool call",
+                format!("request: {e}"),
+            )
+        })
+        .and_then(|Object(request)| checked(request))
+}
+
+/// Longest id (tool, call, trace, user, token or secret id) accepted.
+const MAX_ID_CHARS: usize = 256;
+/// Most tokens, or secrets, one call may carry.
+const MAX_CREDENTIALS: usize = 64;
+
+/// A call whose fields are well-formed and bounded. An empty `call_id` would be one idempotency
+/// key that every client sending it shares, so it is refused rather than taken as absent.
+fn checked(request: CallToolRequest) -> Result<CallToolRequest, ApiError> {
+    let invalid = |detail: String| {
+        Err(ApiError::bad_request(
             "The request body is not a valid tool call",
-            format!("request: {e}"),
-        )
-    })
+            detail,
+        ))
+    };
+    if request.call_id.as_deref() == Some("") {
+        return invalid(
+            "request.call_id: must not be empty; omit it to have the server generate one".into(),
+        );
+    }
+    let context = request.context.as_ref();
+    let ids = [
+        ("request.tool_id", Some(request.tool_id.as_str())),
+        ("request.call_id", request.call_id.as_deref()),
+        ("request.trace_id", request.trace_id.as_deref()),
+        (
+            "request.context.user_id",
+            context.and_then(|c| c.user_id.as_deref()),
+        ),
+    ];
+    let credential_ids = context.into_iter().flat_map(|c| {
+        let tokens = c
+            .authorization
+            .iter()
+            .map(|t| ("request.context.authorization.id", Some(t.id.as_str())));
+        let secrets = c
+            .secrets
+            .iter()
+            .map(|s| ("request.context.secrets.id", Some(s.id.as_str())));
+        tokens.chain(secrets)
+    });
+    for (field, value) in ids.into_iter().chain(credential_ids) {
+        if value.is_some_and(|v| v.chars().count() > MAX_ID_CHARS) {
+            return invalid(format!("{field}: longer than {MAX_ID_CHARS} characters"));
+        }
+    }
+    if let Some(c) = context
+        && (c.authorization.len() > MAX_CREDENTIALS || c.secrets.len() > MAX_CREDENTIALS)
+    {
+        return invalid(format!(
+            "request.context: at most {MAX_CREDENTIALS} tokens and {MAX_CREDENTIALS} secrets"
+        ));
+    }
+    Ok(request)
 }
 
 fn check_version(schema: Option<&str>) -> Result<(), ApiError> {

@@ -16,7 +16,7 @@ pub(crate) mod wire;
 use crate::auth::Authenticator;
 use crate::core::invoke::Invoker;
 use crate::core::registry::RegisteredTool;
-use crate::server::{guard, only};
+use crate::server::{guard, json_only, only};
 use axum::Router;
 use axum::body::Bytes;
 use axum::response::IntoResponse;
@@ -63,6 +63,7 @@ pub(crate) fn router(invoker: Arc<Invoker>, auth: &Arc<Authenticator>) -> Router
         .route("/tools", only(get(call::list_tools), "GET, HEAD"))
         .route("/tools/call", only(post(call::call_tool), "POST"))
         .route("/call", only(post(call::call_tool), "POST"));
+    let routes = json_only(routes, || ApiError::UnsupportedMediaType.into_response());
     guard(routes, auth, || ApiError::Unauthenticated.into_response()).with_state(state)
 }
 

@@ -11,10 +11,12 @@
 //!   tool that declares no output (both as in the specification's examples);
 //! - `duration` is in milliseconds with microsecond precision (a JSON number, not always integral).
 
+use serde::de::{Deserializer, MapAccess, Visitor, value::MapAccessDeserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::marker::PhantomData;
 
 /// The OXP version this server speaks, as sent in `$schema`.
 pub const OXP_1_0: &str = "urn:oxp:1.0";
@@ -118,7 +120,11 @@ pub struct CallToolRequest {
     #[serde(default, alias = "inputs", skip_serializing_if = "Option::is_none")]
     pub input: Option<Value>,
     /// Authorization tokens, secrets and user id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "optional_object",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub context: Option<CallContext>,
 }
 
@@ -126,10 +132,18 @@ pub struct CallToolRequest {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct CallContext {
     /// Tokens per authorization provider.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "objects",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub authorization: Vec<AuthorizationToken>,
     /// Secrets sent by the client.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        deserialize_with = "objects",
+        skip_serializing_if = "Vec::is_empty"
+    )]
     pub secrets: Vec<SecretValue>,
     /// The end user on whose behalf the tool runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -243,4 +257,42 @@ pub struct ValidationErrorResponse {
     /// Offending parameter (dotted path) to message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameter_errors: Option<BTreeMap<String, String>>,
+}
+
+/// A `T` read from a JSON object only. serde reads a struct from an array too, by position
+/// (`["Calculator.Add@1.0.0", null, null, {"a": 1}]` would be a call): every object of the
+/// wire format goes through this instead.
+pub(crate) struct Object<T>(pub(crate) T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Only<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for Only<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(map))
+            }
+        }
+        deserializer.deserialize_map(Only(PhantomData)).map(Object)
+    }
+}
+
+/// An optional object field (`null` or absent is `None`).
+pub(crate) fn optional_object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<T>, D::Error> {
+    Ok(Option::<Object<T>>::deserialize(deserializer)?.map(|o| o.0))
+}
+
+/// An array of objects.
+fn objects<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Vec<T>, D::Error> {
+    Ok(Vec::<Object<T>>::deserialize(deserializer)?
+        .into_iter()
+        .map(|o| o.0)
+        .collect())
 }

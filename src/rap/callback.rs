@@ -4,13 +4,16 @@
 //! server send requests into its own network (the cloud metadata service at 169.254.169.254,
 //! a database on a private address). The rules:
 //!
-//! - the scheme is `https`; plain `http` only when [`CallbackPolicy::allow_http`] is set, or
-//!   outside Lambda for a loopback target (`127.0.0.1`, `[::1]`, `localhost`);
+//! - the scheme is `https`; plain `http` only when [`CallbackPolicy::allow_http`] is set, or for
+//!   a loopback target (`127.0.0.1`, `[::1]`, `localhost`) where loopback is allowed;
 //! - when [`CallbackPolicy::allowed_hosts`] is not empty, the host must match one of its
 //!   entries (`api.example.com`, or `*.example.com` for any subdomain);
-//! - the target address must be public: loopback is allowed only outside Lambda or with
-//!   [`CallbackPolicy::allow_private`], private ranges only with `allow_private`, and
-//!   link-local (the metadata service), unspecified, multicast and broadcast never.
+//! - the target address must be public: loopback only with [`CallbackPolicy::allow_loopback`]
+//!   (a server that itself listens on loopback, outside Lambda, or
+//!   `OXP_RAP_ALLOW_LOOPBACK_CALLBACKS`: on ECS, EC2 or Kubernetes loopback reaches sidecars'
+//!   admin ports), private ranges only with `allow_private`, and link-local (the metadata
+//!   service), the IPv6 instance metadata range `fd00:ec2::/32`, unspecified, multicast and
+//!   broadcast never.
 //!
 //! The address rule is checked on the address the connection is made to ([`GuardedResolver`]
 //! filters what DNS answers, and literal addresses are checked before sending), so a host
@@ -24,7 +27,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::Arc;
 
 /// The callback rules; see the module documentation.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallbackPolicy {
     /// Lambda rules (https only, loopback refused) rather than local ones.
     pub lambda: bool,
@@ -32,8 +35,11 @@ pub struct CallbackPolicy {
     pub allowed_hosts: Vec<String>,
     /// Plain `http` callbacks are allowed for every host (`OXP_RAP_ALLOW_HTTP`).
     pub allow_http: bool,
-    /// Private and loopback targets are allowed (`OXP_RAP_ALLOW_PRIVATE_CALLBACKS`).
+    /// Private targets are allowed (`OXP_RAP_ALLOW_PRIVATE_CALLBACKS`).
     pub allow_private: bool,
+    /// Loopback targets are allowed: by default when the server listens on loopback outside
+    /// Lambda, else with `OXP_RAP_ALLOW_LOOPBACK_CALLBACKS`.
+    pub allow_loopback: bool,
 }
 
 /// Why a callback URL or address is refused.
@@ -47,6 +53,19 @@ impl fmt::Display for Refused {
 }
 
 impl std::error::Error for Refused {}
+
+impl Default for CallbackPolicy {
+    /// A local server on loopback: any public host, and loopback.
+    fn default() -> Self {
+        Self {
+            lambda: false,
+            allowed_hosts: Vec::new(),
+            allow_http: false,
+            allow_private: false,
+            allow_loopback: true,
+        }
+    }
+}
 
 impl CallbackPolicy {
     /// Checks everything that can be checked without DNS: scheme, host allow-list and, for a
@@ -67,10 +86,10 @@ impl CallbackPolicy {
         match parsed.scheme() {
             "https" => {}
             "http" if self.allow_http => {}
-            "http" if !self.lambda && host.is_loopback() => {}
+            "http" if self.allow_loopback && host.is_loopback() => {}
             "http" => {
                 return Err(Refused(
-                    "callback URLs must use https (plain http is allowed only for loopback in local mode, or with OXP_RAP_ALLOW_HTTP)".into(),
+                    "callback URLs must use https (plain http is allowed only for loopback where loopback is allowed, or with OXP_RAP_ALLOW_HTTP)".into(),
                 ));
             }
             other => return Err(Refused(format!("scheme '{other}' is not https"))),
@@ -101,10 +120,10 @@ impl CallbackPolicy {
             )))
         };
         if is_never_allowed(ip) {
-            return refuse("link-local, unspecified or multicast");
+            return refuse("link-local, metadata, unspecified or multicast");
         }
         if ip.is_loopback() {
-            return if self.allow_private || !self.lambda {
+            return if self.allow_loopback {
                 Ok(())
             } else {
                 refuse("loopback")
@@ -168,6 +187,9 @@ fn is_never_allowed(ip: IpAddr) -> bool {
                 || v6.is_multicast()
                 // fe80::/10
                 || (v6.segments()[0] & 0xffc0) == 0xfe80
+                // fd00:ec2::/32, the instance metadata service over IPv6 (inside fc00::/7,
+                // which `allow_private` would otherwise open)
+                || v6.segments()[..2] == [0xfd00, 0x0ec2]
         }
     }
 }
@@ -242,6 +264,7 @@ mod tests {
     fn lambda() -> CallbackPolicy {
         CallbackPolicy {
             lambda: true,
+            allow_loopback: false,
             ..CallbackPolicy::default()
         }
     }
@@ -292,8 +315,38 @@ mod tests {
             ..lambda()
         };
         assert!(p.check_url("https://10.0.0.5/cb").is_ok());
-        assert!(p.check_url("https://127.0.0.1/cb").is_ok());
+        assert!(p.check_url("https://[fd00::1]/cb").is_ok());
         assert!(p.check_url("https://169.254.169.254/").is_err());
+        assert!(
+            p.check_url("https://[fd00:ec2::254]/latest/meta-data/")
+                .is_err(),
+            "the IPv6 metadata range stays refused with private targets allowed"
+        );
+        assert!(
+            p.check_url("https://127.0.0.1/cb").is_err(),
+            "loopback has a flag of its own"
+        );
+    }
+
+    #[test]
+    fn loopback_needs_a_loopback_server_or_its_own_flag() {
+        // A server on ECS, EC2 or Kubernetes (not on loopback, not in Lambda).
+        let exposed = CallbackPolicy {
+            allow_loopback: false,
+            ..CallbackPolicy::default()
+        };
+        for url in [
+            "http://127.0.0.1:15000/quitquitquit",
+            "https://[::1]/cb",
+            "http://localhost/cb",
+        ] {
+            assert!(exposed.check_url(url).is_err(), "{url}");
+        }
+        let flagged = CallbackPolicy {
+            allow_loopback: true,
+            ..exposed
+        };
+        assert!(flagged.check_url("http://127.0.0.1:15000/cb").is_ok());
     }
 
     #[test]

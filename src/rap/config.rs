@@ -31,7 +31,7 @@ pub struct RapConfig {
     /// release.
     pub pins: Vec<String>,
     /// Callback URL rules (`OXP_RAP_CALLBACK_HOSTS`, `OXP_RAP_ALLOW_HTTP`,
-    /// `OXP_RAP_ALLOW_PRIVATE_CALLBACKS`).
+    /// `OXP_RAP_ALLOW_PRIVATE_CALLBACKS`, `OXP_RAP_ALLOW_LOOPBACK_CALLBACKS`).
     pub callbacks: CallbackPolicy,
     /// Callback delivery retries (`OXP_RAP_DELIVERY_ATTEMPTS`, `OXP_RAP_RETRY_BASE_MS`,
     /// `OXP_RAP_RETRY_MAX_MS`, `OXP_RAP_DELIVERY_TIMEOUT_SECS`, `OXP_RAP_ATTEMPT_TIMEOUT_MS`).
@@ -39,6 +39,9 @@ pub struct RapConfig {
     /// `OXP_RAP_RATE_LIMIT` (`N/s`, `N/min` or `N/h`): invocations per user (per execution
     /// environment in Lambda); unset: no limit.
     pub rate_limit: Option<RateLimit>,
+    /// `OXP_RAP_MAX_PENDING` (default 1024): invocations the in-process queue holds at once,
+    /// running or being delivered; more are refused with 503 and `Retry-After`.
+    pub max_pending: usize,
     /// `OXP_RAP_DRAIN_SECS` (default 30): on shutdown of the local server, how long accepted
     /// invocations may still run before the rest are dead-lettered.
     pub drain_timeout: Duration,
@@ -70,6 +73,7 @@ impl Default for RapConfig {
             callbacks: Default::default(),
             retry: Default::default(),
             rate_limit: None,
+            max_pending: 1024,
             drain_timeout: Duration::from_secs(30),
             tool_timeout: Some(Duration::from_secs(30)),
         }
@@ -77,10 +81,12 @@ impl Default for RapConfig {
 }
 
 impl RapConfig {
-    /// `tool_timeout` is the server's (`OXP_TOOL_TIMEOUT_MS`), the default of async runs.
+    /// `tool_timeout` is the server's (`OXP_TOOL_TIMEOUT_MS`), the default of async runs;
+    /// `host` is where a local server listens (loopback callbacks follow it).
     pub(crate) fn from_env(
         env: &Env<'_>,
         tool_timeout: Option<Duration>,
+        host: std::net::IpAddr,
     ) -> Result<Self, ConfigError> {
         let lambda = env.lambda;
         let mut c = RapConfig {
@@ -135,6 +141,8 @@ impl RapConfig {
             allowed_hosts: env.list("OXP_RAP_CALLBACK_HOSTS"),
             allow_http: env.flag("OXP_RAP_ALLOW_HTTP")?,
             allow_private: env.flag("OXP_RAP_ALLOW_PRIVATE_CALLBACKS")?,
+            allow_loopback: env.flag("OXP_RAP_ALLOW_LOOPBACK_CALLBACKS")?
+                || (!lambda && host.is_loopback()),
         };
         let millis = |name: &'static str| -> Result<Option<Duration>, ConfigError> {
             Ok(env.positive::<u64>(name)?.map(Duration::from_millis))
@@ -165,6 +173,9 @@ impl RapConfig {
         }
         if let Some(limit) = env.limit_ms("OXP_RAP_TOOL_TIMEOUT_MS")? {
             c.tool_timeout = limit;
+        }
+        if let Some(n) = env.positive("OXP_RAP_MAX_PENDING")? {
+            c.max_pending = n;
         }
         if let Some(secs) = env.parsed("OXP_RAP_DRAIN_SECS")? {
             c.drain_timeout = Duration::from_secs(secs);

@@ -107,15 +107,11 @@ impl Rap {
         }
     }
 
-    /// `Err(wait)` when the caller is over the rate limit: the authenticated subject when the
-    /// user id is bound to it, else the user id sent. Invocations without either share one
-    /// allowance.
-    fn check_rate(&self, principal: &Principal, user_id: Option<&str>) -> Result<(), Duration> {
-        let user = if principal.bind_user_id {
-            principal.subject.as_deref()
-        } else {
-            user_id
-        };
+    /// `Err(wait)` when the caller is over the rate limit. The caller is the authenticated
+    /// subject: a `user_id` is the caller's say-so, and varying it must not reset the limit.
+    /// Without authentication every caller shares one allowance.
+    fn check_rate(&self, principal: &Principal) -> Result<(), Duration> {
+        let user = principal.subject.as_deref();
         let Some(limiter) = &self.limiter else {
             return Ok(());
         };
@@ -186,7 +182,7 @@ pub(crate) fn build(
             )?);
             (
                 worker.toolset().clone(),
-                Queue::InProcess(InProcessQueue::new(worker)),
+                Queue::InProcess(InProcessQueue::new(worker, config.max_pending)),
             )
         }
         #[cfg(feature = "rap-sqs")]

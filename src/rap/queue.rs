@@ -17,6 +17,8 @@ const SQS_MAX_MESSAGE_BYTES: usize = 256 * 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[cfg_attr(not(feature = "rap-sqs"), allow(dead_code))]
 pub(crate) enum EnqueueError {
+    /// The in-process queue holds as many invocations as it may (`OXP_RAP_MAX_PENDING`).
+    Full,
     /// The job is larger than the queue takes.
     TooLarge,
     /// The queue did not take the job.
@@ -42,10 +44,7 @@ impl Queue {
     /// Enqueues `job`; once this returns `Ok` the job is never silently dropped.
     pub(crate) async fn enqueue(&self, job: Job) -> Result<(), EnqueueError> {
         match self {
-            Self::InProcess(queue) => {
-                queue.spawn(job);
-                Ok(())
-            }
+            Self::InProcess(queue) => queue.spawn(job),
             #[cfg(feature = "rap-sqs")]
             Self::Sqs { client, queue_url } => {
                 let body = serde_json::to_string(&job).expect("jobs serialize");
@@ -75,6 +74,7 @@ impl Queue {
 pub(crate) struct InProcessQueue {
     worker: Arc<Worker>,
     pending: Arc<Pending>,
+    max_pending: usize,
 }
 
 #[derive(Debug, Default)]
@@ -101,21 +101,25 @@ impl Drop for Done {
 }
 
 impl InProcessQueue {
-    /// A queue whose jobs `worker` runs.
-    pub(crate) fn new(worker: Arc<Worker>) -> Self {
+    /// A queue whose jobs `worker` runs, holding at most `max_pending` jobs (running or
+    /// delivering) at once.
+    pub(crate) fn new(worker: Arc<Worker>, max_pending: usize) -> Self {
         Self {
             worker,
             pending: Arc::default(),
+            max_pending: max_pending.max(1),
         }
     }
 
-    fn spawn(&self, job: Job) {
+    fn spawn(&self, job: Job) -> Result<(), EnqueueError> {
         let key = self.pending.next.fetch_add(1, Ordering::Relaxed);
-        self.pending
-            .jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key, job.clone());
+        {
+            let mut jobs = self.pending.jobs.lock().unwrap_or_else(|p| p.into_inner());
+            if jobs.len() >= self.max_pending {
+                return Err(EnqueueError::Full);
+            }
+            jobs.insert(key, job.clone());
+        }
         let done = Done {
             pending: self.pending.clone(),
             key,
@@ -134,6 +138,7 @@ impl InProcessQueue {
                 }
             }
         });
+        Ok(())
     }
 
     /// Jobs accepted and not finished.

@@ -13,7 +13,7 @@ use crate::rap::Rap;
 use crate::rap::job::{Job, Rejection, error, rfc3339};
 use crate::rap::queue::EnqueueError;
 use crate::rap::wire::{CloseThread, ErrorBody, ErrorText, ReplyTo};
-use crate::server::{StrippedPrefix, guard, is_json, json, json_response, only};
+use crate::server::{StrippedPrefix, guard, json, json_only, json_response, only};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -30,6 +30,7 @@ pub(crate) fn router(rap: Arc<Rap>, auth: &Arc<Authenticator>) -> Router {
         .route("/.well-known/rap-toolset", only(get(discover), "GET, HEAD"))
         .route("/invoke", only(post(invoke), "POST"))
         .route("/close_thread", only(post(close_thread), "POST"));
+    let routes = json_only(routes, || Refusal::UnsupportedMediaType.into_response());
     guard(routes, auth, || Refusal::Unauthenticated.into_response()).with_state(rap)
 }
 
@@ -75,11 +76,10 @@ fn derived_endpoint(headers: &HeaderMap, prefix: Option<&str>, lambda: bool) -> 
 async fn invoke(
     State(rap): State<Arc<Rap>>,
     principal: Option<Extension<Principal>>,
-    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let principal = principal.map(|Extension(p)| p).unwrap_or_default();
-    match accept(&rap, principal, &headers, body).await {
+    match accept(&rap, principal, body).await {
         Ok(()) => json_response(
             StatusCode::OK,
             Bytes::from_static(br#"{"status":"accepted"}"#),
@@ -100,12 +100,8 @@ async fn invoke(
 async fn accept(
     rap: &Rap,
     principal: Principal,
-    headers: &HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(), Refusal> {
-    if !is_json(headers) {
-        return Err(Refusal::UnsupportedMediaType);
-    }
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             Refusal::TooLarge
@@ -130,12 +126,27 @@ async fn accept(
         });
     }
     let mut job = Job::new(reply_to);
+    // Every acknowledged invocation counts against the caller's allowance, malformed or not.
+    job.rejected = rap
+        .check_rate(&principal)
+        .map_err(|wait| Rejection::RateLimited {
+            retry_after_ms: (wait.as_millis() as u64).max(1),
+        })
+        .err();
     job.principal = principal;
-    job.rejected = read_invocation(&fields, &mut job).err();
     if job.rejected.is_none() {
-        job.rejected = check(rap, &job).err();
+        job.rejected = read_invocation(&fields, &mut job).err();
+    }
+    if job.rejected.is_none()
+        && rap
+            .toolset
+            .get(job.operation.as_deref().unwrap_or_default())
+            .is_none()
+    {
+        job.rejected = Some(Rejection::UnknownOperation);
     }
     rap.queue.enqueue(job).await.map_err(|e| match e {
+        EnqueueError::Full => Refusal::Busy,
         EnqueueError::TooLarge => Refusal::TooLarge,
         EnqueueError::Unavailable(why) => {
             tracing::error!(target: "oxp::rap", error = %why, "invocation not enqueued");
@@ -144,6 +155,11 @@ async fn accept(
     })
 }
 
+/// Longest id, thread id, operation or user id accepted.
+pub(crate) const MAX_ID_CHARS: usize = 256;
+/// Most thread ancestors accepted.
+const MAX_ANCESTORS: usize = 64;
+
 /// Copies the invocation's fields into `job`, or says which one is malformed.
 fn read_invocation(fields: &Map<String, Value>, job: &mut Job) -> Result<(), Rejection> {
     let malformed = |detail: &str| Rejection::MalformedInvocation {
@@ -151,7 +167,10 @@ fn read_invocation(fields: &Map<String, Value>, job: &mut Job) -> Result<(), Rej
     };
     let optional_text = |name: &str| match fields.get(name) {
         None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s.clone())),
+        Some(Value::String(s)) if s.chars().count() <= MAX_ID_CHARS => Ok(Some(s.clone())),
+        Some(Value::String(_)) => Err(malformed(&format!(
+            "`{name}` is longer than {MAX_ID_CHARS} characters"
+        ))),
         Some(_) => Err(malformed(&format!("`{name}` must be a string or null"))),
     };
     job.operation = optional_text("operation")?;
@@ -167,36 +186,30 @@ fn read_invocation(fields: &Map<String, Value>, job: &mut Job) -> Result<(), Rej
     };
     job.thread_ancestors = match fields.get("thread_ancestors") {
         None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) if items.len() > MAX_ANCESTORS => {
+            return Err(malformed(&format!(
+                "`thread_ancestors` has more than {MAX_ANCESTORS} entries"
+            )));
+        }
         Some(Value::Array(items)) => items
             .iter()
-            .map(|v| v.as_str().map(str::to_owned))
+            .map(|v| {
+                v.as_str()
+                    .filter(|s| s.chars().count() <= MAX_ID_CHARS)
+                    .map(str::to_owned)
+            })
             .collect::<Option<_>>()
-            .ok_or_else(|| malformed("`thread_ancestors` must be an array of strings"))?,
+            .ok_or_else(|| {
+                malformed(&format!(
+                    "`thread_ancestors` must be an array of strings of at most {MAX_ID_CHARS} characters"
+                ))
+            })?,
         Some(_) => return Err(malformed("`thread_ancestors` must be an array of strings")),
     };
     Ok(())
 }
 
-/// The checks of a well-formed invocation: known operation, rate limit. The invoker checks
-/// the rest when the job runs.
-fn check(rap: &Rap, job: &Job) -> Result<(), Rejection> {
-    if rap
-        .toolset
-        .get(job.operation.as_deref().unwrap_or_default())
-        .is_none()
-    {
-        return Err(Rejection::UnknownOperation);
-    }
-    rap.check_rate(&job.principal, job.user_id.as_deref())
-        .map_err(|wait| Rejection::RateLimited {
-            retry_after_ms: (wait.as_millis() as u64).max(1),
-        })
-}
-
-async fn close_thread(headers: HeaderMap, body: Result<Bytes, BytesRejection>) -> Response {
-    if !is_json(&headers) {
-        return Refusal::UnsupportedMediaType.into_response();
-    }
+async fn close_thread(body: Result<Bytes, BytesRejection>) -> Response {
     let parsed = body
         .map_err(|r| r.body_text())
         .and_then(|b| serde_json::from_slice::<CloseThread>(&b).map_err(|e| e.to_string()));
@@ -223,19 +236,30 @@ enum Refusal {
     StaleToolset { current: String },
     Unauthenticated,
     Unavailable,
+    Busy,
 }
 
 impl Refusal {
     fn message(&self) -> String {
         match self {
-            Self::UnsupportedMediaType => "The body must be JSON (Content-Type: application/json)".into(),
+            Self::UnsupportedMediaType => {
+                "The body must be JSON (Content-Type: application/json)".into()
+            }
             Self::TooLarge => "The invocation is too large".into(),
-            Self::Malformed(why) => format!("The body cannot be read, and has no callback to report to: {why}"),
-            Self::NoCallback => "The invocation has no usable callback: `id`, `group_id` and `callback_url` must be non-empty strings".into(),
+            Self::Malformed(why) => {
+                format!("The body cannot be read, and has no callback to report to: {why}")
+            }
+            Self::NoCallback => format!(
+                "The invocation has no usable callback: `id` and `group_id` must be non-empty strings of at most {MAX_ID_CHARS} characters, and `callback_url` one of at most {} characters",
+                crate::rap::wire::MAX_URL_CHARS
+            ),
             Self::CallbackRefused(why) => format!("The callback URL is not allowed: {why}"),
-            Self::StaleToolset { current } => format!("The toolset has changed; reload /.well-known/rap-toolset (current version {current})"),
+            Self::StaleToolset { current } => format!(
+                "The toolset has changed; reload /.well-known/rap-toolset (current version {current})"
+            ),
             Self::Unauthenticated => "Authentication failed".into(),
             Self::Unavailable => "The invocation could not be queued; retry later".into(),
+            Self::Busy => "The server has too many invocations in progress; retry shortly".into(),
         }
     }
 }
@@ -254,14 +278,20 @@ impl IntoResponse for Refusal {
             Self::StaleToolset { .. } => (StatusCode::CONFLICT, "stale_toolset"),
             Self::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
             Self::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
+            Self::Busy => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
         };
         let body = ErrorText {
             error: ErrorBody {
-                can_retry: matches!(self, Self::Unavailable),
+                can_retry: matches!(self, Self::Unavailable | Self::Busy),
                 ..error(kind, self.message())
             },
         };
         let mut response = json(status, &body);
+        if matches!(self, Self::Busy) {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        }
         if matches!(self, Self::Unauthenticated) {
             response.headers_mut().insert(
                 header::WWW_AUTHENTICATE,

@@ -35,6 +35,9 @@ pub(crate) struct ToolsetTool {
     pub(crate) input_schema: Value,
 }
 
+/// Longest callback URL accepted.
+pub(crate) const MAX_URL_CHARS: usize = 2048;
+
 /// Where the result of an invocation goes: the fields without which nothing can be delivered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ReplyTo {
@@ -53,17 +56,18 @@ impl ReplyTo {
     /// Reads the addressing fields of a body that may be malformed otherwise: `None` when
     /// `id`, `group_id` or `callback_url` is missing, empty or not a string.
     pub(crate) fn from_body(body: &Map<String, Value>) -> Option<Self> {
-        let text = |name: &str| {
+        let text = |name: &str, max: usize| {
             body.get(name)
                 .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
+                .filter(|s| !s.is_empty() && s.chars().count() <= max)
                 .map(str::to_owned)
         };
+        let id = crate::rap::routes::MAX_ID_CHARS;
         Some(Self {
-            id: text("id")?,
-            group_id: text("group_id")?,
-            callback_url: text("callback_url")?,
-            call_id: text("call_id"),
+            id: text("id", id)?,
+            group_id: text("group_id", id)?,
+            callback_url: text("callback_url", MAX_URL_CHARS)?,
+            call_id: text("call_id", id),
         })
     }
 }

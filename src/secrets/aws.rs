@@ -68,18 +68,14 @@ impl SecretSource for AwsSecretsManager {
                 SecretError::new(
                     id,
                     SecretErrorKind::Invalid,
-                    format!("{name} has no SecretString"),
+                    "the secret has no SecretString",
                 )
             })?;
             let Some(key) = key else {
                 return Ok(Secret::new(text));
             };
             let json: serde_json::Value = serde_json::from_str(text).map_err(|_| {
-                SecretError::new(
-                    id,
-                    SecretErrorKind::Invalid,
-                    format!("{name} is not a JSON secret"),
-                )
+                SecretError::new(id, SecretErrorKind::Invalid, "the secret is not JSON")
             })?;
             match json.get(&key) {
                 Some(serde_json::Value::String(s)) => Ok(Secret::new(s.as_str())),
@@ -87,7 +83,7 @@ impl SecretSource for AwsSecretsManager {
                 _ => Err(SecretError::new(
                     id,
                     SecretErrorKind::Invalid,
-                    format!("{name} has no key '{key}'"),
+                    format!("the secret has no key '{key}'"),
                 )),
             }
         })
@@ -116,7 +112,9 @@ fn classify<E: ProvideErrorMetadata + fmt::Debug>(
         SecretErrorKind::Unreachable => "no answer",
         _ => "error",
     });
-    SecretError::new(id, kind, format!("{name}: {code}"))
+    // The secret's name or ARN is deployment detail: logged here, never returned.
+    tracing::warn!(target: "oxp::secrets", secret_id = id, secret = name, code, "Secrets Manager read failed");
+    SecretError::new(id, kind, code)
 }
 
 /// Secrets Manager client settings from the shared AWS configuration: every fetch, retries

@@ -87,11 +87,36 @@ pub(crate) fn guard<S: Clone + Send + Sync + 'static>(
     ))
 }
 
-/// Whether the content type is absent or JSON (`application/json`, `application/*+json`).
-pub(crate) fn is_json(headers: &HeaderMap) -> bool {
-    // Absent is accepted (many clients omit it); anything present must be JSON.
+/// `router` accepting a body only as JSON: a `POST`, `PUT` or `PATCH` whose content type is not
+/// JSON gets `refuse()` (each protocol has its own answer).
+///
+/// A browser sends a cross-origin request without asking the server first (no CORS
+/// preflight) only with a "simple" content type (none, `text/plain`, a form): requiring JSON on
+/// every route of every adapter keeps any web page the developer visits from calling a local
+/// server with its server-held secrets.
+pub(crate) fn json_only<S: Clone + Send + Sync + 'static>(
+    router: Router<S>,
+    refuse: fn() -> Response,
+) -> Router<S> {
+    router.route_layer(middleware::from_fn(
+        move |request: axum::extract::Request, next: Next| async move {
+            let with_body = matches!(
+                *request.method(),
+                http::Method::POST | http::Method::PUT | http::Method::PATCH
+            );
+            if !with_body || is_json(request.headers()) {
+                next.run(request).await
+            } else {
+                refuse()
+            }
+        },
+    ))
+}
+
+/// Whether the content type is JSON (`application/json`, `application/*+json`).
+fn is_json(headers: &HeaderMap) -> bool {
     let Some(value) = headers.get(header::CONTENT_TYPE) else {
-        return true;
+        return false;
     };
     let essence = value
         .to_str()
@@ -149,6 +174,19 @@ pub(crate) enum ServerError {
         /// Value of the `Allow` header.
         allow: &'static str,
     },
+    /// 403: the request is refused for where it comes from (the reason says why).
+    Forbidden(&'static str),
+}
+
+impl ServerError {
+    /// Why, for the log.
+    pub(crate) fn reason(&self) -> &str {
+        match self {
+            Self::NotFound(_) => "no route",
+            Self::MethodNotAllowed { .. } => "method not allowed",
+            Self::Forbidden(why) => why,
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -165,6 +203,13 @@ impl IntoResponse for ServerError {
                 &ErrorBody {
                     message: "Not found",
                     developer_message: format!("no route for {path}"),
+                },
+            ),
+            Self::Forbidden(why) => json(
+                StatusCode::FORBIDDEN,
+                &ErrorBody {
+                    message: "Forbidden",
+                    developer_message: why.to_owned(),
                 },
             ),
             Self::MethodNotAllowed { allow } => {

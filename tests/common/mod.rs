@@ -34,6 +34,21 @@ impl Captured {
             .finish()
     }
 
+    /// The process-wide capture: every test binary that reads logs from calls made on other
+    /// threads, or that may see callsites another test registered first, uses this one.
+    /// (A scoped subscriber can miss lines whose callsite interest was cached without it.)
+    pub fn global() -> Self {
+        static CAPTURED: std::sync::OnceLock<Captured> = std::sync::OnceLock::new();
+        CAPTURED
+            .get_or_init(|| {
+                let captured = Captured::default();
+                tracing::subscriber::set_global_default(captured.subscriber())
+                    .expect("no other global subscriber");
+                captured
+            })
+            .clone()
+    }
+
     /// Everything written so far.
     pub fn text(&self) -> String {
         String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
@@ -141,10 +156,23 @@ pub fn result_without_duration(reply: &Reply) -> Value {
 
 /// A minimal HTTP/1.1 exchange over TCP (one request per connection), for tests of real servers.
 pub async fn http_raw(addr: &str, method: &str, path: &str, body: &str) -> (u16, String) {
+    let headers = format!("Host: {addr}\r\nContent-Type: application/json\r\n");
+    http_raw_with(addr, method, path, &headers, body).await
+}
+
+/// [`http_raw`] with the request's headers as given (`Name: value\r\n` lines; the
+/// `Content-Length` and `Connection` headers are added).
+pub async fn http_raw_with(
+    addr: &str,
+    method: &str,
+    path: &str,
+    headers: &str,
+    body: &str,
+) -> (u16, String) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
     let request = format!(
-        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "{method} {path} HTTP/1.1\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
     stream.write_all(request.as_bytes()).await.unwrap();

@@ -10,7 +10,9 @@ mod run;
 
 pub(crate) use requirements::Missing;
 
-use crate::core::idempotency::{Claim, Idempotency, StoreError, StoredOutcome, fingerprint};
+use crate::core::idempotency::{
+    Claim, Fingerprinted, Idempotency, StoreError, StoredOutcome, fingerprint, scoped_key,
+};
 use crate::core::principal::{BindError, Principal};
 use crate::core::registry::{RegisteredTool, Registry, ResolveError};
 use crate::core::schema::{ParameterErrors, WHOLE_INPUT};
@@ -233,6 +235,14 @@ impl Invoker {
                 .map_err(Rejection::Resolve)?
                 .clone(),
         };
+        // Hashed before the requirements take what the tool declared: a repeat with other
+        // credentials is another call.
+        let keyed = call.call_id.is_some();
+        let idempotency = self
+            .idempotency
+            .as_ref()
+            .filter(|_| keyed && tool.idempotent);
+        let credentials = idempotency.map(|_| credentials_of(&call.authorization, &call.secrets));
         let user_id = call
             .principal
             .bind_user_id(call.user_id)
@@ -248,7 +258,6 @@ impl Invoker {
         .await
         .map_err(Rejection::Missing)?;
         check_input(&tool, &call.input).map_err(Rejection::InvalidInput)?;
-        let keyed = call.call_id.is_some();
         let call_id = call
             .call_id
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
@@ -266,16 +275,21 @@ impl Invoker {
             deadline: call.deadline,
             extensions: call.extensions,
         };
-        let Some(idem) = self
-            .idempotency
-            .as_ref()
-            .filter(|_| keyed && tool.idempotent)
-        else {
+        let Some(idem) = idempotency else {
             return run::execute(tool, call.input, ctx, limit).await;
         };
-        // Keys are per protocol: an OXP call_id never meets an async invocation id.
-        let key = format!("{protocol}:{call_id}", protocol = call.protocol);
-        let print = fingerprint(&tool.id, ctx.user_id.as_deref(), &call.input);
+        let key = scoped_key(call.protocol, call.principal.subject.as_deref(), &call_id);
+        let credentials = credentials.unwrap_or_default();
+        let credentials: Vec<(&str, &str)> = credentials
+            .iter()
+            .map(|(id, value)| (id.as_str(), value.expose()))
+            .collect();
+        let print = fingerprint(&Fingerprinted {
+            tool_id: &tool.id,
+            user_id: ctx.user_id.as_deref(),
+            input: &call.input,
+            credentials: &credentials,
+        });
         let hold = limit.map_or(UNBOUNDED_HOLD, |l| l + HOLD_MARGIN);
         match idem
             .store
@@ -343,6 +357,21 @@ impl Invoker {
             .ok()?
             .ok()
     }
+}
+
+/// The client's tokens and secrets, tagged so a token and a secret of one id differ.
+fn credentials_of(
+    authorization: &[(String, Secret)],
+    secrets: &[(String, Secret)],
+) -> Vec<(String, Secret)> {
+    let tagged = |tag: &str, list: &[(String, Secret)]| {
+        list.iter()
+            .map(|(id, value)| (format!("{tag}:{id}"), value.clone()))
+            .collect::<Vec<_>>()
+    };
+    let mut all = tagged("token", authorization);
+    all.extend(tagged("secret", secrets));
+    all
 }
 
 /// Validates `input` against the tool's input schema.

@@ -32,9 +32,11 @@ impl Failure {
     fn into_tool_error(self, tool: &RegisteredTool) -> ToolError {
         match self {
             Failure::Tool(e) => e,
-            // The panic text is a developer detail: never in the user-facing message.
-            Failure::Panic(text) => ToolError::new("The tool failed unexpectedly")
-                .developer_message(format!("tool {} panicked: {text}", tool.id)),
+            // The panic text may hold anything the tool had (a path, a query, a secret): it goes
+            // to the call's log line only, never to a caller or the idempotency store.
+            Failure::Panic(_) => ToolError::new("The tool failed unexpectedly").developer_message(
+                format!("tool {} panicked; the panic is in the server log", tool.id),
+            ),
             Failure::InvalidOutput(why) => ToolError::new("The tool returned an invalid result")
                 .developer_message(format!(
                     "the output of {} does not conform to its output_schema: {why}",

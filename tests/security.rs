@@ -1,0 +1,346 @@
+//! The server as an attacker meets it: a web page in the developer's browser, a caller replaying
+//! someone else's call id, bodies shaped to slip past the wire format, unbounded fields. Each
+//! test is a row of the table in docs/security.md.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::Request;
+use common::receiver::Receiver;
+use common::*;
+use jsonwebtoken::{EncodingKey, Header};
+use oxp_lambda::config::{AuthConfig, JwtConfig, JwtKeys};
+use oxp_lambda::{App, Config, NoInput, Registry, Tool, ToolContext, ToolError};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+const HS_KEY: &str = "security-test-signing-key-of-at-least-32-bytes";
+
+/// Counts its runs and answers the run number.
+fn counter() -> (Tool, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let tool = Tool::builder("T.Count", "1.0.0")
+        .authorization("crm", Vec::<String>::new())
+        .handler(move |_: NoInput, _: ToolContext| {
+            let runs = counted.clone();
+            async move { Ok::<_, ToolError>(runs.fetch_add(1, Ordering::SeqCst) + 1) }
+        });
+    (tool, runs)
+}
+
+fn token(sub: &str) -> String {
+    let claims = json!({"sub": sub, "exp": jsonwebtoken::get_current_timestamp() + 300});
+    jsonwebtoken::encode(
+        &Header::default(),
+        &claims,
+        &EncodingKey::from_secret(HS_KEY.as_bytes()),
+    )
+    .unwrap()
+}
+
+async fn call_as(app: &App, sub: &str, body: &Value) -> Reply {
+    let request = Request::post("/tools/call")
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {}", token(sub)))
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    send(app, request).await
+}
+
+fn jwt_app(tools: Vec<Tool>) -> App {
+    let config = Config {
+        auth: AuthConfig::Jwt(JwtConfig {
+            keys: JwtKeys::Hs256 {
+                secret_id: "JWT_KEY".into(),
+            },
+            issuer: None,
+            audience: None,
+            client_id: None,
+            token_use: None,
+            leeway_secs: 5,
+            bind_user_id: true,
+        }),
+        ..Config::default()
+    };
+    let registry = Registry::builder().tools(tools).build().unwrap();
+    build(
+        App::builder(registry)
+            .config(config)
+            .secret("JWT_KEY", HS_KEY),
+    )
+}
+
+// ---- A web page in the developer's browser ---------------------------------------------------
+
+#[tokio::test]
+async fn every_post_route_refuses_a_body_that_is_not_declared_json() {
+    let app = example_app();
+    let add = json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}});
+    // A page's `fetch(url, {mode: "no-cors", body})` sends no content type or text/plain.
+    for (path, body) in [
+        ("/tools/call", add.to_string()),
+        ("/call", add.to_string()),
+        ("/invoke", json!({"operation": "Calculator_Add", "arguments": {}, "id": "i", "group_id": "g", "callback_url": "http://127.0.0.1:9/cb"}).to_string()),
+        ("/close_thread", json!({"group_id": "g"}).to_string()),
+    ] {
+        for content_type in [None, Some("text/plain"), Some("application/x-www-form-urlencoded")] {
+            let mut request = Request::post(path);
+            if let Some(ct) = content_type {
+                request = request.header("content-type", ct);
+            }
+            let reply = send(&app, request.body(Body::from(body.clone())).unwrap()).await;
+            assert_eq!(reply.status, 415, "{path} {content_type:?}: {}", reply.text);
+        }
+    }
+}
+
+async fn loopback_server(config: Config) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let app = app_with(common::example_tools::registry().unwrap(), config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(app.serve(listener, async move {
+        let _ = stopped.await;
+    }));
+    (addr, stop)
+}
+
+#[tokio::test]
+async fn a_loopback_server_refuses_other_host_names_and_web_origins() {
+    let config = Config {
+        allowed_origins: vec!["http://localhost:3000".into()],
+        ..test_config()
+    };
+    let (addr, _stop) = loopback_server(config).await;
+    let port = addr.rsplit(':').next().unwrap();
+    let call = r#"{"request":{"tool_id":"Calculator.Add","input":{"a":1,"b":2}}}"#;
+    let json = "Content-Type: application/json\r\n";
+    for (headers, expected) in [
+        (format!("Host: {addr}\r\n{json}"), 200),
+        (format!("Host: localhost:{port}\r\n{json}"), 200),
+        // DNS rebinding: the page's own name, resolved to 127.0.0.1.
+        (format!("Host: attacker.example:{port}\r\n{json}"), 403),
+        (
+            format!("Host: {addr}\r\nOrigin: https://attacker.example\r\n{json}"),
+            403,
+        ),
+        (format!("Host: {addr}\r\nOrigin: null\r\n{json}"), 403),
+        (
+            format!("Host: {addr}\r\nOrigin: http://localhost:3000\r\n{json}"),
+            200,
+        ),
+    ] {
+        let (status, body) = http_raw_with(&addr, "POST", "/tools/call", &headers, call).await;
+        assert_eq!(status, expected, "{headers:?}: {body}");
+        if status == 403 {
+            let body: Value = serde_json::from_str(&body).unwrap();
+            assert_eq!(body["message"], "Forbidden");
+            assert!(
+                !body.to_string().contains("attacker"),
+                "nothing echoed: {body}"
+            );
+        }
+    }
+    // The rule covers every route, /health included.
+    let (status, _) =
+        http_raw_with(&addr, "GET", "/health", "Host: attacker.example\r\n", "").await;
+    assert_eq!(status, 403);
+}
+
+// ---- Bodies shaped to slip past the wire format ------------------------------------------------
+
+#[tokio::test]
+async fn every_object_of_the_wire_format_must_be_a_json_object() {
+    let app = example_app();
+    for body in [
+        json!([null, {"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}}]),
+        json!({"request": ["Calculator.Add@1.0.0", null, null, {"a": 1, "b": 2}]}),
+        json!({"request": {"tool_id": "SMS.Send", "input": {"to": "+1", "message": "m"}, "context": [[], [["TWILIO_API_KEY", "v"]]]}}),
+        json!({"request": {"tool_id": "SMS.Send", "input": {"to": "+1", "message": "m"}, "context": {"secrets": [["TWILIO_API_KEY", "v"]]}}}),
+        json!({"request": {"tool_id": "SMS.Send", "input": {"to": "+1", "message": "m"}, "context": {"authorization": [["google", "t"]]}}}),
+    ] {
+        let reply = call(&app, body.clone()).await;
+        assert_eq!(reply.status, 400, "{body}: {}", reply.text);
+        assert_eq!(reply.json["$schema"], "urn:oxp:1.0");
+    }
+    let reply = call(
+        &app,
+        json!({"request": {"tool_id": "Calculator.Add", "input": [1, 2]}}),
+    )
+    .await;
+    assert_eq!(reply.status, 422, "an input that is not an object");
+}
+
+#[tokio::test]
+async fn an_empty_call_id_is_refused_not_shared() {
+    let reply = call(
+        &example_app(),
+        json!({"request": {"tool_id": "Calculator.Add", "call_id": "", "input": {"a": 1, "b": 2}}}),
+    )
+    .await;
+    assert_eq!(reply.status, 400);
+    assert!(
+        reply.json["developer_message"]
+            .as_str()
+            .unwrap()
+            .contains("call_id")
+    );
+}
+
+#[tokio::test]
+async fn ids_are_bounded_in_length() {
+    let app = example_app();
+    let long = "x".repeat(300);
+    for body in [
+        json!({"request": {"tool_id": "Calculator.Add", "call_id": long, "input": {"a": 1, "b": 2}}}),
+        json!({"request": {"tool_id": "Calculator.Add", "trace_id": long, "input": {"a": 1, "b": 2}}}),
+        json!({"request": {"tool_id": long}}),
+        json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}, "context": {"user_id": long}}}),
+    ] {
+        let reply = call(&app, body).await;
+        assert_eq!(reply.status, 400, "{}", reply.text);
+        assert!(!reply.text.contains(&long), "not echoed");
+    }
+    let receiver = Receiver::ok().await;
+    let invocation = |id: &str, operation: &str| {
+        json!({"operation": operation, "arguments": {"a": 1, "b": 2}, "id": id,
+               "group_id": "g", "callback_url": receiver.url})
+    };
+    let reply = post(
+        &app,
+        "/invoke",
+        invocation(&long, "Calculator_Add").to_string(),
+    )
+    .await;
+    assert_eq!(reply.status, 400, "no usable id to answer to");
+    let reply = post(&app, "/invoke", invocation("ok-id", &long).to_string()).await;
+    assert_eq!(reply.status, 200, "acknowledged, then reported");
+    let result = receiver.result().await;
+    let error: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
+    assert_eq!(error["error"]["kind"], "malformed_invocation");
+}
+
+// ---- Someone else's call id --------------------------------------------------------------------
+
+#[tokio::test]
+async fn another_caller_replaying_a_call_id_neither_gets_the_result_nor_learns_it_exists() {
+    let (tool, runs) = counter();
+    let app = jwt_app(vec![tool]);
+    let body = |token: &str| {
+        json!({"request": {"tool_id": "T.Count", "call_id": "shared-key",
+            "context": {"authorization": [{"id": "crm", "token": token}]}}})
+    };
+    let first = call_as(&app, "alice", &body("alice-crm-token")).await;
+    assert_eq!(first.json["result"]["value"], 1, "{}", first.text);
+    // Bob sends Alice's call id and input: his own call runs, Alice's result stays hers.
+    let bob = call_as(&app, "bob", &body("bob-crm-token")).await;
+    assert_eq!(bob.status, 200, "{}", bob.text);
+    assert_eq!(bob.json["result"]["value"], 2);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    // Alice's own repeat is replayed; with another token it is another call.
+    let again = call_as(&app, "alice", &body("alice-crm-token")).await;
+    assert_eq!(again.json["result"]["value"], 1);
+    let other_token = call_as(&app, "alice", &body("another-token")).await;
+    assert_eq!(other_token.status, 400, "{}", other_token.text);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn with_authentication_on_a_caller_acts_for_itself_by_default() {
+    let whoami =
+        Tool::builder("Auth.WhoAmI", "1.0.0").handler(|_: NoInput, ctx: ToolContext| async move {
+            Ok::<_, ToolError>(json!({"user_id": ctx.user_id}))
+        });
+    let app = jwt_app(vec![whoami]);
+    let reply = call_as(
+        &app,
+        "alice",
+        &json!({"request": {"tool_id": "Auth.WhoAmI"}}),
+    )
+    .await;
+    assert_eq!(reply.json["result"]["value"]["user_id"], "alice");
+    let reply = call_as(
+        &app,
+        "alice",
+        &json!({"request": {"tool_id": "Auth.WhoAmI", "context": {"user_id": "bob"}}}),
+    )
+    .await;
+    assert_eq!(reply.status, 400);
+}
+
+// ---- Nothing unbounded -------------------------------------------------------------------------
+
+#[tokio::test]
+async fn the_rate_limit_counts_malformed_invocations_and_a_varying_user_id_does_not_reset_it() {
+    let mut config = test_config();
+    config.rap.rate_limit = Some(oxp_lambda::config::RateLimit {
+        invocations: 2,
+        per: Duration::from_secs(60),
+    });
+    let app = app_with(common::example_tools::registry().unwrap(), config);
+    let receiver = Receiver::ok().await;
+    let invocation = |id: &str, user: &str, operation: &str| {
+        json!({"operation": operation, "arguments": {"a": 1, "b": 2}, "id": id, "group_id": "g",
+               "callback_url": receiver.url, "user_id": user})
+    };
+    for body in [
+        invocation("i1", "u1", "No_Such_Operation"),
+        invocation("i2", "u2", "Calculator_Add"),
+        invocation("i3", "u3", "Calculator_Add"),
+    ] {
+        assert_eq!(post(&app, "/invoke", body.to_string()).await.status, 200);
+    }
+    let hits = receiver.wait_for(3).await;
+    let kinds: Vec<Value> = hits
+        .iter()
+        .map(|h| {
+            let text = h.body["text"].as_str().unwrap();
+            serde_json::from_str::<Value>(text)
+                .map_or(json!("success"), |v| v["error"]["kind"].clone())
+        })
+        .collect();
+    assert!(kinds.contains(&json!("unknown_operation")), "{kinds:?}");
+    assert!(kinds.contains(&json!("rate_limited")), "{kinds:?}");
+}
+
+#[tokio::test]
+async fn a_full_in_process_queue_refuses_with_503_and_retry_after() {
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let held = gate.clone();
+    let wait = Tool::builder("T.Wait", "1.0.0").handler(move |_: NoInput, _: ToolContext| {
+        let gate = held.clone();
+        async move {
+            gate.acquire().await.unwrap().forget();
+            Ok::<_, ToolError>(())
+        }
+    });
+    let mut config = test_config();
+    config.rap.max_pending = 1;
+    let app = app_with(Registry::builder().tool(wait).build().unwrap(), config);
+    let receiver = Receiver::ok().await;
+    let invocation = |id: &str| json!({"operation": "T_Wait", "arguments": {}, "id": id, "group_id": "g", "callback_url": receiver.url});
+    assert_eq!(
+        post(&app, "/invoke", invocation("a").to_string())
+            .await
+            .status,
+        200
+    );
+    let full = post(&app, "/invoke", invocation("b").to_string()).await;
+    assert_eq!(full.status, 503, "{}", full.text);
+    assert_eq!(full.headers["retry-after"], "1");
+    assert_eq!(full.json["error"]["kind"], "busy");
+    assert_eq!(full.json["error"]["can_retry"], true);
+    gate.add_permits(1);
+    assert_eq!(app.drain(Duration::from_secs(10)).await, 0);
+    assert_eq!(
+        post(&app, "/invoke", invocation("c").to_string())
+            .await
+            .status,
+        200
+    );
+    gate.add_permits(1);
+    assert_eq!(app.drain(Duration::from_secs(10)).await, 0);
+}
