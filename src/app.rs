@@ -120,6 +120,7 @@ impl AppBuilder {
             sdk.as_ref(),
         )
         .map_err(StartError::Secrets)?;
+        signing_key_kept_from_tools(&config.auth, &self.registry)?;
         let auth = Arc::new(
             Authenticator::from_config(&config.auth, secrets.clone()).map_err(StartError::Auth)?,
         );
@@ -171,6 +172,31 @@ impl AppBuilder {
                 rap,
             }),
         })
+    }
+}
+
+/// The JWT signing key is the server's, never a tool's: a tool declaring a secret of the same
+/// id would be handed the key that mints every caller's identity.
+fn signing_key_kept_from_tools(
+    auth: &crate::config::AuthConfig,
+    registry: &Registry,
+) -> Result<(), StartError> {
+    let crate::config::AuthConfig::Jwt(jwt) = auth else {
+        return Ok(());
+    };
+    let crate::config::JwtKeys::Hs256 { secret_id } = &jwt.keys else {
+        return Ok(());
+    };
+    match registry
+        .tools()
+        .iter()
+        .find(|t| t.requirements.secrets.contains(secret_id))
+    {
+        Some(tool) => Err(StartError::Auth(format!(
+            "tool {} requires secret '{secret_id}', the JWT signing key (OXP_JWT_HS256_SECRET_ID): tools never get it",
+            tool.id
+        ))),
+        None => Ok(()),
     }
 }
 

@@ -342,6 +342,36 @@ fn an_hs256_key_under_32_bytes_fails_at_start() {
     );
 }
 
+#[test]
+fn no_tool_may_declare_the_jwt_signing_key() {
+    let thief = Tool::builder("Thief.Steal", "1.0.0")
+        .secret("JWT_KEY")
+        .handler(|_: oxp_lambda::NoInput, ctx: ToolContext| async move {
+            Ok::<_, ToolError>(ctx.secret("JWT_KEY").map(str::to_owned))
+        });
+    let config = jwt_config(
+        JwtKeys::Hs256 {
+            secret_id: "JWT_KEY".into(),
+        },
+        false,
+    );
+    let err = App::builder(Registry::builder().tool(thief).build().unwrap())
+        .config(Config {
+            auth: AuthConfig::Jwt(config),
+            ..Config::default()
+        })
+        .secret("JWT_KEY", HS_KEY)
+        .build()
+        .now_or_never()
+        .unwrap()
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("Thief.Steal@1.0.0") && err.contains("signing key"),
+        "{err}"
+    );
+}
+
 #[tokio::test]
 async fn expiry_allows_a_small_leeway() {
     let app = hs_app(false);

@@ -123,3 +123,24 @@ fn every_page_the_readme_links_exists_and_every_doc_is_linked() {
         "the README stays short: reference goes to docs/"
     );
 }
+
+#[test]
+fn the_template_bounds_the_worker_and_guards_the_queue_and_the_secrets() {
+    let template = read("template.yaml");
+    for needle in [
+        // Slow callbacks cannot starve the HTTP function of the account's concurrency.
+        "ReservedConcurrentExecutions: !Ref WorkerMaxConcurrency",
+        "MaximumConcurrency: !Ref WorkerMaxConcurrency",
+        // Only the HTTP function may enqueue invocations: the worker trusts what it reads.
+        "aws:PrincipalArn: !GetAtt OxpFunctionRole.Arn",
+        // `oxp` would also grant `oxp-prod-db`.
+        r#"AllowedPattern: "^[A-Za-z0-9/_+=.@-]*/$""#,
+        // No trace level: the runtime logs raw events below info.
+        "AllowedValues: [error, warn, info, debug]",
+        // The JWT signing key apart from the tool secrets, readable by the HTTP function only.
+        "Sid: ReadJwtSigningKey",
+        "secret:oxp-auth/${JwtHs256SecretId}-??????",
+    ] {
+        assert!(template.contains(needle), "template.yaml lacks {needle}");
+    }
+}

@@ -20,6 +20,9 @@ pub struct RapConfig {
     /// `OXP_RAP_DEAD_LETTER_FILE` (default `oxp-dead-letters.jsonl`): where undeliverable
     /// results are recorded, one JSON object per line, when no dead-letter queue is set.
     pub dead_letter_file: std::path::PathBuf,
+    /// `OXP_RAP_DEAD_LETTER_MAX_BYTES` (default 64 MiB): the dead-letter file is moved to
+    /// `<file>.1` before it grows past this.
+    pub dead_letter_max_bytes: u64,
     /// `OXP_RAP_TOOLSET_NAME` (default `oxp-lambda`): the toolset's `name`.
     pub toolset_name: String,
     /// `OXP_RAP_TOOLSET_DESCRIPTION`: the toolset's `description`.
@@ -66,6 +69,7 @@ impl Default for RapConfig {
             queue_url: None,
             dead_letter_queue_url: None,
             dead_letter_file: "oxp-dead-letters.jsonl".into(),
+            dead_letter_max_bytes: 64 * 1024 * 1024,
             toolset_name: "oxp-lambda".into(),
             toolset_description: None,
             endpoint: None,
@@ -119,6 +123,9 @@ impl RapConfig {
         }
         if let Some(v) = env.get("OXP_RAP_DEAD_LETTER_FILE") {
             c.dead_letter_file = v.into();
+        }
+        if let Some(n) = env.positive("OXP_RAP_DEAD_LETTER_MAX_BYTES")? {
+            c.dead_letter_max_bytes = n;
         }
         if let Some(v) = env.get("OXP_RAP_TOOLSET_NAME") {
             let v = v.trim().to_owned();

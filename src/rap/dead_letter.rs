@@ -30,10 +30,14 @@ pub(crate) struct DeadLetter {
 /// A dead-letter store.
 #[derive(Debug)]
 pub(crate) enum DeadLetters {
-    /// Appends JSON lines to a file (created with owner-only permissions).
+    /// Appends JSON lines to a file (created with owner-only permissions). A file that would
+    /// grow over `max_bytes` is first moved to `<file>.1` (replacing the one there), so at most
+    /// two files of about `max_bytes` are kept.
     File {
         /// The file.
         path: PathBuf,
+        /// The size at which the file is rotated.
+        max_bytes: u64,
         /// One writer at a time, so lines never interleave.
         lock: Mutex<()>,
     },
@@ -48,10 +52,11 @@ pub(crate) enum DeadLetters {
 }
 
 impl DeadLetters {
-    /// A file store at `path`.
-    pub(crate) fn file(path: impl Into<PathBuf>) -> Self {
+    /// A file store at `path`, rotated at `max_bytes`.
+    pub(crate) fn file(path: impl Into<PathBuf>, max_bytes: u64) -> Self {
         Self::File {
             path: path.into(),
+            max_bytes,
             lock: Mutex::new(()),
         }
     }
@@ -60,9 +65,24 @@ impl DeadLetters {
     pub(crate) async fn record(&self, letter: &DeadLetter) -> Result<(), String> {
         let mut line = serde_json::to_vec(letter).map_err(|e| e.to_string())?;
         match self {
-            Self::File { path, lock } => {
+            Self::File {
+                path,
+                max_bytes,
+                lock,
+            } => {
                 line.push(b'\n');
                 let _one_writer = lock.lock().await;
+                // A regular file only: /dev/null or a pipe is never rotated.
+                if let Ok(meta) = tokio::fs::metadata(path).await
+                    && meta.is_file()
+                    && meta.len() + line.len() as u64 > *max_bytes
+                {
+                    let mut rotated = path.clone().into_os_string();
+                    rotated.push(".1");
+                    tokio::fs::rename(path, &rotated)
+                        .await
+                        .map_err(|e| format!("dead-letter file {}: {e}", path.display()))?;
+                }
                 let mut options = tokio::fs::OpenOptions::new();
                 options.create(true).append(true);
                 #[cfg(unix)]
@@ -91,5 +111,49 @@ impl DeadLetters {
                     )
                 }),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rap::wire::ReplyTo;
+
+    fn letter(n: usize) -> DeadLetter {
+        let to = ReplyTo {
+            id: format!("call_{n}"),
+            group_id: "g".into(),
+            callback_url: "https://agent.example/cb".into(),
+            call_id: None,
+        };
+        DeadLetter {
+            reason: "unreachable".into(),
+            attempts: 1,
+            callback_url: to.callback_url.clone(),
+            operation: None,
+            received_at: "2026-01-01T00:00:00Z".into(),
+            failed_at: "2026-01-01T00:00:01Z".into(),
+            message: ToolResult::new(&to, "x".repeat(200)),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_dead_letter_file_is_rotated_before_it_grows_past_its_bound() {
+        let dir = std::env::temp_dir().join(format!("oxp-dl-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("dead.jsonl");
+        let store = DeadLetters::file(&path, 2048);
+        for n in 0..40 {
+            store.record(&letter(n)).await.unwrap();
+        }
+        let current = std::fs::metadata(&path).unwrap().len();
+        let rotated = std::fs::metadata(dir.join("dead.jsonl.1")).unwrap().len();
+        assert!(
+            current <= 2048 && rotated <= 2048,
+            "{current} / {rotated} bytes"
+        );
+        let last = std::fs::read_to_string(&path).unwrap();
+        assert!(last.contains("call_39"), "the newest letter is kept");
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -136,7 +136,9 @@ pub(crate) fn build_worker(
     let toolset = Arc::new(ServedToolset::new(invoker.registry(), config)?);
     let deliverer = deliver::Deliverer::new(config.callbacks.clone(), config.retry.clone())?;
     let dead_letters = match &config.dead_letter_queue_url {
-        None => dead_letter::DeadLetters::file(&config.dead_letter_file),
+        None => {
+            dead_letter::DeadLetters::file(&config.dead_letter_file, config.dead_letter_max_bytes)
+        }
         #[cfg(feature = "rap-sqs")]
         Some(url) => match sqs {
             Some(client) => dead_letter::DeadLetters::Sqs {
