@@ -12,7 +12,7 @@ use crate::core::principal::Principal;
 use crate::rap::Rap;
 use crate::rap::job::{Job, Rejection, error, rfc3339};
 use crate::rap::queue::EnqueueError;
-use crate::rap::wire::{CloseThread, ErrorBody, ErrorText, ReplyTo};
+use crate::rap::wire::{CloseThread, ErrorBody, ErrorText, MAX_ID_CHARS, ReplyTo};
 use crate::server::{StrippedPrefix, guard, json, json_only, json_response, only};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -155,8 +155,6 @@ async fn accept(
     })
 }
 
-/// Longest id, thread id, operation or user id accepted.
-pub(crate) const MAX_ID_CHARS: usize = 256;
 /// Most thread ancestors accepted.
 const MAX_ANCESTORS: usize = 64;
 

@@ -38,6 +38,9 @@ pub(crate) struct ToolsetTool {
 /// Longest callback URL accepted.
 pub(crate) const MAX_URL_CHARS: usize = 2048;
 
+/// Longest id, thread id, operation or user id accepted.
+pub(crate) const MAX_ID_CHARS: usize = 256;
+
 /// Where the result of an invocation goes: the fields without which nothing can be delivered.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct ReplyTo {
@@ -62,12 +65,11 @@ impl ReplyTo {
                 .filter(|s| !s.is_empty() && s.chars().count() <= max)
                 .map(str::to_owned)
         };
-        let id = crate::rap::routes::MAX_ID_CHARS;
         Some(Self {
-            id: text("id", id)?,
-            group_id: text("group_id", id)?,
+            id: text("id", MAX_ID_CHARS)?,
+            group_id: text("group_id", MAX_ID_CHARS)?,
             callback_url: text("callback_url", MAX_URL_CHARS)?,
-            call_id: text("call_id", id),
+            call_id: text("call_id", MAX_ID_CHARS),
         })
     }
 }
