@@ -89,6 +89,16 @@ fn whoami() -> Tool {
     )
 }
 
+/// Why `builder` does not start.
+fn start_error(builder: oxp_lambda::AppBuilder) -> String {
+    builder
+        .build()
+        .now_or_never()
+        .unwrap()
+        .unwrap_err()
+        .to_string()
+}
+
 /// The app with `auth`, holding the HS256 signing key as server secret `JWT_KEY`.
 fn app_builder(auth: AuthConfig) -> oxp_lambda::AppBuilder {
     let registry = Registry::builder()
@@ -325,17 +335,14 @@ fn an_hs256_key_under_32_bytes_fails_at_start() {
         false,
     );
     let registry = Registry::builder().tool(whoami()).build().unwrap();
-    let err = App::builder(registry)
-        .config(Config {
-            auth: AuthConfig::Jwt(config),
-            ..Config::default()
-        })
-        .secret("SHORT_KEY", "")
-        .build()
-        .now_or_never()
-        .unwrap()
-        .unwrap_err()
-        .to_string();
+    let err = start_error(
+        App::builder(registry)
+            .config(Config {
+                auth: AuthConfig::Jwt(config),
+                ..Config::default()
+            })
+            .secret("SHORT_KEY", ""),
+    );
     assert!(
         err.contains("OXP_JWT_HS256_SECRET_ID") && err.contains("at least 32"),
         "{err}"
@@ -355,17 +362,14 @@ fn no_tool_may_declare_the_jwt_signing_key() {
         },
         false,
     );
-    let err = App::builder(Registry::builder().tool(thief).build().unwrap())
-        .config(Config {
-            auth: AuthConfig::Jwt(config),
-            ..Config::default()
-        })
-        .secret("JWT_KEY", HS_KEY)
-        .build()
-        .now_or_never()
-        .unwrap()
-        .unwrap_err()
-        .to_string();
+    let err = start_error(
+        App::builder(Registry::builder().tool(thief).build().unwrap())
+            .config(Config {
+                auth: AuthConfig::Jwt(config),
+                ..Config::default()
+            })
+            .secret("JWT_KEY", HS_KEY),
+    );
     assert!(
         err.contains("Thief.Steal@1.0.0") && err.contains("signing key"),
         "{err}"
@@ -443,12 +447,7 @@ fn an_hs256_key_the_server_does_not_hold_fails_at_start() {
         },
         false,
     );
-    let err = app_builder(AuthConfig::Jwt(config))
-        .build()
-        .now_or_never()
-        .unwrap()
-        .unwrap_err()
-        .to_string();
+    let err = start_error(app_builder(AuthConfig::Jwt(config)));
     assert!(
         err.contains("OXP_JWT_HS256_SECRET_ID") && err.contains("NOT_THERE"),
         "{err}"
