@@ -1,5 +1,6 @@
 //! In-process cost of the OXP call path, body bytes in and response bytes out (parse, resolve,
-//! validate, run, serialize), for a successful `Calculator.Add`, a 422, and `GET /tools`, with
+//! validate, run, serialize), for a successful `Calculator.Add` (over OXP and over MCP's
+//! `tools/call`), a 422, and `GET /tools`, with
 //! registries of 1, 100 and 10,000 tools (three versions each, so 3, 300 and 30,000 tool
 //! versions). Run with `cargo bench --bench call_path`; figures are in docs/performance.md.
 
@@ -50,6 +51,7 @@ async fn roundtrip(app: &App, method: &str, path: &str, body: &'static [u8]) -> 
         .method(method)
         .uri(path)
         .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
         .body(Body::from(body))
         .unwrap();
     let response = app.clone().oneshot(request).await.unwrap();
@@ -57,6 +59,7 @@ async fn roundtrip(app: &App, method: &str, path: &str, body: &'static [u8]) -> 
 }
 
 const ADD: &[u8] = br#"{"$schema":"urn:oxp:1.0","request":{"call_id":"123e4567-e89b-12d3-a456-426614174000","tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":5}}}"#;
+const MCP_ADD: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Calculator_Add","arguments":{"a":10,"b":5}}}"#;
 const INVALID: &[u8] = br#"{"$schema":"urn:oxp:1.0","request":{"call_id":"123e4567-e89b-12d3-a456-426614174000","tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":"infinity"}}}"#;
 
 fn bench(c: &mut Criterion) {
@@ -71,6 +74,14 @@ fn bench(c: &mut Criterion) {
             b.to_async(&rt)
                 .iter(|| async { black_box(roundtrip(app, "POST", "/tools/call", ADD).await) })
         });
+        group.bench_with_input(
+            BenchmarkId::new("mcp_calculator_add", tools),
+            &app,
+            |b, app| {
+                b.to_async(&rt)
+                    .iter(|| async { black_box(roundtrip(app, "POST", "/mcp", MCP_ADD).await) })
+            },
+        );
         group.bench_with_input(BenchmarkId::new("validation_422", tools), &app, |b, app| {
             b.to_async(&rt)
                 .iter(|| async { black_box(roundtrip(app, "POST", "/tools/call", INVALID).await) })

@@ -32,6 +32,8 @@ pub enum StartError {
     Idempotency(String),
     /// The async adapter could not be set up.
     Rap(String),
+    /// The MCP adapter could not be set up.
+    Mcp(String),
 }
 
 impl fmt::Display for StartError {
@@ -42,6 +44,7 @@ impl fmt::Display for StartError {
             Self::Auth(why) => write!(f, "invalid configuration: authentication: {why}"),
             Self::Idempotency(why) => write!(f, "invalid configuration: idempotency: {why}"),
             Self::Rap(why) => write!(f, "invalid configuration: async invocation: {why}"),
+            Self::Mcp(why) => write!(f, "invalid configuration: MCP: {why}"),
         }
     }
 }
@@ -146,6 +149,23 @@ impl AppBuilder {
             config.tool_timeout,
         ));
         let routes: Router = crate::oxp::router(invoker.clone(), &auth);
+        #[cfg(feature = "mcp")]
+        let mcp = (config.mcp.enabled
+            || config.lambda_role == crate::config::LambdaRole::AgentCore)
+            .then(|| crate::mcp::served(invoker.clone(), &config.mcp))
+            .transpose()
+            .map_err(StartError::Mcp)?;
+        #[cfg(feature = "mcp")]
+        let routes = match &mcp {
+            Some(served) if config.mcp.enabled => routes.merge(crate::mcp::router(
+                served.clone(),
+                &auth,
+                &config.mcp,
+                &config.allowed_origins,
+                config.max_body_bytes,
+            )),
+            _ => routes,
+        };
         #[cfg(feature = "rap-sqs")]
         let sqs = sdk.as_ref().map(aws_sdk_sqs::Client::new);
         #[cfg(feature = "rap")]
@@ -168,6 +188,8 @@ impl AppBuilder {
             service: http,
             parts: Arc::new(Parts {
                 config,
+                #[cfg(feature = "agentcore")]
+                mcp,
                 #[cfg(feature = "rap")]
                 rap,
             }),
@@ -237,7 +259,7 @@ fn rap_parts(
             crate::rap::build_worker(invoker.clone(), &config.rap, sqs.as_ref())
                 .map_err(StartError::Rap)?,
         )),
-        crate::config::LambdaRole::Http => None,
+        _ => None,
     };
     let routes = routes.merge(crate::rap::routes::router(adapter.clone(), auth));
     Ok((
@@ -291,6 +313,9 @@ pub struct App {
 
 struct Parts {
     config: Config,
+    /// The tools the AgentCore target serves (those of MCP), when MCP or the role is on.
+    #[cfg(feature = "agentcore")]
+    mcp: Option<Arc<crate::mcp::Served>>,
     #[cfg(feature = "rap")]
     rap: Option<RapServed>,
 }
@@ -374,9 +399,36 @@ impl App {
         }
     }
 
+    /// Answers one Bedrock AgentCore Gateway invocation as the Lambda role
+    /// `OXP_LAMBDA_ROLE=agentcore` does: `event` is the raw event (the tool's arguments),
+    /// `client_context` the raw client context JSON naming the tool
+    /// (`custom.bedrockAgentCoreToolName`). The answer is an MCP `CallToolResult`; an app that
+    /// serves neither MCP nor that role answers `isError` for every tool.
+    #[cfg(feature = "agentcore")]
+    pub async fn handle_agentcore(
+        &self,
+        event: &[u8],
+        client_context: Option<&[u8]>,
+    ) -> serde_json::Value {
+        let Some(served) = &self.parts.mcp else {
+            return serde_json::json!({
+                "content": [{"type": "text", "text": "{\"message\":\"MCP is off (OXP_MCP=off)\"}"}],
+                "isError": true
+            });
+        };
+        crate::agentcore::invoke(served, event, client_context, None).await
+    }
+
     /// Serves the Lambda Runtime API in the configured role until the environment ends.
     #[cfg(feature = "lambda")]
     pub(crate) async fn run_lambda(self) -> Result<(), lambda_http::Error> {
+        #[cfg(feature = "agentcore")]
+        if self.parts.config.lambda_role == crate::config::LambdaRole::AgentCore
+            && let Some(served) = self.parts.mcp.clone()
+        {
+            let margin = self.parts.config.deadline_margin;
+            return crate::transport::lambda::direct::run(served, margin).await;
+        }
         #[cfg(feature = "rap-sqs")]
         if self.parts.config.lambda_role == crate::config::LambdaRole::Worker
             && let Some(worker) = self.parts.rap.as_ref().and_then(|r| r.worker.clone())

@@ -1,12 +1,32 @@
-//! The command line of the local server: `--port N` over `OXP_PORT`.
+//! The command line: `--port N` over `OXP_PORT` for the local server, and
+//! `schema --agentcore` to print the AgentCore Gateway target's tool schema.
 
 use crate::config::Config;
 
-const USAGE: &str = "usage: oxp-lambda [--port N]\n\nConfiguration is read from OXP_* environment variables (docs/configuration.md).";
+const USAGE: &str = "usage: oxp-lambda [--port N]\n       oxp-lambda schema --agentcore\n\nConfiguration is read from OXP_* environment variables (docs/configuration.md).";
 
-/// Applies command-line arguments (`--port N`, `--port=N`, `--help`) to `config`.
-pub(crate) fn apply(config: &mut Config, args: impl Iterator<Item = String>) -> Result<(), String> {
+/// What the binary was asked to do.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Command {
+    /// Serve (Lambda or the local server).
+    Serve,
+    /// Print the AgentCore Gateway target's inline `toolSchema` and exit.
+    AgentCoreSchema,
+}
+
+/// Reads the command line: applies `--port N`, `--port=N` to `config`, or picks a command.
+pub(crate) fn apply(
+    config: &mut Config,
+    args: impl Iterator<Item = String>,
+) -> Result<Command, String> {
     let mut args = args.peekable();
+    if args.peek().map(String::as_str) == Some("schema") {
+        args.next();
+        return match (args.next().as_deref(), args.next()) {
+            (Some("--agentcore"), None) => Ok(Command::AgentCoreSchema),
+            _ => Err(format!("schema takes --agentcore\n{USAGE}")),
+        };
+    }
     while let Some(arg) = args.next() {
         let port = match arg.as_str() {
             "--port" | "-p" => args
@@ -22,7 +42,7 @@ pub(crate) fn apply(config: &mut Config, args: impl Iterator<Item = String>) -> 
             .parse()
             .map_err(|_| format!("--port: '{port}' is not a port number"))?;
     }
-    Ok(())
+    Ok(Command::Serve)
 }
 
 #[cfg(test)]
@@ -31,7 +51,7 @@ mod tests {
 
     fn args(list: &[&str]) -> Result<Config, String> {
         let mut c = Config::default();
-        apply(&mut c, list.iter().map(|s| s.to_string())).map(|()| c)
+        apply(&mut c, list.iter().map(|s| s.to_string())).map(|_| c)
     }
 
     #[test]
@@ -41,5 +61,19 @@ mod tests {
         assert!(args(&["--port"]).is_err());
         assert!(args(&["--port", "x"]).is_err());
         assert!(args(&["--bogus"]).is_err());
+    }
+
+    #[test]
+    fn schema_takes_agentcore_only() {
+        let mut c = Config::default();
+        let command = |list: &[&str], c: &mut Config| apply(c, list.iter().map(|s| s.to_string()));
+        assert_eq!(
+            command(&["schema", "--agentcore"], &mut c),
+            Ok(Command::AgentCoreSchema)
+        );
+        assert!(command(&["schema"], &mut c).is_err());
+        assert!(command(&["schema", "--mcp"], &mut c).is_err());
+        assert!(command(&["schema", "--agentcore", "x"], &mut c).is_err());
+        assert_eq!(command(&[], &mut c), Ok(Command::Serve));
     }
 }

@@ -7,6 +7,8 @@
 pub use crate::auth::{AuthConfig, JwtConfig, JwtKeys};
 pub use crate::core::secrets::ClientSecrets;
 pub use crate::idempotency::{IdempotencyConfig, IdempotencyMode};
+#[cfg(feature = "mcp")]
+pub use crate::mcp::McpConfig;
 #[cfg(feature = "rap")]
 pub use crate::rap::callback::CallbackPolicy;
 #[cfg(feature = "rap")]
@@ -56,6 +58,9 @@ pub struct Config {
     /// The async tool invocation (RAP) adapter.
     #[cfg(feature = "rap")]
     pub rap: RapConfig,
+    /// The MCP adapter.
+    #[cfg(feature = "mcp")]
+    pub mcp: McpConfig,
     /// `OXP_LAMBDA_ROLE`: what a Lambda function built from this binary handles.
     pub lambda_role: LambdaRole,
 }
@@ -67,6 +72,8 @@ pub enum LambdaRole {
     Http,
     /// SQS batches of RAP invocations (`worker`).
     Worker,
+    /// Direct invocations by a Bedrock AgentCore Gateway Lambda target (`agentcore`).
+    AgentCore,
 }
 
 /// How log lines are written.
@@ -103,6 +110,8 @@ impl Default for Config {
             deadline_margin: Duration::from_millis(500),
             #[cfg(feature = "rap")]
             rap: RapConfig::default(),
+            #[cfg(feature = "mcp")]
+            mcp: McpConfig::default(),
             lambda_role: LambdaRole::Http,
         }
     }
@@ -177,8 +186,24 @@ impl Config {
         config.lambda_role = match env.get("OXP_LAMBDA_ROLE").as_deref().map(str::trim) {
             None | Some("http") => LambdaRole::Http,
             Some("worker") => LambdaRole::Worker,
-            Some(_) => return Err(invalid("OXP_LAMBDA_ROLE", "must be 'http' or 'worker'")),
+            Some("agentcore") if cfg!(feature = "agentcore") => LambdaRole::AgentCore,
+            Some("agentcore") => {
+                return Err(invalid(
+                    "OXP_LAMBDA_ROLE",
+                    "'agentcore' needs the binary built with the `agentcore` feature",
+                ));
+            }
+            Some(_) => {
+                return Err(invalid(
+                    "OXP_LAMBDA_ROLE",
+                    "must be 'http', 'worker' or 'agentcore'",
+                ));
+            }
         };
+        #[cfg(feature = "mcp")]
+        {
+            config.mcp = McpConfig::from_env(&env)?;
+        }
         #[cfg(feature = "rap")]
         {
             config.rap = RapConfig::from_env(&env, config.tool_timeout, config.host)?;

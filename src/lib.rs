@@ -44,12 +44,16 @@
 //! | `jwt` | `OXP_AUTH=jwt` (HS256, RS256/ES256 with JWKS) |
 //! | `rap` | the async tool invocation adapter, with an in-process queue |
 //! | `rap-sqs` | its SQS queue and the Lambda worker role |
+//! | `mcp` | MCP (Streamable HTTP, stateless) at `/mcp`, with `rmcp` |
+//! | `agentcore` | the Bedrock AgentCore Gateway Lambda target role, `oxp-lambda schema --agentcore` |
 //! | `mimalloc` | mimalloc as the binary's allocator |
 //!
 //! All are on by default. The smallest useful set, OXP over Lambda with local secrets, is
 //! `default-features = false, features = ["lambda"]`.
 #![warn(missing_docs)]
 
+#[cfg(feature = "agentcore")]
+mod agentcore;
 mod app;
 mod args;
 mod auth;
@@ -57,6 +61,8 @@ pub mod config;
 mod core;
 mod idempotency;
 mod logging;
+#[cfg(feature = "mcp")]
+mod mcp;
 #[cfg(all(test, feature = "aws"))]
 mod moto;
 mod oxp;

@@ -28,9 +28,15 @@ pub async fn run(registry: Registry) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    if let Err(message) = crate::args::apply(&mut config, std::env::args().skip(1)) {
-        eprintln!("{message}");
-        return ExitCode::from(2);
+    match crate::args::apply(&mut config, std::env::args().skip(1)) {
+        Ok(crate::args::Command::Serve) => {}
+        Ok(crate::args::Command::AgentCoreSchema) => {
+            return print_agentcore_schema(&registry, &config);
+        }
+        Err(message) => {
+            eprintln!("{message}");
+            return ExitCode::from(2);
+        }
     }
     crate::logging::init(&config);
     let addr = SocketAddr::new(config.host, config.port);
@@ -67,5 +73,35 @@ pub async fn run(registry: Registry) -> ExitCode {
             tracing::error!("server failed: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `oxp-lambda schema --agentcore`: the tools MCP serves (`OXP_MCP_TOOLS` pins them), as the
+/// gateway target's inline `toolSchema`, on standard output.
+fn print_agentcore_schema(registry: &Registry, config: &Config) -> ExitCode {
+    #[cfg(feature = "agentcore")]
+    {
+        let exported = registry
+            .served(&config.mcp.pins, "OXP_MCP_TOOLS")
+            .and_then(|tools| crate::agentcore::schema::export(&tools));
+        match exported {
+            Ok(schema) => {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&schema).unwrap_or_default()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("oxp-lambda schema --agentcore: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+    #[cfg(not(feature = "agentcore"))]
+    {
+        let _ = (registry, config);
+        eprintln!("oxp-lambda schema --agentcore: built without the `agentcore` feature");
+        ExitCode::FAILURE
     }
 }

@@ -178,6 +178,47 @@ async fn a_valid_hs256_token_is_accepted_on_every_endpoint() {
     assert_eq!(reply.json["result"]["value"], 3);
 }
 
+/// A `tools/call` of `name` over MCP, with `authorization` if any.
+async fn mcp_call(app: &App, authorization: Option<&str>, name: &str) -> Reply {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": name, "arguments": {}}});
+    let mut request = Request::post("/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream");
+    if let Some(value) = authorization {
+        request = request.header("authorization", value);
+    }
+    send(app, request.body(Body::from(body.to_string())).unwrap()).await
+}
+
+#[tokio::test]
+async fn mcp_requires_a_bearer_token_and_its_subject_is_the_user() {
+    for bind_user_id in [true, false] {
+        let app = hs_app(bind_user_id);
+        let reply = mcp_call(&app, None, "Auth_WhoAmI").await;
+        assert_eq!(reply.status, 401, "{}", reply.text);
+        assert_eq!(reply.headers["www-authenticate"], "Bearer");
+        assert_eq!(reply.json["jsonrpc"], "2.0");
+        let reply = mcp_call(&app, Some("Bearer not.a.token"), "Auth_WhoAmI").await;
+        assert_eq!(reply.status, 401);
+        assert!(!reply.text.contains("not.a.token"));
+
+        let token = sign(
+            Algorithm::HS256,
+            None,
+            &claims("alice"),
+            &EncodingKey::from_secret(HS_KEY.as_bytes()),
+        );
+        let reply = mcp_call(&app, Some(&format!("Bearer {token}")), "Auth_WhoAmI").await;
+        assert_eq!(reply.status, 200, "{}", reply.text);
+        let result = &reply.json["result"];
+        assert_eq!(result["isError"], false, "{result}");
+        let output: Value =
+            serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(output["user_id"], "alice");
+    }
+}
+
 #[tokio::test]
 async fn health_needs_no_authentication() {
     let app = hs_app(false);

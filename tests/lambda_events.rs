@@ -10,12 +10,16 @@ use lambda_http::{Adapter, Context, LambdaEvent, Service};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
-/// `actual` holds every key of `expected` with the same value (objects compared recursively).
+/// `actual` holds every key of `expected` with the same value (objects compared recursively,
+/// arrays item by item).
 fn contains(actual: &Value, expected: &Value) -> bool {
     match (actual, expected) {
         (Value::Object(a), Value::Object(e)) => e
             .iter()
             .all(|(k, v)| a.get(k).is_some_and(|av| contains(av, v))),
+        (Value::Array(a), Value::Array(e)) => {
+            a.len() == e.len() && a.iter().zip(e).all(|(a, e)| contains(a, e))
+        }
         _ => actual == expected,
     }
 }
@@ -32,6 +36,9 @@ async fn replay(event: &str) -> (u16, Value) {
     let body = response["body"].as_str().unwrap_or_default();
     let body = if response["isBase64Encoded"] == true {
         panic!("JSON answers are sent as text, not base64: {body}");
+    } else if body.is_empty() {
+        // MCP notifications: 202 without a body.
+        Value::Null
     } else {
         serde_json::from_str(body).unwrap_or_else(|e| panic!("not JSON ({e}): {body}"))
     };

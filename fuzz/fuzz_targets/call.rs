@@ -1,7 +1,8 @@
-//! Fuzzes the whole request path of both protocols: raw body bytes in, HTTP answer out (parse,
-//! resolve, validate, requirements, run, serialize). The first byte picks the route: an OXP call
-//! (every answer JSON with an expected status and `$schema`) or an async invocation (JSON with
-//! an expected status; callbacks can go nowhere: the allow-list holds only an unresolvable host).
+//! Fuzzes the whole request path of the HTTP protocols: raw body bytes in, HTTP answer out
+//! (parse, resolve, validate, requirements, run, serialize). The first byte picks the route: an
+//! OXP call (every answer JSON with an expected status and `$schema`), an async invocation (JSON
+//! with an expected status; callbacks can go nowhere: the allow-list holds only an unresolvable
+//! host) or an MCP message (JSON-RPC with an expected status, or a bodiless 202).
 #![no_main]
 
 use http_body_util::BodyExt;
@@ -45,10 +46,10 @@ fuzz_target!(|data: &[u8]| {
     let Some((&route, body)) = data.split_first() else {
         return;
     };
-    let rap = route % 2 == 1;
-    let path = if rap { "/invoke" } else { "/tools/call" };
+    let path = ["/tools/call", "/invoke", "/mcp"][usize::from(route % 3)];
     let request = axum::http::Request::post(path)
         .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
         .body(axum::body::Body::from(body.to_vec()))
         .expect("a request");
     // Built outside the runtime's `block_on`, which building uses itself.
@@ -64,8 +65,15 @@ fuzz_target!(|data: &[u8]| {
             .to_bytes();
         (status, body)
     });
+    if path == "/mcp" && status == 202 {
+        assert!(body.is_empty(), "a notification's 202 has no body");
+        return;
+    }
     let json: serde_json::Value = serde_json::from_slice(&body).expect("every answer is JSON");
-    if rap {
+    if path == "/mcp" {
+        assert!([200, 400, 413].contains(&status), "status {status}");
+        assert_eq!(json["jsonrpc"], "2.0");
+    } else if path == "/invoke" {
         assert!([200, 400, 409, 413, 503].contains(&status), "status {status}");
         assert!(json["status"] == "accepted" || json["error"]["kind"].is_string(), "{json}");
     } else {

@@ -174,6 +174,31 @@ impl Registry {
         self.families.iter().map(|f| &f.versions[f.latest])
     }
 
+    /// One version of each tool, as a protocol that names tools without versions serves them:
+    /// the latest release, unless `pins` (`Name@x.y.z`, read from `variable`) picks another.
+    /// Errors name a pin that resolves to no tool, or two pins of one tool.
+    #[cfg(any(feature = "rap", feature = "mcp"))]
+    pub(crate) fn served(
+        &self,
+        pins: &[String],
+        variable: &str,
+    ) -> Result<Vec<Arc<RegisteredTool>>, String> {
+        let mut pinned: HashMap<&str, &Arc<RegisteredTool>> = HashMap::new();
+        for pin in pins {
+            let tool = self
+                .resolve(pin)
+                .map_err(|e| format!("{variable}: '{pin}': {}", e.developer_message()))?;
+            if pinned.insert(tool.name.as_str(), tool).is_some() {
+                return Err(format!("{variable}: '{}' is pinned twice", tool.name));
+            }
+        }
+        Ok(self
+            .latest()
+            .map(|latest| pinned.get(latest.name.as_str()).copied().unwrap_or(latest))
+            .cloned()
+            .collect())
+    }
+
     /// Whether the registry is empty.
     pub fn is_empty(&self) -> bool {
         self.listing.is_empty()

@@ -24,20 +24,7 @@ impl ServedToolset {
     /// Picks the served version of each tool. Errors name a pin that resolves to no tool, two
     /// pins of one tool, or a tool whose name RAP cannot carry.
     pub(crate) fn new(registry: &Registry, config: &RapConfig) -> Result<Self, String> {
-        let mut pinned: HashMap<&str, &Arc<RegisteredTool>> = HashMap::new();
-        for pin in &config.pins {
-            let tool = registry
-                .resolve(pin)
-                .map_err(|e| format!("OXP_RAP_TOOLS: '{pin}': {}", e.developer_message()))?;
-            if pinned.insert(tool.name.as_str(), tool).is_some() {
-                return Err(format!("OXP_RAP_TOOLS: '{}' is pinned twice", tool.name));
-            }
-        }
-        let tools: Vec<Arc<RegisteredTool>> = registry
-            .latest()
-            .map(|latest| pinned.get(latest.name.as_str()).copied().unwrap_or(latest))
-            .cloned()
-            .collect();
+        let tools = registry.served(&config.pins, "OXP_RAP_TOOLS")?;
         if tools.is_empty() {
             return Err("RAP: a toolset must contain at least one tool".into());
         }

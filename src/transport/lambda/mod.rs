@@ -1,6 +1,8 @@
 //! The AWS Lambda transport: HTTP events through `lambda_http` ([`http`]: API Gateway REST and
 //! HTTP APIs, Function URLs, ALB) and SQS batches of async invocations ([`sqs`]).
 
+#[cfg(feature = "agentcore")]
+pub(crate) mod direct;
 pub(crate) mod http;
 #[cfg(feature = "rap")]
 pub(crate) mod sqs;

@@ -1,0 +1,78 @@
+//! The Bedrock AgentCore Gateway Lambda target: the gateway invokes the function directly with
+//! the tool's arguments as the whole event, and names the tool in the client context
+//! (`custom.bedrockAgentCoreToolName` = `<target>___<tool>`). The answer is an MCP
+//! `CallToolResult` (`content`, `structuredContent`, `isError`), which the gateway hands to the
+//! agent.
+//!
+//! Every answer is a result, never a function error: an unknown tool, a missing tool name or
+//! arguments that are not an object come back as `isError: true` with a message, so the
+//! agent sees why. The client context is read as plain JSON, so a non-string value among the
+//! `custom` entries (which `lambda_runtime` types as strings) does not fail the invocation.
+
+pub(crate) mod schema;
+
+use crate::core::invoke::{Call, Target};
+use crate::core::tool::ToolError;
+use crate::mcp::{Served, result};
+use serde_json::Value;
+use std::time::Instant;
+
+/// The separator between the gateway target's name and the tool's.
+const TARGET_SEPARATOR: &str = "___";
+
+/// The client context keys the gateway sets, as far as a call uses them.
+const TOOL_NAME: &str = "bedrockAgentCoreToolName";
+const REQUEST_ID: &str = "bedrockAgentCoreAwsRequestId";
+
+/// Runs one gateway invocation: `event` is the raw event (the arguments), `client_context`
+/// the raw client context JSON; the answer is the `CallToolResult` as JSON.
+pub(crate) async fn invoke(
+    served: &Served,
+    event: &[u8],
+    client_context: Option<&[u8]>,
+    deadline: Option<Instant>,
+) -> Value {
+    let custom = client_context
+        .and_then(|raw| serde_json::from_slice::<Value>(raw).ok())
+        .and_then(|mut cc| cc.get_mut("custom").map(Value::take))
+        .unwrap_or(Value::Null);
+    let Some(qualified) = custom.get(TOOL_NAME).and_then(Value::as_str) else {
+        return refused(format!(
+            "The invocation names no tool: the client context has no custom.{TOOL_NAME} \
+             (this function serves a Bedrock AgentCore Gateway Lambda target)"
+        ));
+    };
+    let name = qualified
+        .split_once(TARGET_SEPARATOR)
+        .map_or(qualified, |(_, tool)| tool);
+    let Some(tool) = served.get(name) else {
+        let shown: String = name.chars().take(128).collect();
+        return refused(format!("Unknown tool: {shown}"));
+    };
+    let input = match serde_json::from_slice::<Value>(event) {
+        Ok(Value::Null) => Value::Object(Default::default()),
+        Ok(input) => input,
+        Err(_) => return refused("The event is not JSON: it must be the tool's arguments".into()),
+    };
+    let mut call = Call::new("agentcore", Target::Tool(tool.clone()), input);
+    // The gateway's request id ties the call's log line to the gateway's.
+    call.trace_id = custom
+        .get(REQUEST_ID)
+        .and_then(Value::as_str)
+        .map(|id| id.chars().take(256).collect());
+    call.deadline = deadline;
+    let answer = served.invoker().invoke(call).await;
+    to_json(&result::from_invoke(answer))
+}
+
+fn refused(message: String) -> Value {
+    to_json(&result::tool_error(&ToolError::new(message)))
+}
+
+fn to_json(result: &rmcp::model::CallToolResult) -> Value {
+    serde_json::to_value(result).unwrap_or(Value::Null)
+}
+
+#[cfg(test)]
+#[path = "tests.rs"]
+mod tests;

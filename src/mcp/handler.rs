@@ -1,0 +1,182 @@
+//! The MCP server behind `/mcp`: `initialize`, `tools/list` and `tools/call` over the invoker.
+//! rmcp does the JSON-RPC, the protocol revisions and the per-request negotiation; this only
+//! translates.
+
+use super::result;
+use crate::core::invoke::{Call, Invoker, Target};
+use crate::core::principal::Principal;
+use crate::core::registry::RegisteredTool;
+use crate::server::Deadline;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+    ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
+    ServerConfig, Tool,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// What every request shares: the served tools, their MCP definitions and the invoker.
+#[derive(Debug)]
+pub(crate) struct Served {
+    invoker: Arc<Invoker>,
+    tools: Vec<Arc<RegisteredTool>>,
+    by_name: HashMap<String, usize>,
+    listing: Vec<Tool>,
+}
+
+impl Served {
+    /// Serves `tools` (one version of each) through `invoker`.
+    pub(crate) fn new(invoker: Arc<Invoker>, tools: Vec<Arc<RegisteredTool>>) -> Self {
+        let by_name = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.listing_name.clone(), i))
+            .collect();
+        let listing = tools.iter().map(|t| definition(t)).collect();
+        Self {
+            invoker,
+            tools,
+            by_name,
+            listing,
+        }
+    }
+
+    /// The served tool named `name` (its listing name, `Calculator_Add`).
+    pub(crate) fn get(&self, name: &str) -> Option<&Arc<RegisteredTool>> {
+        self.by_name.get(name).map(|&i| &self.tools[i])
+    }
+
+    /// The invoker.
+    #[cfg(feature = "agentcore")]
+    pub(crate) fn invoker(&self) -> &Arc<Invoker> {
+        &self.invoker
+    }
+}
+
+/// The MCP definition of a tool: its listing name, description, input schema, and output
+/// schema when the output is an object.
+pub(crate) fn definition(tool: &RegisteredTool) -> Tool {
+    let object = |schema: &Value| match schema {
+        Value::Object(map) => Arc::new(map.clone()),
+        _ => Arc::new(Map::new()),
+    };
+    let mut definition = Tool::new(
+        tool.listing_name.clone(),
+        tool.description.clone(),
+        object(&tool.input_schema),
+    );
+    if result::has_structured_output(tool)
+        && let Some(schema) = &tool.output_schema
+    {
+        definition = definition.with_raw_output_schema(object(schema));
+    }
+    definition
+}
+
+/// One request's server: rmcp builds one per request (stateless), so it is a shared pointer.
+#[derive(Debug, Clone)]
+pub(crate) struct McpServer(pub(crate) Arc<Served>);
+
+impl McpServer {
+    /// A `tools/call` of `name` with `arguments`; `parts` are the HTTP request's, which carry
+    /// what the plumbing learnt (the caller, the transport's deadline).
+    pub(crate) async fn call(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        parts: Option<&http::request::Parts>,
+    ) -> Result<CallToolResult, ErrorData> {
+        // An unknown tool is the one error the spec makes a protocol error (-32602).
+        let Some(tool) = self.0.get(name) else {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {name}"),
+                None,
+            ));
+        };
+        let input = Value::Object(arguments.unwrap_or_default());
+        let mut call = Call::new("mcp", Target::Tool(tool.clone()), input);
+        if let Some(parts) = parts {
+            if let Some(principal) = parts.extensions.get::<Principal>() {
+                call.principal = principal.clone();
+            }
+            call.deadline = parts.extensions.get::<Deadline>().map(|d| d.0);
+        }
+        // MCP has no user field: the end user is the authenticated caller. Secrets come from
+        // the server's sources only.
+        call.user_id = call.principal.subject.clone();
+        let answer = self.0.invoker.invoke(call).await;
+        Ok(result::from_invoke(answer))
+    }
+}
+
+impl ServerHandler for McpServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
+            Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(self.0.listing.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let parts = context.extensions.get::<http::request::Parts>();
+        let result = self.call(&request.name, request.arguments, parts).await?;
+        Ok(result.into())
+    }
+
+    /// rmcp hands over any method it could not read: an unknown one (-32601), or a known one
+    /// whose params did not fit its type (-32602: rmcp would call that "method not found").
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let method: String = request.method.chars().take(64).collect();
+        if KNOWN_METHODS.contains(&request.method.as_str()) {
+            return Err(ErrorData::invalid_params(
+                format!("Invalid params for {method}"),
+                None,
+            ));
+        }
+        Err(ErrorData::new(
+            ErrorCode::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+            None,
+        ))
+    }
+}
+
+/// The client requests of the MCP revisions rmcp speaks.
+const KNOWN_METHODS: &[&str] = &[
+    "initialize",
+    "ping",
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "prompts/list",
+    "prompts/get",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "completion/complete",
+    "logging/setLevel",
+    "tasks/get",
+    "tasks/list",
+    "tasks/result",
+    "tasks/cancel",
+];

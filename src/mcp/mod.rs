@@ -1,0 +1,269 @@
+//! The MCP adapter: `POST /mcp`, Streamable HTTP with the Rust MCP SDK (`rmcp`), stateless.
+//!
+//! Every request stands alone, so it works behind Lambda and any load balancer: no session
+//! store and no `Mcp-Session-Id` across requests; answers are JSON rather than SSE (Lambda
+//! buffers the response); `GET` (the server-to-client stream) and `DELETE` (ending a session)
+//! are 405; a notification is 202 with no body. rmcp negotiates the revision: the
+//! `initialize` handshake (2025-03-26 to 2025-11-25) and the handshake-free 2026-07-28.
+//!
+//! In front of rmcp this adapter adds what the other adapters have: authentication
+//! (`OXP_AUTH`, 401 with `WWW-Authenticate`), the JSON content type (415), the body limit
+//! (413), and JSON-RPC errors for what does not parse: -32700 for a body that is not JSON
+//! (or nests deeper than 128), -32600 for JSON that is not a JSON-RPC message, -32602 for a
+//! known method with malformed params, -32601 (from rmcp) for an unknown method.
+
+mod fast;
+mod handler;
+pub(crate) mod result;
+
+pub(crate) use handler::Served;
+
+use crate::auth::Authenticator;
+use crate::server::{guard, json, json_only, only};
+use crate::settings::{ConfigError, Env};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::response::Response;
+use axum::routing::post;
+use handler::McpServer;
+use http::{HeaderValue, StatusCode, header};
+use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::Value;
+use std::sync::Arc;
+
+/// The MCP adapter's settings.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct McpConfig {
+    /// `OXP_MCP` (`on`, the default, or `off`): whether `/mcp` is served.
+    pub enabled: bool,
+    /// `OXP_MCP_TOOLS`: comma-separated `Name@x.y.z` pins; other tools serve their latest
+    /// release (MCP names tools without versions).
+    pub pins: Vec<String>,
+    /// `OXP_MCP_ALLOWED_HOSTS`: comma-separated `Host` values (`api.example.com`,
+    /// `example.com:8443`) `/mcp` accepts; empty (the default) accepts any. A loopback
+    /// listener accepts only loopback hosts on every route regardless.
+    pub allowed_hosts: Vec<String>,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            pins: Vec::new(),
+            allowed_hosts: Vec::new(),
+        }
+    }
+}
+
+impl McpConfig {
+    pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        let enabled = match env.get("OXP_MCP").as_deref().map(str::trim) {
+            None | Some("on") => true,
+            Some("off") => false,
+            Some(_) => return Err(crate::settings::invalid("OXP_MCP", "must be 'on' or 'off'")),
+        };
+        Ok(Self {
+            enabled,
+            pins: env.list("OXP_MCP_TOOLS"),
+            allowed_hosts: env.list("OXP_MCP_ALLOWED_HOSTS"),
+        })
+    }
+}
+
+type Service = StreamableHttpService<McpServer, NeverSessionManager>;
+
+struct Mcp {
+    service: Service,
+    /// The same server rmcp gets, for the fast path.
+    server: McpServer,
+    max_body_bytes: usize,
+    /// No `OXP_MCP_ALLOWED_HOSTS`: any `Host` is served.
+    any_host: bool,
+}
+
+/// The tools MCP (and the AgentCore target) serve: one version of each, as `config` pins them.
+pub(crate) fn served(
+    invoker: Arc<crate::core::invoke::Invoker>,
+    config: &McpConfig,
+) -> Result<Arc<Served>, String> {
+    let tools = invoker.registry().served(&config.pins, "OXP_MCP_TOOLS")?;
+    Ok(Arc::new(Served::new(invoker, tools)))
+}
+
+/// The `/mcp` route, behind `auth`. `allowed_origins` (`OXP_ALLOWED_ORIGINS`) are the only
+/// browser origins it answers: the MCP spec has servers check `Origin` on every request.
+pub(crate) fn router(
+    served: Arc<Served>,
+    auth: &Arc<Authenticator>,
+    config: &McpConfig,
+    allowed_origins: &[String],
+    max_body_bytes: usize,
+) -> Router {
+    let mut settings = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None)
+        .with_sse_retry(None)
+        .with_max_request_body_bytes(max_body_bytes)
+        .with_allowed_origins(allowed_origins.iter().cloned())
+        .enforce_origin_validation();
+    settings = if config.allowed_hosts.is_empty() {
+        settings.disable_allowed_hosts()
+    } else {
+        settings.with_allowed_hosts(config.allowed_hosts.iter().cloned())
+    };
+    let server = McpServer(served);
+    let factory = server.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(factory.clone()),
+        Arc::new(NeverSessionManager::default()),
+        settings,
+    );
+    let state = Arc::new(Mcp {
+        service,
+        server,
+        max_body_bytes,
+        any_host: config.allowed_hosts.is_empty(),
+    });
+    let routes = Router::new().route("/mcp", only(post(serve), "POST"));
+    let routes = json_only(routes, || {
+        rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Value::Null,
+            -32600,
+            "Content-Type must be application/json",
+        )
+    });
+    guard(routes, auth, unauthenticated).with_state(state)
+}
+
+async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, mcp.max_body_bytes).await else {
+        return rpc_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            Value::Null,
+            -32600,
+            &format!(
+                "The request body is larger than {} bytes",
+                mcp.max_body_bytes
+            ),
+        );
+    };
+    if mcp.any_host
+        && let Some(answer) = fast::try_call(&mcp.server, &parts, &bytes).await
+    {
+        return crate::server::json_response(StatusCode::OK, Bytes::from(answer));
+    }
+    // serde_json stops at 128 levels of nesting, so a deep body is a parse error, not a crash.
+    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+        // A syntax error names a line and column, never the text it found.
+        let message = format!("Parse error: the body is not valid JSON ({e})");
+        return rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700, &message);
+    }
+    let mut parts = parts;
+    // rmcp refuses a request without a Host even when any host is allowed; a Lambda event
+    // need not carry one, and with no host list there is nothing to check it against.
+    if mcp.any_host && !parts.headers.contains_key(header::HOST) && parts.uri.authority().is_none()
+    {
+        parts
+            .headers
+            .insert(header::HOST, HeaderValue::from_static("localhost"));
+    }
+    let request = http::Request::from_parts(parts, Body::from(bytes.clone()));
+    // Boxed: rmcp's future is large, and would make every request's future (the fast path's
+    // too) that large.
+    let response = Box::pin(mcp.service.handle(request)).await;
+    if response.status().is_client_error() && !is_json(response.headers()) {
+        return plain_error_as_rpc(response, &bytes).await;
+    }
+    response.map(Body::new)
+}
+
+/// rmcp answers some refusals in plain text; the client gets a JSON-RPC error instead. Its 415
+/// after the plumbing accepted the content type means the JSON was no JSON-RPC message: rmcp
+/// reads unknown methods as custom requests, so a message with a method failed on its params.
+async fn plain_error_as_rpc(
+    response: http::Response<
+        impl axum::body::HttpBody<Data = Bytes, Error = std::convert::Infallible> + Send + 'static,
+    >,
+    request: &[u8],
+) -> Response {
+    let (parts, body) = response.into_parts();
+    if parts.status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        let message: Value = serde_json::from_slice(request).unwrap_or(Value::Null);
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let has_method = message.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+            && message.get("method").is_some_and(Value::is_string);
+        return if has_method {
+            rpc_error(StatusCode::BAD_REQUEST, id, -32602, "Invalid params")
+        } else {
+            rpc_error(
+                StatusCode::BAD_REQUEST,
+                id,
+                -32600,
+                "Invalid request: the body must be one JSON-RPC 2.0 message",
+            )
+        };
+    }
+    // rmcp's other texts are fixed (406, 403 for a Host or Origin, ...).
+    let text = axum::body::to_bytes(Body::new(body), 4096)
+        .await
+        .unwrap_or_default();
+    let mut answer = rpc_error(
+        parts.status,
+        Value::Null,
+        -32600,
+        String::from_utf8_lossy(&text).trim(),
+    );
+    if let Some(allow) = parts.headers.get(header::ALLOW) {
+        answer.headers_mut().insert(header::ALLOW, allow.clone());
+    }
+    answer
+}
+
+fn is_json(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+/// 401, as the MCP authorization spec has it: a bearer challenge.
+fn unauthenticated() -> Response {
+    let mut response = rpc_error(
+        StatusCode::UNAUTHORIZED,
+        Value::Null,
+        -32001,
+        "Authentication required: send a valid bearer token",
+    );
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+#[derive(serde::Serialize)]
+struct RpcError<'a> {
+    jsonrpc: &'static str,
+    id: Value,
+    error: RpcErrorBody<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct RpcErrorBody<'a> {
+    code: i64,
+    message: &'a str,
+}
+
+/// A JSON-RPC error response with HTTP `status`.
+fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Response {
+    let error = RpcError {
+        jsonrpc: "2.0",
+        id,
+        error: RpcErrorBody { code, message },
+    };
+    json(status, &error)
+}

@@ -1,0 +1,106 @@
+//! Direct invocations (the AgentCore Gateway Lambda target role): the Runtime API loop with
+//! `lambda_runtime_api_client`, the client `lambda_runtime` itself uses.
+//!
+//! Not `lambda_runtime::run`: it parses the client context into a map of strings before the
+//! handler runs, and a context it cannot parse (a gateway's `custom` entry that is a number or
+//! an object) ends the process without an answer. Here the raw header goes to the adapter,
+//! and every invocation gets an answer. With `AWS_LAMBDA_MAX_CONCURRENCY` (Lambda Managed
+//! Instances) that many invocations are served at once; elsewhere one at a time.
+
+use crate::mcp::Served;
+use http::{HeaderMap, Request};
+use http_body_util::BodyExt;
+use lambda_runtime_api_client::{Client, body::Body};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+const NEXT: &str = "/2018-06-01/runtime/invocation/next";
+/// What a Runtime API event may not be larger than (Lambda's own limit is 6 MB).
+const MAX_EVENT_BYTES: usize = 7 * 1024 * 1024;
+
+/// Serves invocations until the environment ends; an error is a Runtime API that stopped
+/// answering.
+pub(crate) async fn run(served: Arc<Served>, margin: Duration) -> Result<(), lambda_http::Error> {
+    let client = Arc::new(Client::builder().build()?);
+    let workers = std::env::var("AWS_LAMBDA_MAX_CONCURRENCY")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+        .filter(|&n| n > 1)
+        .unwrap_or(1);
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..workers {
+        tasks.spawn(serve(client.clone(), served.clone(), margin));
+    }
+    // The first worker to fail ends the process: the Runtime API is gone.
+    match tasks.join_next().await {
+        Some(Ok(result)) => result,
+        Some(Err(e)) => Err(e.into()),
+        None => Ok(()),
+    }
+}
+
+async fn serve(
+    client: Arc<Client>,
+    served: Arc<Served>,
+    margin: Duration,
+) -> Result<(), lambda_http::Error> {
+    loop {
+        let next = client.call(Request::get(NEXT).body(Body::empty())?).await?;
+        let (parts, body) = next.into_parts();
+        let event = http_body_util::Limited::new(body, MAX_EVENT_BYTES)
+            .collect()
+            .await
+            .map(|b| b.to_bytes());
+        let Some(request_id) = header(&parts.headers, "lambda-runtime-aws-request-id") else {
+            tracing::error!("Runtime API event without a request id: skipped");
+            continue;
+        };
+        let request_id = request_id.to_owned();
+        let answer = match event {
+            Ok(event) => {
+                let deadline = deadline(&parts.headers, margin);
+                let context = parts
+                    .headers
+                    .get("lambda-runtime-client-context")
+                    .map(|v| v.as_bytes());
+                crate::agentcore::invoke(&served, &event, context, deadline).await
+            }
+            Err(_) => serde_json::json!({
+                "content": [{"type": "text", "text": "{\"message\":\"The event is too large\"}"}],
+                "isError": true
+            }),
+        };
+        let body = serde_json::to_vec(&answer)?;
+        let path = format!("/2018-06-01/runtime/invocation/{request_id}/response");
+        let response = client
+            .call(
+                Request::post(path)
+                    .header(http::header::CONTENT_TYPE, "application/json")
+                    .body(Body::from(body))?,
+            )
+            .await?;
+        if !response.status().is_success() {
+            tracing::warn!(status = %response.status(), "Runtime API refused the response");
+        }
+    }
+}
+
+fn header<'a>(headers: &'a HeaderMap, name: &str) -> Option<&'a str> {
+    headers.get(name).and_then(|v| v.to_str().ok())
+}
+
+/// The invocation's deadline (`Lambda-Runtime-Deadline-Ms`, epoch milliseconds) less `margin`.
+fn deadline(headers: &HeaderMap, margin: Duration) -> Option<Instant> {
+    let at_ms: u64 = header(headers, "lambda-runtime-deadline-ms")?
+        .parse()
+        .ok()?;
+    let now_ms = u64::try_from(
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .ok()?
+            .as_millis(),
+    )
+    .ok()?;
+    let remaining = Duration::from_millis(at_ms.saturating_sub(now_ms));
+    Some(Instant::now() + remaining.saturating_sub(margin))
+}
