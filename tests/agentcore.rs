@@ -11,6 +11,7 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use common::mcp::text_json;
 use common::*;
 use serde_json::{Value, json};
 use std::collections::VecDeque;
@@ -37,10 +38,6 @@ async fn invoke(app: &App, event: Value, context: Option<Value>) -> Value {
         context.as_deref().map(str::as_bytes),
     )
     .await
-}
-
-fn text_json(result: &Value) -> Value {
-    serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
 }
 
 #[tokio::test]

@@ -1,21 +1,14 @@
-//! MCP over Streamable HTTP at `/mcp`, stateless, as raw HTTP in-process: what the transport
-//! spec asks of a server, the tool mapping, and JSON-RPC errors for bad input.
+//! MCP's transport at `/mcp`, stateless Streamable HTTP, as raw HTTP in-process: what the
+//! transport spec asks of a server, JSON-RPC errors for bad input, the Host and Origin checks.
 
 mod common;
 
 use axum::body::Body;
 use axum::http::Request;
+use common::mcp::*;
 use common::*;
-use http_body_util::BodyExt;
-use oxp_lambda::{Config, Registry, Tool, ToolContext, ToolError};
+use oxp_lambda::Config;
 use serde_json::{Value, json};
-use tower::ServiceExt;
-
-const ACCEPT: &str = "application/json, text/event-stream";
-
-fn rpc(id: u64, method: &str, params: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-}
 
 fn initialize(version: &str) -> Value {
     rpc(
@@ -24,55 +17,6 @@ fn initialize(version: &str) -> Value {
         json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}),
     )
 }
-
-/// The raw answer of a POST to `/mcp` with `headers` on top of the usual ones.
-async fn post_mcp(
-    app: &App,
-    body: &str,
-    headers: &[(&str, &str)],
-) -> (u16, http::HeaderMap, String) {
-    let mut request = Request::post("/mcp")
-        .header("content-type", "application/json")
-        .header("accept", ACCEPT);
-    for (name, value) in headers {
-        request = request.header(*name, *value);
-    }
-    let response = app
-        .clone()
-        .oneshot(request.body(Body::from(body.to_owned())).unwrap())
-        .await
-        .unwrap();
-    let status = response.status().as_u16();
-    let headers = response.headers().clone();
-    let bytes = response.into_body().collect().await.unwrap().to_bytes();
-    (status, headers, String::from_utf8(bytes.to_vec()).unwrap())
-}
-
-/// A request's JSON-RPC answer, which must be a 200 JSON body.
-async fn answer(app: &App, message: Value) -> Value {
-    let (status, headers, text) = post_mcp(app, &message.to_string(), &[]).await;
-    assert_eq!(status, 200, "{text}");
-    assert_eq!(headers["content-type"], "application/json", "JSON, not SSE");
-    serde_json::from_str(&text).unwrap()
-}
-
-async fn call_tool(app: &App, name: &str, arguments: Value) -> Value {
-    answer(
-        app,
-        rpc(
-            7,
-            "tools/call",
-            json!({"name": name, "arguments": arguments}),
-        ),
-    )
-    .await
-}
-
-/// The JSON object a tool result's first text block holds.
-fn text_json(result: &Value) -> Value {
-    serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
-}
-
 #[tokio::test]
 async fn initialize_negotiates_each_handshake_revision_and_opens_no_session() {
     let app = example_app();
@@ -105,172 +49,6 @@ async fn a_request_needs_no_session_nor_an_earlier_initialize() {
     let (status, _, text) =
         post_mcp(&app, &rpc(3, "tools/list", json!({})).to_string(), &headers).await;
     assert_eq!(status, 200, "{text}");
-}
-
-#[tokio::test]
-async fn tools_list_serves_listing_names_and_object_output_schemas() {
-    let reply = answer(&example_app(), rpc(2, "tools/list", json!({}))).await;
-    let tools = reply["result"]["tools"].as_array().unwrap();
-    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(
-        names,
-        [
-            "Calculator_Add",
-            "Doorbell_Ring",
-            "SMS_Send",
-            "System_GetTimestamp"
-        ]
-    );
-    let add = &tools[0];
-    assert_eq!(add["description"], "Adds two numbers together.");
-    assert_eq!(add["inputSchema"]["type"], "object");
-    assert_eq!(add["inputSchema"]["required"], json!(["a", "b"]));
-    assert!(
-        add.get("outputSchema").is_none(),
-        "a number output has no MCP output schema"
-    );
-    let timestamp = &tools[3];
-    assert_eq!(timestamp["outputSchema"]["type"], "object");
-}
-
-fn versioned() -> Registry {
-    let version = |v: &'static str| {
-        Tool::builder("Echo.Version", v).handler(
-            move |_: oxp_lambda::NoInput, _: ToolContext| async move {
-                Ok::<_, ToolError>(v.to_owned())
-            },
-        )
-    };
-    Registry::builder()
-        .tools([version("1.0.0"), version("2.0.0")])
-        .build()
-        .unwrap()
-}
-
-#[tokio::test]
-async fn each_tool_serves_its_latest_release_unless_pinned() {
-    let latest = app_with(versioned(), Config::default());
-    let reply = call_tool(&latest, "Echo_Version", json!({})).await;
-    assert_eq!(reply["result"]["content"][0]["text"], "2.0.0");
-
-    let mut config = Config::default();
-    config.mcp.pins = vec!["Echo.Version@1.0.0".into()];
-    let pinned = app_with(versioned(), config);
-    let reply = call_tool(&pinned, "Echo_Version", json!({})).await;
-    assert_eq!(reply["result"]["content"][0]["text"], "1.0.0");
-
-    let mut config = Config::default();
-    config.mcp.pins = vec!["Echo.Version@3.0.0".into()];
-    let error = oxp_lambda::App::builder(versioned())
-        .config(config)
-        .build()
-        .await
-        .unwrap_err()
-        .to_string();
-    assert!(
-        error.contains("OXP_MCP_TOOLS: 'Echo.Version@3.0.0'"),
-        "{error}"
-    );
-}
-
-#[tokio::test]
-async fn a_successful_call_answers_text_and_structured_content_where_the_output_is_an_object() {
-    let app = example_app();
-    let sum = call_tool(&app, "Calculator_Add", json!({"a": 10, "b": 5})).await;
-    assert_eq!(sum["result"]["isError"], false);
-    assert_eq!(
-        sum["result"]["content"],
-        json!([{"type": "text", "text": "15"}])
-    );
-    assert!(sum["result"].get("structuredContent").is_none());
-
-    let time = call_tool(&app, "System_GetTimestamp", json!({})).await;
-    let structured = &time["result"]["structuredContent"];
-    assert!(structured["timestamp"].is_string(), "{time}");
-    assert_eq!(
-        text_json(&time["result"]),
-        *structured,
-        "the text is the same JSON"
-    );
-}
-
-#[tokio::test]
-async fn a_tool_without_input_takes_no_arguments_at_all() {
-    let app = example_app();
-    let reply = answer(
-        &app,
-        rpc(4, "tools/call", json!({"name": "System_GetTimestamp"})),
-    )
-    .await;
-    assert_eq!(reply["result"]["isError"], false, "{reply}");
-}
-
-#[tokio::test]
-async fn a_tool_error_is_is_error_with_the_oxp_error_fields_for_the_model() {
-    let reply = call_tool(
-        &example_app(),
-        "Doorbell_Ring",
-        json!({"doorbell_id": "nope"}),
-    )
-    .await;
-    let result = &reply["result"];
-    assert_eq!(result["isError"], true);
-    let error = text_json(result);
-    assert_eq!(error["message"], "Doorbell ID not found");
-    assert_eq!(error["can_retry"], true);
-    assert_eq!(error["retry_after_ms"], 500);
-    assert_eq!(
-        error["additional_prompt_content"],
-        "ids: doorbell42,doorbell84"
-    );
-    assert!(
-        error.get("developer_message").is_none(),
-        "not for the model"
-    );
-}
-
-#[tokio::test]
-async fn invalid_arguments_are_a_tool_error_naming_each_bad_parameter() {
-    let reply = call_tool(&example_app(), "Calculator_Add", json!({"a": "ten"})).await;
-    assert_eq!(reply["result"]["isError"], true, "{reply}");
-    let error = text_json(&reply["result"]);
-    assert_eq!(error["parameter_errors"]["a"], "Must be a number");
-    assert_eq!(error["parameter_errors"]["b"], "Is required");
-}
-
-#[tokio::test]
-async fn an_unknown_tool_is_a_json_rpc_invalid_params_error() {
-    let reply = call_tool(&example_app(), "No_Such", json!({})).await;
-    assert_eq!(reply["error"]["code"], -32602);
-    assert_eq!(reply["error"]["message"], "Unknown tool: No_Such");
-    assert_eq!(reply["id"], 7);
-}
-
-#[tokio::test]
-async fn a_missing_server_secret_is_a_tool_error_and_client_secrets_are_not_taken() {
-    // SMS.Send needs TWILIO_API_KEY; MCP has no way to send one, and the server holds none.
-    let reply = call_tool(
-        &example_app(),
-        "SMS_Send",
-        json!({"to": "+1555", "message": "hi"}),
-    )
-    .await;
-    assert_eq!(reply["result"]["isError"], true);
-    assert!(
-        text_json(&reply["result"])["message"]
-            .as_str()
-            .unwrap()
-            .contains("TWILIO_API_KEY")
-    );
-
-    let held = build(
-        oxp_lambda::App::builder(example_tools::registry().unwrap()).secret("TWILIO_API_KEY", "k"),
-    );
-    let reply = call_tool(&held, "SMS_Send", json!({"to": "+1555", "message": "hi"})).await;
-    assert_eq!(
-        reply["result"]["structuredContent"],
-        json!({"status": "sent"})
-    );
 }
 
 #[tokio::test]
@@ -444,21 +222,6 @@ async fn mcp_can_be_turned_off() {
     let app = app_with(example_tools::registry().unwrap(), config);
     let (status, _, _) = post_mcp(&app, &rpc(1, "ping", json!({})).to_string(), &[]).await;
     assert_eq!(status, 404);
-}
-
-#[tokio::test]
-async fn an_mcp_call_writes_the_one_call_log_line_with_its_protocol() {
-    let captured = Captured::global();
-    call_tool(&example_app(), "Calculator_Add", json!({"a": 1, "b": 41})).await;
-    let line = captured
-        .text()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|l| {
-            l["fields"]["protocol"] == "mcp" && l["fields"]["tool_id"] == "Calculator.Add@1.0.0"
-        });
-    let line = line.expect("a call line for the MCP call");
-    assert_eq!(line["fields"]["outcome"], "success");
 }
 
 #[tokio::test]

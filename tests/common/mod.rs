@@ -4,6 +4,7 @@
 /// moto on loopback: the same support file as the unit tests' `crate::moto`.
 #[path = "../../src/moto.rs"]
 pub mod aws;
+pub mod mcp;
 pub mod receiver;
 
 /// The OXP specification's example tools, as the binary serves them.

@@ -1,21 +1,15 @@
-//! Assembly: the parts the configuration names, built once and wired together: the secret
-//! source, the idempotency store and authentication around one [`Invoker`], the protocol
-//! adapters over it, and the plumbing and transports around them.
+//! Building the app: the parts the configuration names, each built once, wired around one
+//! [`Invoker`]; what cannot be built is a [`StartError`] naming the part.
 
+use super::{App, Parts};
 use crate::auth::Authenticator;
 use crate::config::{Config, in_lambda};
 use crate::core::invoke::Invoker;
 use crate::core::registry::Registry;
-use crate::server::{self, HttpApp};
-use crate::transport::local;
+use crate::server;
 use axum::Router;
-use http::Request;
-use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;
-use std::task::{Context, Poll};
-use tokio::net::TcpListener;
-use tower::Service;
 
 /// Why the app could not start: the part at fault and why (configuration errors name their
 /// variable).
@@ -85,6 +79,16 @@ impl fmt::Debug for AppBuilder {
 }
 
 impl AppBuilder {
+    pub(super) fn new(registry: Registry) -> Self {
+        Self {
+            registry,
+            config: Config::default(),
+            secrets: Vec::new(),
+            #[cfg(feature = "aws")]
+            aws: None,
+        }
+    }
+
     /// The configuration (default: [`Config::default`], not the environment; see
     /// [`Config::from_env`]).
     pub fn config(mut self, config: Config) -> Self {
@@ -227,10 +231,10 @@ type RapParts = (Router, Option<RapServed>);
 
 /// The async adapter, when served: its HTTP side and, for the Lambda worker role, its worker.
 #[cfg(feature = "rap")]
-struct RapServed {
-    adapter: Arc<crate::rap::Rap>,
+pub(super) struct RapServed {
+    pub(super) adapter: Arc<crate::rap::Rap>,
     #[cfg(feature = "rap-sqs")]
-    worker: Option<Arc<crate::rap::worker::Worker>>,
+    pub(super) worker: Option<Arc<crate::rap::worker::Worker>>,
 }
 
 #[cfg(feature = "rap")]
@@ -296,164 +300,4 @@ async fn aws_sdk_config(config: &Config) -> Option<aws_config::SdkConfig> {
             .load()
             .await,
     )
-}
-
-#[cfg(feature = "lambda")]
-type Inner = crate::transport::lambda::http::LambdaHttp;
-#[cfg(not(feature = "lambda"))]
-type Inner = HttpApp;
-
-/// The app: every route of every adapter, as one `tower` service for the local server, the
-/// Lambda runtime or tests (`tower::ServiceExt::oneshot`).
-#[derive(Clone)]
-pub struct App {
-    service: Inner,
-    parts: Arc<Parts>,
-}
-
-struct Parts {
-    config: Config,
-    /// The tools the AgentCore target serves (those of MCP), when MCP or the role is on.
-    #[cfg(feature = "agentcore")]
-    mcp: Option<Arc<crate::mcp::Served>>,
-    #[cfg(feature = "rap")]
-    rap: Option<RapServed>,
-}
-
-impl fmt::Debug for App {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("App")
-            .field("config", &self.parts.config)
-            .finish_non_exhaustive()
-    }
-}
-
-impl App {
-    /// Starts building an app serving `registry`.
-    pub fn builder(registry: Registry) -> AppBuilder {
-        AppBuilder {
-            registry,
-            config: Config::default(),
-            secrets: Vec::new(),
-            #[cfg(feature = "aws")]
-            aws: None,
-        }
-    }
-
-    /// Serves HTTP on `listener` until `shutdown` completes; in-flight requests finish, then
-    /// accepted async invocations get `OXP_RAP_DRAIN_SECS` to finish before the rest are
-    /// dead-lettered. On a loopback listener, a request whose `Host` is not a loopback name or
-    /// whose `Origin` is not in `OXP_ALLOWED_ORIGINS` is refused (403): web pages open in a
-    /// browser on the same machine cannot reach the tools.
-    pub async fn serve(
-        self,
-        listener: TcpListener,
-        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
-    ) -> std::io::Result<()> {
-        let origins = self.parts.config.allowed_origins.clone().into();
-        let served = local::serve(listener, self.http(), origins, shutdown).await;
-        #[cfg(feature = "rap")]
-        {
-            let abandoned = self.drain(self.parts.config.rap.drain_timeout).await;
-            if abandoned > 0 {
-                tracing::warn!(
-                    abandoned,
-                    "unfinished invocations were dead-lettered at shutdown"
-                );
-            }
-        }
-        served
-    }
-
-    /// Waits up to `timeout` for the async invocations this process accepted onto its
-    /// in-process queue to finish, then dead-letters those still running; returns how many
-    /// were. Nothing to wait for with an SQS queue (or without the async adapter).
-    #[cfg(feature = "rap")]
-    pub async fn drain(&self, timeout: std::time::Duration) -> usize {
-        match &self.parts.rap {
-            Some(rap) => rap.adapter.drain(timeout).await,
-            None => 0,
-        }
-    }
-
-    fn http(&self) -> HttpApp {
-        #[cfg(feature = "lambda")]
-        return self.service.app.clone();
-        #[cfg(not(feature = "lambda"))]
-        return self.service.clone();
-    }
-
-    /// Handles one SQS batch of async invocations as the Lambda worker role does
-    /// (`OXP_LAMBDA_ROLE=worker`): each record's tool runs (once per invocation id, however
-    /// often SQS delivers it) and its result is delivered or dead-lettered; the records to retry
-    /// come back in `batchItemFailures`. An app built for another role reports every record.
-    #[cfg(feature = "rap-sqs")]
-    pub async fn handle_sqs_batch(
-        &self,
-        event: aws_lambda_events::event::sqs::SqsEvent,
-    ) -> aws_lambda_events::event::sqs::SqsBatchResponse {
-        let worker = self.parts.rap.as_ref().and_then(|r| r.worker.as_deref());
-        match worker {
-            Some(worker) => crate::transport::lambda::sqs::handle_batch(worker, event, None).await,
-            None => crate::transport::lambda::sqs::refuse_batch(event),
-        }
-    }
-
-    /// Answers one Bedrock AgentCore Gateway invocation as the Lambda role
-    /// `OXP_LAMBDA_ROLE=agentcore` does: `event` is the raw event (the tool's arguments),
-    /// `client_context` the raw client context JSON naming the tool
-    /// (`custom.bedrockAgentCoreToolName`). The answer is an MCP `CallToolResult`; an app that
-    /// serves neither MCP nor that role answers `isError` for every tool.
-    #[cfg(feature = "agentcore")]
-    pub async fn handle_agentcore(
-        &self,
-        event: &[u8],
-        client_context: Option<&[u8]>,
-    ) -> serde_json::Value {
-        let Some(served) = &self.parts.mcp else {
-            return serde_json::json!({
-                "content": [{"type": "text", "text": "{\"message\":\"MCP is off (OXP_MCP=off)\"}"}],
-                "isError": true
-            });
-        };
-        crate::agentcore::invoke(served, event, client_context, None).await
-    }
-
-    /// Serves the Lambda Runtime API in the configured role until the environment ends.
-    #[cfg(feature = "lambda")]
-    pub(crate) async fn run_lambda(self) -> Result<(), lambda_http::Error> {
-        #[cfg(feature = "agentcore")]
-        if self.parts.config.lambda_role == crate::config::LambdaRole::AgentCore
-            && let Some(served) = self.parts.mcp.clone()
-        {
-            let margin = self.parts.config.deadline_margin;
-            return crate::transport::lambda::direct::run(served, margin).await;
-        }
-        #[cfg(feature = "rap-sqs")]
-        if self.parts.config.lambda_role == crate::config::LambdaRole::Worker
-            && let Some(worker) = self.parts.rap.as_ref().and_then(|r| r.worker.clone())
-        {
-            let margin = self.parts.config.deadline_margin;
-            return crate::transport::lambda::sqs::run(worker, margin).await;
-        }
-        crate::transport::lambda::http::run(self.service).await
-    }
-}
-
-impl<B> Service<Request<B>> for App
-where
-    B: axum::body::HttpBody<Data = axum::body::Bytes> + Send + 'static,
-    B::Error: Into<axum::BoxError>,
-{
-    type Response = axum::response::Response;
-    type Error = Infallible;
-    type Future = axum::routing::future::RouteFuture<Infallible>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        Service::<Request<B>>::poll_ready(&mut self.service, cx)
-    }
-
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        self.service.call(request)
-    }
 }

@@ -1,0 +1,58 @@
+//! MCP requests in-process: a POST to `/mcp` and its JSON-RPC answer.
+
+use super::App;
+use axum::body::Body;
+use axum::http::Request;
+use http_body_util::BodyExt;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+/// What an MCP client accepts.
+pub const ACCEPT: &str = "application/json, text/event-stream";
+
+/// A JSON-RPC request.
+pub fn rpc(id: u64, method: &str, params: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
+}
+
+/// The raw answer of a POST to `/mcp` with `headers` on top of the usual ones.
+pub async fn post_mcp(
+    app: &App,
+    body: &str,
+    headers: &[(&str, &str)],
+) -> (u16, http::HeaderMap, String) {
+    let mut request = Request::post("/mcp")
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let response = app
+        .clone()
+        .oneshot(request.body(Body::from(body.to_owned())).unwrap())
+        .await
+        .unwrap();
+    let status = response.status().as_u16();
+    let headers = response.headers().clone();
+    let bytes = response.into_body().collect().await.unwrap().to_bytes();
+    (status, headers, String::from_utf8(bytes.to_vec()).unwrap())
+}
+
+/// A request's JSON-RPC answer, which must be a 200 JSON body.
+pub async fn answer(app: &App, message: Value) -> Value {
+    let (status, headers, text) = post_mcp(app, &message.to_string(), &[]).await;
+    assert_eq!(status, 200, "{text}");
+    assert_eq!(headers["content-type"], "application/json", "JSON, not SSE");
+    serde_json::from_str(&text).unwrap()
+}
+
+/// `tools/call` of `name` with `arguments` (request id 7).
+pub async fn call_tool(app: &App, name: &str, arguments: Value) -> Value {
+    let params = json!({"name": name, "arguments": arguments});
+    answer(app, rpc(7, "tools/call", params)).await
+}
+
+/// The JSON object a tool result's first text block holds.
+pub fn text_json(result: &Value) -> Value {
+    serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
+}
