@@ -65,7 +65,8 @@ pub(crate) async fn invoke(
     to_json(&result::from_invoke(answer))
 }
 
-fn refused(message: String) -> Value {
+/// A call refused before any tool ran, as the `isError` result the agent reads.
+pub(crate) fn refused(message: String) -> Value {
     to_json(&result::tool_error(&ToolError::new(message)))
 }
 

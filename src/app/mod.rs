@@ -127,10 +127,7 @@ impl App {
         client_context: Option<&[u8]>,
     ) -> serde_json::Value {
         let Some(served) = &self.parts.mcp else {
-            return serde_json::json!({
-                "content": [{"type": "text", "text": "{\"message\":\"MCP is off (OXP_MCP=off)\"}"}],
-                "isError": true
-            });
+            return crate::agentcore::refused("MCP is off (OXP_MCP=off)".into());
         };
         crate::agentcore::invoke(served, event, client_context, None).await
     }

@@ -65,10 +65,7 @@ async fn serve(
                     .map(|v| v.as_bytes());
                 crate::agentcore::invoke(&served, &event, context, deadline).await
             }
-            Err(_) => serde_json::json!({
-                "content": [{"type": "text", "text": "{\"message\":\"The event is too large\"}"}],
-                "isError": true
-            }),
+            Err(_) => crate::agentcore::refused("The event is too large".into()),
         };
         let body = serde_json::to_vec(&answer)?;
         let path = format!("/2018-06-01/runtime/invocation/{request_id}/response");
