@@ -57,6 +57,8 @@ mod agentcore;
 mod app;
 mod args;
 mod auth;
+#[cfg(feature = "aws")]
+mod aws;
 pub mod config;
 mod core;
 mod idempotency;

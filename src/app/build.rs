@@ -115,16 +115,14 @@ impl AppBuilder {
     /// AWS clients are first used by the first request that needs them.
     pub async fn build(self) -> Result<App, StartError> {
         let config = self.config;
+        // Nothing AWS is loaded here: the first request that needs AWS loads the configuration.
         #[cfg(feature = "aws")]
-        let sdk = match self.aws {
-            Some(sdk) => Some(sdk),
-            None => aws_sdk_config(&config).await,
-        };
+        let sdk = crate::aws::SharedSdk::new(self.aws);
         let secrets = crate::secrets::build(
             &config.secrets,
             &self.secrets,
             #[cfg(feature = "aws")]
-            sdk.as_ref(),
+            &sdk,
         )
         .map_err(StartError::Secrets)?;
         signing_key_kept_from_tools(&config.auth, &self.registry)?;
@@ -142,7 +140,7 @@ impl AppBuilder {
         let idempotency = crate::idempotency::build(
             &config.idempotency,
             #[cfg(feature = "aws")]
-            sdk.as_ref(),
+            &sdk,
         )
         .map_err(StartError::Idempotency)?;
         let invoker = Arc::new(Invoker::new(
@@ -171,7 +169,7 @@ impl AppBuilder {
             _ => routes,
         };
         #[cfg(feature = "rap-sqs")]
-        let sqs = sdk.as_ref().map(aws_sdk_sqs::Client::new);
+        let sqs = crate::aws::AwsClient::lazy(&sdk, aws_sdk_sqs::Client::new);
         #[cfg(feature = "rap")]
         let (routes, rap) = rap_parts(
             routes,
@@ -243,7 +241,7 @@ fn rap_parts(
     invoker: &Arc<Invoker>,
     auth: &Arc<Authenticator>,
     config: &Config,
-    #[cfg(feature = "rap-sqs")] sqs: Option<aws_sdk_sqs::Client>,
+    #[cfg(feature = "rap-sqs")] sqs: crate::aws::AwsClient<aws_sdk_sqs::Client>,
 ) -> Result<RapParts, StartError> {
     if !config.rap.enabled {
         return Ok((routes, None));
@@ -253,14 +251,14 @@ fn rap_parts(
             invoker.clone(),
             &config.rap,
             #[cfg(feature = "rap-sqs")]
-            sqs.as_ref(),
+            &sqs,
         )
         .map_err(StartError::Rap)?,
     );
     #[cfg(feature = "rap-sqs")]
     let worker = match config.lambda_role {
         crate::config::LambdaRole::Worker => Some(Arc::new(
-            crate::rap::build_worker(invoker.clone(), &config.rap, sqs.as_ref())
+            crate::rap::build_worker(invoker.clone(), &config.rap, &sqs)
                 .map_err(StartError::Rap)?,
         )),
         _ => None,
@@ -274,30 +272,4 @@ fn rap_parts(
             worker,
         }),
     ))
-}
-
-/// The AWS configuration, loaded only when a configured part talks to AWS.
-#[cfg(feature = "aws")]
-async fn aws_sdk_config(config: &Config) -> Option<aws_config::SdkConfig> {
-    use crate::config::{IdempotencyMode, SecretSourceKind};
-    let rap_queues = {
-        #[cfg(feature = "rap")]
-        {
-            config.rap.enabled
-                && (config.rap.queue_url.is_some() || config.rap.dead_letter_queue_url.is_some())
-        }
-        #[cfg(not(feature = "rap"))]
-        false
-    };
-    let needs_aws = config.secrets.source == SecretSourceKind::Aws
-        || config.idempotency.mode == IdempotencyMode::DynamoDb
-        || rap_queues;
-    if !needs_aws {
-        return None;
-    }
-    Some(
-        aws_config::defaults(aws_config::BehaviorVersion::latest())
-            .load()
-            .await,
-    )
 }

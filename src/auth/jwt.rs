@@ -10,6 +10,7 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::LazyLock;
 use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, RwLock};
 
@@ -41,7 +42,7 @@ impl JwtVerifier {
                 url,
                 min_refresh,
                 ttl,
-            } => Some(JwksCache::new(url.clone(), *min_refresh, *ttl)?),
+            } => Some(JwksCache::new(url.clone(), *min_refresh, *ttl)),
         };
         Ok(Self {
             config,
@@ -156,12 +157,25 @@ fn short_key(key: &crate::core::tool::Secret) -> Result<(), String> {
 /// Largest JWKS document read (a few keys take a few KiB).
 const MAX_JWKS_BYTES: usize = 256 * 1024;
 
+/// The JWKS client. The keys decide who may call: no redirect may move the fetch elsewhere,
+/// and no proxy from the environment may see or change it.
+fn jwks_client() -> Result<reqwest::Client, String> {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(5))
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {e}"))
+}
+
 /// JWKS keys by `kid`, fetched on first use, refreshed after their TTL, and refetched once for
 /// an unknown `kid` at most every `min_refresh`.
 #[derive(Debug)]
 struct JwksCache {
     url: String,
-    client: reqwest::Client,
+    /// Built at the first fetch: building it loads the system's TLS roots, which start-up
+    /// should not pay for a fetch that comes with the first token.
+    client: LazyLock<Result<reqwest::Client, String>>,
     min_refresh: Duration,
     ttl: Duration,
     state: RwLock<JwksState>,
@@ -184,23 +198,15 @@ impl JwksState {
 }
 
 impl JwksCache {
-    fn new(url: String, min_refresh: Duration, ttl: Duration) -> Result<Self, String> {
-        // The keys decide who may call: no redirect may move the fetch elsewhere, and no proxy
-        // from the environment may see or change it.
-        let client = reqwest::Client::builder()
-            .timeout(Duration::from_secs(5))
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .build()
-            .map_err(|e| format!("OXP_JWT_JWKS_URL: cannot build an HTTP client: {e}"))?;
-        Ok(Self {
+    fn new(url: String, min_refresh: Duration, ttl: Duration) -> Self {
+        Self {
             url,
-            client,
+            client: LazyLock::new(jwks_client),
             min_refresh,
             ttl,
             state: RwLock::default(),
             fetching: Mutex::new(()),
-        })
+        }
     }
 
     async fn key(&self, kid: Option<&str>, alg: Algorithm) -> Result<DecodingKey, AuthError> {
@@ -280,8 +286,8 @@ impl JwksCache {
     async fn refresh(&self) -> Result<(), AuthError> {
         self.state.write().await.attempted_at = Some(Instant::now());
         let failed = |e: &dyn std::fmt::Display| AuthError(format!("JWKS fetch failed: {e}"));
-        let mut response = self
-            .client
+        let client = self.client.as_ref().map_err(|e| failed(e))?;
+        let mut response = client
             .get(&self.url)
             .send()
             .await

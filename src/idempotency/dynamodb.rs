@@ -1,6 +1,7 @@
 //! The DynamoDB idempotency store: shared by every execution environment, with conditional
 //! writes and a TTL attribute.
 
+use crate::aws::AwsClient;
 use crate::core::idempotency::{Claim, IdempotencyStore, StoreError, StoreFuture, StoredOutcome};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use std::collections::HashMap;
@@ -13,15 +14,18 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// since DynamoDB deletes expired items lazily, expiry is also checked in the condition.
 #[derive(Debug, Clone)]
 pub(crate) struct DynamoStore {
-    client: aws_sdk_dynamodb::Client,
+    client: AwsClient<aws_sdk_dynamodb::Client>,
     table: String,
 }
 
 impl DynamoStore {
     /// A store over `table`.
-    pub(crate) fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
+    pub(crate) fn new(
+        client: impl Into<AwsClient<aws_sdk_dynamodb::Client>>,
+        table: impl Into<String>,
+    ) -> Self {
         Self {
-            client,
+            client: client.into(),
             table: table.into(),
         }
     }
@@ -97,6 +101,8 @@ impl IdempotencyStore for DynamoStore {
         Box::pin(async move {
             let result = self
                 .client
+                .get()
+                .await
                 .put_item()
                 .table_name(&self.table)
                 .item("call_id", s(key))
@@ -125,6 +131,8 @@ impl IdempotencyStore for DynamoStore {
                         None => {
                             let got = self
                                 .client
+                                .get()
+                                .await
                                 .get_item()
                                 .table_name(&self.table)
                                 .key("call_id", s(key))
@@ -154,6 +162,8 @@ impl IdempotencyStore for DynamoStore {
             let outcome = serde_json::to_string(outcome).map_err(|e| StoreError(e.to_string()))?;
             let result = self
                 .client
+                .get()
+                .await
                 .put_item()
                 .table_name(&self.table)
                 .item("call_id", s(key))
@@ -174,6 +184,8 @@ impl IdempotencyStore for DynamoStore {
         Box::pin(async move {
             let result = self
                 .client
+                .get()
+                .await
                 .delete_item()
                 .table_name(&self.table)
                 .key("call_id", s(key))

@@ -84,17 +84,16 @@ impl IdempotencyConfig {
 #[cfg_attr(not(feature = "dynamodb"), allow(unused_variables))]
 pub(crate) fn build(
     config: &IdempotencyConfig,
-    #[cfg(feature = "aws")] sdk: Option<&aws_config::SdkConfig>,
+    #[cfg(feature = "aws")] sdk: &crate::aws::SharedSdk,
 ) -> Result<Option<Idempotency>, String> {
     let store: Arc<dyn crate::core::idempotency::IdempotencyStore> = match config.mode {
         IdempotencyMode::Off => return Ok(None),
         IdempotencyMode::Memory => Arc::new(memory::MemoryStore::new(config.max_bytes)),
         #[cfg(feature = "dynamodb")]
         IdempotencyMode::DynamoDb => {
-            let sdk = sdk.ok_or("OXP_IDEMPOTENCY_TABLE: no AWS configuration was loaded")?;
             let table = config.table.clone().unwrap_or_default();
             Arc::new(dynamodb::DynamoStore::new(
-                aws_sdk_dynamodb::Client::new(sdk),
+                crate::aws::AwsClient::lazy(sdk, aws_sdk_dynamodb::Client::new),
                 table,
             ))
         }

@@ -45,7 +45,7 @@ pub(crate) enum DeadLetters {
     #[cfg(feature = "rap-sqs")]
     Sqs {
         /// The SQS client.
-        client: aws_sdk_sqs::Client,
+        client: crate::aws::AwsClient<aws_sdk_sqs::Client>,
         /// The queue URL.
         queue_url: String,
     },
@@ -98,6 +98,8 @@ impl DeadLetters {
             }
             #[cfg(feature = "rap-sqs")]
             Self::Sqs { client, queue_url } => client
+                .get()
+                .await
                 .send_message()
                 .queue_url(queue_url)
                 .message_body(String::from_utf8(line).map_err(|e| e.to_string())?)

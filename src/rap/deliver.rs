@@ -6,7 +6,7 @@ use crate::rap::callback::{CallbackPolicy, Refused};
 use axum::body::Bytes;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
-use std::sync::Arc;
+use std::sync::{Arc, LazyLock};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How hard delivery tries.
@@ -70,10 +70,15 @@ pub(crate) enum Delivery {
     },
 }
 
+type ClientInit = Box<dyn FnOnce() -> Result<reqwest::Client, String> + Send>;
+type LazyClient = LazyLock<Result<reqwest::Client, String>, ClientInit>;
+
 /// Sends callback messages under a [`CallbackPolicy`] and a [`RetryPolicy`].
 #[derive(Debug, Clone)]
 pub(crate) struct Deliverer {
-    client: reqwest::Client,
+    /// Built at the first delivery: building it loads the system's TLS roots (milliseconds of
+    /// file reads), which a server that never delivers, or has not yet, should not pay at start.
+    client: Arc<LazyClient>,
     policy: Arc<CallbackPolicy>,
     retry: RetryPolicy,
 }
@@ -81,21 +86,24 @@ pub(crate) struct Deliverer {
 impl Deliverer {
     /// A deliverer with its own HTTP client: no redirects (a redirect could lead past the
     /// policy), no proxy from the environment, and DNS answers filtered by `policy`.
-    pub(crate) fn new(policy: CallbackPolicy, retry: RetryPolicy) -> Result<Self, String> {
+    pub(crate) fn new(policy: CallbackPolicy, retry: RetryPolicy) -> Self {
         let policy = Arc::new(policy);
-        let client = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
-            .dns_resolver(policy.resolver())
-            .connect_timeout(retry.attempt_timeout)
-            .user_agent(concat!("oxp-lambda/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| format!("callback HTTP client: {e}"))?;
-        Ok(Self {
-            client,
+        let (resolver, connect_timeout) = (policy.resolver(), retry.attempt_timeout);
+        let client = LazyLock::new(Box::new(move || {
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .no_proxy()
+                .dns_resolver(resolver)
+                .connect_timeout(connect_timeout)
+                .user_agent(concat!("oxp-lambda/", env!("CARGO_PKG_VERSION")))
+                .build()
+                .map_err(|e| format!("callback HTTP client: {e}"))
+        }) as ClientInit);
+        Self {
+            client: Arc::new(client),
             policy,
             retry,
-        })
+        }
     }
 
     /// The bound on one attempt.
@@ -128,8 +136,16 @@ impl Deliverer {
         loop {
             attempt += 1;
             let remaining = give_up_at.saturating_duration_since(Instant::now());
-            let sent = self
-                .client
+            let client = match &**self.client {
+                Ok(client) => client,
+                Err(why) => {
+                    return Delivery::Failed {
+                        attempts: attempt,
+                        reason: why.clone(),
+                    };
+                }
+            };
+            let sent = client
                 .post(url.clone())
                 .header(CONTENT_TYPE, "application/json")
                 .body(body.clone())

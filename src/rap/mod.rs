@@ -131,25 +131,18 @@ impl Rap {
 pub(crate) fn build_worker(
     invoker: Arc<Invoker>,
     config: &RapConfig,
-    #[cfg(feature = "rap-sqs")] sqs: Option<&aws_sdk_sqs::Client>,
+    #[cfg(feature = "rap-sqs")] sqs: &crate::aws::AwsClient<aws_sdk_sqs::Client>,
 ) -> Result<Worker, String> {
     let toolset = Arc::new(ServedToolset::new(invoker.registry(), config)?);
-    let deliverer = deliver::Deliverer::new(config.callbacks.clone(), config.retry.clone())?;
+    let deliverer = deliver::Deliverer::new(config.callbacks.clone(), config.retry.clone());
     let dead_letters = match &config.dead_letter_queue_url {
         None => {
             dead_letter::DeadLetters::file(&config.dead_letter_file, config.dead_letter_max_bytes)
         }
         #[cfg(feature = "rap-sqs")]
-        Some(url) => match sqs {
-            Some(client) => dead_letter::DeadLetters::Sqs {
-                client: client.clone(),
-                queue_url: url.clone(),
-            },
-            None => {
-                return Err(
-                    "OXP_RAP_DEAD_LETTER_QUEUE_URL: no AWS configuration was loaded".into(),
-                );
-            }
+        Some(url) => dead_letter::DeadLetters::Sqs {
+            client: sqs.clone(),
+            queue_url: url.clone(),
         },
         #[cfg(not(feature = "rap-sqs"))]
         Some(_) => {
@@ -172,7 +165,7 @@ pub(crate) fn build_worker(
 pub(crate) fn build(
     invoker: Arc<Invoker>,
     config: &RapConfig,
-    #[cfg(feature = "rap-sqs")] sqs: Option<&aws_sdk_sqs::Client>,
+    #[cfg(feature = "rap-sqs")] sqs: &crate::aws::AwsClient<aws_sdk_sqs::Client>,
 ) -> Result<Rap, String> {
     let (toolset, queue) = match &config.queue_url {
         None => {
@@ -188,16 +181,13 @@ pub(crate) fn build(
             )
         }
         #[cfg(feature = "rap-sqs")]
-        Some(url) => {
-            let client = sqs.ok_or("OXP_RAP_QUEUE_URL: no AWS configuration was loaded")?;
-            (
-                Arc::new(ServedToolset::new(invoker.registry(), config)?),
-                Queue::Sqs {
-                    client: client.clone(),
-                    queue_url: url.clone(),
-                },
-            )
-        }
+        Some(url) => (
+            Arc::new(ServedToolset::new(invoker.registry(), config)?),
+            Queue::Sqs {
+                client: sqs.clone(),
+                queue_url: url.clone(),
+            },
+        ),
         #[cfg(not(feature = "rap-sqs"))]
         Some(_) => {
             return Err("OXP_RAP_QUEUE_URL needs the `rap-sqs` feature of oxp-lambda".into());

@@ -34,7 +34,7 @@ pub(crate) enum Queue {
     #[cfg(feature = "rap-sqs")]
     Sqs {
         /// The SQS client.
-        client: aws_sdk_sqs::Client,
+        client: crate::aws::AwsClient<aws_sdk_sqs::Client>,
         /// The queue URL.
         queue_url: String,
     },
@@ -52,6 +52,8 @@ impl Queue {
                     return Err(EnqueueError::TooLarge);
                 }
                 client
+                    .get()
+                    .await
                     .send_message()
                     .queue_url(queue_url)
                     .message_body(body)

@@ -1,5 +1,6 @@
 //! AWS Secrets Manager as a secret source.
 
+use crate::aws::{AwsClient, SharedSdk};
 use crate::core::secrets::{SecretError, SecretErrorKind, SecretFuture, SecretSource};
 use crate::core::tool::Secret;
 use crate::secrets::SecretsConfig;
@@ -11,24 +12,28 @@ use std::fmt;
 /// `<prefix>X`. A mapped name may end in `#key` to take one key of a JSON secret.
 #[derive(Debug, Clone)]
 pub(crate) struct AwsSecretsManager {
-    client: aws_sdk_secretsmanager::Client,
+    client: AwsClient<aws_sdk_secretsmanager::Client>,
     prefix: Option<String>,
     map: HashMap<String, String>,
 }
 
 impl AwsSecretsManager {
     /// A source with the client settings of [`secrets_manager_config`].
-    pub(crate) fn from_sdk(sdk: &aws_config::SdkConfig, config: &SecretsConfig) -> Self {
-        let client = aws_sdk_secretsmanager::Client::from_conf(
-            secrets_manager_config(sdk, config.timeout).build(),
-        );
+    pub(crate) fn from_sdk(sdk: &SharedSdk, config: &SecretsConfig) -> Self {
+        let timeout = config.timeout;
+        let client = AwsClient::lazy(sdk, move |sdk| {
+            aws_sdk_secretsmanager::Client::from_conf(secrets_manager_config(sdk, timeout).build())
+        });
         Self::new(client, config)
     }
 
     /// A source over `client` with the naming rules of `config`.
-    pub(crate) fn new(client: aws_sdk_secretsmanager::Client, config: &SecretsConfig) -> Self {
+    pub(crate) fn new(
+        client: impl Into<AwsClient<aws_sdk_secretsmanager::Client>>,
+        config: &SecretsConfig,
+    ) -> Self {
         Self {
-            client,
+            client: client.into(),
             prefix: config.prefix.clone(),
             map: config.map.iter().cloned().collect(),
         }
@@ -59,6 +64,8 @@ impl SecretSource for AwsSecretsManager {
                 .ok_or_else(|| SecretError::new(id, SecretErrorKind::NotFound, "not mapped"))?;
             let output = self
                 .client
+                .get()
+                .await
                 .get_secret_value()
                 .secret_id(&name)
                 .send()

@@ -116,7 +116,7 @@ const DEFAULT_FILE: &str = "oxp-secrets.json";
 pub(crate) fn build(
     config: &SecretsConfig,
     embedded: &[(String, String)],
-    #[cfg(feature = "aws")] sdk: Option<&aws_config::SdkConfig>,
+    #[cfg(feature = "aws")] sdk: &crate::aws::SharedSdk,
 ) -> Result<Secrets, String> {
     let source: Arc<dyn SecretSource> = match config.source {
         SecretSourceKind::Local => {
@@ -133,10 +133,7 @@ pub(crate) fn build(
             Arc::new(local::LocalSecrets::from_parts(file, vars)?)
         }
         #[cfg(feature = "aws-secrets")]
-        SecretSourceKind::Aws => {
-            let sdk = sdk.ok_or("the AWS source needs the AWS configuration")?;
-            Arc::new(aws::AwsSecretsManager::from_sdk(sdk, config))
-        }
+        SecretSourceKind::Aws => Arc::new(aws::AwsSecretsManager::from_sdk(sdk, config)),
         #[cfg(not(feature = "aws-secrets"))]
         SecretSourceKind::Aws => {
             return Err(
@@ -232,7 +229,7 @@ mod tests {
             &SecretsConfig::default(),
             &[("API.KEY".into(), "embedded".into())],
             #[cfg(feature = "aws")]
-            None,
+            &crate::aws::SharedSdk::new(None),
         )
         .unwrap();
         assert_eq!(s.get("API.KEY").await.unwrap().expose(), "embedded");

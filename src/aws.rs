@@ -1,0 +1,124 @@
+//! The AWS configuration and SDK clients of the AWS parts, made at their first use.
+//!
+//! Loading the configuration reads the environment and the profile files and sets up the
+//! credential chain; building a client resolves its endpoint rules. A cold start pays for
+//! neither until a request needs AWS (a tool with a secret, a call with a `call_id`, an
+//! async invocation), and a request that needs none never pays at all.
+
+use aws_config::SdkConfig;
+use std::fmt;
+use std::sync::Arc;
+use tokio::sync::OnceCell;
+
+/// The AWS configuration every AWS part shares: the one the embedding program gave, or the
+/// one loaded from the environment by the first part that needs it.
+#[derive(Clone, Default)]
+pub(crate) struct SharedSdk(Arc<OnceCell<SdkConfig>>);
+
+impl SharedSdk {
+    /// `given`, or (`None`) the environment's, loaded at first use.
+    pub(crate) fn new(given: Option<SdkConfig>) -> Self {
+        Self(Arc::new(OnceCell::new_with(given)))
+    }
+
+    async fn get(&self) -> &SdkConfig {
+        self.0
+            .get_or_init(|| aws_config::defaults(aws_config::BehaviorVersion::latest()).load())
+            .await
+    }
+}
+
+impl fmt::Debug for SharedSdk {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedSdk")
+            .field("loaded", &self.0.initialized())
+            .finish()
+    }
+}
+
+type Make<C> = Box<dyn Fn(&SdkConfig) -> C + Send + Sync>;
+
+/// An SDK client, built from the shared configuration by its first call. Clones share it.
+pub(crate) struct AwsClient<C>(Arc<Inner<C>>);
+
+struct Inner<C> {
+    sdk: SharedSdk,
+    make: Make<C>,
+    client: OnceCell<C>,
+}
+
+impl<C> AwsClient<C> {
+    /// A client `make` builds from `sdk` when first asked for.
+    pub(crate) fn lazy(
+        sdk: &SharedSdk,
+        make: impl Fn(&SdkConfig) -> C + Send + Sync + 'static,
+    ) -> Self {
+        Self(Arc::new(Inner {
+            sdk: sdk.clone(),
+            make: Box::new(make),
+            client: OnceCell::new(),
+        }))
+    }
+
+    /// The client, built now if this is the first call.
+    pub(crate) async fn get(&self) -> &C {
+        let inner = &*self.0;
+        inner
+            .client
+            .get_or_init(|| async { (inner.make)(inner.sdk.get().await) })
+            .await
+    }
+}
+
+impl<C> From<C> for AwsClient<C> {
+    /// A client built already (tests give one pointed at the emulator).
+    fn from(client: C) -> Self {
+        Self(Arc::new(Inner {
+            sdk: SharedSdk::default(),
+            make: Box::new(|_| unreachable!("the client was given")),
+            client: OnceCell::new_with(Some(client)),
+        }))
+    }
+}
+
+impl<C> Clone for AwsClient<C> {
+    fn clone(&self) -> Self {
+        Self(self.0.clone())
+    }
+}
+
+impl<C> fmt::Debug for AwsClient<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AwsClient")
+            .field("built", &self.0.client.initialized())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn nothing_is_loaded_or_built_before_the_first_call_and_only_once_after() {
+        let sdk = SharedSdk::new(Some(SdkConfig::builder().build()));
+        let built = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = built.clone();
+        let client = AwsClient::lazy(&sdk, move |_| {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+        });
+        let shared = client.clone();
+        assert_eq!(built.load(std::sync::atomic::Ordering::SeqCst), 0);
+        assert_eq!(*client.get().await, 0);
+        assert_eq!(*shared.get().await, 0, "clones share the one client");
+        assert_eq!(built.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+
+    #[tokio::test]
+    async fn the_environments_configuration_waits_for_the_first_client() {
+        let sdk = SharedSdk::new(None);
+        assert!(!sdk.0.initialized());
+        let _client = AwsClient::lazy(&sdk, |_| ());
+        assert!(!sdk.0.initialized(), "making a lazy client loads nothing");
+    }
+}
