@@ -6,6 +6,7 @@
 pub mod aws;
 pub mod mcp;
 pub mod receiver;
+pub mod runtime_api;
 
 /// The OXP specification's example tools, as the binary serves them.
 #[path = "../../examples/spec_tools/tools.rs"]

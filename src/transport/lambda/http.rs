@@ -58,7 +58,34 @@ fn stage<B>(request: &Request<B>) -> Option<&str> {
     (stage != "$default" && !stage.is_empty()).then_some(stage)
 }
 
-/// Serves `app` to the Lambda Runtime API until the execution environment ends.
+/// Serves `app` to the Lambda Runtime API until the execution environment ends: with
+/// `AWS_LAMBDA_MAX_CONCURRENCY` above 1 (Lambda Managed Instances) that many invocations at
+/// once, each worker polling for its own; one at a time otherwise. The app is shared, so the
+/// concurrency pool, caches and limits are the process's, as on the local server.
 pub(crate) async fn run(app: LambdaHttp) -> Result<(), lambda_http::Error> {
-    lambda_http::run(app).await
+    lambda_http::run_concurrent(Concurrent(app)).await
+}
+
+/// The app with its response turned into Lambda's before it leaves the worker: the
+/// concurrent runtime moves responses between tasks and so needs a `Sync` body, which
+/// axum's streaming body is not. The conversion is the one `lambda_http::run` applies.
+#[derive(Clone)]
+struct Concurrent(LambdaHttp);
+
+impl Service<lambda_http::Request> for Concurrent {
+    type Response = lambda_http::Response<lambda_http::Body>;
+    type Error = Infallible;
+    type Future = futures_util::future::BoxFuture<'static, Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        Service::<lambda_http::Request>::poll_ready(&mut self.0, cx)
+    }
+
+    fn call(&mut self, request: lambda_http::Request) -> Self::Future {
+        let answer = self.0.call(request);
+        Box::pin(async move {
+            let response = answer.await?;
+            Ok(lambda_http::IntoResponse::into_response(response).await)
+        })
+    }
 }

@@ -63,10 +63,11 @@ pub(crate) fn refuse_batch(event: SqsEvent) -> SqsBatchResponse {
     response
 }
 
-/// Serves SQS batches until the execution environment ends. Results must be delivered or
-/// dead-lettered `margin` before the invocation deadline.
+/// Serves SQS batches until the execution environment ends, `AWS_LAMBDA_MAX_CONCURRENCY` of
+/// them at once under Lambda Managed Instances (one at a time otherwise). Results must be
+/// delivered or dead-lettered `margin` before the invocation deadline.
 pub(crate) async fn run(worker: Arc<Worker>, margin: Duration) -> Result<(), lambda_http::Error> {
-    lambda_http::lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| {
+    lambda_http::lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let worker = worker.clone();
         async move {
             let deadline = super::deadline(&event.context, margin);

@@ -1,0 +1,172 @@
+//! A Lambda Runtime API on loopback for the real bootstrap: hands out queued events (with the
+//! client context as raw JSON, as Lambda sends it), records each answer, and can take its
+//! time acknowledging answers, which holds the bootstrap's worker as a slow tool would.
+
+use axum::Router;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::Value;
+use std::collections::VecDeque;
+use std::net::SocketAddr;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// An event to hand out: request id, payload, client context.
+pub type Event = (String, Value, Option<Value>);
+
+/// What the Runtime API saw.
+#[derive(Default)]
+pub struct RuntimeApi {
+    events: Mutex<VecDeque<Event>>,
+    /// Answers by request id, in the order they came.
+    pub answers: Mutex<Vec<(String, Value)>>,
+    /// Invocation and init errors reported.
+    pub errors: Mutex<Vec<String>>,
+    ack_delay: Duration,
+    in_flight: Mutex<(usize, usize)>,
+}
+
+impl RuntimeApi {
+    /// Starts serving `events` on 127.0.0.1; each answer is acknowledged after `ack_delay`.
+    pub async fn start(events: Vec<Event>, ack_delay: Duration) -> (Arc<Self>, SocketAddr) {
+        let api = Arc::new(Self {
+            events: Mutex::new(events.into()),
+            ack_delay,
+            ..Self::default()
+        });
+        let router = Router::new()
+            .route("/2018-06-01/runtime/invocation/next", get(next))
+            .route(
+                "/2018-06-01/runtime/invocation/{id}/response",
+                post(respond),
+            )
+            .route("/2018-06-01/runtime/invocation/{id}/error", post(error))
+            .route("/2018-06-01/runtime/init/error", post(error))
+            .with_state(api.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, router).await });
+        (api, addr)
+    }
+
+    /// The most invocations handed out and not yet acknowledged at any one time.
+    pub fn max_in_flight(&self) -> usize {
+        self.in_flight.lock().unwrap().1
+    }
+
+    /// The answer to request `id` (panics if there is none).
+    pub fn answer(&self, id: &str) -> Value {
+        self.answers
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(i, _)| i == id)
+            .map(|(_, a)| a.clone())
+            .unwrap_or_else(|| panic!("no answer to {id}"))
+    }
+
+    /// Waits until `n` answers came, the bootstrap exited (panics) or 30 s passed (panics).
+    pub async fn wait_for(&self, n: usize, bootstrap: &mut Bootstrap) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        while self.answers.lock().unwrap().len() < n {
+            if let Ok(Some(status)) = bootstrap.0.try_wait() {
+                panic!(
+                    "the bootstrap exited ({status}) after {:?}",
+                    self.answers.lock().unwrap()
+                );
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "answers: {:?}, errors: {:?}",
+                self.answers.lock().unwrap(),
+                self.errors.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+}
+
+async fn next(State(api): State<Arc<RuntimeApi>>) -> Response {
+    loop {
+        let event = api.events.lock().unwrap().pop_front();
+        if let Some((id, event, context)) = event {
+            let mut in_flight = api.in_flight.lock().unwrap();
+            in_flight.0 += 1;
+            in_flight.1 = in_flight.1.max(in_flight.0);
+            drop(in_flight);
+            let deadline = SystemTime::now()
+                .duration_since(UNIX_EPOCH)
+                .unwrap()
+                .as_millis()
+                + 30_000;
+            let mut headers = HeaderMap::new();
+            let mut set = |name: &'static str, value: &str| {
+                headers.insert(name, HeaderValue::from_str(value).unwrap());
+            };
+            set("lambda-runtime-aws-request-id", &id);
+            set("lambda-runtime-deadline-ms", &deadline.to_string());
+            set(
+                "lambda-runtime-invoked-function-arn",
+                "arn:aws:lambda:us-east-1:123456789012:function:tools",
+            );
+            if let Some(context) = context {
+                set("lambda-runtime-client-context", &context.to_string());
+            }
+            return (headers, event.to_string()).into_response();
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+async fn respond(
+    State(api): State<Arc<RuntimeApi>>,
+    Path(id): Path<String>,
+    body: String,
+) -> StatusCode {
+    tokio::time::sleep(api.ack_delay).await;
+    api.answers
+        .lock()
+        .unwrap()
+        .push((id, serde_json::from_str(&body).unwrap()));
+    api.in_flight.lock().unwrap().0 -= 1;
+    StatusCode::ACCEPTED
+}
+
+async fn error(State(api): State<Arc<RuntimeApi>>, body: String) -> StatusCode {
+    api.errors.lock().unwrap().push(body);
+    StatusCode::ACCEPTED
+}
+
+/// The bootstrap process, killed when the test ends however it ends.
+pub struct Bootstrap(pub std::process::Child);
+
+impl Bootstrap {
+    /// The `oxp-lambda` binary polling `api` with only `env` (and Lambda's own variables) set.
+    pub fn start(api: SocketAddr, env: &[(&str, &str)]) -> Self {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_oxp-lambda"));
+        command
+            .env_clear()
+            .env("AWS_LAMBDA_RUNTIME_API", api.to_string())
+            .env("AWS_LAMBDA_FUNCTION_NAME", "tools")
+            .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "512")
+            .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+            .env("OXP_AUTH", "none")
+            .env("OXP_SECRETS_SOURCE", "local")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit());
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        Self(command.spawn().unwrap())
+    }
+}
+
+impl Drop for Bootstrap {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
