@@ -5,9 +5,10 @@
 //! runtime crates would log whole events (bearer tokens, client secrets) at `debug` and
 //! `trace`, so they are held to `info` whatever `OXP_LOG` says.
 
-use crate::config::{Config, LogFormat};
+use crate::config::{Config, LogFormat, in_lambda};
 use tracing::{Level, Metadata};
 use tracing_subscriber::filter::{self, FilterExt};
+use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::{EnvFilter, fmt};
 
@@ -30,35 +31,73 @@ fn allowed(target: &str, level: Level) -> bool {
         })
 }
 
+/// Holds the local server's log writer: dropping it writes out the lines still buffered.
+#[must_use = "the buffered log lines are written out when this is dropped"]
+pub(crate) struct LogGuard {
+    _writer: Option<tracing_appender::non_blocking::WorkerGuard>,
+}
+
+/// Where the lines go. In Lambda each line is written to stderr before the event that logged
+/// it returns, so none is left in a buffer when Lambda freezes the environment after a
+/// response (or ends it while frozen). The local server hands its lines to a writer thread
+/// that writes whatever has queued up at once: the per-call line then costs the request a
+/// channel send, not a write system call. The queue is bounded (back-pressure, never a
+/// dropped line) and drained when the guard drops.
+fn writer() -> (BoxMakeWriter, LogGuard) {
+    if in_lambda() {
+        return (
+            BoxMakeWriter::new(std::io::stderr),
+            LogGuard { _writer: None },
+        );
+    }
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .buffered_lines_limit(LOCAL_QUEUED_LINES)
+        .thread_name("oxp-log")
+        .finish(std::io::BufWriter::with_capacity(
+            64 * 1024,
+            std::io::stderr(),
+        ));
+    (
+        BoxMakeWriter::new(writer),
+        LogGuard {
+            _writer: Some(guard),
+        },
+    )
+}
+
+/// Lines the local writer thread may have queued before a logging request waits for it.
+const LOCAL_QUEUED_LINES: usize = 16 * 1024;
+
 /// Installs the global subscriber (once; later calls do nothing) and a panic hook that logs
 /// panics as structured events instead of raw stderr text.
-pub(crate) fn init(config: &Config) {
+pub(crate) fn init(config: &Config) -> LogGuard {
     let env = EnvFilter::try_new(&config.log_filter).unwrap_or_else(|_| EnvFilter::new("info"));
     let filter = env.and(filter::filter_fn(below_payloads));
+    let (writer, guard) = writer();
     let layer = match config.log_format {
         LogFormat::Json => fmt::layer()
             .json()
             .flatten_event(true)
             .with_current_span(false)
             .without_time() // CloudWatch timestamps every line
-            .with_writer(std::io::stderr)
+            .with_writer(writer)
             .boxed(),
-        LogFormat::Text => fmt::layer()
-            .with_ansi(false)
-            .with_writer(std::io::stderr)
-            .boxed(),
+        LogFormat::Text => fmt::layer().with_ansi(false).with_writer(writer).boxed(),
     };
     let installed = tracing_subscriber::registry()
         .with(layer.with_filter(filter))
         .try_init();
-    if installed.is_ok() {
-        std::panic::set_hook(Box::new(|info| {
-            let location = info
-                .location()
-                .map(|l| format!("{}:{}", l.file(), l.line()));
-            tracing::error!(target: "oxp::panic", location = location.as_deref(), "{info}");
-        }));
+    if installed.is_err() {
+        return LogGuard { _writer: None };
     }
+    std::panic::set_hook(Box::new(|info| {
+        let location = info
+            .location()
+            .map(|l| format!("{}:{}", l.file(), l.line()));
+        tracing::error!(target: "oxp::panic", location = location.as_deref(), "{info}");
+    }));
+    guard
 }
 
 #[cfg(test)]

@@ -16,7 +16,7 @@ pub async fn run(registry: Registry) -> ExitCode {
     let mut config = match Config::from_env() {
         Ok(config) => config,
         Err(e) => {
-            crate::logging::init(&Config {
+            let _log = crate::logging::init(&Config {
                 log_format: if in_lambda() {
                     crate::config::LogFormat::Json
                 } else {
@@ -38,7 +38,8 @@ pub async fn run(registry: Registry) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    crate::logging::init(&config);
+    // Held to the end of `run`, so every line logged until then is written out.
+    let _log = crate::logging::init(&config);
     let addr = SocketAddr::new(config.host, config.port);
     let app = match App::builder(registry).config(config).build().await {
         Ok(app) => app,
