@@ -10,7 +10,7 @@ use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 use std::collections::HashMap;
-use std::sync::LazyLock;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, RwLock};
 
@@ -175,7 +175,7 @@ struct JwksCache {
     url: String,
     /// Built at the first fetch: building it loads the system's TLS roots, which start-up
     /// should not pay for a fetch that comes with the first token.
-    client: LazyLock<Result<reqwest::Client, String>>,
+    client: OnceLock<Result<reqwest::Client, String>>,
     min_refresh: Duration,
     ttl: Duration,
     state: RwLock<JwksState>,
@@ -201,7 +201,7 @@ impl JwksCache {
     fn new(url: String, min_refresh: Duration, ttl: Duration) -> Self {
         Self {
             url,
-            client: LazyLock::new(jwks_client),
+            client: OnceLock::new(),
             min_refresh,
             ttl,
             state: RwLock::default(),
@@ -286,7 +286,11 @@ impl JwksCache {
     async fn refresh(&self) -> Result<(), AuthError> {
         self.state.write().await.attempted_at = Some(Instant::now());
         let failed = |e: &dyn std::fmt::Display| AuthError(format!("JWKS fetch failed: {e}"));
-        let client = self.client.as_ref().map_err(|e| failed(e))?;
+        let client = self
+            .client
+            .get_or_init(jwks_client)
+            .as_ref()
+            .map_err(|e| failed(e))?;
         let mut response = client
             .get(&self.url)
             .send()
@@ -308,5 +312,23 @@ impl JwksCache {
         state.fetched_at = Some(Instant::now());
         tracing::info!(keys = state.keys.len(), "JWKS fetched");
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_jwks_client_is_built_by_the_first_fetch_not_with_the_cache() {
+        let cache = JwksCache::new(
+            "http://127.0.0.1:9/jwks.json".into(),
+            Duration::ZERO,
+            Duration::from_secs(60),
+        );
+        assert!(cache.client.get().is_none(), "no TLS roots loaded yet");
+        // Nothing listens on port 9: the fetch fails, but the client was built for it.
+        assert!(cache.refresh().await.is_err());
+        assert!(cache.client.get().is_some_and(Result::is_ok));
     }
 }

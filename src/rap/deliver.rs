@@ -6,7 +6,7 @@ use crate::rap::callback::{CallbackPolicy, Refused};
 use axum::body::Bytes;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
-use std::sync::{Arc, LazyLock};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 /// How hard delivery tries.
@@ -70,15 +70,12 @@ pub(crate) enum Delivery {
     },
 }
 
-type ClientInit = Box<dyn FnOnce() -> Result<reqwest::Client, String> + Send>;
-type LazyClient = LazyLock<Result<reqwest::Client, String>, ClientInit>;
-
 /// Sends callback messages under a [`CallbackPolicy`] and a [`RetryPolicy`].
 #[derive(Debug, Clone)]
 pub(crate) struct Deliverer {
     /// Built at the first delivery: building it loads the system's TLS roots (milliseconds of
     /// file reads), which a server that never delivers, or has not yet, should not pay at start.
-    client: Arc<LazyClient>,
+    client: Arc<OnceLock<Result<reqwest::Client, String>>>,
     policy: Arc<CallbackPolicy>,
     retry: RetryPolicy,
 }
@@ -87,23 +84,27 @@ impl Deliverer {
     /// A deliverer with its own HTTP client: no redirects (a redirect could lead past the
     /// policy), no proxy from the environment, and DNS answers filtered by `policy`.
     pub(crate) fn new(policy: CallbackPolicy, retry: RetryPolicy) -> Self {
-        let policy = Arc::new(policy);
-        let (resolver, connect_timeout) = (policy.resolver(), retry.attempt_timeout);
-        let client = LazyLock::new(Box::new(move || {
-            reqwest::Client::builder()
-                .redirect(reqwest::redirect::Policy::none())
-                .no_proxy()
-                .dns_resolver(resolver)
-                .connect_timeout(connect_timeout)
-                .user_agent(concat!("oxp-lambda/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|e| format!("callback HTTP client: {e}"))
-        }) as ClientInit);
         Self {
-            client: Arc::new(client),
-            policy,
+            client: Arc::default(),
+            policy: Arc::new(policy),
             retry,
         }
+    }
+
+    /// The HTTP client, built by the first call.
+    fn client(&self) -> Result<&reqwest::Client, &String> {
+        self.client
+            .get_or_init(|| {
+                reqwest::Client::builder()
+                    .redirect(reqwest::redirect::Policy::none())
+                    .no_proxy()
+                    .dns_resolver(self.policy.resolver())
+                    .connect_timeout(self.retry.attempt_timeout)
+                    .user_agent(concat!("oxp-lambda/", env!("CARGO_PKG_VERSION")))
+                    .build()
+                    .map_err(|e| format!("callback HTTP client: {e}"))
+            })
+            .as_ref()
     }
 
     /// The bound on one attempt.
@@ -136,7 +137,7 @@ impl Deliverer {
         loop {
             attempt += 1;
             let remaining = give_up_at.saturating_duration_since(Instant::now());
-            let client = match &**self.client {
+            let client = match self.client() {
                 Ok(client) => client,
                 Err(why) => {
                     return Delivery::Failed {
@@ -271,6 +272,34 @@ mod tests {
         assert!(wait > Duration::from_secs(100) && wait <= Duration::from_secs(120));
         headers.insert(RETRY_AFTER, "soon".parse().unwrap());
         assert_eq!(retry_after(&headers), None);
+    }
+
+    #[tokio::test]
+    async fn the_http_client_is_built_by_the_first_delivery_not_with_the_deliverer() {
+        let retry = RetryPolicy {
+            max_attempts: 1,
+            attempt_timeout: Duration::from_millis(500),
+            ..RetryPolicy::default()
+        };
+        let policy = CallbackPolicy {
+            allow_http: true,
+            ..CallbackPolicy::default()
+        };
+        let deliverer = Deliverer::new(policy, retry);
+        let shared = deliverer.clone();
+        assert!(deliverer.client.get().is_none(), "no TLS roots loaded yet");
+        // Nothing listens on port 9: the attempt fails, but the client was built for it.
+        let sent = deliverer
+            .deliver("http://127.0.0.1:9/results", Bytes::new(), None)
+            .await;
+        assert!(
+            matches!(sent, Delivery::Failed { attempts: 1, .. }),
+            "{sent:?}"
+        );
+        assert!(
+            shared.client.get().is_some_and(Result::is_ok),
+            "built once, shared"
+        );
     }
 
     #[test]
