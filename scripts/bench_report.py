@@ -74,8 +74,10 @@ def write_report(bench, size, load, rss, start, native, bootstrap, sets, run):
             f"- **Call throughput.** {ratio_call:.2f}x of the fixed-body baseline with the defaults, "
             f"{ratio_quiet:.2f}x with logs turned down ({ratio_read:.2f}x of the baseline that also receives "
             "the request body; the fixed-body one never reads it). The per-call log line costs "
-            f"{log_cost * 100:.0f}% of the throughput here: formatting the line (timestamp, level, eight "
-            "fields) on the request's thread. Its write is no longer there: the local server hands "
+            f"{log_cost * 100:.0f}% of the throughput here, most of it formatting the line (timestamp, "
+            "level, eight fields) on the request's thread: a perf profile under load puts the writer "
+            "thread at a few percent of the server's samples. The write is no longer on the request's "
+            "path: the local server hands "
             "each line to a writer thread (`tracing-appender`, bounded and lossless) that writes what "
             "has queued in one system call, which measured better than a write per line both to "
             "/dev/null and to a file when it was chosen; in Lambda every line is still written before "
@@ -84,7 +86,10 @@ def write_report(bench, size, load, rss, start, native, bootstrap, sets, run):
             f"{quiet['user_us']:.1f} µs user + {quiet['sys_us']:.1f} µs system for an OXP call with logs "
             f"turned down against {read['user_us']:.1f} + {read['sys_us']:.1f} µs for the body-reading "
             f"baseline. The user-time difference is the protocol work the criterion bench measures "
-            f"({add_1:.2f} µs: parse, resolve, validate, run, store the outcome, serialize); the "
+            f"({add_1:.2f} µs with idempotency off: parse, resolve, validate, run, serialize) and, with "
+            "the defaults, storing every call's outcome in the in-memory idempotency store (each call "
+            "here has its own `call_id`; MCP calls carry none and skip it, which is why they outrun "
+            "OXP's here); the "
             "system-time difference is the kernel waking the load generator, which shares the 2 cores "
             "(a perf profile puts it in `sock_def_readable` inside the server's `writev`). Done after "
             "profiling the call path (perf, criterion): one-pass parsing of well-formed calls, no auth "
@@ -133,6 +138,16 @@ def write_report(bench, size, load, rss, start, native, bootstrap, sets, run):
             "Cargo features let a deployment leave out what it does not serve (docs/architecture.md); "
             "the smallest useful set still needs the schema validator, the HTTP stack and the Lambda "
             "runtime, so under 2 MB would take dropping `pattern` support or catching panics.")
+    if rss >= 30:
+        misses.append(
+            f"- **Peak RSS.** {rss:.1f} MB after the load runs. With the defaults the in-memory "
+            "idempotency store keeps the outcome of every call that has a `call_id` for replay, up "
+            "to `OXP_IDEMPOTENCY_MAX_BYTES` (64 MiB of keys, fingerprints and outcomes, least used "
+            "evicted first), and the load runs send hundreds of thousands of distinct ones: the "
+            "memory is that store filling to its bound plus the allocator's and the cache's own "
+            "overhead per entry, which the byte count does not see. Earlier runs of this page, with "
+            "idempotency off, stayed under 30 MB; set `OXP_IDEMPOTENCY_MAX_BYTES` lower, or use "
+            "DynamoDB, where memory matters more than replays.")
     if misses:
         lines += ["## Targets missed, and why", ""] + misses + [""]
     lines += [
