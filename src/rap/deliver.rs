@@ -63,7 +63,8 @@ pub(crate) enum Delivery {
     },
     /// Given up; the message must go to the dead-letter store.
     Failed {
-        /// Attempts made (0: the URL was refused before any).
+        /// Attempts made (0: none could be made: the URL was refused or no client could be
+        /// built).
         attempts: u32,
         /// Why, for operators (never the message itself).
         reason: String,
@@ -129,6 +130,15 @@ impl Deliverer {
                 };
             }
         };
+        let client = match self.client() {
+            Ok(client) => client,
+            Err(why) => {
+                return Delivery::Failed {
+                    attempts: 0,
+                    reason: why.clone(),
+                };
+            }
+        };
         let mut give_up_at = Instant::now() + self.retry.total;
         if let Some(deadline) = deadline {
             give_up_at = give_up_at.min(deadline);
@@ -137,15 +147,6 @@ impl Deliverer {
         loop {
             attempt += 1;
             let remaining = give_up_at.saturating_duration_since(Instant::now());
-            let client = match self.client() {
-                Ok(client) => client,
-                Err(why) => {
-                    return Delivery::Failed {
-                        attempts: attempt,
-                        reason: why.clone(),
-                    };
-                }
-            };
             let sent = client
                 .post(url.clone())
                 .header(CONTENT_TYPE, "application/json")
