@@ -78,9 +78,15 @@ mod transport;
 
 pub use app::{App, AppBuilder, StartError};
 pub use config::Config;
-pub use core::declare::{AuthorizationProvider, NoInput, Requirements, Tool, ToolBuilder};
+pub use core::content::{
+    Content, DisplaySegment, IntoToolOutput, MAX_CONTENT_BYTES, MAX_CONTENT_ITEMS, ResourceBody,
+    ToolOutput,
+};
+pub use core::declare::{
+    Annotations, AuthorizationProvider, NoInput, Requirements, Tool, ToolBuilder,
+};
 pub use core::registry::{RegisteredTool, Registry, RegistryBuilder, RegistryError, ResolveError};
-pub use core::tool::{Extensions, Secret, ToolContext, ToolError};
+pub use core::tool::{Cancellation, Extensions, Secret, ToolContext, ToolError};
 #[cfg(feature = "rap")]
 pub use rap::RapThread;
 pub use run::run;

@@ -4,6 +4,7 @@ Run by tests/mcp_sdk.rs with the server's URL; exits non-zero at the first faile
 Each check is one sentence of what an MCP client expects of the server.
 """
 import asyncio
+import base64
 import json
 import sys
 
@@ -28,11 +29,17 @@ async def main(url):
 
             listed = await session.list_tools()
             names = [t.name for t in listed.tools]
-            check(names == ["Calculator_Add", "Doorbell_Ring", "SMS_Send", "System_GetTimestamp"],
+            check(names == ["Calculator_Add", "Demo_Image", "Demo_Sleep", "Doorbell_Ring",
+                             "SMS_Send", "System_GetTimestamp"],
                   f"tools/list serves each tool under its listing name: {names}")
             add = listed.tools[0]
             check(add.inputSchema["required"] == ["a", "b"], "the input schema is the tool's")
-            stamp = listed.tools[3]
+            sleep = listed.tools[2]
+            check(sleep.title == "Sleep" and sleep.annotations.readOnlyHint is True
+                  and sleep.annotations.idempotentHint is True
+                  and sleep.annotations.destructiveHint is False,
+                  "a tool's title and annotations are served as MCP's")
+            stamp = listed.tools[5]
             check(stamp.outputSchema and stamp.outputSchema["type"] == "object",
                   "an object output has an output schema")
 
@@ -42,6 +49,14 @@ async def main(url):
             result = await session.call_tool("System_GetTimestamp", {})
             check(not result.isError and "timestamp" in result.structuredContent,
                   "a tool without input answers structured content, validated by the SDK")
+
+            result = await session.call_tool("Demo_Image", {})
+            kinds = [c.type for c in result.content]
+            image = result.content[1]
+            check(not result.isError and kinds == ["text", "image"]
+                  and image.mimeType == "image/png"
+                  and base64.b64decode(image.data).startswith(b"\x89PNG\r\n\x1a\n"),
+                  "content items are MCP content blocks: a text and a real PNG image")
 
             result = await session.call_tool("Doorbell_Ring", {"doorbell_id": "nope"})
             error = json.loads(result.content[0].text)

@@ -17,6 +17,8 @@ async fn tools_list_serves_listing_names_and_object_output_schemas() {
         names,
         [
             "Calculator_Add",
+            "Demo_Image",
+            "Demo_Sleep",
             "Doorbell_Ring",
             "SMS_Send",
             "System_GetTimestamp"
@@ -30,7 +32,7 @@ async fn tools_list_serves_listing_names_and_object_output_schemas() {
         add.get("outputSchema").is_none(),
         "a number output has no MCP output schema"
     );
-    let timestamp = &tools[3];
+    let timestamp = &tools[5];
     assert_eq!(timestamp["outputSchema"]["type"], "object");
 }
 

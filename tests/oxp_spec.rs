@@ -333,7 +333,7 @@ async fn a_value_must_conform_to_the_output_schema_or_the_call_fails() {
     let tool = Tool::builder("T.Liar", "1.0.0").raw_handler(
         json!({"type": "object"}),
         Some(json!({"type": "number"})),
-        |_, _| async { Ok(json!("not a number")) },
+        |_, _| async { Ok(json!("sk_live_not_a_number")) },
     );
     let app = app_with(
         Registry::builder().tool(tool).build().unwrap(),
@@ -347,12 +347,13 @@ async fn a_value_must_conform_to_the_output_schema_or_the_call_fails() {
         result["error"]["message"],
         "The tool returned an invalid result"
     );
-    assert!(
-        result["error"]["developer_message"]
-            .as_str()
-            .unwrap()
-            .contains("output_schema")
+    // The problem is named by path and keyword; the value itself is never repeated (it may
+    // hold anything the tool had).
+    assert_eq!(
+        result["error"]["developer_message"],
+        "the output of T.Liar@1.0.0 is not valid: value: fails `type`"
     );
+    assert!(!reply.json.to_string().contains("sk_live"));
     assert!(result.get("value").is_none());
 }
 

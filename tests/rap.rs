@@ -398,7 +398,7 @@ async fn a_panicking_tool_reports_an_error_without_the_panic_text() {
     );
     let result = receiver.result().await;
     let error = error_of(&result);
-    assert_eq!(error["kind"], "tool_error");
+    assert_eq!(error["kind"], "internal");
     assert_eq!(error["message"], "The tool failed unexpectedly");
     let text = result.to_string();
     assert!(

@@ -255,7 +255,7 @@ async fn concurrent_duplicates_execute_once_with_the_dynamodb_store() {
 }
 
 #[tokio::test]
-async fn an_unreachable_store_is_a_server_error_and_the_tool_does_not_run() {
+async fn an_unreachable_store_is_a_retryable_failure_and_the_tool_does_not_run() {
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
@@ -275,9 +275,15 @@ async fn an_unreachable_store_is_a_server_error_and_the_tool_does_not_run() {
         Config::default(),
     );
     let reply = call(&app, body("T.Count", Some("k"), 1)).await;
-    assert_eq!(reply.status, 400);
+    // The call was well-formed and may pass unchanged later: the same answer as "busy".
+    assert_eq!(reply.status, 200);
+    let result = &reply.json["result"];
+    assert_eq!(result["success"], false);
+    assert_eq!(result["call_id"], "k");
+    assert_eq!(result["error"]["can_retry"], true);
+    assert_eq!(result["error"]["retry_after_ms"], 1000);
     assert_eq!(
-        reply.json["message"],
+        result["error"]["message"],
         "The tool server is temporarily unavailable; try again later"
     );
     assert_eq!(runs.load(Ordering::SeqCst), 0);

@@ -104,16 +104,23 @@ async fn error_endpoint(code: &'static str) -> String {
 }
 
 #[tokio::test]
-async fn access_denied_and_throttling_are_answered_with_400_naming_the_id_and_the_kind() {
-    for (code, kind) in [
-        ("AccessDeniedException", "access denied"),
-        ("ThrottlingException", "throttled"),
+async fn access_denied_is_a_400_and_throttling_a_retryable_failure_naming_the_id_and_the_kind() {
+    for (code, kind, retryable) in [
+        ("AccessDeniedException", "access denied", false),
+        ("ThrottlingException", "throttled", true),
     ] {
         let registry = Registry::builder().tool(checking_tool()).build().unwrap();
         let app = app_over(&error_endpoint(code).await, "oxp/", registry).await;
         let reply = call(&app, json!({"request": {"tool_id": "Check.Secret"}})).await;
-        assert_eq!(reply.status, 400);
-        let developer = reply.json["developer_message"].as_str().unwrap();
+        // Throttling passes by itself: the call is answered like "busy", with a retry hint.
+        let (status, error) = if retryable {
+            (200, &reply.json["result"]["error"])
+        } else {
+            (400, &reply.json)
+        };
+        assert_eq!(reply.status, status, "{code}: {}", reply.text);
+        assert_eq!(error["can_retry"].as_bool() == Some(true), retryable);
+        let developer = error["developer_message"].as_str().unwrap();
         assert!(
             developer.contains("'API_KEY'") && developer.contains(kind),
             "{code}: {developer}"

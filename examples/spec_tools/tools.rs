@@ -7,15 +7,20 @@
 //! - `SMS.Send@0.1.2`: requires secret `TWILIO_API_KEY`. **A demo: it sends nothing**; it checks
 //!   that the secret reached it and answers `{"status": "sent"}`.
 //!
+//! Beside them, two showcase tools for what the specification's examples do not show:
+//! - `Demo.Sleep@1.0.0`: waits `ms` milliseconds unless cancelled (or stopped at its deadline)
+//!   and answers `{"slept_ms", "cancelled"}`: watch cancellation and deadlines on each protocol.
+//! - `Demo.Image@1.0.0`: answers a PNG it draws and a text item describing it: content items.
+//!
 //! The `oxp-lambda` binary, the `spec_tools` example, the tests and the benches include this
 //! file, so it uses the public API only.
 
 use oxp_lambda::RegistryError;
-use oxp_lambda::{NoInput, Registry, Tool, ToolContext, ToolError};
+use oxp_lambda::{Content, NoInput, Registry, Tool, ToolContext, ToolError, ToolOutput};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Input of `Calculator.Add`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -124,6 +129,78 @@ pub async fn send_sms(input: SmsInput, ctx: ToolContext) -> Result<SmsStatus, To
     })
 }
 
+/// Input of `Demo.Sleep`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SleepInput {
+    /// How long to wait, in milliseconds.
+    #[schemars(range(max = 600_000))]
+    pub ms: u32,
+}
+
+/// Output of `Demo.Sleep`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Slept {
+    /// How long it waited, in milliseconds.
+    pub slept_ms: u64,
+    /// Whether it stopped because the call was cancelled.
+    pub cancelled: bool,
+}
+
+/// `Demo.Sleep`: waits unless cancelled. At the call's deadline the server stops it and
+/// answers that it did not finish in time.
+pub async fn sleep(input: SleepInput, ctx: ToolContext) -> Result<Slept, ToolError> {
+    let start = Instant::now();
+    let cancelled = tokio::select! {
+        () = tokio::time::sleep(Duration::from_millis(input.ms.into())) => false,
+        () = ctx.cancelled() => true,
+    };
+    Ok(Slept {
+        slept_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+        cancelled,
+    })
+}
+
+/// Side of the square `Demo.Image` draws, in pixels.
+pub const IMAGE_SIDE: u32 = 64;
+
+/// `Demo.Image`: a PNG it draws (a disc on a gradient) and a text item describing it.
+pub async fn image(_input: NoInput, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
+    let png = draw_png().map_err(ToolError::internal)?;
+    let description = format!(
+        "A {IMAGE_SIDE}x{IMAGE_SIDE} PNG: an orange disc on a blue-to-green gradient ({} bytes).",
+        png.len()
+    );
+    Ok(ToolOutput::of([
+        Content::text(description),
+        Content::image(png, "image/png"),
+    ]))
+}
+
+fn draw_png() -> Result<Vec<u8>, png::EncodingError> {
+    let side = IMAGE_SIDE;
+    let center = f64::from(side) / 2.0;
+    let mut pixels = Vec::with_capacity((side * side * 3) as usize);
+    for y in 0..side {
+        for x in 0..side {
+            let (dx, dy) = (f64::from(x) + 0.5 - center, f64::from(y) + 0.5 - center);
+            if dx.hypot(dy) < center * 0.6 {
+                pixels.extend_from_slice(&[255, 140, 0]);
+            } else {
+                let t = (x * 255 / (side - 1)) as u8;
+                pixels.extend_from_slice(&[20, t, 255 - t]);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    let mut encoder = png::Encoder::new(&mut out, side, side);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(&pixels)?;
+    writer.finish()?;
+    Ok(out)
+}
+
 /// Every example tool.
 pub fn tools() -> Vec<Tool> {
     vec![
@@ -141,6 +218,23 @@ pub fn tools() -> Vec<Tool> {
             .description("Sends an SMS (demo: nothing is sent).")
             .secret("TWILIO_API_KEY")
             .handler(send_sms),
+        Tool::builder("Demo.Sleep", "1.0.0")
+            .description(
+                "Waits the given number of milliseconds, unless the call is cancelled first; \
+                 answers how long it waited and whether it was cancelled.",
+            )
+            .title("Sleep")
+            .read_only()
+            .idempotent_hint()
+            .long_running()
+            .open_world(false)
+            .handler(sleep),
+        Tool::builder("Demo.Image", "1.0.0")
+            .description("Draws a small PNG image and describes it.")
+            .title("Draw an image")
+            .read_only()
+            .open_world(false)
+            .handler(image),
     ]
 }
 

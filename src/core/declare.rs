@@ -1,17 +1,18 @@
 //! Declaring a tool: [`Tool::builder`], its requirements, and a typed or raw handler. The
 //! [`crate::Registry`] checks and compiles what is declared here.
 
+use crate::core::content::{IntoToolOutput, ToolOutput};
 use crate::core::tool::{ToolContext, ToolError};
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use schemars::transform::RestrictFormats;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 /// A boxed, sendable future.
 pub(crate) type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -25,9 +26,10 @@ pub(crate) enum HandlerError {
     Tool(ToolError),
 }
 
-/// A type-erased tool handler: JSON in, JSON out.
-pub(crate) type Handler =
-    Arc<dyn Fn(Value, ToolContext) -> BoxFuture<Result<Value, HandlerError>> + Send + Sync>;
+/// A type-erased tool handler: JSON in, a JSON value with its content out.
+pub(crate) type Handler = Arc<
+    dyn Fn(Value, ToolContext) -> BoxFuture<Result<ToolOutput<Value>, HandlerError>> + Send + Sync,
+>;
 
 /// What a caller must supply before a tool runs.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -56,6 +58,34 @@ pub struct AuthorizationProvider {
     pub scopes: Vec<String>,
 }
 
+/// How a tool behaves, for clients deciding whether to ask the user first. Declared once and
+/// served in each protocol's names: MCP `title` and `annotations` (`readOnlyHint`,
+/// `destructiveHint`, `idempotentHint`, `openWorldHint`), RAP `annotations` (`readOnly`,
+/// `destructive`, `idempotent`, `longRunning`, and `requiresAuth` from the tool's first
+/// authorization provider). `None` leaves a hint out, so the protocol's default applies.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Annotations {
+    /// A human-readable name for the tool.
+    pub title: Option<String>,
+    /// It only reads; it changes nothing.
+    pub read_only: Option<bool>,
+    /// It may destroy or overwrite something (meaningful when not read-only).
+    pub destructive: Option<bool>,
+    /// Calling it again with the same input has no further effect.
+    pub idempotent: Option<bool>,
+    /// It reaches outside systems (the web, third-party services) rather than a closed domain.
+    pub open_world: Option<bool>,
+    /// It may take minutes or more.
+    pub long_running: Option<bool>,
+}
+
+impl Annotations {
+    /// Whether no hint is set.
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
 /// Input type for tools that take no parameters.
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
 pub struct NoInput {}
@@ -67,6 +97,8 @@ pub struct Tool {
     pub(crate) description: String,
     pub(crate) requirements: Requirements,
     pub(crate) idempotent: bool,
+    pub(crate) annotations: Annotations,
+    pub(crate) timeout: Option<Duration>,
     pub(crate) input_schema: Value,
     pub(crate) output_schema: Option<Value>,
     pub(crate) handler: Handler,
@@ -112,6 +144,8 @@ impl Tool {
             description: String::new(),
             requirements: Requirements::default(),
             idempotent: true,
+            annotations: Annotations::default(),
+            timeout: None,
         }
     }
 }
@@ -125,6 +159,8 @@ pub struct ToolBuilder {
     description: String,
     requirements: Requirements,
     idempotent: bool,
+    annotations: Annotations,
+    timeout: Option<Duration>,
 }
 
 impl ToolBuilder {
@@ -166,12 +202,67 @@ impl ToolBuilder {
         self
     }
 
+    /// The tool's own time limit; the call's deadline is the first of this, the server's
+    /// (`OXP_TOOL_TIMEOUT_MS`) and the transport's.
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(limit);
+        self
+    }
+
+    /// Sets every annotation at once.
+    pub fn annotations(mut self, annotations: Annotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// A human-readable name for the tool.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.annotations.title = Some(title.into());
+        self
+    }
+
+    /// Annotates the tool as read-only (and so not destructive).
+    pub fn read_only(mut self) -> Self {
+        self.annotations.read_only = Some(true);
+        self.annotations.destructive = Some(false);
+        self
+    }
+
+    /// Annotates the tool as destructive: clients should ask the user before calling it.
+    pub fn destructive(mut self) -> Self {
+        self.annotations.read_only = Some(false);
+        self.annotations.destructive = Some(true);
+        self
+    }
+
+    /// Annotates the tool as idempotent: calling it again with the same input does nothing
+    /// more. (A hint for clients; the server's replay of a repeated `call_id` is apart, see
+    /// [`ToolBuilder::not_idempotent`].)
+    pub fn idempotent_hint(mut self) -> Self {
+        self.annotations.idempotent = Some(true);
+        self
+    }
+
+    /// Annotates whether the tool reaches outside systems.
+    pub fn open_world(mut self, open: bool) -> Self {
+        self.annotations.open_world = Some(open);
+        self
+    }
+
+    /// Annotates the tool as long-running.
+    pub fn long_running(mut self) -> Self {
+        self.annotations.long_running = Some(true);
+        self
+    }
+
     /// Finishes with a typed async handler. The input and output JSON Schemas are generated from
-    /// `I` and `O`; a tool whose output type is `()` declares no output and answers `null`.
+    /// `I` and the output's value type; a tool whose value type is `()` declares no output and
+    /// answers `null`. The handler returns the value, or a [`ToolOutput`] with content items
+    /// and display segments beside it.
     pub fn handler<I, O, F, Fut>(self, f: F) -> Tool
     where
         I: DeserializeOwned + JsonSchema + Send + 'static,
-        O: Serialize + JsonSchema + 'static,
+        O: IntoToolOutput,
         F: Fn(I, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
     {
@@ -181,7 +272,8 @@ impl ToolBuilder {
         if let Some(object) = input_schema.as_object_mut() {
             object.remove("description");
         }
-        let output_schema = schema_for::<O>(SchemaSettings::draft2020_12().for_serialize());
+        let output_schema =
+            schema_for::<O::Value>(SchemaSettings::draft2020_12().for_serialize());
         let output_schema =
             (output_schema != serde_json::json!({"type": "null"})).then_some(output_schema);
         let f = Arc::new(f);
@@ -192,11 +284,19 @@ impl ToolBuilder {
             Box::pin(async move {
                 let input: I = serde_json::from_value(input)
                     .map_err(|e| HandlerError::InvalidInput(e.to_string()))?;
-                let output = f(input, ctx).await.map_err(HandlerError::Tool)?;
-                serde_json::to_value(output).map_err(|e| {
+                let output = f(input, ctx)
+                    .await
+                    .map_err(HandlerError::Tool)?
+                    .into_output();
+                let value = serde_json::to_value(output.value).map_err(|e| {
                     HandlerError::Tool(ToolError::internal(format!(
                         "the tool output could not be serialized: {e}"
                     )))
+                })?;
+                Ok(ToolOutput {
+                    value,
+                    content: output.content,
+                    display_as: output.display_as,
                 })
             })
         });
@@ -204,7 +304,21 @@ impl ToolBuilder {
     }
 
     /// Finishes with a handler over raw JSON and hand-written schemas (`None`: no output).
-    pub fn raw_handler<F, Fut>(
+    pub fn raw_handler<F, Fut>(self, input_schema: Value, output_schema: Option<Value>, f: F) -> Tool
+    where
+        F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        let f = Arc::new(f);
+        self.raw_output_handler(input_schema, output_schema, move |input, ctx| {
+            let f = Arc::clone(&f);
+            async move { f(input, ctx).await.map(ToolOutput::new) }
+        })
+    }
+
+    /// Like [`ToolBuilder::raw_handler`], for a handler that answers content items and display
+    /// segments beside its value.
+    pub fn raw_output_handler<F, Fut>(
         self,
         input_schema: Value,
         output_schema: Option<Value>,
@@ -212,7 +326,7 @@ impl ToolBuilder {
     ) -> Tool
     where
         F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
-        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+        Fut: Future<Output = Result<ToolOutput<Value>, ToolError>> + Send + 'static,
     {
         let f = Arc::new(f);
         let handler: Handler = Arc::new(move |input, ctx| {
@@ -229,6 +343,8 @@ impl ToolBuilder {
             description: self.description,
             requirements: self.requirements,
             idempotent: self.idempotent,
+            annotations: self.annotations,
+            timeout: self.timeout,
             input_schema,
             output_schema,
             handler,

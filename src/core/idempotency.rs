@@ -8,6 +8,7 @@
 //! stored outcome without running the tool; a repeat with anything else is refused; a repeat
 //! while the first still runs is told to retry later. Retryable failures are not stored.
 
+use crate::core::content::{Content, DisplaySegment, ToolOutput};
 use crate::core::tool::ToolError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -30,6 +31,12 @@ pub struct StoredOutcome {
     /// The failure, when the tool failed (never a retryable one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<StoredError>,
+    /// The content items beside the value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content: Vec<Content>,
+    /// The display segments beside the value.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub display_as: Vec<DisplaySegment>,
     /// Duration of the original run, in milliseconds.
     pub duration_ms: f64,
 }
@@ -49,9 +56,14 @@ pub struct StoredError {
 
 impl StoredOutcome {
     /// Captures a tool result for storage.
-    pub fn new(result: &Result<Value, ToolError>, duration: Duration) -> Self {
-        let (value, error) = match result {
-            Ok(v) => (Some(v.clone()), None),
+    pub fn new(result: &Result<ToolOutput<Value>, ToolError>, duration: Duration) -> Self {
+        let (value, error, content, display_as) = match result {
+            Ok(o) => (
+                Some(o.value.clone()),
+                None,
+                o.content.clone(),
+                o.display_as.clone(),
+            ),
             Err(e) => (
                 None,
                 Some(StoredError {
@@ -59,19 +71,27 @@ impl StoredOutcome {
                     developer_message: e.developer_message.clone(),
                     additional_prompt_content: e.additional_prompt_content.clone(),
                 }),
+                Vec::new(),
+                Vec::new(),
             ),
         };
         Self {
             value,
             error,
+            content,
+            display_as,
             duration_ms: duration.as_secs_f64() * 1e3,
         }
     }
 
     /// The stored result.
-    pub fn result(&self) -> Result<Value, ToolError> {
+    pub fn result(&self) -> Result<ToolOutput<Value>, ToolError> {
         match &self.error {
-            None => Ok(self.value.clone().unwrap_or(Value::Null)),
+            None => Ok(ToolOutput {
+                value: self.value.clone().unwrap_or(Value::Null),
+                content: self.content.clone(),
+                display_as: self.display_as.clone(),
+            }),
             Some(e) => Err(ToolError {
                 message: e.message.clone(),
                 developer_message: e.developer_message.clone(),
@@ -193,7 +213,7 @@ mod tests {
     use serde_json::json;
 
     fn outcome() -> StoredOutcome {
-        StoredOutcome::new(&Ok(json!(15)), Duration::from_millis(2))
+        StoredOutcome::new(&Ok(json!(15).into()), Duration::from_millis(2))
     }
 
     fn print(
@@ -258,6 +278,11 @@ mod tests {
         let err = ToolError::new("no").developer_message("d");
         let stored = StoredOutcome::new(&Err(err.clone()), Duration::from_millis(1));
         assert_eq!(stored.result().unwrap_err(), err);
-        assert_eq!(outcome().result().unwrap(), json!(15));
+        assert_eq!(outcome().result().unwrap().value, json!(15));
+        let rich = ToolOutput::new(json!(1)).content(Content::image(vec![1u8, 2], "image/png"));
+        let stored = StoredOutcome::new(&Ok(rich.clone()), Duration::ZERO);
+        let json = serde_json::to_string(&stored).unwrap();
+        let back: StoredOutcome = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.result().unwrap(), rich);
     }
 }

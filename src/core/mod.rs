@@ -2,13 +2,16 @@
 //! protocol goes through. It knows no protocol, transport or AWS service: secret sources and
 //! idempotency stores plug in through the traits defined here.
 
+pub(crate) mod content;
 pub(crate) mod declare;
 pub(crate) mod idempotency;
 pub(crate) mod invoke;
 pub(crate) mod naming;
 pub(crate) mod principal;
+pub(crate) mod refusal;
 pub(crate) mod registry;
 pub(crate) mod registry_error;
+pub(crate) mod running;
 pub(crate) mod schema;
 pub(crate) mod secrets;
 pub(crate) mod tool;

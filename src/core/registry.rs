@@ -8,7 +8,7 @@
 //! only when a tool has no release).
 
 pub(crate) use crate::core::declare::HandlerError;
-use crate::core::declare::{Handler, Requirements, Tool};
+use crate::core::declare::{Annotations, Handler, Requirements, Tool};
 use crate::core::naming;
 use crate::core::registry_error::list_limited;
 pub use crate::core::registry_error::{RegistryError, ResolveError};
@@ -35,6 +35,10 @@ pub struct RegisteredTool {
     pub requirements: Requirements,
     /// Whether a repeated `call_id` replays the stored outcome (see [`crate::idempotency`]).
     pub idempotent: bool,
+    /// How the tool behaves, for clients (title, read-only, destructive, ...).
+    pub annotations: Annotations,
+    /// The tool's own time limit, if it set one.
+    pub timeout: Option<std::time::Duration>,
     /// JSON Schema of the input.
     pub input_schema: Value,
     /// JSON Schema of the output, if the tool returns something.
@@ -286,6 +290,8 @@ fn register(tool: Tool) -> Result<RegisteredTool, RegistryError> {
         description: tool.description,
         requirements: tool.requirements,
         idempotent: tool.idempotent,
+        annotations: tool.annotations,
+        timeout: tool.timeout,
         input_schema: tool.input_schema,
         output_schema: tool.output_schema,
         input_validator,

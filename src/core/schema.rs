@@ -52,22 +52,30 @@ impl CompiledSchema {
         Err(errors)
     }
 
-    /// Checks tool output: `Ok` or one line naming each problem (for a developer message).
+    /// Checks tool output: `Ok` or one line naming each problem by path and keyword (for a
+    /// developer message and the log). Never a value: the output may hold anything, and
+    /// jsonschema's own messages quote the offending value.
     pub fn check_output(&self, output: &Value) -> Result<(), String> {
         if self.validator.is_valid(output) {
             return Ok(());
         }
         let mut text = String::new();
-        for error in self.validator.iter_errors(output) {
-            let (key, message) = describe(&error, "value");
+        for error in self.validator.iter_errors(output).take(MAX_OUTPUT_ERRORS) {
+            let mut path = dotted(error.instance_path().segments());
+            if path.is_empty() {
+                path.push_str("value");
+            }
             if !text.is_empty() {
                 text.push_str("; ");
             }
-            let _ = write!(text, "{key}: {message}");
+            let _ = write!(text, "{path}: fails `{}`", error.kind().keyword());
         }
         Err(text)
     }
 }
+
+/// Most output problems named in one message.
+const MAX_OUTPUT_ERRORS: usize = 10;
 
 /// The parameter an error is about, and a message for a person.
 fn describe(error: &ValidationError<'_>, whole: &str) -> (String, String) {
@@ -214,12 +222,22 @@ mod tests {
     }
 
     #[test]
-    fn output_errors_name_the_offending_path() {
+    fn output_errors_name_the_offending_path_and_keyword_never_the_value() {
         let s = CompiledSchema::compile(&json!({"type": "number"})).unwrap();
         assert!(s.check_output(&json!(1.5)).is_ok());
         assert_eq!(
-            s.check_output(&json!("x")).unwrap_err(),
-            "value: Must be a number"
+            s.check_output(&json!("sk_live_secret")).unwrap_err(),
+            "value: fails `type`"
         );
+        let s = CompiledSchema::compile(&json!({
+            "type": "object",
+            "properties": {"token": {"type": "string", "pattern": "^[a-z]+$"}}
+        }))
+        .unwrap();
+        let why = s
+            .check_output(&json!({"token": "SECRET-123"}))
+            .unwrap_err();
+        assert_eq!(why, "token: fails `pattern`");
+        assert!(!why.contains("SECRET"));
     }
 }

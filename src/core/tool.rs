@@ -7,6 +7,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio_util::sync::CancellationToken;
 
 /// A secret or token value. `Debug` and `Display` never show it; read it with [`Secret::expose`].
 #[derive(Clone, PartialEq, Eq)]
@@ -45,8 +46,14 @@ pub struct ToolContext {
     pub authorization: HashMap<String, Secret>,
     /// Secrets by id (only the secrets the tool requires).
     pub secrets: HashMap<String, Secret>,
-    /// When the tool must have finished, if the transport has a deadline.
+    /// When the call ends: the first of the transport's deadline (Lambda's, less its margin),
+    /// the tool's own limit and `OXP_TOOL_TIMEOUT_MS`, fixed when the call arrived. The slot
+    /// wait already spent part of it. `None` only when no limit applies at all.
     pub deadline: Option<Instant>,
+    /// Fires when the call is cancelled: the caller went away, the protocol cancelled it (RAP
+    /// `/cancel_tool_call`, MCP `notifications/cancelled`), or the deadline passed. See
+    /// [`ToolContext::cancelled`].
+    pub cancellation: Cancellation,
     /// What the protocol the call came over adds, as typed values (for example the async
     /// protocol's thread, [`crate::RapThread`]). A new protocol adds a type here, never a field
     /// to this struct.
@@ -67,6 +74,63 @@ impl ToolContext {
     /// The protocol's value of type `T`, when the call came over a protocol that sets one.
     pub fn extension<T: Send + Sync + 'static>(&self) -> Option<&T> {
         self.extensions.get::<T>()
+    }
+
+    /// Time left before [`ToolContext::deadline`] (zero once it passed); `None` without one.
+    pub fn remaining(&self) -> Option<Duration> {
+        self.deadline
+            .map(|d| d.saturating_duration_since(Instant::now()))
+    }
+
+    /// Completes when the call is cancelled; select on it to stop early and answer what was
+    /// done. After a cancellation the tool has a short grace period to return (its result is
+    /// still delivered where the protocol has somewhere to deliver it); then it is dropped.
+    ///
+    /// ```
+    /// use oxp_lambda::{ToolContext, ToolError};
+    /// use std::time::Duration;
+    ///
+    /// async fn wait(ctx: ToolContext) -> Result<&'static str, ToolError> {
+    ///     tokio::select! {
+    ///         () = tokio::time::sleep(Duration::from_secs(60)) => Ok("done"),
+    ///         () = ctx.cancelled() => Ok("stopped early"),
+    ///     }
+    /// }
+    /// ```
+    pub async fn cancelled(&self) {
+        self.cancellation.cancelled().await;
+    }
+
+    /// Whether the call was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.cancellation.is_cancelled()
+    }
+}
+
+/// A call's cancellation signal, shared by every clone: cancelling one cancels all. A tool can
+/// hand a clone to tasks it spawns so they stop with the call.
+#[derive(Debug, Clone, Default)]
+pub struct Cancellation(CancellationToken);
+
+impl Cancellation {
+    /// A signal that has not fired.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Fires the signal (again: a no-op).
+    pub fn cancel(&self) {
+        self.0.cancel();
+    }
+
+    /// Whether it fired.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.is_cancelled()
+    }
+
+    /// Completes once it fired.
+    pub async fn cancelled(&self) {
+        self.0.cancelled().await;
     }
 }
 

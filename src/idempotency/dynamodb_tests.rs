@@ -51,7 +51,7 @@ async fn a_crashed_invocation_does_not_block_its_call_id_forever() {
         Claim::Acquired,
         "expired claims are taken over"
     );
-    let outcome = StoredOutcome::new(&Ok(json!(1)), Duration::from_millis(3));
+    let outcome = StoredOutcome::new(&Ok(json!(1).into()), Duration::from_millis(3));
     store
         .complete("k", "f", &outcome, Duration::from_secs(60))
         .await

@@ -152,7 +152,7 @@ mod tests {
     use serde_json::json;
 
     fn outcome() -> StoredOutcome {
-        StoredOutcome::new(&Ok(json!(15)), Duration::from_millis(2))
+        StoredOutcome::new(&Ok(json!(15).into()), Duration::from_millis(2))
     }
 
     #[tokio::test]
@@ -220,7 +220,7 @@ mod tests {
             store.claim("running", "f", hold).await.unwrap(),
             Claim::Acquired
         );
-        let big = StoredOutcome::new(&Ok(json!("x".repeat(4096))), Duration::ZERO);
+        let big = StoredOutcome::new(&Ok(json!("x".repeat(4096)).into()), Duration::ZERO);
         for i in 0..200 {
             let key = format!("k{i}");
             store.claim(&key, "f", hold).await.unwrap();

@@ -97,7 +97,12 @@ pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> 
     }
     let (CallMethod::CallTool, JsonRpcVersion2_0) = (call.method, call.jsonrpc);
     let message = match server
-        .call(&call.params.name, call.params.arguments, Some(parts))
+        .call(
+            &call.params.name,
+            call.params.arguments,
+            Some(parts),
+            Some(&call.id),
+        )
         .await
     {
         Ok(mut result) => {

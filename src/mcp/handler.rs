@@ -6,11 +6,12 @@ use super::result;
 use crate::core::invoke::{Call, Invoker, Target};
 use crate::core::principal::Principal;
 use crate::core::registry::RegisteredTool;
+use crate::core::running::Running;
 use crate::server::Deadline;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
-    ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams, ServerCapabilities,
-    ServerConfig, Tool,
+    ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams, RequestId,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -25,6 +26,9 @@ pub(crate) struct Served {
     tools: Vec<Arc<RegisteredTool>>,
     by_name: HashMap<String, usize>,
     listing: Vec<Tool>,
+    /// `tools/call` requests running here, by caller and request id, for
+    /// `notifications/cancelled`.
+    running: Arc<Running>,
 }
 
 impl Served {
@@ -41,7 +45,14 @@ impl Served {
             tools,
             by_name,
             listing,
+            running: Arc::default(),
         }
+    }
+
+    /// `notifications/cancelled` for request `id` (its JSON text) of `subject`: fires that
+    /// call's signal if it runs here. Whether it did.
+    pub(crate) fn cancel(&self, subject: Option<&str>, id: &str) -> bool {
+        self.running.cancel(subject, "", id)
     }
 
     /// The served tool named `name` (its listing name, `Calculator_Add`).
@@ -68,6 +79,17 @@ pub(crate) fn definition(tool: &RegisteredTool) -> Tool {
         tool.description.clone(),
         object(&tool.input_schema),
     );
+    let a = &tool.annotations;
+    if !a.is_empty() {
+        definition.title = a.title.clone();
+        let mut hints = ToolAnnotations::new();
+        hints.title = a.title.clone();
+        hints.read_only_hint = a.read_only;
+        hints.destructive_hint = a.destructive;
+        hints.idempotent_hint = a.idempotent;
+        hints.open_world_hint = a.open_world;
+        definition.annotations = Some(hints);
+    }
     if result::has_structured_output(tool)
         && let Some(schema) = &tool.output_schema
     {
@@ -82,12 +104,14 @@ pub(crate) struct McpServer(pub(crate) Arc<Served>);
 
 impl McpServer {
     /// A `tools/call` of `name` with `arguments`; `parts` are the HTTP request's, which carry
-    /// what the plumbing learnt (the caller, the transport's deadline).
+    /// what the plumbing learnt (the caller, the transport's deadline). While it runs, a
+    /// `notifications/cancelled` naming `request_id` reaches it.
     pub(crate) async fn call(
         &self,
         name: &str,
         arguments: Option<Map<String, Value>>,
         parts: Option<&http::request::Parts>,
+        request_id: Option<&RequestId>,
     ) -> Result<CallToolResult, ErrorData> {
         // An unknown tool is the one error the spec makes a protocol error (-32602).
         let Some(tool) = self.0.get(name) else {
@@ -107,6 +131,16 @@ impl McpServer {
         // MCP has no user field: the end user is the authenticated caller. Secrets come from
         // the server's sources only.
         call.user_id = call.principal.subject.clone();
+        let _registered = request_id
+            .and_then(|id| serde_json::to_string(id).ok())
+            .map(|id| {
+                let (signal, registered) =
+                    self.0
+                        .running
+                        .start(call.principal.subject.as_deref(), "", &id);
+                call.cancellation = Some(signal);
+                registered
+            });
         let answer = self.0.invoker.invoke(call).await;
         Ok(result::from_invoke(answer))
     }
@@ -133,7 +167,9 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let parts = context.extensions.get::<http::request::Parts>();
-        let result = self.call(&request.name, request.arguments, parts).await?;
+        let result = self
+            .call(&request.name, request.arguments, parts, Some(&context.id))
+            .await?;
         Ok(result.into())
     }
 

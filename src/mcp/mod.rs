@@ -157,6 +157,15 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     {
         return crate::server::json_response(StatusCode::OK, Bytes::from(answer));
     }
+    if let Some(id) = cancelled_request(&bytes) {
+        let subject = parts
+            .extensions
+            .get::<crate::core::principal::Principal>()
+            .and_then(|p| p.subject.as_deref());
+        let found = mcp.server.0.cancel(subject, &id);
+        tracing::info!(target: "oxp::mcp", found, "notifications/cancelled");
+        // rmcp answers the notification (202) as any other.
+    }
     // serde_json stops at 128 levels of nesting, so a deep body is a parse error, not a crash.
     if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
         // A syntax error names a line and column, never the text it found.
@@ -222,6 +231,28 @@ async fn plain_error_as_rpc(
         answer.headers_mut().insert(header::ALLOW, allow.clone());
     }
     answer
+}
+
+/// The request id (as JSON text) a `notifications/cancelled` names, if `body` is one.
+fn cancelled_request(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Notification {
+        method: String,
+        params: Params,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "requestId")]
+        request_id: rmcp::model::RequestId,
+    }
+    // A cancellation is a few dozen bytes; anything much larger is something else.
+    if body.len() > 4096 {
+        return None;
+    }
+    let n: Notification = serde_json::from_slice(body).ok()?;
+    (n.method == "notifications/cancelled")
+        .then(|| serde_json::to_string(&n.params.request_id).ok())
+        .flatten()
 }
 
 fn is_json(headers: &http::HeaderMap) -> bool {

@@ -8,10 +8,12 @@
 //! call (a JSON-RPC -32602 is shown to the client, not to the model); earlier revisions leave
 //! it open, so every revision gets the same answer.
 
-use crate::core::invoke::{Outcome, RETRY_AFTER, Rejection};
+use crate::core::content::{Content, ResourceBody, ToolOutput};
+use crate::core::invoke::{Outcome, Rejection};
 use crate::core::registry::RegisteredTool;
 use crate::core::tool::ToolError;
-use rmcp::model::{CallToolResult, ContentBlock};
+use base64::Engine;
+use rmcp::model::{CallToolResult, ContentBlock, Resource, ResourceContents};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -43,19 +45,68 @@ pub(crate) fn has_structured_output(tool: &RegisteredTool) -> bool {
 /// The result of a call that reached its tool.
 pub(crate) fn from_outcome(outcome: Outcome) -> CallToolResult {
     match outcome.result {
-        Ok(value) => {
-            let text = match &value {
-                // A string output is the text itself, not a quoted JSON string.
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
-            if has_structured_output(&outcome.tool) {
-                result.structured_content = Some(value);
-            }
-            result
-        }
+        Ok(output) => success(&outcome.tool, output),
         Err(error) => tool_error(&error),
+    }
+}
+
+/// The content blocks of a result: the tool's content items, then its value as JSON text (a
+/// string as it is) when it has one, or when there is nothing else to show. The value is also
+/// `structuredContent` when the output schema is an object (MCP's rule); a non-object value is
+/// only text. Display segments are for RAP runtimes: MCP has no place for them.
+fn success(tool: &RegisteredTool, output: ToolOutput<Value>) -> CallToolResult {
+    let mut blocks: Vec<ContentBlock> = output.content.iter().map(block).collect();
+    if blocks.is_empty() || !output.value.is_null() {
+        let text = match &output.value {
+            // A string output is the text itself, not a quoted JSON string.
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        blocks.push(ContentBlock::text(text));
+    }
+    let mut result = CallToolResult::success(blocks);
+    if has_structured_output(tool) {
+        result.structured_content = Some(output.value);
+    }
+    result
+}
+
+/// One content item as an MCP content block.
+pub(crate) fn block(item: &Content) -> ContentBlock {
+    let b64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
+    match item {
+        Content::Text { text } => ContentBlock::text(text.clone()),
+        Content::Image { data, media_type } => ContentBlock::image(b64(data), media_type.clone()),
+        Content::Audio { data, media_type } => ContentBlock::audio(b64(data), media_type.clone()),
+        Content::Resource {
+            uri,
+            media_type,
+            body,
+        } => ContentBlock::resource(match body {
+            ResourceBody::Text(text) => ResourceContents::TextResourceContents {
+                uri: uri.clone(),
+                mime_type: media_type.clone(),
+                text: text.clone(),
+                meta: None,
+            },
+            ResourceBody::Blob(data) => ResourceContents::BlobResourceContents {
+                uri: uri.clone(),
+                mime_type: media_type.clone(),
+                blob: b64(data),
+                meta: None,
+            },
+        }),
+        Content::Link {
+            uri,
+            name,
+            media_type,
+            description,
+        } => {
+            let mut link = Resource::new(uri.clone(), name.clone());
+            link.mime_type = media_type.clone();
+            link.description = description.clone();
+            ContentBlock::resource_link(link)
+        }
     }
 }
 
@@ -70,35 +121,21 @@ pub(crate) fn tool_error(error: &ToolError) -> CallToolResult {
     })
 }
 
-/// A call refused before its tool ran. The messages are those of the OXP adapter's 400s: they
-/// name ids and kinds, never a secret.
+/// A call refused before its tool ran: the core's user message and retry guidance, never its
+/// developer detail.
 pub(crate) fn from_rejection(rejection: &Rejection) -> CallToolResult {
-    let retry_ms = u64::try_from(RETRY_AFTER.as_millis()).unwrap_or(u64::MAX);
-    let (message, can_retry, parameter_errors): (String, bool, _) = match rejection {
-        Rejection::InvalidInput(errors) => (
-            "The arguments do not match the tool's input schema".into(),
-            false,
-            Some(errors),
-        ),
-        Rejection::Busy { .. } => (
-            "The tool server is busy; try again shortly".into(),
-            true,
-            None,
-        ),
-        Rejection::Store(_) => (
-            "The call could not be recorded; try again shortly".into(),
-            true,
-            None,
-        ),
-        Rejection::Resolve(e) => (e.to_string(), false, None),
-        Rejection::UserBinding(e) => (e.developer_message().to_owned(), false, None),
-        Rejection::Missing(m) => (m.developer_message(), false, None),
-        Rejection::KeyReused(_) => ("The call id was used for another call".into(), false, None),
+    let message = rejection.user_message();
+    let retry_after_ms = rejection
+        .retry_after()
+        .map(|after| u64::try_from(after.as_millis()).unwrap_or(u64::MAX));
+    let parameter_errors = match rejection {
+        Rejection::InvalidInput(errors) => Some(errors),
+        _ => None,
     };
     error_result(&ErrorText {
         message: &message,
-        can_retry,
-        retry_after_ms: can_retry.then_some(retry_ms),
+        can_retry: rejection.class().retryable(),
+        retry_after_ms,
         additional_prompt_content: None,
         parameter_errors,
     })

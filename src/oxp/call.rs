@@ -55,9 +55,19 @@ pub(super) async fn call_tool(
     let mut call = to_call(request);
     call.principal = principal.map(|Extension(p)| p).unwrap_or_default();
     call.deadline = deadline.map(|Extension(Deadline(at))| at);
+    let call_id = call.call_id.clone();
     match state.invoker.invoke(call).await {
         Ok(outcome) => Ok(json(StatusCode::OK, &response(outcome))),
-        Err(Rejection::Busy { call_id }) => Ok(json(StatusCode::OK, &busy(call_id))),
+        // A refusal that may pass unchanged later (busy, a store that did not answer) is a
+        // retryable failure of a well-formed call: 200 with `can_retry`, not a 400.
+        Err(rejection) if rejection.class().retryable() => {
+            let error = rejection_error(&rejection);
+            let call_id = match rejection {
+                Rejection::Busy { call_id } => call_id,
+                _ => call_id.unwrap_or_default(),
+            };
+            Ok(json(StatusCode::OK, &retryable(call_id, error)))
+        }
         Err(rejection) => Err(ApiError::from(rejection)),
     }
 }
@@ -90,7 +100,12 @@ fn to_call(request: CallToolRequest) -> Call {
 fn response(outcome: Outcome) -> CallToolResponseEnvelope {
     let duration_ms = (outcome.duration.as_secs_f64() * 1e6).round() / 1e3;
     let (success, value, error) = match outcome.result {
-        Ok(value) => (true, Some(value), None),
+        // OXP has only `value`: a tool that answers content alone (no value) answers it as an
+        // array of content blocks; beside a value, content is left out (docs/oxp.md).
+        Ok(output) if output.value.is_null() && !output.content.is_empty() => {
+            (true, Some(wire::content_value(&output.content)), None)
+        }
+        Ok(output) => (true, Some(output.value), None),
         Err(error) => (false, None, Some(call_error(error))),
     };
     CallToolResponseEnvelope {
@@ -105,14 +120,18 @@ fn response(outcome: Outcome) -> CallToolResponseEnvelope {
     }
 }
 
-/// No execution slot came free in time. Answered as a retryable tool failure (200), not a 400:
-/// the call was well-formed and may succeed as it is a moment later.
-fn busy(call_id: String) -> CallToolResponseEnvelope {
-    let error = ToolError::new("The tool server is busy; try again shortly")
-        .developer_message(
-            "no free execution slot within the time limit (OXP_MAX_CONCURRENT_CALLS)",
-        )
-        .retry_after(crate::core::invoke::RETRY_AFTER);
+/// A retryable refusal as a tool failure with retry guidance.
+fn rejection_error(rejection: &Rejection) -> ToolError {
+    let error =
+        ToolError::new(rejection.user_message()).developer_message(rejection.developer_detail());
+    match rejection.retry_after() {
+        Some(after) => error.retry_after(after),
+        None => error.retryable(),
+    }
+}
+
+/// A failure of a well-formed call that may succeed unchanged a moment later (200, not 400).
+fn retryable(call_id: String, error: ToolError) -> CallToolResponseEnvelope {
     CallToolResponseEnvelope {
         schema: OXP_1_0.into(),
         result: CallToolResponse {

@@ -2,7 +2,6 @@
 
 use super::wire::{OXP_1_0, ServerErrorResponse, ValidationErrorResponse};
 use crate::core::invoke::Rejection;
-use crate::core::registry::ResolveError;
 use crate::core::schema::ParameterErrors;
 use crate::server::json;
 use axum::extract::rejection::BytesRejection;
@@ -43,42 +42,13 @@ impl ApiError {
     }
 }
 
-/// The user-facing message of a tool selector that resolved to nothing: OXP names tools by
-/// their listing name.
-fn unresolved(e: &ResolveError) -> String {
-    match e {
-        ResolveError::Malformed { tool_id, .. } => format!("Tool ID '{tool_id}' is not valid"),
-        ResolveError::UnknownTool { name, .. } => format!(
-            "Tool '{}' was not found",
-            crate::core::naming::listing_name(name)
-        ),
-        ResolveError::UnknownVersion { listing_name, .. } => {
-            format!("Tool '{listing_name}' was not found")
-        }
-    }
-}
-
 impl From<Rejection> for ApiError {
+    /// The core's classification decides; only a refusal no retry can fix comes here (the
+    /// call route answers the retryable ones as retryable failures).
     fn from(rejection: Rejection) -> Self {
         match rejection {
-            Rejection::Resolve(e) => Self::bad_request(unresolved(&e), e.to_string()),
-            Rejection::UserBinding(e) => Self::bad_request(e.user_message(), e.developer_message()),
-            Rejection::Missing(m) => Self::bad_request(m.user_message(), m.developer_message()),
             Rejection::InvalidInput(errors) => Self::Validation(errors),
-            Rejection::KeyReused(key) => Self::bad_request(
-                "This call ID was already used for a different call",
-                format!(
-                    "call_id '{key}' was used with another tool, input or user; use a new call_id"
-                ),
-            ),
-            Rejection::Store(e) => Self::bad_request(
-                "The tool server is temporarily unavailable; try again later",
-                e.to_string(),
-            ),
-            Rejection::Busy { .. } => Self::bad_request(
-                "The tool server is busy; try again shortly",
-                "no free execution slot within the time limit (OXP_MAX_CONCURRENT_CALLS)",
-            ),
+            other => Self::bad_request(other.user_message(), other.developer_detail()),
         }
     }
 }

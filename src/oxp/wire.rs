@@ -296,3 +296,54 @@ fn objects<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
         .map(|o| o.0)
         .collect())
 }
+
+/// Content items as OXP's `value` carries them, for a tool that answers content alone: an array
+/// in the shape of MCP's content blocks (`text`; `image` and `audio` with base64 `data` and
+/// `mimeType`; `resource` with `resource: {uri, mimeType, text | blob}`; `resource_link`), so a
+/// client that reads one reads both.
+pub(crate) fn content_value(items: &[crate::core::content::Content]) -> Value {
+    use crate::core::content::{Content, ResourceBody};
+    use base64::Engine;
+    use serde_json::json;
+    let b64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
+    let blocks = items.iter().map(|item| match item {
+        Content::Text { text } => json!({"type": "text", "text": text}),
+        Content::Image { data, media_type } => {
+            json!({"type": "image", "data": b64(data), "mimeType": media_type})
+        }
+        Content::Audio { data, media_type } => {
+            json!({"type": "audio", "data": b64(data), "mimeType": media_type})
+        }
+        Content::Resource {
+            uri,
+            media_type,
+            body,
+        } => {
+            let mut resource = json!({"uri": uri});
+            if let Some(m) = media_type {
+                resource["mimeType"] = json!(m);
+            }
+            match body {
+                ResourceBody::Text(t) => resource["text"] = json!(t),
+                ResourceBody::Blob(b) => resource["blob"] = json!(b64(b)),
+            }
+            json!({"type": "resource", "resource": resource})
+        }
+        Content::Link {
+            uri,
+            name,
+            media_type,
+            description,
+        } => {
+            let mut link = json!({"type": "resource_link", "uri": uri, "name": name});
+            if let Some(m) = media_type {
+                link["mimeType"] = json!(m);
+            }
+            if let Some(d) = description {
+                link["description"] = json!(d);
+            }
+            link
+        }
+    });
+    Value::Array(blocks.collect())
+}

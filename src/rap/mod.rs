@@ -22,6 +22,7 @@ pub(crate) mod dead_letter;
 pub(crate) mod deliver;
 pub(crate) mod job;
 pub(crate) mod queue;
+pub(crate) mod result;
 pub(crate) mod routes;
 pub(crate) mod toolset;
 pub(crate) mod wire;
@@ -67,6 +68,9 @@ pub(crate) struct Rap {
     policy: CallbackPolicy,
     limiter: Option<Limiter>,
     lambda: bool,
+    /// Invocations running in this process (none when the queue is SQS: another function
+    /// runs them).
+    running: Arc<crate::core::running::Running>,
 }
 
 #[derive(Debug)]
@@ -77,7 +81,12 @@ struct Limiter {
 
 impl Rap {
     /// The adapter for `toolset`, enqueuing to `queue`, with the rules of `config`.
-    pub(crate) fn new(toolset: Arc<ServedToolset>, queue: Queue, config: &RapConfig) -> Self {
+    pub(crate) fn new(
+        toolset: Arc<ServedToolset>,
+        queue: Queue,
+        running: Arc<crate::core::running::Running>,
+        config: &RapConfig,
+    ) -> Self {
         let limiter = config.rate_limit.map(|limit| {
             let burst = NonZeroU32::new(limit.invocations).unwrap_or(NonZeroU32::MIN);
             let quota = Quota::with_period(limit.per / burst.get())
@@ -94,6 +103,7 @@ impl Rap {
             policy: config.callbacks.clone(),
             limiter,
             lambda: config.callbacks.lambda,
+            running,
         }
     }
 
@@ -167,7 +177,7 @@ pub(crate) fn build(
     config: &RapConfig,
     #[cfg(feature = "rap-sqs")] sqs: &crate::aws::AwsClient<aws_sdk_sqs::Client>,
 ) -> Result<Rap, String> {
-    let (toolset, queue) = match &config.queue_url {
+    let (toolset, queue, running) = match &config.queue_url {
         None => {
             let worker = Arc::new(build_worker(
                 invoker,
@@ -177,7 +187,8 @@ pub(crate) fn build(
             )?);
             (
                 worker.toolset().clone(),
-                Queue::InProcess(InProcessQueue::new(worker, config.max_pending)),
+                Queue::InProcess(InProcessQueue::new(worker.clone(), config.max_pending)),
+                worker.running().clone(),
             )
         }
         #[cfg(feature = "rap-sqs")]
@@ -187,11 +198,12 @@ pub(crate) fn build(
                 client: sqs.clone(),
                 queue_url: url.clone(),
             },
+            Arc::default(),
         ),
         #[cfg(not(feature = "rap-sqs"))]
         Some(_) => {
             return Err("OXP_RAP_QUEUE_URL needs the `rap-sqs` feature of oxp-lambda".into());
         }
     };
-    Ok(Rap::new(toolset, queue, config))
+    Ok(Rap::new(toolset, queue, running, config))
 }

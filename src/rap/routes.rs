@@ -12,7 +12,9 @@ use crate::core::principal::Principal;
 use crate::rap::Rap;
 use crate::rap::job::{Job, Rejection, error, rfc3339};
 use crate::rap::queue::EnqueueError;
-use crate::rap::wire::{CloseThread, ErrorBody, ErrorText, MAX_ID_CHARS, ReplyTo};
+use crate::rap::wire::{
+    CancelToolCall, CloseThread, ErrorBody, ErrorText, MAX_ID_CHARS, ReplyTo,
+};
 use crate::server::{StrippedPrefix, guard, json, json_only, json_response, only};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -29,7 +31,8 @@ pub(crate) fn router(rap: Arc<Rap>, auth: &Arc<Authenticator>) -> Router {
     let routes = Router::new()
         .route("/.well-known/rap-toolset", only(get(discover), "GET, HEAD"))
         .route("/invoke", only(post(invoke), "POST"))
-        .route("/close_thread", only(post(close_thread), "POST"));
+        .route("/close_thread", only(post(close_thread), "POST"))
+        .route("/cancel_tool_call", only(post(cancel_tool_call), "POST"));
     let routes = json_only(routes, || Refusal::UnsupportedMediaType.into_response());
     guard(routes, auth, || Refusal::Unauthenticated.into_response()).with_state(rap)
 }
@@ -221,6 +224,38 @@ async fn close_thread(body: Result<Bytes, BytesRejection>) -> Response {
             Refusal::Malformed(format!("expected {{\"group_id\": \"...\"}}: {why}")).into_response()
         }
     }
+}
+
+/// `/cancel_tool_call`: fires the signal of the named invocation if it runs here for this
+/// caller. Always 200 with an empty body, whatever the body held and whether the call was
+/// found, as the published spec requires (the notification is advisory and fire-and-forget).
+async fn cancel_tool_call(
+    State(rap): State<Arc<Rap>>,
+    principal: Option<Extension<Principal>>,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
+    let subject = principal.as_ref().and_then(|p| p.subject.as_deref());
+    let request = body
+        .ok()
+        .and_then(|b| serde_json::from_slice::<CancelToolCall>(&b).ok())
+        .filter(|c| {
+            let bounded = |s: &str| !s.is_empty() && s.chars().count() <= MAX_ID_CHARS;
+            bounded(&c.thread_id) && bounded(&c.tool_call_id)
+        });
+    let outcome = match &request {
+        None => "malformed",
+        Some(c) if rap.running.cancel(subject, &c.thread_id, &c.tool_call_id) => "cancelled",
+        Some(_) => "not_running",
+    };
+    // Ids only when well-formed (bounded); never the body.
+    tracing::info!(
+        target: "oxp::rap::audit",
+        thread_id = request.as_ref().map(|c| c.thread_id.as_str()),
+        id = request.as_ref().map(|c| c.tool_call_id.as_str()),
+        outcome,
+        "cancel_tool_call"
+    );
+    json_response(StatusCode::OK, Bytes::new())
 }
 
 /// Why a request is not accepted, mapped to a response in one place.

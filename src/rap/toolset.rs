@@ -3,7 +3,7 @@
 
 use crate::core::registry::{RegisteredTool, Registry};
 use crate::rap::config::RapConfig;
-use crate::rap::wire::{Toolset, ToolsetTool};
+use crate::rap::wire::{Annotations, Toolset, ToolsetTool};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fmt::Write;
@@ -91,6 +91,7 @@ impl ServedToolset {
                 name: t.listing_name.clone(),
                 description: t.description.clone(),
                 input_schema: t.input_schema.clone(),
+                annotations: annotations(t),
             })
             .collect()
     }
@@ -103,4 +104,21 @@ impl ServedToolset {
             s
         })
     }
+}
+
+/// The tool's annotations in RAP's names; `None` when it declares none.
+fn annotations(tool: &RegisteredTool) -> Option<Annotations> {
+    let a = &tool.annotations;
+    let annotations = Annotations {
+        requires_auth: tool
+            .requirements
+            .authorization
+            .first()
+            .map(|p| p.id.clone()),
+        read_only: a.read_only,
+        destructive: a.destructive,
+        idempotent: a.idempotent,
+        long_running: a.long_running,
+    };
+    (annotations != Annotations::default()).then_some(annotations)
 }

@@ -33,6 +33,30 @@ pub(crate) struct ToolsetTool {
     /// JSON Schema of the arguments.
     #[serde(rename = "inputSchema")]
     pub(crate) input_schema: Value,
+    /// How the operation behaves, when the tool says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) annotations: Option<Annotations>,
+}
+
+/// A toolset tool's `annotations`, in the published names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct Annotations {
+    /// The authorization provider the tool needs a token from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) requires_auth: Option<String>,
+    /// It only reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) read_only: Option<bool>,
+    /// It may destroy something: runtimes should ask the user first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) destructive: Option<bool>,
+    /// It can be retried without side effects.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) idempotent: Option<bool>,
+    /// It may take minutes or hours.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) long_running: Option<bool>,
 }
 
 /// Longest callback URL accepted.
@@ -90,6 +114,13 @@ pub(crate) struct ToolResult {
     /// The result: the output (a string as it is, anything else JSON-encoded), or a
     /// JSON-encoded [`ErrorText`].
     pub(crate) text: String,
+    /// The result as content items, when the tool gave any (it supersedes `text` for the
+    /// model; `text` stays for runtimes that read only it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) content: Option<Vec<ContentItem>>,
+    /// How to show the result to a person, when the tool said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) display_as: Option<Vec<Segment>>,
 }
 
 impl ToolResult {
@@ -101,8 +132,61 @@ impl ToolResult {
             id: to.id.clone(),
             call_id: to.call_id.clone(),
             text,
+            content: None,
+            display_as: None,
         }
     }
+}
+
+/// A content item of a result: the published spec defines text and image.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub(crate) enum ContentItem {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, base64-encoded.
+    Image {
+        /// Base64 of the image bytes.
+        data: String,
+        /// Its media type.
+        #[serde(rename = "mediaType")]
+        media_type: String,
+    },
+}
+
+/// A display segment: `{"type", "content"}`, the content's shape set by the type.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "content", rename_all = "snake_case")]
+pub(crate) enum Segment {
+    /// A line of text.
+    Text(String),
+    /// A unified diff of one file.
+    Diff {
+        /// The file.
+        path: String,
+        /// The diff.
+        patch: String,
+    },
+    /// An image.
+    Image {
+        /// Base64 of the image bytes.
+        data: String,
+        /// Its media type.
+        #[serde(rename = "mediaType")]
+        media_type: String,
+    },
+}
+
+/// `POST /cancel_tool_call`: the runtime cancelled a tool call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct CancelToolCall {
+    /// The thread (`group_id` of the invocation).
+    pub(crate) thread_id: String,
+    /// The call (`id` of the invocation).
+    pub(crate) tool_call_id: String,
 }
 
 /// What the `text` of a failed call holds, JSON-encoded: `{"error": {...}}`.

@@ -2,13 +2,16 @@
 //! the callback, and an undeliverable result goes to the dead-letter store. The same code runs
 //! behind the in-process queue and as the Lambda SQS worker.
 
+use crate::core::content::ToolOutput;
 use crate::core::invoke::{Call, Disposition, Invoker, Rejection, Target};
+use crate::core::refusal::Class;
 use crate::core::schema::ParameterErrors;
 use crate::core::tool::ToolError;
 use crate::rap::RapThread;
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
 use crate::rap::deliver::{Deliverer, Delivery};
 use crate::rap::job::{Job, error, rfc3339, unix_ms, unknown_operation};
+use crate::core::running::Running;
 use crate::rap::toolset::ServedToolset;
 use crate::rap::wire::{ErrorBody, ErrorText, ToolResult};
 use axum::body::Bytes;
@@ -24,6 +27,7 @@ pub(crate) struct Worker {
     deliverer: Deliverer,
     dead_letters: DeadLetters,
     tool_timeout: Option<Duration>,
+    running: Arc<Running>,
 }
 
 /// What became of a job.
@@ -71,7 +75,13 @@ impl Worker {
             deliverer,
             dead_letters,
             tool_timeout,
+            running: Arc::default(),
         }
+    }
+
+    /// The invocations this worker is running, for `/cancel_tool_call`.
+    pub(crate) fn running(&self) -> &Arc<Running> {
+        &self.running
     }
 
     /// The served toolset.
@@ -92,11 +102,16 @@ impl Worker {
                 .unwrap_or(d)
                 .max(Instant::now())
         });
-        let (outcome, text) = match self.run(&job, tool_deadline).await? {
-            Ok(value) => ("success".to_owned(), output_text(value)),
-            Err(e) => (e.kind.clone(), error_text(e)),
+        let (outcome, message) = match self.run(&job, tool_deadline).await? {
+            Ok(output) => (
+                "success".to_owned(),
+                crate::rap::result::success(&job.reply_to, output),
+            ),
+            Err(e) => (
+                e.kind.clone(),
+                ToolResult::new(&job.reply_to, error_text(e)),
+            ),
         };
-        let message = ToolResult::new(&job.reply_to, text);
         self.deliver(job, message, outcome, deadline)
             .await
             .map_err(Kept::NotRecorded)
@@ -215,7 +230,7 @@ impl Worker {
         &self,
         job: &Job,
         deadline: Option<Instant>,
-    ) -> Result<Result<Value, ErrorBody>, Kept> {
+    ) -> Result<Result<ToolOutput<Value>, ErrorBody>, Kept> {
         let operation = job.operation.as_deref();
         if let Some(rejection) = &job.rejected {
             return Ok(Err(rejection.error(operation, self.toolset.operations())));
@@ -236,21 +251,23 @@ impl Worker {
             group_id: job.reply_to.group_id.clone(),
             thread_ancestors: job.thread_ancestors.clone(),
         });
+        // `/cancel_tool_call` reaches the call through this registration while it runs.
+        let (cancellation, _registered) = self.running.start(
+            job.principal.subject.as_deref(),
+            &job.reply_to.group_id,
+            &job.reply_to.id,
+        );
+        call.cancellation = Some(cancellation);
         match self.invoker.invoke(call).await {
             Ok(outcome) if matches!(outcome.disposition, Disposition::InProgress) => {
                 Err(Kept::Duplicate)
             }
-            Ok(outcome) => Ok(outcome.result.map_err(tool_error)),
+            Ok(outcome) => {
+                let class = outcome.error_class().unwrap_or(Class::ToolError);
+                Ok(outcome.result.map_err(|e| tool_error(e, class)))
+            }
             Err(rejection) => Ok(Err(rejected(rejection))),
         }
-    }
-}
-
-/// A string output is sent as it is; any other output JSON-encoded.
-fn output_text(value: Value) -> String {
-    match value {
-        Value::String(s) => s,
-        other => other.to_string(),
     }
 }
 
@@ -258,33 +275,30 @@ fn error_text(error: ErrorBody) -> String {
     serde_json::to_string(&ErrorText { error }).expect("errors serialize")
 }
 
-/// The error result of a call the invoker refused before the tool ran.
+/// The error kind of a class, in RAP's words where they differ from the core's.
+fn kind(class: Class) -> &'static str {
+    match class {
+        Class::InvalidInput => "invalid_arguments",
+        Class::NotFound => "unknown_operation",
+        Class::Conflict => "id_reused",
+        other => other.as_str(),
+    }
+}
+
+/// The error result of a call the invoker refused before the tool ran: the core's class,
+/// user message and retry guidance, never its developer detail.
 fn rejected(rejection: Rejection) -> ErrorBody {
+    let class = rejection.class();
+    let retry_after_ms = rejection
+        .retry_after()
+        .map(|after| u64::try_from(after.as_millis()).unwrap_or(u64::MAX));
     match rejection {
         Rejection::InvalidInput(errors) => invalid_arguments(errors),
-        Rejection::Missing(missing) => error("missing_requirement", missing.user_message()),
-        Rejection::UserBinding(e) => error("unauthorized", e.user_message().to_owned()),
-        Rejection::Busy { .. } => ErrorBody {
-            can_retry: true,
-            retry_after_ms: Some(crate::core::invoke::RETRY_AFTER.as_millis() as u64),
-            ..error(
-                "busy",
-                "The tool server is busy; invoke the operation again shortly".into(),
-            )
+        other => ErrorBody {
+            can_retry: class.retryable(),
+            retry_after_ms,
+            ..error(kind(class), other.user_message())
         },
-        Rejection::KeyReused(_) => error(
-            "id_reused",
-            "This invocation id was already used for a different invocation".into(),
-        ),
-        Rejection::Store(_) => ErrorBody {
-            can_retry: true,
-            ..error(
-                "unavailable",
-                "The tool server is temporarily unavailable; try again later".into(),
-            )
-        },
-        // The toolset resolves its tools itself: a selector never reaches the invoker.
-        Rejection::Resolve(e) => error("unknown_operation", e.to_string()),
     }
 }
 
@@ -300,9 +314,9 @@ fn invalid_arguments(parameter_errors: ParameterErrors) -> ErrorBody {
 
 /// A tool failure without its developer message: that may carry internal detail (a panic
 /// text, a path), which results must not leak. It is in the call's log line instead.
-fn tool_error(e: ToolError) -> ErrorBody {
+fn tool_error(e: ToolError, class: Class) -> ErrorBody {
     ErrorBody {
-        kind: "tool_error".into(),
+        kind: kind(class).into(),
         message: e.message,
         can_retry: e.can_retry,
         retry_after_ms: e.retry_after_ms,

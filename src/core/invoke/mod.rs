@@ -7,30 +7,32 @@
 
 mod requirements;
 mod run;
+mod watch;
 
+pub(crate) use crate::core::refusal::{RETRY_AFTER, Rejection};
 pub(crate) use requirements::Missing;
 
-use crate::core::idempotency::{
-    Claim, Fingerprinted, Idempotency, StoreError, StoredOutcome, fingerprint, scoped_key,
-};
-use crate::core::principal::{BindError, Principal};
-use crate::core::registry::{RegisteredTool, Registry, ResolveError};
+use crate::core::content::ToolOutput;
+use crate::core::idempotency::{Claim, Fingerprinted, Idempotency, StoredOutcome, fingerprint, scoped_key};
+use crate::core::principal::Principal;
+use crate::core::refusal::Class;
+use crate::core::registry::{RegisteredTool, Registry};
 use crate::core::schema::{ParameterErrors, WHOLE_INPUT};
 use crate::core::secrets::Secrets;
-use crate::core::tool::{Secret, ToolContext, ToolError};
+use crate::core::tool::{Cancellation, Secret, ToolContext, ToolError};
 use http::Extensions;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::sync::{Semaphore, SemaphorePermit};
+use watch::{Held, Watch};
 
-/// How long a claim is held when a call has no time limit.
+/// How long a claim is held when a call has no deadline.
 const UNBOUNDED_HOLD: Duration = Duration::from_secs(15 * 60);
-/// Added to a call's time limit for the in-progress hold, to cover storing the outcome.
+/// Added to the time left before a call's deadline for the in-progress hold, to cover storing
+/// the outcome.
 const HOLD_MARGIN: Duration = Duration::from_secs(5);
-/// What a duplicate of a running call, or a call refused for want of a slot, is told to wait.
-pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(1);
-/// The longest a call without a time limit waits for a free slot.
+/// The longest a call without a deadline waits for a free slot.
 const MAX_SLOT_WAIT: Duration = Duration::from_secs(30);
 
 /// Which tool a call is for.
@@ -38,8 +40,8 @@ const MAX_SLOT_WAIT: Duration = Duration::from_secs(30);
 pub(crate) enum Target {
     /// A selector to resolve: `Name`, `Name@x.y.z` or `Name@x` (dotted or listing name).
     Id(String),
-    /// A tool the adapter resolved itself (the async protocol serves pinned versions).
-    #[cfg_attr(not(feature = "rap"), allow(dead_code))]
+    /// A tool the adapter resolved itself (MCP, RAP and AgentCore serve one version of each).
+    #[cfg_attr(not(any(feature = "rap", feature = "mcp")), allow(dead_code))]
     Tool(Arc<RegisteredTool>),
 }
 
@@ -68,6 +70,9 @@ pub(crate) struct Call {
     pub(crate) deadline: Option<Instant>,
     /// The protocol's own time limit, instead of the invoker's.
     pub(crate) timeout: Option<Option<Duration>>,
+    /// The protocol's cancellation signal for this call (RAP `/cancel_tool_call`, MCP
+    /// `notifications/cancelled`); `None`: the call gets a signal of its own.
+    pub(crate) cancellation: Option<Cancellation>,
     /// Protocol metadata for the tool ([`ToolContext::extension`]).
     pub(crate) extensions: Extensions,
 }
@@ -87,6 +92,7 @@ impl Call {
             secrets: Vec::new(),
             deadline: None,
             timeout: None,
+            cancellation: None,
             extensions: Extensions::new(),
         }
     }
@@ -100,11 +106,23 @@ pub(crate) struct Outcome {
     /// The tool that ran.
     pub(crate) tool: Arc<RegisteredTool>,
     /// The output, or why the tool failed.
-    pub(crate) result: Result<Value, ToolError>,
+    pub(crate) result: Result<ToolOutput<Value>, ToolError>,
     /// Time spent in the tool (of the original run, for a replay).
     pub(crate) duration: Duration,
     /// Whether the tool ran for this call.
     pub(crate) disposition: Disposition,
+}
+
+impl Outcome {
+    /// The class of a failed result (`None` on success).
+    pub(crate) fn error_class(&self) -> Option<Class> {
+        self.result.as_ref().err()?;
+        Some(match &self.disposition {
+            Disposition::Ran(logged) => logged.class.unwrap_or(Class::ToolError),
+            Disposition::Replayed => Class::ToolError,
+            Disposition::InProgress => Class::Busy,
+        })
+    }
 }
 
 /// Whether the tool ran for this call.
@@ -116,55 +134,6 @@ pub(crate) enum Disposition {
     Replayed,
     /// An earlier call with the same key is still running it; the result says to retry.
     InProgress,
-}
-
-/// Why a call was refused before its tool ran.
-#[derive(Debug)]
-pub(crate) enum Rejection {
-    /// The tool selector names no tool.
-    Resolve(ResolveError),
-    /// The user id cannot be bound to the caller.
-    UserBinding(BindError),
-    /// A requirement of the tool is not met.
-    Missing(Missing),
-    /// The input does not fit the tool.
-    InvalidInput(ParameterErrors),
-    /// The call id was used before for another tool, input or user.
-    KeyReused(String),
-    /// The idempotency store could not answer.
-    Store(StoreError),
-    /// Every execution slot stayed taken for as long as the call could wait.
-    Busy {
-        /// The call id (the caller's, or the one generated for the call).
-        call_id: String,
-    },
-}
-
-impl Rejection {
-    /// How the rejection is labelled in the call's log line.
-    fn label(&self) -> &'static str {
-        match self {
-            Self::InvalidInput(_) => "invalid_input",
-            Self::Busy { .. } => "busy",
-            _ => "rejected",
-        }
-    }
-
-    /// What the log line says of it (ids and kinds, never a value).
-    fn reason(&self) -> String {
-        match self {
-            Self::Resolve(e) => e.to_string(),
-            Self::UserBinding(e) => e.developer_message().to_owned(),
-            Self::Missing(m) => m.developer_message(),
-            Self::InvalidInput(errors) => {
-                let names: Vec<&str> = errors.keys().map(String::as_str).collect();
-                format!("invalid parameters: {}", names.join(", "))
-            }
-            Self::KeyReused(_) => "the call id was used for another call".into(),
-            Self::Store(e) => e.to_string(),
-            Self::Busy { .. } => "no free execution slot (OXP_MAX_CONCURRENT_CALLS)".into(),
-        }
-    }
 }
 
 /// Runs calls: one per process, shared by every protocol adapter and transport.
@@ -201,32 +170,17 @@ impl Invoker {
         &self.registry
     }
 
-    /// Runs `call`, and logs one line for it whatever happens.
+    /// Runs `call`, and logs one line for it whatever happens, even when this future is
+    /// dropped before it ends (the call is then cancelled and its claim released).
     pub(crate) async fn invoke(&self, call: Call) -> Result<Outcome, Rejection> {
-        let protocol = call.protocol;
-        let trace_id = call.trace_id.clone();
-        let requested = match &call.target {
-            Target::Id(id) => id.clone(),
-            Target::Tool(tool) => tool.id.clone(),
-        };
-        let key = call.call_id.clone();
-        let result = self.run(call).await;
-        match &result {
-            Ok(outcome) => run::log_outcome(protocol, trace_id.as_deref(), outcome),
-            Err(rejection) => tracing::info!(
-                target: "oxp::call",
-                protocol,
-                call_id = key.as_deref(),
-                trace_id = trace_id.as_deref(),
-                tool_id = %requested,
-                outcome = rejection.label(),
-                reason = %rejection.reason(),
-            ),
-        }
+        let mut watch = Watch::new(&call);
+        let result = self.run(call, &mut watch).await;
+        watch.finish(&result);
         result
     }
 
-    async fn run(&self, call: Call) -> Result<Outcome, Rejection> {
+    async fn run(&self, call: Call, watch: &mut Watch) -> Result<Outcome, Rejection> {
+        let arrived = Instant::now();
         let tool = match call.target {
             Target::Tool(tool) => tool,
             Target::Id(id) => self
@@ -235,6 +189,13 @@ impl Invoker {
                 .map_err(Rejection::Resolve)?
                 .clone(),
         };
+        // One deadline for the whole call: the slot wait, the claim and the run share it.
+        let deadline = deadline_of(
+            arrived,
+            call.deadline,
+            call.timeout.unwrap_or(self.timeout),
+            tool.timeout,
+        );
         // Hashed before the requirements take what the tool declared: a repeat with other
         // credentials is another call.
         let keyed = call.call_id.is_some();
@@ -261,22 +222,23 @@ impl Invoker {
         let call_id = call
             .call_id
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
-        let timeout = call.timeout.unwrap_or(self.timeout);
-        let limit = run::limit(timeout, call.deadline);
-        let Some(_slot) = self.slot(limit).await else {
+        let Some(_slot) = self.slot(deadline).await else {
             return Err(Rejection::Busy { call_id });
         };
+        let cancellation = call.cancellation.unwrap_or_default();
+        watch.cancellation = Some(cancellation.clone());
         let ctx = ToolContext {
             call_id: call_id.clone(),
             trace_id: call.trace_id,
             user_id,
             authorization,
             secrets,
-            deadline: call.deadline,
+            deadline,
+            cancellation,
             extensions: call.extensions,
         };
         let Some(idem) = idempotency else {
-            return run::execute(tool, call.input, ctx, limit).await;
+            return run::execute(tool, call.input, ctx, deadline).await;
         };
         let key = scoped_key(call.protocol, call.principal.subject.as_deref(), &call_id);
         let credentials = credentials.unwrap_or_default();
@@ -290,7 +252,9 @@ impl Invoker {
             input: &call.input,
             credentials: &credentials,
         });
-        let hold = limit.map_or(UNBOUNDED_HOLD, |l| l + HOLD_MARGIN);
+        let hold = deadline.map_or(UNBOUNDED_HOLD, |d| {
+            d.saturating_duration_since(Instant::now()) + HOLD_MARGIN
+        });
         match idem
             .store
             .claim(&key, &print, hold)
@@ -324,39 +288,75 @@ impl Invoker {
             }
             Claim::Conflict => return Err(Rejection::KeyReused(call_id)),
         }
-        let outcome = match run::execute(tool, call.input, ctx, limit).await {
-            Ok(outcome) => outcome,
-            Err(rejection) => {
-                let _ = idem.store.release(&key, &print).await;
-                return Err(rejection);
+        watch.claim = Some(Held {
+            store: idem.store.clone(),
+            key,
+            print,
+        });
+        let cancelled = ctx.cancellation.clone();
+        let executed = run::execute(tool, call.input, ctx, deadline).await;
+        let held = watch.claim.as_ref().expect("claimed above");
+        // A cancelled call, a retryable failure and a rejection leave nothing to replay: the
+        // same call id may run again at once.
+        let stored = match &executed {
+            Ok(outcome) if !cancelled.is_cancelled() && !retryable(&outcome.result) => {
+                let record = StoredOutcome::new(&outcome.result, outcome.duration);
+                match idem
+                    .store
+                    .complete(&held.key, &held.print, &record, idem.keep)
+                    .await
+                {
+                    Ok(()) => Ok(()),
+                    // Not stored (say, over the store's item size): freed rather than left
+                    // "in progress" until the hold runs out.
+                    Err(e) => {
+                        let _ = held.store.release(&held.key, &held.print).await;
+                        Err(e)
+                    }
+                }
             }
+            _ => held.store.release(&held.key, &held.print).await,
         };
-        let stored = match &outcome.result {
-            Err(e) if e.can_retry => idem.store.release(&key, &print).await,
-            result => {
-                let record = StoredOutcome::new(result, outcome.duration);
-                idem.store.complete(&key, &print, &record, idem.keep).await
-            }
-        };
-        if let Err(e) = stored {
+        watch.claim = None;
+        if let (Err(e), Ok(outcome)) = (stored, &executed) {
             // The caller still gets the answer; only a later repeat may run the tool again.
             tracing::warn!(target: "oxp::call", call_id = %outcome.call_id, error = %e, "outcome not stored");
         }
-        Ok(outcome)
+        executed
     }
 
-    /// A slot of the pool: at once when one is free, else within the call's time limit (or
-    /// [`MAX_SLOT_WAIT`] without one). `None`: none came free in time.
-    async fn slot(&self, limit: Option<Duration>) -> Option<SemaphorePermit<'_>> {
+    /// A slot of the pool: at once when one is free, else until the call's deadline (or
+    /// [`MAX_SLOT_WAIT`] at most). `None`: none came free in time.
+    async fn slot(&self, deadline: Option<Instant>) -> Option<SemaphorePermit<'_>> {
         if let Ok(slot) = self.slots.try_acquire() {
             return Some(slot);
         }
-        let wait = limit.unwrap_or(MAX_SLOT_WAIT).min(MAX_SLOT_WAIT);
-        tokio::time::timeout(wait, self.slots.acquire())
+        let longest = Instant::now() + MAX_SLOT_WAIT;
+        let until = deadline.map_or(longest, |d| d.min(longest));
+        tokio::time::timeout_at(until.into(), self.slots.acquire())
             .await
             .ok()?
             .ok()
     }
+}
+
+/// The call's deadline: the first of the transport's and `arrived` plus each time limit.
+fn deadline_of(
+    arrived: Instant,
+    transport: Option<Instant>,
+    server: Option<Duration>,
+    tool: Option<Duration>,
+) -> Option<Instant> {
+    [server, tool]
+        .into_iter()
+        .flatten()
+        .filter_map(|limit| arrived.checked_add(limit))
+        .chain(transport)
+        .min()
+}
+
+fn retryable(result: &Result<ToolOutput<Value>, ToolError>) -> bool {
+    result.as_ref().is_err_and(|e| e.can_retry)
 }
 
 /// The client's tokens and secrets, tagged so a token and a secret of one id differ.

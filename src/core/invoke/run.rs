@@ -1,35 +1,43 @@
-//! Running a resolved tool on validated input: the time limit, panic isolation, output
-//! checking, and the log line of a call that reached its tool.
+//! Running a resolved tool on validated input until its deadline or its cancellation, with
+//! panic isolation and output checking, and the log line of a call that reached its tool.
 
 use super::{Disposition, Outcome, Rejection};
+use crate::core::content::{ToolOutput, check_bounds};
+use crate::core::refusal::Class;
 use crate::core::registry::{HandlerError, RegisteredTool};
 use crate::core::schema::{ParameterErrors, WHOLE_INPUT};
-use crate::core::tool::{ToolContext, ToolError};
+use crate::core::tool::{Cancellation, ToolContext, ToolError};
 use futures_util::FutureExt;
 use serde_json::Value;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-/// The time limit of a call: its timeout and the transport deadline, whichever is first.
-pub(super) fn limit(timeout: Option<Duration>, deadline: Option<Instant>) -> Option<Duration> {
-    let remaining = deadline.map(|d| d.saturating_duration_since(Instant::now()));
-    match (timeout, remaining) {
-        (Some(t), Some(r)) => Some(t.min(r)),
-        (t, r) => t.or(r),
-    }
-}
+/// How long a tool may take to return once its call is cancelled, before it is dropped: long
+/// enough to stop cleanly and say what it did, short enough that the caller hears soon.
+pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
 /// How a tool run failed, before it becomes the [`ToolError`] the caller sees.
 enum Failure {
     Tool(ToolError),
     Panic(String),
     InvalidOutput(String),
-    Timeout(Duration),
+    Timeout,
+    Cancelled,
 }
 
 impl Failure {
-    fn into_tool_error(self, tool: &RegisteredTool) -> ToolError {
+    fn class(&self) -> Class {
+        match self {
+            Self::Tool(_) => Class::ToolError,
+            Self::Panic(_) => Class::Internal,
+            Self::InvalidOutput(_) => Class::InvalidOutput,
+            Self::Timeout => Class::Timeout,
+            Self::Cancelled => Class::Cancelled,
+        }
+    }
+
+    fn into_tool_error(self, tool: &RegisteredTool, ran: Duration) -> ToolError {
         match self {
             Failure::Tool(e) => e,
             // The panic text may hold anything the tool had (a path, a query, a secret): it goes
@@ -37,18 +45,22 @@ impl Failure {
             Failure::Panic(_) => ToolError::new("The tool failed unexpectedly").developer_message(
                 format!("tool {} panicked; the panic is in the server log", tool.id),
             ),
+            // `why` names paths, keywords and sizes, never a value of the output.
             Failure::InvalidOutput(why) => ToolError::new("The tool returned an invalid result")
+                .developer_message(format!("the output of {} is not valid: {why}", tool.id)),
+            Failure::Timeout => ToolError::new("The tool did not finish in time")
                 .developer_message(format!(
-                    "the output of {} does not conform to its output_schema: {why}",
-                    tool.id
-                )),
-            Failure::Timeout(limit) => ToolError::new("The tool did not finish in time")
-                .developer_message(format!(
-                    "{} was cancelled after {} ms",
+                    "{} was stopped at the call's deadline after running {} ms",
                     tool.id,
-                    limit.as_millis()
+                    ran.as_millis()
                 ))
                 .retryable(),
+            Failure::Cancelled => ToolError::new("The call was cancelled before the tool finished")
+                .developer_message(format!(
+                    "{} was cancelled and did not return within {} ms",
+                    tool.id,
+                    CANCEL_GRACE.as_millis()
+                )),
         }
     }
 }
@@ -56,11 +68,36 @@ impl Failure {
 /// What a tool run ended in, as it is logged (a panic or invalid output with its detail).
 #[derive(Debug)]
 pub(crate) struct Logged {
-    label: &'static str,
+    /// The failure's class; `None` on success.
+    pub(crate) class: Option<Class>,
     detail: Option<String>,
 }
 
-/// Runs `tool` on validated `input` within `limit`.
+/// Why a run was stopped from outside.
+enum Stop {
+    Deadline,
+    Cancelled,
+}
+
+/// Completes at the deadline, or a grace period after the cancellation fired.
+async fn stop(deadline: Option<Instant>, cancellation: &Cancellation) -> Stop {
+    let at_deadline = async {
+        match deadline {
+            Some(at) => tokio::time::sleep_until(at.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    let after_grace = async {
+        cancellation.cancelled().await;
+        tokio::time::sleep(CANCEL_GRACE).await;
+    };
+    tokio::select! {
+        () = at_deadline => Stop::Deadline,
+        () = after_grace => Stop::Cancelled,
+    }
+}
+
+/// Runs `tool` on validated `input` until `deadline`.
 ///
 /// `Err` only when a typed handler could not read input the schema accepted (the schema is
 /// looser than the input type): that is an input error, reported like a validation failure.
@@ -68,56 +105,48 @@ pub(super) async fn execute(
     tool: Arc<RegisteredTool>,
     input: Value,
     ctx: ToolContext,
-    limit: Option<Duration>,
+    deadline: Option<Instant>,
 ) -> Result<Outcome, Rejection> {
     let call_id = ctx.call_id.clone();
+    let cancellation = ctx.cancellation.clone();
     let run = AssertUnwindSafe((tool.handler)(input, ctx)).catch_unwind();
     let start = Instant::now();
-    let raw = match limit {
-        Some(limit) => tokio::time::timeout(limit, run).await.map_err(|_| limit),
-        None => Ok(run.await),
+    let raw = tokio::select! {
+        biased;
+        done = run => Ok(done),
+        stopped = stop(deadline, &cancellation) => Err(stopped),
     };
     let duration = start.elapsed();
     let result = match raw {
-        Err(limit) => Err(Failure::Timeout(limit)),
+        Err(Stop::Deadline) => {
+            // Tasks the tool spawned with a clone of the signal stop too.
+            cancellation.cancel();
+            Err(Failure::Timeout)
+        }
+        Err(Stop::Cancelled) => Err(Failure::Cancelled),
         Ok(Err(panic)) => Err(Failure::Panic(panic_text(panic.as_ref()))),
         Ok(Ok(Err(HandlerError::InvalidInput(why)))) => {
             let errors: ParameterErrors = [(WHOLE_INPUT.to_owned(), why)].into();
             return Err(Rejection::InvalidInput(errors));
         }
         Ok(Ok(Err(HandlerError::Tool(e)))) => Err(Failure::Tool(e)),
-        Ok(Ok(Ok(value))) => match &tool.output_validator {
-            Some(v) => v
-                .check_output(&value)
-                .map(|()| value)
-                .map_err(Failure::InvalidOutput),
-            // A tool that declares no output answers null whatever it returned.
-            None => Ok(Value::Null),
-        },
+        Ok(Ok(Ok(output))) => checked(&tool, output).map_err(Failure::InvalidOutput),
     };
     let logged = match &result {
         Ok(_) => Logged {
-            label: "success",
+            class: None,
             detail: None,
         },
-        Err(Failure::Tool(_)) => Logged {
-            label: "tool_error",
-            detail: None,
-        },
-        Err(Failure::Panic(text)) => Logged {
-            label: "panic",
-            detail: Some(text.clone()),
-        },
-        Err(Failure::InvalidOutput(why)) => Logged {
-            label: "invalid_output",
-            detail: Some(why.clone()),
-        },
-        Err(Failure::Timeout(_)) => Logged {
-            label: "timeout",
-            detail: None,
+        Err(failure) => Logged {
+            class: Some(failure.class()),
+            detail: match failure {
+                Failure::Panic(text) => Some(text.clone()),
+                Failure::InvalidOutput(why) => Some(why.clone()),
+                _ => None,
+            },
         },
     };
-    let result = result.map_err(|f| f.into_tool_error(&tool));
+    let result = result.map_err(|f| f.into_tool_error(&tool, duration));
     Ok(Outcome {
         call_id,
         tool,
@@ -127,10 +156,29 @@ pub(super) async fn execute(
     })
 }
 
+/// The output as answered: its value checked against the output schema (a tool that declares
+/// no output answers null whatever it returned), its content within bounds.
+fn checked(tool: &RegisteredTool, output: ToolOutput<Value>) -> Result<ToolOutput<Value>, String> {
+    let value = match &tool.output_validator {
+        Some(v) => v.check_output(&output.value).map(|()| output.value)?,
+        None => Value::Null,
+    };
+    let output = ToolOutput {
+        value,
+        content: output.content,
+        display_as: output.display_as,
+    };
+    check_bounds(&output)?;
+    Ok(output)
+}
+
 /// The log line of a call that reached its tool (or a stored outcome of it).
 pub(super) fn log_outcome(protocol: &str, trace_id: Option<&str>, outcome: &Outcome) {
     let (label, detail) = match &outcome.disposition {
-        Disposition::Ran(logged) => (logged.label, logged.detail.as_deref()),
+        Disposition::Ran(logged) => (
+            logged.class.map_or("success", Class::as_str),
+            logged.detail.as_deref(),
+        ),
         Disposition::Replayed => ("replayed", None),
         Disposition::InProgress => ("in_progress", None),
     };

@@ -1,0 +1,109 @@
+//! What a call leaves behind if it never finishes: the invoker's future can be dropped at any
+//! await (an HTTP caller that goes away drops the request's future), and then nobody would log
+//! the call, tell the tool's helpers to stop, or free its idempotency claim. [`Watch`] does, in
+//! its `Drop`; a call that ends normally disarms it with [`Watch::finish`].
+
+use super::{Call, Outcome, Rejection, Target, run};
+use crate::core::idempotency::IdempotencyStore;
+use crate::core::tool::Cancellation;
+use std::sync::Arc;
+
+/// An idempotency claim this call holds, to release if the call is abandoned.
+pub(super) struct Held {
+    pub(super) store: Arc<dyn IdempotencyStore>,
+    pub(super) key: String,
+    pub(super) print: String,
+}
+
+/// The one log line of a call, and its clean-up if it is abandoned.
+pub(super) struct Watch {
+    protocol: &'static str,
+    trace_id: Option<String>,
+    requested: Requested,
+    call_id: Option<String>,
+    /// The call's signal, once the call has one.
+    pub(super) cancellation: Option<Cancellation>,
+    /// The claim, between claiming and storing the outcome.
+    pub(super) claim: Option<Held>,
+    done: bool,
+}
+
+/// The tool as the call named it, for the log line.
+enum Requested {
+    Id(String),
+    Tool(Arc<crate::core::registry::RegisteredTool>),
+}
+
+impl Watch {
+    /// Watches `call` (the log line's fields are copied before the call is consumed).
+    pub(super) fn new(call: &Call) -> Self {
+        Self {
+            protocol: call.protocol,
+            trace_id: call.trace_id.clone(),
+            requested: match &call.target {
+                Target::Id(id) => Requested::Id(id.clone()),
+                Target::Tool(tool) => Requested::Tool(tool.clone()),
+            },
+            call_id: call.call_id.clone(),
+            cancellation: None,
+            claim: None,
+            done: false,
+        }
+    }
+
+    /// The call ended with `result`: writes its log line.
+    pub(super) fn finish(mut self, result: &Result<Outcome, Rejection>) {
+        self.done = true;
+        match result {
+            Ok(outcome) => run::log_outcome(self.protocol, self.trace_id.as_deref(), outcome),
+            Err(rejection) => tracing::info!(
+                target: "oxp::call",
+                protocol = self.protocol,
+                call_id = self.call_id.as_deref(),
+                trace_id = self.trace_id.as_deref(),
+                tool_id = %self.tool_id(),
+                outcome = rejection.class().as_str(),
+                reason = %rejection.developer_detail(),
+            ),
+        }
+    }
+
+    fn tool_id(&self) -> &str {
+        match &self.requested {
+            Requested::Id(id) => id,
+            Requested::Tool(tool) => &tool.id,
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        if self.done {
+            return;
+        }
+        // The tool's future is gone with the call's; clones of the signal it handed to tasks
+        // of its own learn it here.
+        if let Some(cancellation) = &self.cancellation {
+            cancellation.cancel();
+        }
+        // Freed at once, so a retry with the same call id runs instead of waiting out the hold.
+        if let Some(held) = self.claim.take()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            runtime.spawn(async move {
+                if let Err(e) = held.store.release(&held.key, &held.print).await {
+                    tracing::warn!(target: "oxp::call", error = %e, "claim of an abandoned call not released");
+                }
+            });
+        }
+        tracing::info!(
+            target: "oxp::call",
+            protocol = self.protocol,
+            call_id = self.call_id.as_deref(),
+            trace_id = self.trace_id.as_deref(),
+            tool_id = %self.tool_id(),
+            outcome = "cancelled",
+            reason = "the caller went away before the call ended",
+        );
+    }
+}

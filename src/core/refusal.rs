@@ -1,0 +1,224 @@
+//! One classification of everything that keeps a call from a normal result: the invoker's
+//! refusals before a tool runs ([`Rejection`]) and the ways a run can fail. Each knows its
+//! [`Class`], whether and when to retry, its message for the user (and the model), and its
+//! detail for developers. Adapters only format: the developer detail goes to logs and OXP's
+//! `developer_message`, never into text a model reads.
+
+use crate::core::invoke::Missing;
+use crate::core::naming;
+use crate::core::principal::BindError;
+use crate::core::registry::ResolveError;
+use crate::core::schema::ParameterErrors;
+use crate::core::secrets::SecretErrorKind;
+use std::time::Duration;
+
+/// What a duplicate of a running call, or a call refused for want of a slot, is told to wait.
+pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// The class of a call that did not end in a normal result, as every protocol and the log line
+/// name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// The tool (or that version of it) does not exist.
+    NotFound,
+    /// The request or the input is malformed or invalid.
+    InvalidInput,
+    /// A requirement of the tool (a secret, a token, a user id) was not supplied.
+    MissingRequirement,
+    /// The caller may not make this call (for example for that user).
+    Unauthorized,
+    /// The call id was used before for another call.
+    Conflict,
+    /// No execution slot came free in time.
+    Busy,
+    /// The caller is over its rate limit.
+    RateLimited,
+    /// A dependency of the server (a secret store, the idempotency store) did not answer.
+    Unavailable,
+    /// The tool itself reported a failure.
+    ToolError,
+    /// The tool did not finish before the call's deadline.
+    Timeout,
+    /// The call was cancelled before the tool finished.
+    Cancelled,
+    /// The tool panicked, or its output could not be serialized.
+    Internal,
+    /// The tool's output does not fit its output schema or the result bounds.
+    InvalidOutput,
+}
+
+impl Class {
+    /// The snake_case name, as logs and RAP error kinds carry it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::NotFound => "not_found",
+            Self::InvalidInput => "invalid_input",
+            Self::MissingRequirement => "missing_requirement",
+            Self::Unauthorized => "unauthorized",
+            Self::Conflict => "conflict",
+            Self::Busy => "busy",
+            Self::RateLimited => "rate_limited",
+            Self::Unavailable => "unavailable",
+            Self::ToolError => "tool_error",
+            Self::Timeout => "timeout",
+            Self::Cancelled => "cancelled",
+            Self::Internal => "internal",
+            Self::InvalidOutput => "invalid_output",
+        }
+    }
+
+    /// Whether the same call may succeed if made again later, unchanged.
+    pub fn retryable(self) -> bool {
+        matches!(
+            self,
+            Self::Busy | Self::RateLimited | Self::Unavailable | Self::Timeout
+        )
+    }
+}
+
+/// Why a call was refused before its tool ran.
+#[derive(Debug)]
+pub(crate) enum Rejection {
+    /// The tool selector names no tool.
+    Resolve(ResolveError),
+    /// The user id cannot be bound to the caller.
+    UserBinding(BindError),
+    /// A requirement of the tool is not met.
+    Missing(Missing),
+    /// The input does not fit the tool.
+    InvalidInput(ParameterErrors),
+    /// The call id was used before for another tool, input or user.
+    KeyReused(String),
+    /// The idempotency store could not answer.
+    Store(crate::core::idempotency::StoreError),
+    /// Every execution slot stayed taken for as long as the call could wait.
+    Busy {
+        /// The call id (the caller's, or the one generated for the call).
+        call_id: String,
+    },
+}
+
+impl Rejection {
+    /// The class.
+    pub(crate) fn class(&self) -> Class {
+        match self {
+            Self::Resolve(ResolveError::Malformed { .. }) => Class::InvalidInput,
+            Self::Resolve(_) => Class::NotFound,
+            Self::UserBinding(_) => Class::Unauthorized,
+            Self::Missing(Missing::Unavailable(e))
+                if matches!(
+                    e.kind,
+                    SecretErrorKind::Throttled | SecretErrorKind::Unreachable
+                ) =>
+            {
+                Class::Unavailable
+            }
+            Self::Missing(_) => Class::MissingRequirement,
+            Self::InvalidInput(_) => Class::InvalidInput,
+            Self::KeyReused(_) => Class::Conflict,
+            Self::Store(_) => Class::Unavailable,
+            Self::Busy { .. } => Class::Busy,
+        }
+    }
+
+    /// How long to wait before retrying, for a retryable refusal.
+    pub(crate) fn retry_after(&self) -> Option<Duration> {
+        self.class().retryable().then_some(RETRY_AFTER)
+    }
+
+    /// The message for the user and the model: names ids and kinds, never a value or an
+    /// internal detail.
+    pub(crate) fn user_message(&self) -> String {
+        match self {
+            Self::Resolve(e) => unresolved(e),
+            Self::UserBinding(e) => e.user_message().to_owned(),
+            Self::Missing(m) => m.user_message(),
+            Self::InvalidInput(_) => "Some input parameters are invalid".into(),
+            Self::KeyReused(_) => "This call ID was already used for a different call".into(),
+            Self::Store(_) => "The tool server is temporarily unavailable; try again later".into(),
+            Self::Busy { .. } => "The tool server is busy; try again shortly".into(),
+        }
+    }
+
+    /// The detail for developers and logs (ids and kinds, never a secret or an input value).
+    pub(crate) fn developer_detail(&self) -> String {
+        match self {
+            Self::Resolve(e) => e.to_string(),
+            Self::UserBinding(e) => e.developer_message().to_owned(),
+            Self::Missing(m) => m.developer_message(),
+            Self::InvalidInput(errors) => {
+                let names: Vec<&str> = errors.keys().map(String::as_str).collect();
+                format!("invalid parameters: {}", names.join(", "))
+            }
+            Self::KeyReused(key) => format!(
+                "call_id '{key}' was used with another tool, input or user; use a new call_id"
+            ),
+            Self::Store(e) => e.to_string(),
+            Self::Busy { .. } => {
+                "no free execution slot within the time limit (OXP_MAX_CONCURRENT_CALLS)".into()
+            }
+        }
+    }
+}
+
+/// The user-facing message of a tool selector that resolved to nothing: tools are named by
+/// their listing name, as every protocol lists them.
+fn unresolved(e: &ResolveError) -> String {
+    match e {
+        ResolveError::Malformed { tool_id, .. } => format!("Tool ID '{tool_id}' is not valid"),
+        ResolveError::UnknownTool { name, .. } => {
+            format!("Tool '{}' was not found", naming::listing_name(name))
+        }
+        ResolveError::UnknownVersion { listing_name, .. } => {
+            format!("Tool '{listing_name}' was not found")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::idempotency::StoreError;
+
+    #[test]
+    fn a_store_failure_is_retryable_everywhere_and_its_detail_stays_out_of_the_message() {
+        let r = Rejection::Store(StoreError("AccessDeniedException: arn:aws:iam::1:role/x".into()));
+        assert_eq!(r.class(), Class::Unavailable);
+        assert_eq!(r.retry_after(), Some(RETRY_AFTER));
+        assert!(!r.user_message().contains("arn:"));
+        assert!(r.developer_detail().contains("arn:"));
+    }
+
+    #[test]
+    fn only_transient_classes_are_retryable() {
+        for class in [Class::Busy, Class::RateLimited, Class::Unavailable, Class::Timeout] {
+            assert!(class.retryable(), "{class:?}");
+        }
+        for class in [
+            Class::NotFound,
+            Class::InvalidInput,
+            Class::MissingRequirement,
+            Class::Unauthorized,
+            Class::Conflict,
+            Class::ToolError,
+            Class::Cancelled,
+            Class::Internal,
+            Class::InvalidOutput,
+        ] {
+            assert!(!class.retryable(), "{class:?}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_version_is_not_found_and_named_by_its_listing_name() {
+        let r = Rejection::Resolve(ResolveError::UnknownVersion {
+            name: "Calculator.Add".into(),
+            listing_name: "Calculator_Add".into(),
+            version: semver::Version::new(2, 0, 0),
+            available: "1.0.0".into(),
+        });
+        assert_eq!(r.class(), Class::NotFound);
+        assert_eq!(r.user_message(), "Tool 'Calculator_Add' was not found");
+        assert!(r.developer_detail().contains("1.0.0"));
+    }
+}
