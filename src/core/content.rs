@@ -355,8 +355,10 @@ mod tests {
 
     #[test]
     fn an_output_over_a_bound_is_refused_naming_sizes_only() {
-        let big = ToolOutput::new(Value::Null)
-            .content(Content::image(vec![7u8; MAX_CONTENT_BYTES + 1], "image/png"));
+        let big = ToolOutput::new(Value::Null).content(Content::image(
+            vec![7u8; MAX_CONTENT_BYTES + 1],
+            "image/png",
+        ));
         let why = check_bounds(&big).unwrap_err();
         assert!(why.contains("at most"), "{why}");
         let many = ToolOutput {

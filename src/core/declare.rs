@@ -272,8 +272,7 @@ impl ToolBuilder {
         if let Some(object) = input_schema.as_object_mut() {
             object.remove("description");
         }
-        let output_schema =
-            schema_for::<O::Value>(SchemaSettings::draft2020_12().for_serialize());
+        let output_schema = schema_for::<O::Value>(SchemaSettings::draft2020_12().for_serialize());
         let output_schema =
             (output_schema != serde_json::json!({"type": "null"})).then_some(output_schema);
         let f = Arc::new(f);
@@ -304,7 +303,12 @@ impl ToolBuilder {
     }
 
     /// Finishes with a handler over raw JSON and hand-written schemas (`None`: no output).
-    pub fn raw_handler<F, Fut>(self, input_schema: Value, output_schema: Option<Value>, f: F) -> Tool
+    pub fn raw_handler<F, Fut>(
+        self,
+        input_schema: Value,
+        output_schema: Option<Value>,
+        f: F,
+    ) -> Tool
     where
         F: Fn(Value, ToolContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,

@@ -182,7 +182,9 @@ mod tests {
 
     #[test]
     fn a_store_failure_is_retryable_everywhere_and_its_detail_stays_out_of_the_message() {
-        let r = Rejection::Store(StoreError("AccessDeniedException: arn:aws:iam::1:role/x".into()));
+        let r = Rejection::Store(StoreError(
+            "AccessDeniedException: arn:aws:iam::1:role/x".into(),
+        ));
         assert_eq!(r.class(), Class::Unavailable);
         assert_eq!(r.retry_after(), Some(RETRY_AFTER));
         assert!(!r.user_message().contains("arn:"));
@@ -191,7 +193,12 @@ mod tests {
 
     #[test]
     fn only_transient_classes_are_retryable() {
-        for class in [Class::Busy, Class::RateLimited, Class::Unavailable, Class::Timeout] {
+        for class in [
+            Class::Busy,
+            Class::RateLimited,
+            Class::Unavailable,
+            Class::Timeout,
+        ] {
             assert!(class.retryable(), "{class:?}");
         }
         for class in [

@@ -25,11 +25,7 @@ impl Running {
         scope: &str,
         id: &str,
     ) -> (Cancellation, Registered) {
-        let key = (
-            subject.map(str::to_owned),
-            scope.to_owned(),
-            id.to_owned(),
-        );
+        let key = (subject.map(str::to_owned), scope.to_owned(), id.to_owned());
         // A duplicate of a running invocation shares its signal and leaves its registration.
         let mut calls = self.lock();
         if let Some(running) = calls.get(&key) {
@@ -55,11 +51,7 @@ impl Running {
 
     /// Cancels the call, if it runs here for this caller. Whether it did.
     pub(crate) fn cancel(&self, subject: Option<&str>, scope: &str, id: &str) -> bool {
-        let key = (
-            subject.map(str::to_owned),
-            scope.to_owned(),
-            id.to_owned(),
-        );
+        let key = (subject.map(str::to_owned), scope.to_owned(), id.to_owned());
         match self.lock().get(&key) {
             Some(cancellation) => {
                 cancellation.cancel();
@@ -104,6 +96,9 @@ mod tests {
         assert!(running.cancel(Some("alice"), "t1", "c1"));
         assert!(signal.is_cancelled());
         drop(registered);
-        assert!(!running.cancel(Some("alice"), "t1", "c1"), "forgotten once done");
+        assert!(
+            !running.cancel(Some("alice"), "t1", "c1"),
+            "forgotten once done"
+        );
     }
 }

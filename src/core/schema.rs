@@ -234,9 +234,7 @@ mod tests {
             "properties": {"token": {"type": "string", "pattern": "^[a-z]+$"}}
         }))
         .unwrap();
-        let why = s
-            .check_output(&json!({"token": "SECRET-123"}))
-            .unwrap_err();
+        let why = s.check_output(&json!({"token": "SECRET-123"})).unwrap_err();
         assert_eq!(why, "token: fails `pattern`");
         assert!(!why.contains("SECRET"));
     }

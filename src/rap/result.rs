@@ -32,8 +32,8 @@ pub(crate) fn success(to: &ReplyTo, output: ToolOutput<Value>) -> ToolResult {
     }
     let mut message = ToolResult::new(to, text);
     message.content = (!items.is_empty()).then_some(items);
-    message.display_as = (!output.display_as.is_empty())
-        .then(|| output.display_as.iter().map(segment).collect());
+    message.display_as =
+        (!output.display_as.is_empty()).then(|| output.display_as.iter().map(segment).collect());
     message
 }
 

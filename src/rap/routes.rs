@@ -12,9 +12,7 @@ use crate::core::principal::Principal;
 use crate::rap::Rap;
 use crate::rap::job::{Job, Rejection, error, rfc3339};
 use crate::rap::queue::EnqueueError;
-use crate::rap::wire::{
-    CancelToolCall, CloseThread, ErrorBody, ErrorText, MAX_ID_CHARS, ReplyTo,
-};
+use crate::rap::wire::{CancelToolCall, CloseThread, ErrorBody, ErrorText, MAX_ID_CHARS, ReplyTo};
 use crate::server::{StrippedPrefix, guard, json, json_only, json_response, only};
 use axum::body::Bytes;
 use axum::extract::State;

@@ -5,13 +5,13 @@
 use crate::core::content::ToolOutput;
 use crate::core::invoke::{Call, Disposition, Invoker, Rejection, Target};
 use crate::core::refusal::Class;
+use crate::core::running::Running;
 use crate::core::schema::ParameterErrors;
 use crate::core::tool::ToolError;
 use crate::rap::RapThread;
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
 use crate::rap::deliver::{Deliverer, Delivery};
 use crate::rap::job::{Job, error, rfc3339, unix_ms, unknown_operation};
-use crate::core::running::Running;
 use crate::rap::toolset::ServedToolset;
 use crate::rap::wire::{ErrorBody, ErrorText, ToolResult};
 use axum::body::Bytes;

@@ -13,7 +13,9 @@ pub(crate) use crate::core::refusal::{RETRY_AFTER, Rejection};
 pub(crate) use requirements::Missing;
 
 use crate::core::content::ToolOutput;
-use crate::core::idempotency::{Claim, Fingerprinted, Idempotency, StoredOutcome, fingerprint, scoped_key};
+use crate::core::idempotency::{
+    Claim, Fingerprinted, Idempotency, StoredOutcome, fingerprint, scoped_key,
+};
 use crate::core::principal::Principal;
 use crate::core::refusal::Class;
 use crate::core::registry::{RegisteredTool, Registry};
