@@ -85,6 +85,7 @@ pub use core::content::{
 pub use core::declare::{
     Annotations, AuthorizationProvider, NoInput, Requirements, Tool, ToolBuilder,
 };
+pub use core::refusal::ErrorClass;
 pub use core::registry::{RegisteredTool, Registry, RegistryBuilder, RegistryError, ResolveError};
 pub use core::tool::{Cancellation, Extensions, Secret, ToolContext, ToolError};
 #[cfg(feature = "rap")]

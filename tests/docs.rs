@@ -87,6 +87,7 @@ fn the_template_routes_every_oxp_and_rap_endpoint() {
         ("GET", "/.well-known/rap-toolset"),
         ("POST", "/invoke"),
         ("POST", "/close_thread"),
+        ("POST", "/cancel_tool_call"),
     ] {
         let route = format!("Method: {method}\n            Path: {path}\n");
         assert!(

@@ -11,6 +11,8 @@ pub(crate) mod principal;
 pub(crate) mod refusal;
 pub(crate) mod registry;
 pub(crate) mod registry_error;
+// The adapters that cancel calls by a protocol message (RAP, MCP) use it.
+#[cfg_attr(not(any(feature = "rap", feature = "mcp")), allow(dead_code))]
 pub(crate) mod running;
 pub(crate) mod schema;
 pub(crate) mod secrets;

@@ -1,6 +1,6 @@
 //! One classification of everything that keeps a call from a normal result: the invoker's
 //! refusals before a tool runs ([`Rejection`]) and the ways a run can fail. Each knows its
-//! [`Class`], whether and when to retry, its message for the user (and the model), and its
+//! [`ErrorClass`], whether and when to retry, its message for the user (and the model), and its
 //! detail for developers. Adapters only format: the developer detail goes to logs and OXP's
 //! `developer_message`, never into text a model reads.
 
@@ -18,7 +18,7 @@ pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// The class of a call that did not end in a normal result, as every protocol and the log line
 /// name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Class {
+pub enum ErrorClass {
     /// The tool (or that version of it) does not exist.
     NotFound,
     /// The request or the input is malformed or invalid.
@@ -47,7 +47,7 @@ pub enum Class {
     InvalidOutput,
 }
 
-impl Class {
+impl ErrorClass {
     /// The snake_case name, as logs and RAP error kinds carry it.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -100,24 +100,24 @@ pub(crate) enum Rejection {
 
 impl Rejection {
     /// The class.
-    pub(crate) fn class(&self) -> Class {
+    pub(crate) fn class(&self) -> ErrorClass {
         match self {
-            Self::Resolve(ResolveError::Malformed { .. }) => Class::InvalidInput,
-            Self::Resolve(_) => Class::NotFound,
-            Self::UserBinding(_) => Class::Unauthorized,
+            Self::Resolve(ResolveError::Malformed { .. }) => ErrorClass::InvalidInput,
+            Self::Resolve(_) => ErrorClass::NotFound,
+            Self::UserBinding(_) => ErrorClass::Unauthorized,
             Self::Missing(Missing::Unavailable(e))
                 if matches!(
                     e.kind,
                     SecretErrorKind::Throttled | SecretErrorKind::Unreachable
                 ) =>
             {
-                Class::Unavailable
+                ErrorClass::Unavailable
             }
-            Self::Missing(_) => Class::MissingRequirement,
-            Self::InvalidInput(_) => Class::InvalidInput,
-            Self::KeyReused(_) => Class::Conflict,
-            Self::Store(_) => Class::Unavailable,
-            Self::Busy { .. } => Class::Busy,
+            Self::Missing(_) => ErrorClass::MissingRequirement,
+            Self::InvalidInput(_) => ErrorClass::InvalidInput,
+            Self::KeyReused(_) => ErrorClass::Conflict,
+            Self::Store(_) => ErrorClass::Unavailable,
+            Self::Busy { .. } => ErrorClass::Busy,
         }
     }
 
@@ -185,7 +185,7 @@ mod tests {
         let r = Rejection::Store(StoreError(
             "AccessDeniedException: arn:aws:iam::1:role/x".into(),
         ));
-        assert_eq!(r.class(), Class::Unavailable);
+        assert_eq!(r.class(), ErrorClass::Unavailable);
         assert_eq!(r.retry_after(), Some(RETRY_AFTER));
         assert!(!r.user_message().contains("arn:"));
         assert!(r.developer_detail().contains("arn:"));
@@ -194,23 +194,23 @@ mod tests {
     #[test]
     fn only_transient_classes_are_retryable() {
         for class in [
-            Class::Busy,
-            Class::RateLimited,
-            Class::Unavailable,
-            Class::Timeout,
+            ErrorClass::Busy,
+            ErrorClass::RateLimited,
+            ErrorClass::Unavailable,
+            ErrorClass::Timeout,
         ] {
             assert!(class.retryable(), "{class:?}");
         }
         for class in [
-            Class::NotFound,
-            Class::InvalidInput,
-            Class::MissingRequirement,
-            Class::Unauthorized,
-            Class::Conflict,
-            Class::ToolError,
-            Class::Cancelled,
-            Class::Internal,
-            Class::InvalidOutput,
+            ErrorClass::NotFound,
+            ErrorClass::InvalidInput,
+            ErrorClass::MissingRequirement,
+            ErrorClass::Unauthorized,
+            ErrorClass::Conflict,
+            ErrorClass::ToolError,
+            ErrorClass::Cancelled,
+            ErrorClass::Internal,
+            ErrorClass::InvalidOutput,
         ] {
             assert!(!class.retryable(), "{class:?}");
         }
@@ -224,7 +224,7 @@ mod tests {
             version: semver::Version::new(2, 0, 0),
             available: "1.0.0".into(),
         });
-        assert_eq!(r.class(), Class::NotFound);
+        assert_eq!(r.class(), ErrorClass::NotFound);
         assert_eq!(r.user_message(), "Tool 'Calculator_Add' was not found");
         assert!(r.developer_detail().contains("1.0.0"));
     }

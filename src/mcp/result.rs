@@ -1,4 +1,6 @@
-//! The invoker's answer as an MCP `CallToolResult`, for `/mcp` and the AgentCore Gateway target.
+//! The invoker's answer as an MCP `CallToolResult`, for `/mcp` and the AgentCore Gateway target:
+//! the tool's content items as content blocks, its value as text and, for object outputs,
+//! `structuredContent`.
 //!
 //! Only a call the protocol cannot route (an unknown tool) is a JSON-RPC error. Everything the
 //! model can act on is a tool result with `isError: true` whose text is a JSON object with the

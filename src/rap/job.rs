@@ -92,7 +92,7 @@ impl Rejection {
                 can_retry: true,
                 retry_after_ms: Some(*retry_after_ms),
                 ..error(
-                    crate::core::refusal::Class::RateLimited.as_str(),
+                    crate::core::refusal::ErrorClass::RateLimited.as_str(),
                     "Too many invocations for this user; retry later".into(),
                 )
             },

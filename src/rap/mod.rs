@@ -7,6 +7,7 @@
 //! | `GET /.well-known/rap-toolset` | the toolset definition ([`wire::Toolset`]) |
 //! | `POST /invoke` | 200 `{"status":"accepted"}`; the result goes to `callback_url` |
 //! | `POST /close_thread` | 200 `{"status":"ok"}`, logged |
+//! | `POST /cancel_tool_call` | 200, empty; cancels the named invocation if it runs here |
 //!
 //! The path of an invocation: [`routes`] checks what must be right to accept it at all (a
 //! JSON object with `id`, `group_id` and a permitted `callback_url`), notes everything else

@@ -4,7 +4,7 @@
 
 use crate::core::content::ToolOutput;
 use crate::core::invoke::{Call, Disposition, Invoker, Rejection, Target};
-use crate::core::refusal::Class;
+use crate::core::refusal::ErrorClass;
 use crate::core::running::Running;
 use crate::core::schema::ParameterErrors;
 use crate::core::tool::ToolError;
@@ -263,7 +263,7 @@ impl Worker {
                 Err(Kept::Duplicate)
             }
             Ok(outcome) => {
-                let class = outcome.error_class().unwrap_or(Class::ToolError);
+                let class = outcome.error_class().unwrap_or(ErrorClass::ToolError);
                 Ok(outcome.result.map_err(|e| tool_error(e, class)))
             }
             Err(rejection) => Ok(Err(rejected(rejection))),
@@ -276,11 +276,11 @@ fn error_text(error: ErrorBody) -> String {
 }
 
 /// The error kind of a class, in RAP's words where they differ from the core's.
-fn kind(class: Class) -> &'static str {
+fn kind(class: ErrorClass) -> &'static str {
     match class {
-        Class::InvalidInput => "invalid_arguments",
-        Class::NotFound => "unknown_operation",
-        Class::Conflict => "id_reused",
+        ErrorClass::InvalidInput => "invalid_arguments",
+        ErrorClass::NotFound => "unknown_operation",
+        ErrorClass::Conflict => "id_reused",
         other => other.as_str(),
     }
 }
@@ -314,7 +314,7 @@ fn invalid_arguments(parameter_errors: ParameterErrors) -> ErrorBody {
 
 /// A tool failure without its developer message: that may carry internal detail (a panic
 /// text, a path), which results must not leak. It is in the call's log line instead.
-fn tool_error(e: ToolError, class: Class) -> ErrorBody {
+fn tool_error(e: ToolError, class: ErrorClass) -> ErrorBody {
     ErrorBody {
         kind: kind(class).into(),
         message: e.message,

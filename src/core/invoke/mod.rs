@@ -17,7 +17,7 @@ use crate::core::idempotency::{
     Claim, Fingerprinted, Idempotency, StoredOutcome, fingerprint, scoped_key,
 };
 use crate::core::principal::Principal;
-use crate::core::refusal::Class;
+use crate::core::refusal::ErrorClass;
 use crate::core::registry::{RegisteredTool, Registry};
 use crate::core::schema::{ParameterErrors, WHOLE_INPUT};
 use crate::core::secrets::Secrets;
@@ -117,12 +117,13 @@ pub(crate) struct Outcome {
 
 impl Outcome {
     /// The class of a failed result (`None` on success).
-    pub(crate) fn error_class(&self) -> Option<Class> {
+    #[cfg_attr(not(feature = "rap"), allow(dead_code))]
+    pub(crate) fn error_class(&self) -> Option<ErrorClass> {
         self.result.as_ref().err()?;
         Some(match &self.disposition {
-            Disposition::Ran(logged) => logged.class.unwrap_or(Class::ToolError),
-            Disposition::Replayed => Class::ToolError,
-            Disposition::InProgress => Class::Busy,
+            Disposition::Ran(logged) => logged.class.unwrap_or(ErrorClass::ToolError),
+            Disposition::Replayed => ErrorClass::ToolError,
+            Disposition::InProgress => ErrorClass::Busy,
         })
     }
 }

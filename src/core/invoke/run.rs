@@ -3,7 +3,7 @@
 
 use super::{Disposition, Outcome, Rejection};
 use crate::core::content::{ToolOutput, check_bounds};
-use crate::core::refusal::Class;
+use crate::core::refusal::ErrorClass;
 use crate::core::registry::{HandlerError, RegisteredTool};
 use crate::core::schema::{ParameterErrors, WHOLE_INPUT};
 use crate::core::tool::{Cancellation, ToolContext, ToolError};
@@ -27,13 +27,13 @@ enum Failure {
 }
 
 impl Failure {
-    fn class(&self) -> Class {
+    fn class(&self) -> ErrorClass {
         match self {
-            Self::Tool(_) => Class::ToolError,
-            Self::Panic(_) => Class::Internal,
-            Self::InvalidOutput(_) => Class::InvalidOutput,
-            Self::Timeout => Class::Timeout,
-            Self::Cancelled => Class::Cancelled,
+            Self::Tool(_) => ErrorClass::ToolError,
+            Self::Panic(_) => ErrorClass::Internal,
+            Self::InvalidOutput(_) => ErrorClass::InvalidOutput,
+            Self::Timeout => ErrorClass::Timeout,
+            Self::Cancelled => ErrorClass::Cancelled,
         }
     }
 
@@ -69,7 +69,7 @@ impl Failure {
 #[derive(Debug)]
 pub(crate) struct Logged {
     /// The failure's class; `None` on success.
-    pub(crate) class: Option<Class>,
+    pub(crate) class: Option<ErrorClass>,
     detail: Option<String>,
 }
 
@@ -176,7 +176,7 @@ fn checked(tool: &RegisteredTool, output: ToolOutput<Value>) -> Result<ToolOutpu
 pub(super) fn log_outcome(protocol: &str, trace_id: Option<&str>, outcome: &Outcome) {
     let (label, detail) = match &outcome.disposition {
         Disposition::Ran(logged) => (
-            logged.class.map_or("success", Class::as_str),
+            logged.class.map_or("success", ErrorClass::as_str),
             logged.detail.as_deref(),
         ),
         Disposition::Replayed => ("replayed", None),
