@@ -113,10 +113,28 @@ fn every_page_the_readme_links_exists_and_every_doc_is_linked() {
     for link in readme.split("](").skip(1) {
         let target = link.split(')').next().unwrap();
         if !target.starts_with("http") {
+            let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
             assert!(
-                std::path::Path::new(target).exists(),
+                std::path::Path::new(path).exists(),
                 "README.md links {target}, which does not exist"
             );
+            // An anchor names a heading of the page (GitHub's slug: lower case, spaces to `-`).
+            if !anchor.is_empty() {
+                let slugs: Vec<String> = read(path)
+                    .lines()
+                    .filter_map(|l| l.strip_prefix('#'))
+                    .map(|h| {
+                        h.trim_start_matches('#')
+                            .trim()
+                            .to_lowercase()
+                            .replace(' ', "-")
+                    })
+                    .collect();
+                assert!(
+                    slugs.iter().any(|s| s == anchor),
+                    "README.md links {target}, a heading {path} does not have"
+                );
+            }
         }
     }
     assert!(
