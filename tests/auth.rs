@@ -146,9 +146,10 @@ async fn call_with(app: &App, token: &str, body: Value) -> Reply {
     send(app, request).await
 }
 
-/// Every authentication failure looks the same: 400, `WWW-Authenticate: Bearer`, one message.
+/// Every authentication failure looks the same: 401 (the published OXP 1.0 OpenAPI; the
+/// specification pages say 400), `WWW-Authenticate: Bearer`, one message.
 fn assert_rejected(reply: &Reply, token: &str) {
-    assert_eq!(reply.status, 400, "{}", reply.text);
+    assert_eq!(reply.status, 401, "{}", reply.text);
     assert_eq!(reply.headers["www-authenticate"], "Bearer");
     assert_eq!(reply.json["message"], "Authentication failed");
     assert_eq!(
@@ -781,7 +782,7 @@ async fn apigateway_mode_trusts_the_authorizer_claims() {
     let (status, _) = replay_with_authorizer(Some(jwt), &impostor).await;
     assert_eq!(status, 400);
     let (status, body) = replay_with_authorizer(None, &whoami).await;
-    assert_eq!(status, 400, "no authorizer context: not authenticated");
+    assert_eq!(status, 401, "no authorizer context: not authenticated");
     assert_eq!(body["message"], "Authentication failed");
 }
 

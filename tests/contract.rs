@@ -128,7 +128,7 @@ async fn rap_a_call_that_waited_for_the_slot_still_answers_within_its_deadline()
         .map(|h| h.body.clone())
         .find(|m| m["id"] == "b")
         .unwrap();
-    let error: Value = serde_json::from_str(second["text"].as_str().unwrap()).unwrap();
+    let error = rap_error(second["text"].as_str().unwrap()).unwrap();
     assert_eq!(error["error"]["kind"], "timeout", "{second}");
     within_its_deadline(sent.elapsed() - Duration::from_millis(100));
 }
@@ -289,7 +289,7 @@ async fn rap_a_tool_that_ignores_its_cancellation_is_stopped_after_the_grace_per
         "{:?}",
         sent.elapsed()
     );
-    let error: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
+    let error = rap_error(result["text"].as_str().unwrap()).unwrap();
     assert_eq!(error["error"]["kind"], "cancelled", "{result}");
     assert_eq!(error["error"]["can_retry"], false);
 }
@@ -319,4 +319,22 @@ async fn mcp_notifications_cancelled_reaches_the_request_in_flight() {
         answer["result"]["structuredContent"]["cancelled"], true,
         "{answer}"
     );
+}
+
+#[tokio::test]
+async fn agentcore_a_call_answers_at_its_deadline() {
+    // The gateway invokes the function directly: the deadline is the only stop (Lambda gives
+    // a direct invocation no cancellation signal).
+    let app = one_slot(|_| {});
+    let context = json!({"custom": {"bedrockAgentCoreToolName": "t___Demo_Sleep"}}).to_string();
+    let sent = Instant::now();
+    let result = app
+        .handle_agentcore(br#"{"ms": 5000}"#, Some(context.as_bytes()))
+        .await;
+    assert_eq!(result["isError"], true, "{result}");
+    let error: Value =
+        serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(error["message"], "The tool did not finish in time");
+    assert_eq!(error["can_retry"], true);
+    within_its_deadline(sent.elapsed());
 }

@@ -215,7 +215,7 @@ async fn with_jwt_auth_every_endpoint_but_health_needs_a_token() {
     let (status, _) = http_raw(&server.addr, "GET", "/health", "").await;
     assert_eq!(status, 200);
     let (status, body) = http_raw(&server.addr, "GET", "/tools", "").await;
-    assert_eq!(status, 400);
+    assert_eq!(status, 401);
     assert!(body.contains("Authentication failed"));
 }
 

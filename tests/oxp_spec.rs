@@ -68,7 +68,10 @@ async fn with_no_tools_available_the_tools_array_is_empty() {
     let app = app_with(Registry::builder().build().unwrap(), config);
     let reply = get(&app, "/tools").await;
     assert_eq!(reply.status, 200);
-    assert_eq!(reply.json, json!({"$schema": "urn:oxp:1.0", "tools": []}));
+    assert_eq!(
+        reply.json,
+        json!({"$schema": "urn:oxp:1.0", "items": [], "tools": []})
+    );
 }
 
 #[tokio::test]

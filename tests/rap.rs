@@ -197,9 +197,16 @@ fn accepted(reply: &Reply) {
 /// The error object a failed call's `text` carries.
 fn error_of(result: &Value) -> Value {
     assert_eq!(result["type"], "tool_result");
-    let text: Value = serde_json::from_str(result["text"].as_str().unwrap())
-        .unwrap_or_else(|e| panic!("text is not JSON ({e}): {result}"));
-    text["error"].clone()
+    // The published convention: `Error: <message>`, then the detail as JSON on the next line.
+    let text = result["text"].as_str().unwrap();
+    let (sentence, detail) = text
+        .split_once('\n')
+        .unwrap_or_else(|| panic!("no detail line: {result}"));
+    assert!(sentence.starts_with("Error: "), "{result}");
+    let detail: Value = serde_json::from_str(detail)
+        .unwrap_or_else(|e| panic!("the detail is not JSON ({e}): {result}"));
+    assert!(sentence.contains(detail["error"]["message"].as_str().unwrap()));
+    detail["error"].clone()
 }
 
 // ---- Discovery ------------------------------------------------------------------------------
@@ -935,27 +942,36 @@ async fn every_invocation_is_audited_with_operation_ids_timestamps_and_outcome_b
 }
 
 #[tokio::test]
-async fn close_thread_is_accepted_and_logged() {
+async fn close_thread_takes_the_published_thread_id_and_always_answers_200() {
     let captured = Captured::default();
     let _guard = tracing::subscriber::set_default(captured.subscriber());
     let rig = Rig::new().await;
-    let reply = post(
-        &rig.app,
-        "/close_thread",
-        json!({"group_id": "thread_xyz"}).to_string(),
-    )
-    .await;
-    assert_eq!(reply.status, 200);
+    // The published spec's body, then this adapter's first reading of it.
+    for body in [
+        json!({"thread_id": "thread_xyz"}),
+        json!({"group_id": "thread_abc"}),
+    ] {
+        let reply = post(&rig.app, "/close_thread", body.to_string()).await;
+        assert_eq!(reply.status, 200);
+    }
     let logs = captured.text();
-    let line = logs
+    let closed: Vec<Value> = logs
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .find(|l| l["fields"]["message"] == "thread closed")
-        .unwrap_or_else(|| panic!("no close_thread line in {logs}"));
-    assert_eq!(line["fields"]["group_id"], "thread_xyz");
-    let reply = post(&rig.app, "/close_thread", "{}").await;
-    assert_eq!(reply.status, 400);
-    assert!(reply.json["error"]["message"].is_string());
+        .filter(|l| l["fields"]["message"] == "thread closed")
+        .map(|l| l["fields"]["thread_id"].clone())
+        .collect();
+    assert_eq!(closed, [json!("thread_xyz"), json!("thread_abc")], "{logs}");
+    // "MUST answer 200 whatever the body": empty, malformed, a forged log line.
+    for body in [
+        "{}",
+        "not json",
+        r#"{"thread_id": "a\nlevel=ERROR forged"}"#,
+    ] {
+        let reply = post(&rig.app, "/close_thread", body).await;
+        assert_eq!(reply.status, 200, "{body}");
+    }
+    assert!(!captured.text().contains("forged"));
 }
 
 #[tokio::test]
@@ -1001,7 +1017,7 @@ async fn the_documented_result_examples_are_what_the_server_sends() {
             let decode = |v: &Value| {
                 let mut v = v.clone();
                 let text = v["text"].as_str().unwrap().to_owned();
-                v["text"] = serde_json::from_str(&text).unwrap_or(Value::String(text));
+                v["text"] = rap_error(&text).unwrap_or(Value::String(text));
                 v
             };
             decode(s) == decode(example)

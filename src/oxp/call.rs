@@ -32,7 +32,12 @@ pub(super) async fn list_tools(
     if !body.iter().all(u8::is_ascii_whitespace) {
         #[derive(Deserialize)]
         struct ListRequest<'a> {
-            #[serde(rename = "$schema", borrow, default)]
+            #[serde(
+                rename = "$schema",
+                borrow,
+                default,
+                deserialize_with = "wire::version"
+            )]
             schema: Option<Cow<'a, str>>,
         }
         let Object(request) = parse_json::<Object<ListRequest<'_>>>(&body)?;
@@ -157,7 +162,12 @@ pub(super) fn call_error(e: ToolError) -> ToolCallError {
 /// The outer call body in one pass: what nearly every call is.
 #[derive(Deserialize)]
 struct FastEnvelope<'a> {
-    #[serde(rename = "$schema", borrow, default)]
+    #[serde(
+        rename = "$schema",
+        borrow,
+        default,
+        deserialize_with = "wire::version"
+    )]
     schema: Option<Cow<'a, str>>,
     #[serde(default, deserialize_with = "wire::optional_object")]
     request: Option<CallToolRequest>,
@@ -167,7 +177,12 @@ struct FastEnvelope<'a> {
 /// version is checked before the request's shape, and errors say what is wrong first.
 #[derive(Deserialize)]
 struct Envelope<'a> {
-    #[serde(rename = "$schema", borrow, default)]
+    #[serde(
+        rename = "$schema",
+        borrow,
+        default,
+        deserialize_with = "wire::version"
+    )]
     schema: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     request: Option<&'a RawValue>,

@@ -1,7 +1,8 @@
 //! Every error the OXP adapter answers, mapped to a response in one place.
 
-use super::wire::{OXP_1_0, ServerErrorResponse, ValidationErrorResponse};
+use super::wire::{MissingRequirements, OXP_1_0, ServerErrorResponse, ValidationErrorResponse};
 use crate::core::invoke::Rejection;
+use crate::core::refusal::Missing;
 use crate::core::schema::ParameterErrors;
 use crate::server::json;
 use axum::extract::rejection::BytesRejection;
@@ -17,15 +18,17 @@ pub(crate) enum ApiError {
         message: String,
         /// Developer detail.
         developer_message: Option<String>,
+        /// What the caller must supply, when that is the problem.
+        missing_requirements: Option<MissingRequirements>,
     },
     /// 422 `ValidationErrorResponse`.
     Validation(ParameterErrors),
-    /// 413: the body is over the configured limit.
+    /// 400: the body is over the configured limit.
     PayloadTooLarge,
-    /// 415: the content type is not JSON.
+    /// 400: the content type is not JSON (refused still: browsers send forms without asking).
     UnsupportedMediaType,
-    /// 400 with `WWW-Authenticate: Bearer`: missing or invalid credentials (which check failed
-    /// is never said).
+    /// 401 with `WWW-Authenticate: Bearer`, as the published OpenAPI has it: missing or invalid
+    /// credentials (which check failed is never said).
     Unauthenticated,
 }
 
@@ -38,6 +41,7 @@ impl ApiError {
         Self::BadRequest {
             message: message.into(),
             developer_message: Some(developer_message.into()),
+            missing_requirements: None,
         }
     }
 }
@@ -48,6 +52,13 @@ impl From<Rejection> for ApiError {
     fn from(rejection: Rejection) -> Self {
         match rejection {
             Rejection::InvalidInput(errors) => Self::Validation(errors),
+            Rejection::Missing(Missing::UserId) => Self::BadRequest {
+                message: rejection.user_message(),
+                developer_message: Some(rejection.developer_detail()),
+                missing_requirements: Some(MissingRequirements {
+                    user_id: Some(true),
+                }),
+            },
             other => Self::bad_request(other.user_message(), other.developer_detail()),
         }
     }
@@ -65,11 +76,17 @@ impl From<BytesRejection> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        let (status, message, developer_message) = match self {
+        let (status, message, developer_message, missing_requirements) = match self {
             Self::BadRequest {
                 message,
                 developer_message,
-            } => (StatusCode::BAD_REQUEST, message, developer_message),
+                missing_requirements,
+            } => (
+                StatusCode::BAD_REQUEST,
+                message,
+                developer_message,
+                missing_requirements,
+            ),
             Self::Validation(parameter_errors) => {
                 let body = ValidationErrorResponse {
                     schema: OXP_1_0.into(),
@@ -79,9 +96,10 @@ impl IntoResponse for ApiError {
                 return json(StatusCode::UNPROCESSABLE_ENTITY, &body);
             }
             Self::PayloadTooLarge => (
-                StatusCode::PAYLOAD_TOO_LARGE,
+                StatusCode::BAD_REQUEST,
                 "The request body is too large".into(),
                 Some("the body is over the server's limit (OXP_MAX_BODY_BYTES)".into()),
+                None,
             ),
             Self::Unauthenticated => {
                 let body = ServerErrorResponse {
@@ -91,23 +109,26 @@ impl IntoResponse for ApiError {
                         "this server requires valid credentials (Authorization: Bearer <token>)"
                             .into(),
                     ),
+                    missing_requirements: None,
                 };
-                let mut response = json(StatusCode::BAD_REQUEST, &body);
+                let mut response = json(StatusCode::UNAUTHORIZED, &body);
                 response
                     .headers_mut()
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
                 return response;
             }
             Self::UnsupportedMediaType => (
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                StatusCode::BAD_REQUEST,
                 "The request body must be JSON".into(),
                 Some("send Content-Type: application/json".into()),
+                None,
             ),
         };
         let body = ServerErrorResponse {
             schema: OXP_1_0.into(),
             message,
             developer_message,
+            missing_requirements,
         };
         json(status, &body)
     }

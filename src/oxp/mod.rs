@@ -37,15 +37,17 @@ impl Oxp {
     fn listing(&self) -> Bytes {
         self.listing
             .get_or_init(|| {
+                let tools: Vec<ToolDefinition> = self
+                    .invoker
+                    .registry()
+                    .tools()
+                    .iter()
+                    .map(|t| tool_definition(t))
+                    .collect();
                 let listing = ListToolsResponse {
                     schema: OXP_1_0.into(),
-                    tools: self
-                        .invoker
-                        .registry()
-                        .tools()
-                        .iter()
-                        .map(|t| tool_definition(t))
-                        .collect(),
+                    items: tools.clone(),
+                    tools,
                 };
                 Bytes::from(serde_json::to_vec(&listing).expect("tool definitions serialize"))
             })

@@ -101,7 +101,11 @@ pub struct ListToolsResponse {
     /// OXP version of the response.
     #[serde(rename = "$schema")]
     pub schema: String,
-    /// Every tool version the server offers (empty when there are none).
+    /// Every tool version the server offers (empty when there are none), as the published 1.0
+    /// OpenAPI names the list (errata of 2025-03-16): what the official SDKs read.
+    pub items: Vec<ToolDefinition>,
+    /// The same list under the name the specification pages use, for clients written from
+    /// them.
     pub tools: Vec<ToolDefinition>,
 }
 
@@ -233,7 +237,7 @@ pub struct ToolCallError {
     pub retry_after_ms: Option<u64>,
 }
 
-/// Status-400 body: an error before the tool ran.
+/// Status-400 (and 401) body: an error before the tool ran.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ServerErrorResponse {
     /// OXP version of the response.
@@ -244,6 +248,17 @@ pub struct ServerErrorResponse {
     /// Detail for developers and logs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub developer_message: Option<String>,
+    /// What the caller must supply before the tool can run (the published 1.0 OpenAPI).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub missing_requirements: Option<MissingRequirements>,
+}
+
+/// `missing_requirements` of a [`ServerErrorResponse`].
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct MissingRequirements {
+    /// The tool needs a user id and the call named none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<bool>,
 }
 
 /// Status-422 body: the input does not match the tool's `input_schema`.
@@ -346,4 +361,26 @@ pub(crate) fn content_value(items: &[crate::core::content::Content]) -> Value {
         }
     });
     Value::Array(blocks.collect())
+}
+
+/// `$schema` when present: a string (borrowed where the JSON has no escapes). `null`, a number
+/// or any other type is an error, so the caller hears that the version is malformed instead of
+/// being served as if it had sent none.
+pub(crate) fn version<'de, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<std::borrow::Cow<'de, str>>, D::Error> {
+    struct Text;
+    impl<'de> Visitor<'de> for Text {
+        type Value = std::borrow::Cow<'de, str>;
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("`$schema` as a string")
+        }
+        fn visit_borrowed_str<E: serde::de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+            Ok(std::borrow::Cow::Borrowed(v))
+        }
+        fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Self::Value, E> {
+            Ok(std::borrow::Cow::Owned(v.to_owned()))
+        }
+    }
+    deserializer.deserialize_str(Text).map(Some)
 }

@@ -9,6 +9,9 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::Arc;
 
+/// Longest toolset or tool name a runtime accepts.
+const MAX_NAME_CHARS: usize = 128;
+
 /// The served operations, by name, and the toolset's identity.
 #[derive(Debug)]
 pub(crate) struct ServedToolset {
@@ -22,8 +25,17 @@ pub(crate) struct ServedToolset {
 
 impl ServedToolset {
     /// Picks the served version of each tool. Errors name a pin that resolves to no tool, two
-    /// pins of one tool, or a tool whose name RAP cannot carry.
+    /// pins of one tool, or a toolset a runtime would refuse by the published rules
+    /// (`basic/toolsets.md`): a name of 1 to 128 characters, at least one tool, tool names of 1
+    /// to 128 letters, digits, `_` and `-`. A runtime loads all of a toolset or none of it, so
+    /// the server refuses to start rather than serve one.
     pub(crate) fn new(registry: &Registry, config: &RapConfig) -> Result<Self, String> {
+        let toolset_name = config.toolset_name.chars().count();
+        if !(1..=MAX_NAME_CHARS).contains(&toolset_name) {
+            return Err(format!(
+                "RAP: the toolset name (OXP_RAP_TOOLSET_NAME) must be 1 to {MAX_NAME_CHARS} characters"
+            ));
+        }
         let tools = registry.served(&config.pins, "OXP_RAP_TOOLS")?;
         if tools.is_empty() {
             return Err("RAP: a toolset must contain at least one tool".into());
@@ -37,6 +49,11 @@ impl ServedToolset {
             {
                 return Err(format!(
                     "RAP: tool name '{name}' may only use letters, digits, '_' and '-'"
+                ));
+            }
+            if name.is_empty() || name.len() > MAX_NAME_CHARS {
+                return Err(format!(
+                    "RAP: tool name '{name}' is longer than {MAX_NAME_CHARS} characters"
                 ));
             }
             by_name.insert(name.clone(), i);
@@ -121,4 +138,39 @@ fn annotations(tool: &RegisteredTool) -> Option<Annotations> {
         long_running: a.long_running,
     };
     (annotations != Annotations::default()).then_some(annotations)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Tool;
+    use serde_json::json;
+
+    fn registry(name: &str) -> Registry {
+        let tool = Tool::builder(name, "1.0.0").raw_handler(
+            json!({"type": "object"}),
+            None,
+            |_, _| async { Ok(serde_json::Value::Null) },
+        );
+        Registry::builder().tool(tool).build().unwrap()
+    }
+
+    #[test]
+    fn a_toolset_a_runtime_would_refuse_fails_at_start() {
+        let ok = RapConfig::default();
+        assert!(ServedToolset::new(&registry("T.Ok"), &ok).is_ok());
+        let long = format!("T.{}", "x".repeat(127));
+        let why = ServedToolset::new(&registry(&long), &ok).unwrap_err();
+        assert!(why.contains("longer than 128"), "{why}");
+        for name in [String::new(), "n".repeat(129)] {
+            let config = RapConfig {
+                toolset_name: name,
+                ..RapConfig::default()
+            };
+            let why = ServedToolset::new(&registry("T.Ok"), &config).unwrap_err();
+            assert!(why.contains("OXP_RAP_TOOLSET_NAME"), "{why}");
+        }
+        let empty = Registry::builder().build().unwrap();
+        assert!(ServedToolset::new(&empty, &ok).is_err());
+    }
 }

@@ -220,6 +220,10 @@ pub(crate) struct ErrorBody {
 /// `POST /close_thread`: the runtime closed a conversation thread.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct CloseThread {
-    /// The closed thread.
-    pub(crate) group_id: String,
+    /// The closed thread, as the published spec names it.
+    #[serde(default)]
+    pub(crate) thread_id: Option<String>,
+    /// The closed thread, as the first reading of the spec named it.
+    #[serde(default)]
+    pub(crate) group_id: Option<String>,
 }

@@ -271,8 +271,19 @@ impl Worker {
     }
 }
 
-fn error_text(error: ErrorBody) -> String {
-    serde_json::to_string(&ErrorText { error }).expect("errors serialize")
+/// The `text` of a failed call, as the published spec's convention has it: `Error: ` and the
+/// message (with the retry hint), then on the next line the same error as JSON
+/// (`{"error": {"kind", "message", ...}}`) for runtimes and models that read the detail.
+pub(crate) fn error_text(error: ErrorBody) -> String {
+    let mut text = format!("Error: {}", error.message);
+    match (error.can_retry, error.retry_after_ms) {
+        (true, Some(ms)) => text.push_str(&format!(" (retry after {ms} ms)")),
+        (true, None) => text.push_str(" (it may be retried)"),
+        _ => {}
+    }
+    text.push('\n');
+    text.push_str(&serde_json::to_string(&ErrorText { error }).expect("errors serialize"));
+    text
 }
 
 /// The error kind of a class, in RAP's words where they differ from the core's.

@@ -188,3 +188,13 @@ pub async fn http_raw_with(
         .unwrap_or_default();
     (status, body)
 }
+
+/// The detail of a RAP error result's `text`: the published convention is `Error: <message>`,
+/// and this server adds the error as JSON on the next line. `None` for any other text.
+pub fn rap_error(text: &str) -> Option<Value> {
+    let (sentence, detail) = text.split_once('\n')?;
+    if !sentence.starts_with("Error: ") {
+        return None;
+    }
+    serde_json::from_str(detail).ok()
+}

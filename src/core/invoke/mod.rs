@@ -10,7 +10,6 @@ mod run;
 mod watch;
 
 pub(crate) use crate::core::refusal::{RETRY_AFTER, Rejection};
-pub(crate) use requirements::Missing;
 
 use crate::core::content::ToolOutput;
 use crate::core::idempotency::{

@@ -2,56 +2,11 @@
 //! secrets (server-held ones loaded through the cache). The tool then sees exactly the tokens
 //! and secrets it declared.
 
+use crate::core::refusal::Missing;
 use crate::core::registry::RegisteredTool;
-use crate::core::secrets::{SecretError, Secrets, SecretsRejection};
+use crate::core::secrets::{Secrets, SecretsRejection};
 use crate::core::tool::Secret;
 use std::collections::HashMap;
-
-/// A requirement of the tool that the call does not meet. Names what is missing, never a value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Missing {
-    /// No token for this authorization provider.
-    Authorization(String),
-    /// No user id.
-    UserId,
-    /// No value for this secret (`true`: the client sent one but clients may not send secrets).
-    Secret(String, bool),
-    /// The server holds the secret but could not load it.
-    Unavailable(SecretError),
-}
-
-impl Missing {
-    /// A message for the user.
-    pub(crate) fn user_message(&self) -> String {
-        match self {
-            Self::Authorization(id) => {
-                format!("This tool requires authorization with '{id}', which was not provided")
-            }
-            Self::UserId => "This tool requires a user ID, which was not provided".into(),
-            Self::Secret(id, _) => {
-                format!("This tool requires the secret '{id}', which was not provided")
-            }
-            Self::Unavailable(e) => e.user_message(),
-        }
-    }
-
-    /// A message for developers: where the value was expected.
-    pub(crate) fn developer_message(&self) -> String {
-        match self {
-            Self::Authorization(id) => {
-                format!("context.authorization has no token with id '{id}'")
-            }
-            Self::UserId => "context.user_id is required by the tool definition".into(),
-            Self::Secret(id, false) => {
-                format!("secret '{id}' is neither held by the server nor sent in context.secrets")
-            }
-            Self::Secret(id, true) => format!(
-                "secret '{id}' is not held by the server, and this server does not accept secrets from clients (OXP_CLIENT_SECRETS=never)"
-            ),
-            Self::Unavailable(e) => e.developer_message(),
-        }
-    }
-}
 
 /// Tokens and secrets by id, exactly those the tool declared.
 type Granted = (HashMap<String, Secret>, HashMap<String, Secret>);
