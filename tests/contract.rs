@@ -7,7 +7,6 @@ mod common;
 
 use axum::body::Body;
 use axum::http::Request;
-use base64::Engine;
 use common::example_tools;
 use common::mcp::{post_mcp, rpc, text_json};
 
@@ -19,12 +18,10 @@ async fn mcp(app: &App, message: Value) -> (u16, Value) {
 use common::receiver::Receiver;
 use common::*;
 use http_body_util::BodyExt;
-use oxp_lambda::{Config, Content, Registry, Tool, ToolOutput};
+use oxp_lambda::{Config, Registry, Tool};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 use tower::ServiceExt;
-
-const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
 
 /// The example tools with one execution slot and a 1.5 s limit per call.
 fn one_slot(edit: impl FnOnce(&mut Config)) -> App {
