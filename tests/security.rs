@@ -135,6 +135,22 @@ async fn a_loopback_server_refuses_other_host_names_and_web_origins() {
             format!("Host: {addr}\r\nOrigin: http://localhost:3000\r\n{json}"),
             200,
         ),
+        // The server's own origin is same-origin (no page of another site can send it), and a
+        // rebound name's "own origin" still fails on its Host.
+        (
+            format!("Host: {addr}\r\nOrigin: http://{addr}\r\n{json}"),
+            200,
+        ),
+        (
+            format!("Host: {addr}\r\nOrigin: http://127.0.0.1:1\r\n{json}"),
+            403,
+        ),
+        (
+            format!(
+                "Host: attacker.example:{port}\r\nOrigin: http://attacker.example:{port}\r\n{json}"
+            ),
+            403,
+        ),
     ] {
         let (status, body) = http_raw_with(&addr, "POST", "/tools/call", &headers, call).await;
         assert_eq!(status, expected, "{headers:?}: {body}");

@@ -228,3 +228,96 @@ impl IntoResponse for ServerError {
         }
     }
 }
+
+/// `localhost`, a `.localhost` name, 127.0.0.0/8 or `[::1]`, with or without a port.
+pub(crate) fn is_loopback_host(host: &str) -> bool {
+    let name = match host.strip_prefix('[') {
+        Some(v6) => v6.split(']').next().unwrap_or_default(),
+        None => host.rsplit_once(':').map_or(host, |(name, _port)| name),
+    };
+    let name = name.trim_end_matches('.').to_ascii_lowercase();
+    name == "localhost"
+        || name.ends_with(".localhost")
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+/// Whether the request's `Origin` is the server's own loopback origin (`http://<Host>` with a
+/// loopback `Host`): a same-origin request, which no other page can send. A rebound name is not
+/// a loopback `Host`, so a page of another site never passes.
+pub(crate) fn same_loopback_origin(headers: &HeaderMap) -> bool {
+    let text = |name| {
+        headers
+            .get(name)
+            .and_then(|v: &HeaderValue| v.to_str().ok())
+    };
+    match (text(header::HOST), text(header::ORIGIN)) {
+        (Some(host), Some(origin)) => {
+            is_loopback_host(host)
+                && origin
+                    .strip_prefix("http://")
+                    .is_some_and(|o| o.eq_ignore_ascii_case(host))
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_hosts_are_names_and_addresses_of_this_machine() {
+        for host in [
+            "localhost",
+            "localhost:8080",
+            "127.0.0.1:8080",
+            "127.1.2.3",
+            "[::1]:80",
+            "api.localhost",
+        ] {
+            assert!(is_loopback_host(host), "{host}");
+        }
+        for host in [
+            "evil.example:8080",
+            "127.0.0.1.evil.example",
+            "[::2]:80",
+            "localhost.evil.example",
+            "",
+        ] {
+            assert!(!is_loopback_host(host), "{host}");
+        }
+    }
+
+    #[test]
+    fn only_the_servers_own_loopback_origin_is_same_origin() {
+        let headers = |host: &str, origin: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::HOST, host.parse().unwrap());
+            h.insert(header::ORIGIN, origin.parse().unwrap());
+            h
+        };
+        assert!(same_loopback_origin(&headers(
+            "127.0.0.1:8080",
+            "http://127.0.0.1:8080"
+        )));
+        assert!(same_loopback_origin(&headers(
+            "localhost:8080",
+            "http://localhost:8080"
+        )));
+        // Another port is another origin; a rebound name is not a loopback host.
+        assert!(!same_loopback_origin(&headers(
+            "127.0.0.1:8080",
+            "http://127.0.0.1:9090"
+        )));
+        assert!(!same_loopback_origin(&headers(
+            "evil.example:8080",
+            "http://evil.example:8080"
+        )));
+        assert!(!same_loopback_origin(&headers(
+            "127.0.0.1:8080",
+            "https://evil.example"
+        )));
+    }
+}

@@ -7,7 +7,7 @@
 //! JSON-only bodies of every route this keeps pages from calling the tools with the server's
 //! secrets.
 
-use crate::server::{HttpApp, ServerError};
+use crate::server::{HttpApp, ServerError, is_loopback_host, same_loopback_origin};
 use axum::response::{IntoResponse, Response};
 use futures_util::future::{Either, Ready, ready};
 use http::{HeaderMap, Request, header};
@@ -84,7 +84,10 @@ fn check_browser(headers: &HeaderMap, allowed_origins: &[String]) -> Result<(), 
             "the Host header is not a loopback name (localhost, 127.0.0.1, [::1]): requests to a loopback server must come from this machine",
         ));
     }
+    // The server's own origin (a page it served, which it serves none of) is same-origin, not
+    // cross-origin: the Host check above already ruled out a rebound name.
     if let Some(origin) = headers.get(header::ORIGIN)
+        && !same_loopback_origin(headers)
         && !origin
             .to_str()
             .is_ok_and(|o| allowed_origins.iter().any(|a| a.eq_ignore_ascii_case(o)))
@@ -94,20 +97,6 @@ fn check_browser(headers: &HeaderMap, allowed_origins: &[String]) -> Result<(), 
         ));
     }
     Ok(())
-}
-
-/// `localhost`, a `.localhost` name, 127.0.0.0/8 or `[::1]`, with or without a port.
-fn is_loopback_host(host: &str) -> bool {
-    let name = match host.strip_prefix('[') {
-        Some(v6) => v6.split(']').next().unwrap_or_default(),
-        None => host.rsplit_once(':').map_or(host, |(name, _port)| name),
-    };
-    let name = name.trim_end_matches('.').to_ascii_lowercase();
-    name == "localhost"
-        || name.ends_with(".localhost")
-        || name
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|ip| ip.is_loopback())
 }
 
 /// Completes on Ctrl-C or SIGTERM.
@@ -131,32 +120,4 @@ pub(crate) async fn shutdown_signal() {
         () = terminate => {},
     }
     tracing::info!("shutting down: finishing in-flight requests");
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_hosts_are_names_and_addresses_of_this_machine() {
-        for host in [
-            "localhost",
-            "localhost:8080",
-            "127.0.0.1:8080",
-            "127.1.2.3",
-            "[::1]:80",
-            "api.localhost",
-        ] {
-            assert!(is_loopback_host(host), "{host}");
-        }
-        for host in [
-            "evil.example:8080",
-            "127.0.0.1.evil.example",
-            "[::2]:80",
-            "localhost.evil.example",
-            "",
-        ] {
-            assert!(!is_loopback_host(host), "{host}");
-        }
-    }
 }
