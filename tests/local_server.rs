@@ -173,6 +173,7 @@ async fn sms_send_reads_its_key_from_the_local_source() {
 }
 
 #[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn sms_send_reads_its_key_from_secrets_manager_when_configured() {
     let moto = common::aws::moto_url();
     let prefix = common::aws::unique_prefix();

@@ -15,6 +15,7 @@ impl Drop for Server {
 }
 
 #[test]
+#[ignore = "needs the MCP Python SDK: scripts/test installs it (OXP_TEST_PYTHON) and runs this"]
 fn the_python_sdk_client_lists_and_calls_tools() {
     let python = std::env::var("OXP_TEST_PYTHON")
         .expect("OXP_TEST_PYTHON names a Python with the `mcp` SDK: run through scripts/test");

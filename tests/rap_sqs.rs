@@ -119,6 +119,7 @@ fn invocation(callback_url: &str) -> Value {
 }
 
 #[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn invoke_enqueues_to_sqs_and_the_worker_delivers_the_batch() {
     let rig = rig().await;
     let receiver = Receiver::ok().await;
@@ -153,6 +154,7 @@ async fn invoke_enqueues_to_sqs_and_the_worker_delivers_the_batch() {
 }
 
 #[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn an_undeliverable_result_is_recorded_in_the_dead_letter_queue() {
     let rig = rig().await;
     let receiver = Receiver::start(&[], 410).await;
@@ -174,6 +176,7 @@ async fn an_undeliverable_result_is_recorded_in_the_dead_letter_queue() {
 }
 
 #[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn an_invocation_the_queue_cannot_take_is_refused_not_acknowledged() {
     let rig = rig().await;
     rig.sqs
@@ -190,6 +193,7 @@ async fn an_invocation_the_queue_cannot_take_is_refused_not_acknowledged() {
 }
 
 #[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn the_recorded_sqs_batch_replays_through_the_worker() {
     let rig = rig().await;
     let event = std::fs::read_to_string("events/sqs/rap-worker-batch.json").unwrap();
@@ -210,6 +214,7 @@ async fn the_recorded_sqs_batch_replays_through_the_worker() {
 }
 
 #[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn a_record_sqs_delivers_twice_runs_its_tool_once_and_both_deliveries_answer() {
     let rig = rig().await;
     let receiver = Receiver::ok().await;

@@ -46,6 +46,7 @@ async fn store(
 }
 
 #[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn a_plain_secret_is_read_by_prefix_and_id() {
     let prefix = unique_prefix();
     let (secrets, client, _) = store(&prefix, &[], Duration::from_secs(60)).await;
@@ -57,6 +58,7 @@ async fn a_plain_secret_is_read_by_prefix_and_id() {
 }
 
 #[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn one_key_of_a_json_secret_is_read_through_the_map() {
     let prefix = unique_prefix();
     let name = format!("{prefix}bundle");
@@ -85,6 +87,7 @@ async fn one_key_of_a_json_secret_is_read_through_the_map() {
 }
 
 #[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn an_updated_secret_is_visible_after_the_ttl_and_not_before() {
     let prefix = unique_prefix();
     let ttl = Duration::from_millis(1500);
@@ -118,6 +121,7 @@ async fn an_updated_secret_is_visible_after_the_ttl_and_not_before() {
 }
 
 #[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn many_concurrent_misses_make_one_api_call_and_a_warm_call_none() {
     let prefix = unique_prefix();
     let (setup, _) = secrets_client(&moto_url(), TIMEOUT).await;
@@ -140,6 +144,7 @@ async fn many_concurrent_misses_make_one_api_call_and_a_warm_call_none() {
 }
 
 #[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn the_secrets_of_one_call_are_fetched_concurrently() {
     let prefix = unique_prefix();
     let (setup, _) = secrets_client(&moto_url(), TIMEOUT).await;
@@ -157,6 +162,7 @@ async fn the_secrets_of_one_call_are_fetched_concurrently() {
 }
 
 #[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn a_missing_secret_is_not_found_naming_its_id() {
     let (secrets, _, _) = store(&unique_prefix(), &[], Duration::from_secs(60)).await;
     let err = secrets.get("NOPE").await.unwrap_err();
