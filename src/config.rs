@@ -32,6 +32,10 @@ pub struct Config {
     /// `OXP_ALLOWED_ORIGINS`: comma-separated web origins (`http://localhost:3000`) a local server
     /// on loopback accepts requests from; any other `Origin` is refused (default: none).
     pub allowed_origins: Vec<String>,
+    /// `OXP_ALLOWED_HOSTS`: comma-separated `Host` values (`tools.internal:8080`) a local server
+    /// accepts besides loopback names, when its browser guard is on (a loopback listener, or any
+    /// listener with authentication off); default none.
+    pub allowed_hosts: Vec<String>,
     /// Largest accepted request body in bytes (`OXP_MAX_BODY_BYTES`, default 1 MiB); larger is 413.
     pub max_body_bytes: usize,
     /// Longest a tool may run (`OXP_TOOL_TIMEOUT_MS`, default 30000; `0` disables).
@@ -98,6 +102,7 @@ impl Default for Config {
             host: IpAddr::from([127, 0, 0, 1]),
             port: 8080,
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             max_body_bytes: 1024 * 1024,
             tool_timeout: Some(Duration::from_secs(30)),
             base_path: None,
@@ -149,6 +154,7 @@ impl Config {
             .into_iter()
             .map(|o| o.trim_end_matches('/').to_owned())
             .collect();
+        config.allowed_hosts = env.list("OXP_ALLOWED_HOSTS");
         if let Some(n) = env.positive("OXP_MAX_BODY_BYTES")? {
             config.max_body_bytes = n;
         }

@@ -147,6 +147,11 @@ async fn an_unknown_tool_is_a_json_rpc_invalid_params_error() {
     assert_eq!(reply["error"]["code"], -32602);
     assert_eq!(reply["error"]["message"], "Unknown tool: No_Such");
     assert_eq!(reply["id"], 7);
+    // A 200 KB name does not come back whole, nor a control character in it.
+    let long = format!("X\n{}", "y".repeat(200_000));
+    let reply = call_tool(&example_app(), &long, json!({})).await;
+    let message = reply["error"]["message"].as_str().unwrap();
+    assert!(message.len() < 100 && !message.contains('\n'), "{message}");
 }
 
 #[tokio::test]

@@ -58,16 +58,22 @@ impl App {
 
     /// Serves HTTP on `listener` until `shutdown` completes; in-flight requests finish, then
     /// accepted async invocations get `OXP_RAP_DRAIN_SECS` to finish before the rest are
-    /// dead-lettered. On a loopback listener, a request whose `Host` is not a loopback name or
-    /// whose `Origin` is not in `OXP_ALLOWED_ORIGINS` is refused (403): web pages open in a
-    /// browser on the same machine cannot reach the tools.
+    /// dead-lettered. On a loopback listener, and on any listener while authentication is off,
+    /// a request whose `Host` is neither a loopback name nor in `OXP_ALLOWED_HOSTS`, or whose
+    /// `Origin` is not in `OXP_ALLOWED_ORIGINS`, is refused (403): web pages open in a browser
+    /// on the same machine cannot reach the tools, even through a rebound DNS name.
     pub async fn serve(
         self,
         listener: TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        let origins = self.parts.config.allowed_origins.clone().into();
-        let served = local::serve(listener, self.http(), origins, shutdown).await;
+        let config = &self.parts.config;
+        let rules = local::BrowserRules {
+            allowed_origins: config.allowed_origins.clone().into(),
+            allowed_hosts: config.allowed_hosts.clone().into(),
+            auth_off: matches!(config.auth, crate::config::AuthConfig::None { .. }),
+        };
+        let served = local::serve(listener, self.http(), rules, shutdown).await;
         #[cfg(feature = "rap")]
         {
             let abandoned = self.drain(self.parts.config.rap.drain_timeout).await;

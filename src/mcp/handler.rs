@@ -19,6 +19,9 @@ use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// Longest part of an unknown tool's name an error repeats (listing names are at most 64).
+const MAX_SHOWN_NAME: usize = 64;
+
 /// What every request shares: the served tools, their MCP definitions and the invoker.
 #[derive(Debug)]
 pub(crate) struct Served {
@@ -115,8 +118,15 @@ impl McpServer {
     ) -> Result<CallToolResult, ErrorData> {
         // An unknown tool is the one error the spec makes a protocol error (-32602).
         let Some(tool) = self.0.get(name) else {
+            // The name is the caller's: bounded and stripped of control characters before it is
+            // answered back (a 200 KB name would come back whole).
+            let shown: String = name
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(MAX_SHOWN_NAME)
+                .collect();
             return Err(ErrorData::invalid_params(
-                format!("Unknown tool: {name}"),
+                format!("Unknown tool: {shown}"),
                 None,
             ));
         };

@@ -208,7 +208,7 @@ fn parse_call(body: &[u8]) -> Result<CallToolRequest, ApiError> {
         .map_err(|e| {
             ApiError::bad_request(
                 "The request body is not a valid tool call",
-                format!("request: {e}"),
+                format!("request: {}", without_values(&e)),
             )
         })
         .and_then(|Object(request)| checked(request))
@@ -296,8 +296,79 @@ fn parse_json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
             }
             Category::Data => ApiError::bad_request(
                 "The request body is not a valid tool call",
-                format!("{e}: the body must be a JSON object"),
+                format!("{}: the body must be a JSON object", without_values(&e)),
             ),
         }
     })
+}
+
+/// serde's message for a body that does not fit the wire types, without anything the caller
+/// sent: serde quotes the offending value (`invalid type: string "TWILIO_API_KEY=..."`) and the
+/// unknown key, and a caller's secret must never come back in an answer. What stays: the
+/// expectation (from the wire types), the names of our own fields, and the position.
+fn without_values(e: &serde_json::Error) -> String {
+    let text = e.to_string();
+    let message = text
+        .rsplit_once(" at line ")
+        .map_or(text.as_str(), |(m, _)| m);
+    // serde quotes every value it repeats (`string "..."`, ``integer `5` ``): a message with no
+    // quote is serde's own words (`recursion limit exceeded`).
+    let quotes_nothing = !message.contains(['"', '`']);
+    let described = if quotes_nothing
+        || message.starts_with("missing field")
+        || message.starts_with("duplicate field")
+    {
+        // `missing field `tool_id``: the name is the wire type's.
+        message.to_owned()
+    } else if message.starts_with("unknown field") {
+        "an unknown field".to_owned()
+    } else if let Some((kind, expected)) = message.split_once(", expected ") {
+        let what = kind.split(':').next().unwrap_or("invalid");
+        format!("{what}, expected {expected}")
+    } else {
+        "a value of the wrong type or form".to_owned()
+    };
+    format!("{described} at line {} column {}", e.line(), e.column())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_malformed_body_is_described_without_anything_the_caller_sent() {
+        for body in [
+            r#"{"request": {"tool_id": "T", "context": "TWILIO_API_KEY=sk_live_1"}}"#,
+            r#"{"request": {"tool_id": "T", "context": {"secrets": [{"id": "K", "value": 12345678}]}}}"#,
+            r#"{"request": {"tool_id": 12345678}}"#,
+        ] {
+            let Err(ApiError::BadRequest {
+                developer_message,
+                message,
+                ..
+            }) = parse_call(body.as_bytes())
+            else {
+                panic!("{body} is refused");
+            };
+            let detail = developer_message.unwrap_or_default();
+            for secret in ["sk_live", "TWILIO_API_KEY=", "12345678"] {
+                assert!(
+                    !detail.contains(secret) && !message.contains(secret),
+                    "{detail}"
+                );
+            }
+            assert!(detail.contains("line 1 column"), "{detail}");
+        }
+        let Err(ApiError::BadRequest {
+            developer_message, ..
+        }) = parse_call(br#"{"request": {"input": {}}}"#)
+        else {
+            panic!("refused");
+        };
+        assert!(
+            developer_message
+                .unwrap()
+                .contains("missing field `tool_id`")
+        );
+    }
 }

@@ -1,11 +1,13 @@
 //! The local HTTP server: the same app as in Lambda, on a TCP port, with graceful shutdown.
 //!
-//! On a loopback listener every request must also look like it comes from this machine, not
-//! from a web page the developer has open: its `Host` must be a loopback name (a page that
-//! rebinds its own DNS name to 127.0.0.1 still sends its name), and an `Origin`, which browsers
-//! send with cross-origin requests, must be one `OXP_ALLOWED_ORIGINS` lists. Together with the
-//! JSON-only bodies of every route this keeps pages from calling the tools with the server's
-//! secrets.
+//! On a loopback listener, and on any listener while authentication is off (a container
+//! listening on 0.0.0.0 and published on the host's 127.0.0.1 is reached from the same
+//! browser), every request must also look like it comes from this machine, not from a web page
+//! the developer has open: its `Host` must be a loopback name or one `OXP_ALLOWED_HOSTS` lists
+//! (a page that rebinds its own DNS name to 127.0.0.1 still sends its name), and an `Origin`,
+//! which browsers send with cross-origin requests, must be the server's own or one
+//! `OXP_ALLOWED_ORIGINS` lists. Together with the JSON-only bodies of every route this keeps
+//! pages from calling the tools with the server's secrets.
 
 use crate::server::{HttpApp, ServerError, is_loopback_host, same_loopback_origin};
 use axum::response::{IntoResponse, Response};
@@ -23,18 +25,35 @@ pub(crate) async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     TcpListener::bind(addr).await
 }
 
+/// What the browser guard allows, and whether authentication is off.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BrowserRules {
+    /// `OXP_ALLOWED_ORIGINS`.
+    pub(crate) allowed_origins: Arc<[String]>,
+    /// `OXP_ALLOWED_HOSTS`.
+    pub(crate) allowed_hosts: Arc<[String]>,
+    /// `OXP_AUTH=none`.
+    pub(crate) auth_off: bool,
+}
+
+/// Whether the browser guard runs: on a loopback listener always; on another only while
+/// authentication is off (with it on, a page cannot send the caller's token).
+pub(crate) fn guarded(listener: std::net::IpAddr, auth_off: bool) -> bool {
+    listener.is_loopback() || auth_off
+}
+
 /// Serves `app` on `listener` until `shutdown` completes; in-flight requests finish first. A
-/// loopback listener refuses what browsers could send it (see the module documentation).
+/// guarded listener refuses what browsers could send it (see the module documentation).
 pub(crate) async fn serve(
     listener: TcpListener,
     app: HttpApp,
-    allowed_origins: Arc<[String]>,
+    rules: BrowserRules,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let guarded = LoopbackGuard {
         inner: app,
-        allowed_origins,
-        active: listener.local_addr()?.ip().is_loopback(),
+        active: guarded(listener.local_addr()?.ip(), rules.auth_off),
+        rules,
     };
     axum::serve(
         listener,
@@ -44,11 +63,11 @@ pub(crate) async fn serve(
     .await
 }
 
-/// Refuses, on a loopback listener, a non-loopback `Host` and an `Origin` not allowed.
+/// Refuses, on a guarded listener, a `Host` and an `Origin` not allowed.
 #[derive(Debug, Clone)]
 pub(crate) struct LoopbackGuard<S> {
     inner: S,
-    allowed_origins: Arc<[String]>,
+    rules: BrowserRules,
     active: bool,
 }
 
@@ -66,7 +85,7 @@ where
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
         if self.active
-            && let Err(refusal) = check_browser(request.headers(), &self.allowed_origins)
+            && let Err(refusal) = check_browser(request.headers(), &self.rules)
         {
             tracing::info!(target: "oxp::server", outcome = "forbidden", reason = refusal.reason());
             return Either::Left(ready(Ok(refusal.into_response())));
@@ -75,22 +94,32 @@ where
     }
 }
 
-/// The `Host` and `Origin` rules of a loopback listener.
-fn check_browser(headers: &HeaderMap, allowed_origins: &[String]) -> Result<(), ServerError> {
+/// The `Host` and `Origin` rules of a guarded listener.
+fn check_browser(headers: &HeaderMap, rules: &BrowserRules) -> Result<(), ServerError> {
+    let allowed_host = |host: &str| {
+        is_loopback_host(host)
+            || rules
+                .allowed_hosts
+                .iter()
+                .any(|h| h.eq_ignore_ascii_case(host))
+    };
     if let Some(host) = headers.get(header::HOST)
-        && !host.to_str().is_ok_and(is_loopback_host)
+        && !host.to_str().is_ok_and(allowed_host)
     {
         return Err(ServerError::Forbidden(
-            "the Host header is not a loopback name (localhost, 127.0.0.1, [::1]): requests to a loopback server must come from this machine",
+            "the Host header is neither a loopback name (localhost, 127.0.0.1, [::1]) nor in OXP_ALLOWED_HOSTS: requests must come from this machine",
         ));
     }
     // The server's own origin (a page it served, which it serves none of) is same-origin, not
     // cross-origin: the Host check above already ruled out a rebound name.
     if let Some(origin) = headers.get(header::ORIGIN)
         && !same_loopback_origin(headers)
-        && !origin
-            .to_str()
-            .is_ok_and(|o| allowed_origins.iter().any(|a| a.eq_ignore_ascii_case(o)))
+        && !origin.to_str().is_ok_and(|o| {
+            rules
+                .allowed_origins
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case(o))
+        })
     {
         return Err(ServerError::Forbidden(
             "the request comes from a web page whose origin is not allowed (OXP_ALLOWED_ORIGINS)",
@@ -120,4 +149,41 @@ pub(crate) async fn shutdown_signal() {
         () = terminate => {},
     }
     tracing::info!("shutting down: finishing in-flight requests");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_guard_runs_on_loopback_and_on_any_listener_while_authentication_is_off() {
+        let any: std::net::IpAddr = "0.0.0.0".parse().unwrap();
+        let loopback: std::net::IpAddr = "127.0.0.1".parse().unwrap();
+        assert!(guarded(loopback, false));
+        assert!(guarded(loopback, true));
+        assert!(
+            guarded(any, true),
+            "0.0.0.0 with OXP_AUTH=none: DNS rebinding"
+        );
+        assert!(
+            !guarded(any, false),
+            "a page cannot send the caller's token"
+        );
+    }
+
+    #[test]
+    fn allowed_hosts_pass_besides_loopback_names() {
+        let rules = BrowserRules {
+            allowed_hosts: vec!["tools.internal:8080".to_owned()].into(),
+            ..BrowserRules::default()
+        };
+        let with_host = |host: &str| {
+            let mut h = HeaderMap::new();
+            h.insert(header::HOST, host.parse().unwrap());
+            h
+        };
+        assert!(check_browser(&with_host("localhost:8080"), &rules).is_ok());
+        assert!(check_browser(&with_host("TOOLS.internal:8080"), &rules).is_ok());
+        assert!(check_browser(&with_host("rebound.example:8080"), &rules).is_err());
+    }
 }
