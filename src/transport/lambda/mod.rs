@@ -4,7 +4,7 @@
 #[cfg(feature = "agentcore")]
 pub(crate) mod direct;
 pub(crate) mod http;
-#[cfg(feature = "rap")]
+#[cfg(feature = "rap-sqs")]
 pub(crate) mod sqs;
 
 use std::time::{Duration, Instant, SystemTime};
