@@ -186,7 +186,9 @@ pub(crate) fn fingerprint(call: &Fingerprinted<'_>) -> String {
 /// so that another caller's call id neither replays, collides nor tells whether it exists.
 pub(crate) fn scoped_key(protocol: &str, subject: Option<&str>, call_id: &str) -> String {
     match subject {
-        None => format!("{protocol}:{call_id}"),
+        // A fixed word where a caller's 16-hex-digit tag stands: no call id of a caller without
+        // a subject can spell another caller's key.
+        None => format!("{protocol}:anon:{call_id}"),
         Some(subject) => {
             let caller = hex(&Sha256::digest(subject.as_bytes())[..8]);
             format!("{protocol}:{caller}:{call_id}")
@@ -266,11 +268,18 @@ mod tests {
 
     #[test]
     fn keys_are_scoped_by_protocol_and_caller() {
-        assert_eq!(scoped_key("oxp", None, "c1"), "oxp:c1");
+        assert_eq!(scoped_key("oxp", None, "c1"), "oxp:anon:c1");
         assert_ne!(scoped_key("oxp", None, "c1"), scoped_key("rap", None, "c1"));
         let alice = scoped_key("oxp", Some("alice"), "c1");
         assert_ne!(alice, scoped_key("oxp", Some("bob"), "c1"));
         assert!(alice.ends_with(":c1") && !alice.contains("alice"));
+    }
+
+    #[test]
+    fn a_caller_without_a_subject_cannot_spell_another_callers_key() {
+        let alice = scoped_key("oxp", Some("alice"), "c1");
+        let (_, tagged) = alice.split_once(':').unwrap();
+        assert_ne!(scoped_key("oxp", None, tagged), alice);
     }
 
     #[test]

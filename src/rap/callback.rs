@@ -167,10 +167,13 @@ fn host_matches(pattern: &str, host: &str) -> bool {
     }
 }
 
-/// IPv4-mapped IPv6 addresses are judged as the IPv4 address they carry.
+/// IPv4-mapped (`::ffff:a.b.c.d`) and IPv4-compatible (`::a.b.c.d`, deprecated but still
+/// routed by some stacks) IPv6 addresses are judged as the IPv4 address they carry; `::1` and
+/// `::` stay what they are.
 fn canonical(ip: IpAddr) -> IpAddr {
     match ip {
-        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        IpAddr::V6(v6) if v6.is_loopback() || v6.is_unspecified() => IpAddr::V6(v6),
+        IpAddr::V6(v6) => v6.to_ipv4().map_or(IpAddr::V6(v6), IpAddr::V4),
         v4 => v4,
     }
 }
@@ -210,9 +213,13 @@ fn is_private(ip: IpAddr) -> bool {
     }
 }
 
-/// `64:ff9b::a.b.c.d` (NAT64) carrying a private IPv4 address.
+/// `64:ff9b::a.b.c.d` (NAT64) carrying a private IPv4 address, or any address of the
+/// local-use NAT64 prefix `64:ff9b:1::/48` (RFC 8215), which each network maps as it likes.
 fn nat64_private(v6: Ipv6Addr) -> bool {
     let s = v6.segments();
+    if s[..3] == [0x64, 0xff9b, 1] {
+        return true;
+    }
     if s[..6] != [0x64, 0xff9b, 0, 0, 0, 0] {
         return false;
     }
@@ -289,6 +296,11 @@ mod tests {
             "https://[fd00::1]/cb",
             "https://[fe80::1]/cb",
             "https://[64:ff9b::a00:1]/cb",
+            // IPv4-compatible forms and the local-use NAT64 prefix.
+            "https://[::127.0.0.1]/cb",
+            "https://[::169.254.169.254]/cb",
+            "https://[::10.0.0.1]/cb",
+            "https://[64:ff9b:1::5db8:d70e]/cb",
             "ftp://agent.example.com/cb",
             "https://user:pw@agent.example.com/cb",
             "not a url",

@@ -52,7 +52,10 @@ async fn discover(
     json(StatusCode::OK, &definition)
 }
 
-/// `<scheme>://<host><stage and base path>/invoke`, from the discovery request.
+/// `<scheme>://<host><stage and base path>/invoke`, from the discovery request. The host is the
+/// request's `Host` (API Gateway and Function URLs set it to the name the caller used);
+/// `X-Forwarded-Host` is not read, since any caller can send it and the endpoint tells runtimes
+/// where to send invocations. Behind a proxy that rewrites `Host`, set `OXP_RAP_ENDPOINT`.
 fn derived_endpoint(headers: &HeaderMap, prefix: Option<&str>, lambda: bool) -> String {
     let text = |name: &str| {
         headers
@@ -68,7 +71,7 @@ fn derived_endpoint(headers: &HeaderMap, prefix: Option<&str>, lambda: bool) -> 
         None => "http",
     };
     let prefix = prefix.unwrap_or_default();
-    match text("x-forwarded-host").or_else(|| text(header::HOST.as_str())) {
+    match text(header::HOST.as_str()) {
         Some(host) => format!("{scheme}://{host}{prefix}/invoke"),
         None => format!("{prefix}/invoke"),
     }
@@ -357,5 +360,16 @@ mod tests {
             "http://abc.execute-api.example/invoke"
         );
         assert_eq!(derived_endpoint(&HeaderMap::new(), None, false), "/invoke");
+    }
+
+    #[test]
+    fn a_forwarded_host_from_the_caller_does_not_move_the_endpoint() {
+        let mut headers = HeaderMap::new();
+        headers.insert(header::HOST, "abc.execute-api.example".parse().unwrap());
+        headers.insert("x-forwarded-host", "attacker.example".parse().unwrap());
+        assert_eq!(
+            derived_endpoint(&headers, None, true),
+            "https://abc.execute-api.example/invoke"
+        );
     }
 }
