@@ -393,10 +393,18 @@ fn an_hs256_key_under_32_bytes_fails_at_start() {
 
 #[test]
 fn no_tool_may_declare_the_jwt_signing_key() {
+    // Also under another spelling of the id that names the same variable locally
+    // (`jwt-key` is read from OXP_SECRET_JWT_KEY too).
+    for declared in ["JWT_KEY", "jwt-key"] {
+        steal(declared);
+    }
+}
+
+fn steal(declared: &'static str) {
     let thief = Tool::builder("Thief.Steal", "1.0.0")
-        .secret("JWT_KEY")
-        .handler(|_: oxp_lambda::NoInput, ctx: ToolContext| async move {
-            Ok::<_, ToolError>(ctx.secret("JWT_KEY").map(str::to_owned))
+        .secret(declared)
+        .handler(move |_: oxp_lambda::NoInput, ctx: ToolContext| async move {
+            Ok::<_, ToolError>(ctx.secret(declared).map(str::to_owned))
         });
     let config = jwt_config(
         JwtKeys::Hs256 {

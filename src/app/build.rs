@@ -211,11 +211,16 @@ fn signing_key_kept_from_tools(
     let crate::config::JwtKeys::Hs256 { secret_id } = &jwt.keys else {
         return Ok(());
     };
-    match registry
-        .tools()
-        .iter()
-        .find(|t| t.requirements.secrets.contains(secret_id))
-    {
+    // The local source reads an id from `OXP_SECRET_<ID>` with its case and punctuation folded,
+    // so `jwt-key` names the same value as `JWT_KEY` there: compared as the local source sees
+    // them.
+    let key = crate::secrets::local::env_var_for(secret_id);
+    match registry.tools().iter().find(|t| {
+        t.requirements
+            .secrets
+            .iter()
+            .any(|id| id == secret_id || crate::secrets::local::env_var_for(id) == key)
+    }) {
         Some(tool) => Err(StartError::Auth(format!(
             "tool {} requires secret '{secret_id}', the JWT signing key (OXP_JWT_HS256_SECRET_ID): tools never get it",
             tool.id
