@@ -140,3 +140,16 @@ async fn the_bootstrap_answers_gateway_invocations_and_survives_odd_client_conte
         api.errors.lock().unwrap()
     );
 }
+
+#[tokio::test]
+async fn an_event_over_the_body_limit_is_refused_as_on_every_transport() {
+    let config = oxp_lambda::Config {
+        max_body_bytes: 1024,
+        ..test_config()
+    };
+    let app = app_with(common::example_tools::registry().unwrap(), config);
+    let big = json!({"a": 1, "b": 2, "pad": "x".repeat(2048)});
+    let result = invoke(&app, big, Some(context("Calculator_Add"))).await;
+    assert_eq!(result["isError"], true, "{result}");
+    assert_eq!(text_json(&result)["message"], "The event is too large");
+}

@@ -135,6 +135,9 @@ impl App {
         let Some(served) = &self.parts.mcp else {
             return crate::agentcore::refused("MCP is off (OXP_MCP=off)".into());
         };
+        if event.len() > self.parts.config.max_body_bytes {
+            return crate::agentcore::refused("The event is too large".into());
+        }
         crate::agentcore::invoke(served, event, client_context, None).await
     }
 
@@ -145,8 +148,13 @@ impl App {
         if self.parts.config.lambda_role == crate::config::LambdaRole::AgentCore
             && let Some(served) = self.parts.mcp.clone()
         {
-            let margin = self.parts.config.deadline_margin;
-            return crate::transport::lambda::direct::run(served, margin).await;
+            let config = &self.parts.config;
+            return crate::transport::lambda::direct::run(
+                served,
+                config.deadline_margin,
+                config.max_body_bytes,
+            )
+            .await;
         }
         #[cfg(feature = "rap-sqs")]
         if self.parts.config.lambda_role == crate::config::LambdaRole::Worker

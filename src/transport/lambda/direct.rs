@@ -20,7 +20,13 @@ const MAX_EVENT_BYTES: usize = 7 * 1024 * 1024;
 
 /// Serves invocations until the environment ends; an error is a Runtime API that stopped
 /// answering.
-pub(crate) async fn run(served: Arc<Served>, margin: Duration) -> Result<(), lambda_http::Error> {
+/// Events over `max_bytes` (`OXP_MAX_BODY_BYTES`, as for every other transport) are answered
+/// "too large" without being read further.
+pub(crate) async fn run(
+    served: Arc<Served>,
+    margin: Duration,
+    max_bytes: usize,
+) -> Result<(), lambda_http::Error> {
     let client = Arc::new(Client::builder().build()?);
     let workers = std::env::var("AWS_LAMBDA_MAX_CONCURRENCY")
         .ok()
@@ -29,7 +35,12 @@ pub(crate) async fn run(served: Arc<Served>, margin: Duration) -> Result<(), lam
         .unwrap_or(1);
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers {
-        tasks.spawn(serve(client.clone(), served.clone(), margin));
+        tasks.spawn(serve(
+            client.clone(),
+            served.clone(),
+            margin,
+            max_bytes.min(MAX_EVENT_BYTES),
+        ));
     }
     // The first worker to fail ends the process: the Runtime API is gone.
     match tasks.join_next().await {
@@ -43,11 +54,12 @@ async fn serve(
     client: Arc<Client>,
     served: Arc<Served>,
     margin: Duration,
+    max_bytes: usize,
 ) -> Result<(), lambda_http::Error> {
     loop {
         let next = client.call(Request::get(NEXT).body(Body::empty())?).await?;
         let (parts, body) = next.into_parts();
-        let event = http_body_util::Limited::new(body, MAX_EVENT_BYTES)
+        let event = http_body_util::Limited::new(body, max_bytes)
             .collect()
             .await
             .map(|b| b.to_bytes());
