@@ -863,30 +863,60 @@ async fn invocations_are_rate_limited_per_caller() {
     })
     .await;
     let receiver = Receiver::ok().await;
-    // The third of Alice's invocations is over the limit, whatever user_id it names.
-    for (caller, id, user) in [
-        ("alice", "call_1", "u1"),
-        ("alice", "call_2", "u2"),
-        ("alice", "call_3", "u3"),
-        ("bob", "call_4", "u1"),
+    // The third of Alice's invocations is over the limit, whatever user_id it names: refused
+    // with 429 before anything is queued, so nothing runs and nothing is delivered for it.
+    for (caller, id, user, status) in [
+        ("alice", "call_1", "u1", 200),
+        ("alice", "call_2", "u2", 200),
+        ("alice", "call_3", "u3", 429),
+        ("bob", "call_4", "u1", 200),
     ] {
         let mut body = with_id(add(&receiver.url), id);
         body["user_id"] = json!(user);
-        assert_eq!(invoke_as(&rig, caller, &body).await, 200);
+        assert_eq!(invoke_as(&rig, caller, &body).await, status, "{id}");
         rig.settle().await;
     }
-    let hits = receiver.wait_for(4).await;
-    let texts: Vec<&str> = hits
+    let hits = receiver.wait_for(3).await;
+    let ids: Vec<&str> = hits
         .iter()
-        .map(|h| h.body["text"].as_str().unwrap())
+        .map(|h| h.body["id"].as_str().unwrap())
         .collect();
-    assert_eq!(texts[0], "3");
-    assert_eq!(texts[1], "3");
-    let limited = error_of(&hits[2].body);
-    assert_eq!(limited["kind"], "rate_limited");
-    assert_eq!(limited["can_retry"], true);
-    assert!(limited["retry_after_ms"].as_u64().unwrap() > 0);
-    assert_eq!(texts[3], "3", "another caller has their own allowance");
+    assert_eq!(
+        ids,
+        ["call_1", "call_2", "call_4"],
+        "another caller has their own allowance"
+    );
+    assert!(hits.iter().all(|h| h.body["text"] == "3"));
+}
+
+#[tokio::test]
+async fn an_invocation_over_the_rate_limit_is_a_429_with_retry_after_and_runs_nothing() {
+    let rig = Rig::with(|c| {
+        c.rap.rate_limit = Some(oxp_lambda::config::RateLimit {
+            invocations: 1,
+            per: Duration::from_secs(60),
+        })
+    })
+    .await;
+    let receiver = Receiver::ok().await;
+    let first = rig.invoke(with_id(add(&receiver.url), "r1")).await;
+    assert_eq!(first.status, 200);
+    let over = rig.invoke(with_id(add(&receiver.url), "r2")).await;
+    assert_eq!(over.status, 429, "{}", over.text);
+    let wait: u64 = over.headers["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!((1..=60).contains(&wait), "{wait}");
+    assert_eq!(over.json["error"]["kind"], "rate_limited");
+    assert_eq!(over.json["error"]["can_retry"], true);
+    rig.settle().await;
+    assert_eq!(
+        receiver.hits().len(),
+        1,
+        "the refused invocation was neither run nor delivered"
+    );
 }
 
 #[tokio::test]

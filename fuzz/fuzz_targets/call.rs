@@ -74,7 +74,7 @@ fuzz_target!(|data: &[u8]| {
         assert!([200, 400, 413].contains(&status), "status {status}");
         assert_eq!(json["jsonrpc"], "2.0");
     } else if path == "/invoke" {
-        assert!([200, 400, 409, 413, 503].contains(&status), "status {status}");
+        assert!([200, 400, 409, 413, 429, 503].contains(&status), "status {status}");
         assert!(json["status"] == "accepted" || json["error"]["kind"].is_string(), "{json}");
     } else {
         assert!([200, 400, 422].contains(&status), "status {status}");

@@ -23,6 +23,7 @@ use axum::routing::{get, post};
 use axum::{Extension, Router};
 use serde_json::{Map, Value};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The RAP routes, behind `auth`.
 pub(crate) fn router(rap: Arc<Rap>, auth: &Arc<Authenticator>) -> Router {
@@ -106,6 +107,13 @@ async fn accept(
     principal: Principal,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(), Refusal> {
+    // First, before anything is read or queued: an invocation over the caller's allowance is
+    // refused (429), so one caller's traffic is neither run nor delivered to any callback.
+    // Every invocation that reaches this point counts, malformed or not.
+    rap.check_rate(&principal)
+        .map_err(|wait| Refusal::RateLimited {
+            retry_after: wait.max(Duration::from_millis(1)),
+        })?;
     let body = body.map_err(|rejection| {
         if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
             Refusal::TooLarge
@@ -130,13 +138,6 @@ async fn accept(
         });
     }
     let mut job = Job::new(reply_to);
-    // Every acknowledged invocation counts against the caller's allowance, malformed or not.
-    job.rejected = rap
-        .check_rate(&principal)
-        .map_err(|wait| Rejection::RateLimited {
-            retry_after_ms: (wait.as_millis() as u64).max(1),
-        })
-        .err();
     job.principal = principal;
     if job.rejected.is_none() {
         job.rejected = read_invocation(&fields, &mut job).err();
@@ -277,6 +278,7 @@ enum Refusal {
     Unauthenticated,
     Unavailable,
     Busy,
+    RateLimited { retry_after: Duration },
 }
 
 impl Refusal {
@@ -300,6 +302,10 @@ impl Refusal {
             Self::Unauthenticated => "Authentication failed".into(),
             Self::Unavailable => "The invocation could not be queued; retry later".into(),
             Self::Busy => "The server has too many invocations in progress; retry shortly".into(),
+            Self::RateLimited { .. } => {
+                "Too many invocations for this caller; retry after the time Retry-After gives"
+                    .into()
+            }
         }
     }
 }
@@ -319,10 +325,20 @@ impl IntoResponse for Refusal {
             Self::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
             Self::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Self::Busy => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
+            Self::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+        };
+        let retry_after = match &self {
+            Self::RateLimited { retry_after } => Some(*retry_after),
+            _ => None,
         };
         let body = ErrorText {
             error: ErrorBody {
-                can_retry: matches!(self, Self::Unavailable | Self::Busy),
+                can_retry: matches!(
+                    self,
+                    Self::Unavailable | Self::Busy | Self::RateLimited { .. }
+                ),
+                retry_after_ms: retry_after
+                    .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
                 ..error(kind, self.message())
             },
         };
@@ -331,6 +347,13 @@ impl IntoResponse for Refusal {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));
+        }
+        if let Some(wait) = retry_after {
+            // Whole seconds, rounded up: `Retry-After` has no finer unit.
+            let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, header::HeaderValue::from(seconds));
         }
         if matches!(self, Self::Unauthenticated) {
             response.headers_mut().insert(
