@@ -2,54 +2,27 @@
 //! and calls tools with strict response validation, and meets a 400, a 422 and a bad token.
 //! `scripts/test` installs the SDK into `.venv` and names its Python in `OXP_TEST_PYTHON`.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+mod common;
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// The binary on a free loopback port with `env`, and its base URL.
-fn start(env: &[(&str, &str)]) -> (Server, String) {
-    let mut server = Server(
-        Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
-            .args(["--port", "0"])
-            .env_remove("AWS_LAMBDA_RUNTIME_API")
-            .envs(env.iter().copied())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let mut line = String::new();
-    BufReader::new(server.0.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .strip_prefix("OXP server listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_owned();
-    (server, base)
-}
+use common::start_binary;
+use std::process::Command;
 
 #[test]
-#[ignore = "needs the OXP Python SDK: scripts/test installs it and runs this"]
+#[ignore = "needs the OXP Python SDK: scripts/test installs it (OXP_TEST_PYTHON) and runs this"]
 fn the_official_python_sdk_lists_and_calls_tools() {
     let python = std::env::var("OXP_TEST_PYTHON")
         .expect("OXP_TEST_PYTHON names a Python with the `oxp` SDK: run through scripts/test");
     let key = "sdk-test-signing-key-0123456789abcdef";
-    let (_open, open_url) = start(&[("OXP_AUTH", "none")]);
-    let (_secured, secured_url) = start(&[
-        ("OXP_AUTH", "jwt"),
-        ("OXP_JWT_HS256_SECRET_ID", "JWT_KEY"),
-        ("OXP_SECRET_JWT_KEY", key),
-    ]);
+    let exe = env!("CARGO_BIN_EXE_oxp-lambda");
+    let (_open, open_url) = start_binary(exe, &[("OXP_AUTH", "none")]);
+    let (_secured, secured_url) = start_binary(
+        exe,
+        &[
+            ("OXP_AUTH", "jwt"),
+            ("OXP_JWT_HS256_SECRET_ID", "JWT_KEY"),
+            ("OXP_SECRET_JWT_KEY", key),
+        ],
+    );
     let output = Command::new(python)
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oxp_sdk.py"))
         .args([&open_url, &secured_url, key])

@@ -198,3 +198,40 @@ pub fn rap_error(text: &str) -> Option<Value> {
     }
     serde_json::from_str(detail).ok()
 }
+
+/// The `oxp-lambda` binary as a local server on a free loopback port, stopped when dropped.
+pub struct Binary(pub std::process::Child);
+
+impl Drop for Binary {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts the binary (`exe`: `env!("CARGO_BIN_EXE_oxp-lambda")`) with `env` outside Lambda, and
+/// its base URL from the line it prints when it listens.
+pub fn start_binary(exe: &str, env: &[(&str, &str)]) -> (Binary, String) {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    let mut server = Binary(
+        Command::new(exe)
+            .args(["--port", "0"])
+            .env_remove("AWS_LAMBDA_RUNTIME_API")
+            .envs(env.iter().copied())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(server.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let base = line
+        .trim()
+        .strip_prefix("OXP server listening on ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    (server, base)
+}
