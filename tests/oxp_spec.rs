@@ -545,7 +545,29 @@ async fn a_required_user_id_must_be_provided_in_context() {
     let reply = call(&app, json!({"request": {"tool_id": "Gmail.GetEmails@1.2.0", "context": {"authorization": [{"id": "google", "token": "ya29.tok"}]}}})).await;
     assert_eq!(reply.status, 400);
     assert!(reply.json["message"].as_str().unwrap().contains("user ID"));
+    // The published 1.0 OpenAPI's `missing_requirements`.
+    assert_eq!(reply.json["missing_requirements"], json!({"user_id": true}));
     assert!(!reply.text.contains("ya29.tok"));
+}
+
+#[tokio::test]
+async fn a_schema_version_that_is_not_a_string_is_a_400() {
+    let app = example_app();
+    for schema in [json!(null), json!(1), json!(["urn:oxp:1.0"])] {
+        let body = json!({"$schema": schema, "request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}});
+        let reply = call(&app, body).await;
+        assert_eq!(reply.status, 400, "{schema}: {}", reply.text);
+        let listing = json!({"$schema": schema}).to_string();
+        let request = axum::http::Request::get("/tools")
+            .header("content-type", "application/json")
+            .body(axum::body::Body::from(listing))
+            .unwrap();
+        assert_eq!(
+            send(&app, request).await.status,
+            400,
+            "GET /tools with {schema}"
+        );
+    }
 }
 
 #[tokio::test]
