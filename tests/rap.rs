@@ -736,11 +736,44 @@ async fn too_many_requests_is_retried_after_the_retry_after_delay() {
 }
 
 #[tokio::test]
-async fn invocations_still_pending_at_shutdown_are_dead_lettered_not_dropped() {
+async fn at_shutdown_running_tools_are_cancelled_and_their_results_delivered() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
+    // Demo.Sleep stops at its signal and says so; Test.Wait ignores it and is stopped after
+    // the grace period: both callers hear, nothing is dead-lettered.
     accepted(
-        &rig.invoke(invocation(&receiver.url, "Test_Wait", json!({})))
+        &rig.invoke(with_id(
+            invocation(&receiver.url, "Demo_Sleep", json!({"ms": 60000})),
+            "sleep",
+        ))
+        .await,
+    );
+    accepted(
+        &rig.invoke(with_id(
+            invocation(&receiver.url, "Test_Wait", json!({})),
+            "wait",
+        ))
+        .await,
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(rig.app.drain(Duration::from_millis(100)).await, 0);
+    let mut hits = receiver.hits();
+    hits.sort_by(|a, b| a.body["id"].as_str().cmp(&b.body["id"].as_str()));
+    let slept: Value = serde_json::from_str(hits[0].body["text"].as_str().unwrap()).unwrap();
+    assert_eq!(slept["cancelled"], true, "{}", hits[0].body);
+    assert_eq!(error_of(&hits[1].body)["kind"], "cancelled");
+    assert!(rig.dead_letters().is_empty());
+}
+
+#[tokio::test]
+async fn invocations_still_pending_at_shutdown_are_dead_lettered_not_dropped() {
+    let rig = Rig::new().await;
+    // A callback that accepts the connection and never answers: the result is still being
+    // delivered when the shutdown's grace runs out.
+    let hanging = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let callback = format!("http://{}/callback", hanging.local_addr().unwrap());
+    accepted(
+        &rig.invoke(invocation(&callback, "Test_Wait", json!({})))
             .await,
     );
     assert_eq!(rig.app.drain(Duration::from_millis(100)).await, 1);

@@ -61,6 +61,15 @@ impl Running {
         }
     }
 
+    /// Cancels every call running here (the server is shutting down). How many there were.
+    pub(crate) fn cancel_all(&self) -> usize {
+        let calls = self.lock();
+        for cancellation in calls.values() {
+            cancellation.cancel();
+        }
+        calls.len()
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Cancellation>> {
         // A panic while holding the lock leaves a map that is still consistent.
         self.calls.lock().unwrap_or_else(|e| e.into_inner())

@@ -152,10 +152,13 @@ impl InProcessQueue {
             .len()
     }
 
-    /// Waits up to `timeout` for every pending job, then dead-letters those still pending
-    /// (their tasks end with the runtime). Returns how many were dead-lettered.
+    /// Waits up to `timeout` for every pending job; then cancels the tools still running, so
+    /// each can return what it did and have it delivered (a tool that ignores its signal is
+    /// stopped after the grace period and its caller told "cancelled"); only what is still
+    /// pending after that is dead-lettered (its task ends with the runtime). Returns how many
+    /// were dead-lettered.
     pub(crate) async fn drain(&self, timeout: Duration) -> usize {
-        let all_done = async {
+        let all_done = || async {
             loop {
                 let idle = self.pending.idle.notified();
                 if self.pending() == 0 {
@@ -164,8 +167,14 @@ impl InProcessQueue {
                 idle.await;
             }
         };
-        if tokio::time::timeout(timeout, all_done).await.is_ok() {
+        if tokio::time::timeout(timeout, all_done()).await.is_ok() {
             return 0;
+        }
+        if self.worker.running().cancel_all() > 0 {
+            let settle = crate::core::invoke::CANCEL_GRACE + self.worker.deliverer_timeout();
+            if tokio::time::timeout(settle, all_done()).await.is_ok() {
+                return 0;
+            }
         }
         let left: Vec<Job> = self
             .pending

@@ -79,6 +79,11 @@ impl Worker {
         }
     }
 
+    /// How long one delivery attempt may take.
+    pub(crate) fn deliverer_timeout(&self) -> Duration {
+        self.deliverer.attempt_timeout()
+    }
+
     /// The invocations this worker is running, for `/cancel_tool_call`.
     pub(crate) fn running(&self) -> &Arc<Running> {
         &self.running

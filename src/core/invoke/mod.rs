@@ -10,6 +10,7 @@ mod run;
 mod watch;
 
 pub(crate) use crate::core::refusal::{RETRY_AFTER, Rejection};
+pub(crate) use run::CANCEL_GRACE;
 
 use crate::core::content::ToolOutput;
 use crate::core::idempotency::{
