@@ -31,8 +31,9 @@ pub(crate) struct DeadLetter {
 #[derive(Debug)]
 pub(crate) enum DeadLetters {
     /// Appends JSON lines to a file (created with owner-only permissions). A file that would
-    /// grow over `max_bytes` is first moved to `<file>.1` (replacing the one there), so at most
-    /// two files of about `max_bytes` are kept.
+    /// grow over `max_bytes` is first moved to `<file>.1`, so at most two files of about
+    /// `max_bytes` are kept; the letters of a `<file>.1` it replaces are dropped, never
+    /// silently: an error line counts them.
     File {
         /// The file.
         path: PathBuf,
@@ -79,6 +80,16 @@ impl DeadLetters {
                 {
                     let mut rotated = path.clone().into_os_string();
                     rotated.push(".1");
+                    // The bound means the oldest letters go; an operator must hear how many.
+                    if let Ok(old) = tokio::fs::read(&rotated).await {
+                        let dropped = old.iter().filter(|&&b| b == b'\n').count();
+                        tracing::error!(
+                            target: "oxp::rap",
+                            dropped,
+                            file = %path.display(),
+                            "dead letters dropped by rotation: ship the file or raise OXP_RAP_DEAD_LETTER_MAX_BYTES"
+                        );
+                    }
                     tokio::fs::rename(path, &rotated)
                         .await
                         .map_err(|e| format!("dead-letter file {}: {e}", path.display()))?;
@@ -157,5 +168,38 @@ mod tests {
         let last = std::fs::read_to_string(&path).unwrap();
         assert!(last.contains("call_39"), "the newest letter is kept");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn letters_dropped_by_rotation_are_counted_in_an_error_line() {
+        let captured = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+        let sink = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || Writer(sink.clone()))
+            .with_ansi(false)
+            .finish();
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let dir = std::env::temp_dir().join(format!("oxp-dl-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let store = DeadLetters::file(dir.join("dead.jsonl"), 1024);
+        for n in 0..20 {
+            store.record(&letter(n)).await.unwrap();
+        }
+        let logs = String::from_utf8(captured.lock().unwrap().clone()).unwrap();
+        assert!(logs.contains("dead letters dropped by rotation"), "{logs}");
+        assert!(logs.contains("dropped="), "{logs}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    struct Writer(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Writer {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
     }
 }
