@@ -163,3 +163,33 @@ fn the_template_bounds_the_worker_and_guards_the_queue_and_the_secrets() {
         assert!(template.contains(needle), "template.yaml lacks {needle}");
     }
 }
+
+/// The part of `template.yaml` that declares resource `name` (up to the next resource).
+fn resource<'a>(template: &'a str, name: &str) -> &'a str {
+    let start = template
+        .find(&format!("\n  {name}:\n"))
+        .unwrap_or_else(|| panic!("template.yaml has no {name}"));
+    let rest = &template[start + 1..];
+    let end = rest[1..].find("\n  O").map_or(rest.len(), |i| i + 1);
+    &rest[..end]
+}
+
+#[test]
+fn every_function_that_claims_idempotency_records_may_use_the_table() {
+    // Globals give every function OXP_IDEMPOTENCY_TABLE; the HTTP function and the worker
+    // claim call ids there (the worker: each job's invocation id), so their roles need it.
+    let template = read("template.yaml");
+    assert!(template.contains("OXP_IDEMPOTENCY_TABLE: !Ref OxpCallsTable"));
+    for function in ["OxpFunction", "OxpWorkerFunction"] {
+        let declared = resource(&template, function);
+        for action in [
+            "dynamodb:GetItem",
+            "dynamodb:PutItem",
+            "dynamodb:DeleteItem",
+        ] {
+            assert!(declared.contains(action), "{function} lacks {action}");
+        }
+    }
+    // Least privilege: the AgentCore target never claims one.
+    assert!(!resource(&template, "OxpAgentCoreFunction").contains("dynamodb:"));
+}
