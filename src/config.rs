@@ -5,7 +5,6 @@
 //! init rather than at the first request.
 
 pub use crate::auth::{AuthConfig, JwtConfig, JwtKeys};
-pub use crate::core::secrets::ClientSecrets;
 pub use crate::idempotency::{IdempotencyConfig, IdempotencyMode};
 #[cfg(feature = "mcp")]
 pub use crate::mcp::McpConfig;
@@ -17,6 +16,7 @@ pub use crate::rap::config::{RapConfig, RateLimit};
 pub use crate::rap::deliver::RetryPolicy;
 pub use crate::secrets::{SecretSourceKind, SecretsConfig};
 pub use crate::settings::ConfigError;
+pub use oxp_lambda_core::secrets::ClientSecrets;
 
 use crate::settings::{Env, invalid};
 use std::net::IpAddr;

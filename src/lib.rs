@@ -60,7 +60,7 @@ mod auth;
 #[cfg(feature = "aws")]
 mod aws;
 pub mod config;
-mod core;
+
 mod idempotency;
 mod logging;
 #[cfg(feature = "mcp")]
@@ -78,16 +78,18 @@ mod transport;
 
 pub use app::{App, AppBuilder, StartError};
 pub use config::Config;
-pub use core::content::{
+pub use oxp_lambda_core::content::{
     Content, DisplaySegment, IntoToolOutput, MAX_CONTENT_BYTES, MAX_CONTENT_ITEMS, ResourceBody,
     ToolOutput,
 };
-pub use core::declare::{
+pub use oxp_lambda_core::declare::{
     Annotations, AuthorizationProvider, NoInput, Requirements, Tool, ToolBuilder,
 };
-pub use core::refusal::ErrorClass;
-pub use core::registry::{RegisteredTool, Registry, RegistryBuilder, RegistryError, ResolveError};
-pub use core::tool::{Cancellation, Extensions, Secret, ToolContext, ToolError};
+pub use oxp_lambda_core::refusal::ErrorClass;
+pub use oxp_lambda_core::registry::{
+    RegisteredTool, Registry, RegistryBuilder, RegistryError, ResolveError,
+};
+pub use oxp_lambda_core::tool::{Cancellation, Extensions, Secret, ToolContext, ToolError};
 #[cfg(feature = "rap")]
 pub use rap::RapThread;
 pub use run::run;

@@ -3,8 +3,8 @@
 
 use crate::app::App;
 use crate::config::{Config, in_lambda};
-use crate::core::registry::Registry;
 use crate::transport::local;
+use oxp_lambda_core::registry::Registry;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 

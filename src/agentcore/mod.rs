@@ -11,9 +11,9 @@
 
 pub(crate) mod schema;
 
-use crate::core::invoke::{Call, Target};
-use crate::core::tool::ToolError;
 use crate::mcp::{Served, result};
+use oxp_lambda_core::invoke::{Call, Target};
+use oxp_lambda_core::tool::ToolError;
 use serde_json::Value;
 use std::time::Instant;
 

@@ -8,8 +8,8 @@
 //! the meaning (`oneOf`, `anyOf`, `allOf` of several, `not`, conditionals, map-like
 //! `additionalProperties`, tuples) fails, naming the tool and the keyword.
 
-use crate::core::registry::RegisteredTool;
 use crate::mcp::result::has_structured_output;
+use oxp_lambda_core::registry::RegisteredTool;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 

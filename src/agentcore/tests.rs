@@ -1,6 +1,6 @@
 use super::schema::export;
-use crate::core::registry::Registry;
 use crate::{NoInput, Tool, ToolContext, ToolError};
+use oxp_lambda_core::registry::Registry;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

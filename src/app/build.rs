@@ -4,10 +4,10 @@
 use super::{App, Parts};
 use crate::auth::Authenticator;
 use crate::config::{Config, in_lambda};
-use crate::core::invoke::Invoker;
-use crate::core::registry::Registry;
 use crate::server;
 use axum::Router;
+use oxp_lambda_core::invoke::Invoker;
+use oxp_lambda_core::registry::Registry;
 use std::fmt;
 use std::sync::Arc;
 

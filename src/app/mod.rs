@@ -3,10 +3,10 @@
 //! adapters over it, and the plumbing and transports around them.
 
 use crate::config::Config;
-use crate::core::registry::Registry;
 use crate::server::HttpApp;
 use crate::transport::local;
 use http::Request;
+use oxp_lambda_core::registry::Registry;
 use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;

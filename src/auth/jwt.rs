@@ -2,12 +2,12 @@
 //! keys from a JWKS URL (cached, refetched for an unknown `kid` at most every few seconds).
 
 use super::{AuthError, JwtConfig, JwtKeys};
-use crate::core::principal::Principal;
-use crate::core::secrets::Secrets;
 use futures_util::FutureExt;
 use http::{HeaderMap, header};
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
+use oxp_lambda_core::principal::Principal;
+use oxp_lambda_core::secrets::Secrets;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -144,7 +144,7 @@ impl JwtVerifier {
 }
 
 /// HMAC keys shorter than the hash are guessable: RFC 7518 requires at least 256 bits for HS256.
-fn short_key(key: &crate::core::tool::Secret) -> Result<(), String> {
+fn short_key(key: &oxp_lambda_core::tool::Secret) -> Result<(), String> {
     let len = key.expose().len();
     if len < 32 {
         return Err(format!(

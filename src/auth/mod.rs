@@ -8,10 +8,10 @@ pub(crate) mod apigateway;
 #[cfg(feature = "jwt")]
 pub(crate) mod jwt;
 
-use crate::core::principal::Principal;
-use crate::core::secrets::Secrets;
 use crate::settings::{ConfigError, Env, invalid};
 use http::{Extensions, HeaderMap};
+use oxp_lambda_core::principal::Principal;
+use oxp_lambda_core::secrets::Secrets;
 use std::net::IpAddr;
 #[cfg(feature = "jwt")]
 use std::sync::Arc;

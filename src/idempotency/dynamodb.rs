@@ -2,8 +2,10 @@
 //! writes and a TTL attribute.
 
 use crate::aws::AwsClient;
-use crate::core::idempotency::{Claim, IdempotencyStore, StoreError, StoreFuture, StoredOutcome};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use oxp_lambda_core::idempotency::{
+    Claim, IdempotencyStore, StoreError, StoreFuture, StoredOutcome,
+};
 use std::collections::HashMap;
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

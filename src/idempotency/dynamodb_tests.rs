@@ -2,7 +2,7 @@
 //! contract every store keeps is checked through the app, in `tests/reliability.rs`.
 
 use super::DynamoStore;
-use crate::core::idempotency::{Claim, IdempotencyStore, StoredOutcome};
+use oxp_lambda_core::idempotency::{Claim, IdempotencyStore, StoredOutcome};
 use serde_json::json;
 use std::time::Duration;
 

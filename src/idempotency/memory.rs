@@ -5,9 +5,9 @@
 //! claims live apart, so eviction never takes one (a duplicate would then run the tool again);
 //! they are few, since a call claims its key only once it holds an execution slot.
 
-use crate::core::idempotency::{Claim, IdempotencyStore, StoreFuture, StoredOutcome};
 use moka::Expiry;
 use moka::sync::Cache;
+use oxp_lambda_core::idempotency::{Claim, IdempotencyStore, StoreFuture, StoredOutcome};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

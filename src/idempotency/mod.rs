@@ -5,8 +5,8 @@
 pub(crate) mod dynamodb;
 pub(crate) mod memory;
 
-use crate::core::idempotency::Idempotency;
 use crate::settings::{ConfigError, Env, invalid};
+use oxp_lambda_core::idempotency::Idempotency;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -86,7 +86,7 @@ pub(crate) fn build(
     config: &IdempotencyConfig,
     #[cfg(feature = "aws")] sdk: &crate::aws::SharedSdk,
 ) -> Result<Option<Idempotency>, String> {
-    let store: Arc<dyn crate::core::idempotency::IdempotencyStore> = match config.mode {
+    let store: Arc<dyn oxp_lambda_core::idempotency::IdempotencyStore> = match config.mode {
         IdempotencyMode::Off => return Ok(None),
         IdempotencyMode::Memory => Arc::new(memory::MemoryStore::new(config.max_bytes)),
         #[cfg(feature = "dynamodb")]

@@ -124,11 +124,11 @@ pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::invoke::Invoker;
-    use crate::core::registry::Registry;
-    use crate::core::secrets::Secrets;
     use crate::mcp::Served;
     use crate::{Tool, ToolContext, ToolError};
+    use oxp_lambda_core::invoke::Invoker;
+    use oxp_lambda_core::registry::Registry;
+    use oxp_lambda_core::secrets::Secrets;
     use std::sync::Arc;
 
     fn server() -> McpServer {

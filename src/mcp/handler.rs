@@ -3,11 +3,11 @@
 //! translates.
 
 use super::result;
-use crate::core::invoke::{Call, Invoker, Target};
-use crate::core::principal::Principal;
-use crate::core::registry::RegisteredTool;
-use crate::core::running::Running;
 use crate::server::Deadline;
+use oxp_lambda_core::invoke::{Call, Invoker, Target};
+use oxp_lambda_core::principal::Principal;
+use oxp_lambda_core::registry::RegisteredTool;
+use oxp_lambda_core::running::Running;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
     ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams, RequestId,

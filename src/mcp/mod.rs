@@ -85,7 +85,7 @@ struct Mcp {
 
 /// The tools MCP (and the AgentCore target) serve: one version of each, as `config` pins them.
 pub(crate) fn served(
-    invoker: Arc<crate::core::invoke::Invoker>,
+    invoker: Arc<oxp_lambda_core::invoke::Invoker>,
     config: &McpConfig,
 ) -> Result<Arc<Served>, String> {
     let tools = invoker.registry().served(&config.pins, "OXP_MCP_TOOLS")?;
@@ -166,7 +166,7 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     if let Some(id) = cancelled_request(&bytes) {
         let subject = parts
             .extensions
-            .get::<crate::core::principal::Principal>()
+            .get::<oxp_lambda_core::principal::Principal>()
             .and_then(|p| p.subject.as_deref());
         let found = mcp.server.0.cancel(subject, &id);
         tracing::info!(target: "oxp::mcp", found, "notifications/cancelled");

@@ -10,11 +10,11 @@
 //! call (a JSON-RPC -32602 is shown to the client, not to the model); earlier revisions leave
 //! it open, so every revision gets the same answer.
 
-use crate::core::content::{Content, ResourceBody, ToolOutput};
-use crate::core::invoke::{Outcome, Rejection};
-use crate::core::registry::RegisteredTool;
-use crate::core::tool::ToolError;
 use base64::Engine;
+use oxp_lambda_core::content::{Content, ResourceBody, ToolOutput};
+use oxp_lambda_core::invoke::{Outcome, Rejection};
+use oxp_lambda_core::registry::RegisteredTool;
+use oxp_lambda_core::tool::ToolError;
 use rmcp::model::{CallToolResult, ContentBlock, Resource, ResourceContents};
 use serde::Serialize;
 use serde_json::Value;

@@ -7,9 +7,6 @@ use super::wire::{
     self, CallToolRequest, CallToolResponse, CallToolResponseEnvelope, OXP_1_0, Object,
     ToolCallError,
 };
-use crate::core::invoke::{Call, Outcome, Rejection, Target};
-use crate::core::principal::Principal;
-use crate::core::tool::{Secret, ToolError};
 use crate::server::{Deadline, json};
 use axum::Extension;
 use axum::body::Bytes;
@@ -17,6 +14,9 @@ use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::response::Response;
 use http::StatusCode;
+use oxp_lambda_core::invoke::{Call, Outcome, Rejection, Target};
+use oxp_lambda_core::principal::Principal;
+use oxp_lambda_core::tool::{Secret, ToolError};
 use serde::Deserialize;
 use serde_json::Value;
 use serde_json::value::RawValue;

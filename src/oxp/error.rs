@@ -1,13 +1,13 @@
 //! Every error the OXP adapter answers, mapped to a response in one place.
 
 use super::wire::{MissingRequirements, OXP_1_0, ServerErrorResponse, ValidationErrorResponse};
-use crate::core::invoke::Rejection;
-use crate::core::refusal::Missing;
-use crate::core::schema::ParameterErrors;
 use crate::server::json;
 use axum::extract::rejection::BytesRejection;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
+use oxp_lambda_core::invoke::Rejection;
+use oxp_lambda_core::refusal::Missing;
+use oxp_lambda_core::schema::ParameterErrors;
 
 /// An OXP error answer.
 #[derive(Debug)]

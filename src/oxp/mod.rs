@@ -14,14 +14,14 @@ mod error;
 pub(crate) mod wire;
 
 use crate::auth::Authenticator;
-use crate::core::invoke::Invoker;
-use crate::core::registry::RegisteredTool;
 use crate::server::{guard, json_only, only};
 use axum::Router;
 use axum::body::Bytes;
 use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use error::ApiError;
+use oxp_lambda_core::invoke::Invoker;
+use oxp_lambda_core::registry::RegisteredTool;
 use std::sync::Arc;
 use wire::{InputSchema, ListToolsResponse, OXP_1_0, ToolDefinition};
 

@@ -316,9 +316,9 @@ fn objects<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
 /// in the shape of MCP's content blocks (`text`; `image` and `audio` with base64 `data` and
 /// `mimeType`; `resource` with `resource: {uri, mimeType, text | blob}`; `resource_link`), so a
 /// client that reads one reads both.
-pub(crate) fn content_value(items: &[crate::core::content::Content]) -> Value {
-    use crate::core::content::{Content, ResourceBody};
+pub(crate) fn content_value(items: &[oxp_lambda_core::content::Content]) -> Value {
     use base64::Engine;
+    use oxp_lambda_core::content::{Content, ResourceBody};
     use serde_json::json;
     let b64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
     let blocks = items.iter().map(|item| match item {

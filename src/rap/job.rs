@@ -3,8 +3,8 @@
 //! Everything the acknowledgement found wrong travels with the job as a [`Rejection`], so the
 //! worker reports it to the callback like any other result.
 
-use crate::core::principal::Principal;
 use crate::rap::wire::{ErrorBody, ReplyTo};
+use oxp_lambda_core::principal::Principal;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -92,7 +92,7 @@ impl Rejection {
                 can_retry: true,
                 retry_after_ms: Some(*retry_after_ms),
                 ..error(
-                    crate::core::refusal::ErrorClass::RateLimited.as_str(),
+                    oxp_lambda_core::refusal::ErrorClass::RateLimited.as_str(),
                     "Too many invocations for this user; retry later".into(),
                 )
             },

@@ -29,12 +29,12 @@ pub(crate) mod toolset;
 pub(crate) mod wire;
 pub(crate) mod worker;
 
-use crate::core::invoke::Invoker;
-use crate::core::principal::Principal;
 use callback::CallbackPolicy;
 use config::RapConfig;
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
+use oxp_lambda_core::invoke::Invoker;
+use oxp_lambda_core::principal::Principal;
 use queue::{InProcessQueue, Queue};
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -71,7 +71,7 @@ pub(crate) struct Rap {
     lambda: bool,
     /// Invocations running in this process (none when the queue is SQS: another function
     /// runs them).
-    running: Arc<crate::core::running::Running>,
+    running: Arc<oxp_lambda_core::running::Running>,
 }
 
 #[derive(Debug)]
@@ -85,7 +85,7 @@ impl Rap {
     pub(crate) fn new(
         toolset: Arc<ServedToolset>,
         queue: Queue,
-        running: Arc<crate::core::running::Running>,
+        running: Arc<oxp_lambda_core::running::Running>,
         config: &RapConfig,
     ) -> Self {
         let limiter = config.rate_limit.map(|limit| {

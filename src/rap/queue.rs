@@ -171,7 +171,7 @@ impl InProcessQueue {
             return 0;
         }
         if self.worker.running().cancel_all() > 0 {
-            let settle = crate::core::invoke::CANCEL_GRACE + self.worker.deliverer_timeout();
+            let settle = oxp_lambda_core::invoke::CANCEL_GRACE + self.worker.deliverer_timeout();
             if tokio::time::timeout(settle, all_done()).await.is_ok() {
                 return 0;
             }

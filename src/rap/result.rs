@@ -2,10 +2,10 @@
 //! `content` items when the tool gave content (text and image as the published spec defines
 //! them; audio and resources degrade to text), and `display_as` segments when it set them.
 
-use crate::core::content::{Content, DisplaySegment, ResourceBody, ToolOutput};
 use crate::rap::wire::{ContentItem, ReplyTo, Segment, ToolResult};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
+use oxp_lambda_core::content::{Content, DisplaySegment, ResourceBody, ToolOutput};
 use serde_json::Value;
 
 /// The `tool_result` of a successful call.

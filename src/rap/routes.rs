@@ -8,7 +8,6 @@
 //! else is acknowledged with 200 and reported to the callback.
 
 use crate::auth::Authenticator;
-use crate::core::principal::Principal;
 use crate::rap::Rap;
 use crate::rap::job::{Job, Rejection, error, rfc3339};
 use crate::rap::queue::EnqueueError;
@@ -21,6 +20,7 @@ use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Extension, Router};
+use oxp_lambda_core::principal::Principal;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;

@@ -1,9 +1,9 @@
 //! The toolset a RAP server serves: one version of each registered tool under its listing
 //! name (`Calculator_Add`), the latest release unless pinned with `OXP_RAP_TOOLS`.
 
-use crate::core::registry::{RegisteredTool, Registry};
 use crate::rap::config::RapConfig;
 use crate::rap::wire::{Annotations, Toolset, ToolsetTool};
+use oxp_lambda_core::registry::{RegisteredTool, Registry};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
 use std::fmt::Write;

@@ -2,12 +2,6 @@
 //! the callback, and an undeliverable result goes to the dead-letter store. The same code runs
 //! behind the in-process queue and as the Lambda SQS worker.
 
-use crate::core::content::ToolOutput;
-use crate::core::invoke::{Call, Disposition, Invoker, Rejection, Target};
-use crate::core::refusal::ErrorClass;
-use crate::core::running::Running;
-use crate::core::schema::ParameterErrors;
-use crate::core::tool::ToolError;
 use crate::rap::RapThread;
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
 use crate::rap::deliver::{Deliverer, Delivery};
@@ -15,6 +9,12 @@ use crate::rap::job::{Job, error, rfc3339, unix_ms, unknown_operation};
 use crate::rap::toolset::ServedToolset;
 use crate::rap::wire::{ErrorBody, ErrorText, ToolResult};
 use axum::body::Bytes;
+use oxp_lambda_core::content::ToolOutput;
+use oxp_lambda_core::invoke::{Call, Disposition, Invoker, Rejection, Target};
+use oxp_lambda_core::refusal::ErrorClass;
+use oxp_lambda_core::running::Running;
+use oxp_lambda_core::schema::ParameterErrors;
+use oxp_lambda_core::tool::ToolError;
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};

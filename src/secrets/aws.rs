@@ -1,10 +1,10 @@
 //! AWS Secrets Manager as a secret source.
 
 use crate::aws::{AwsClient, SharedSdk};
-use crate::core::secrets::{SecretError, SecretErrorKind, SecretFuture, SecretSource};
-use crate::core::tool::Secret;
 use crate::secrets::SecretsConfig;
 use aws_sdk_secretsmanager::error::{ProvideErrorMetadata, SdkError};
+use oxp_lambda_core::secrets::{SecretError, SecretErrorKind, SecretFuture, SecretSource};
+use oxp_lambda_core::tool::Secret;
 use std::collections::HashMap;
 use std::fmt;
 

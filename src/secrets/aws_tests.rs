@@ -2,9 +2,9 @@
 //! command): naming, JSON keys, caching, single-flight misses, errors and time bounds.
 
 use super::{AwsSecretsManager, secrets_manager_config};
-use crate::core::secrets::{ClientSecrets, SecretErrorKind, Secrets};
 use crate::moto::{RequestCounter, create_secret, moto_url, sdk_config, unique_prefix};
 use crate::secrets::SecretsConfig;
+use oxp_lambda_core::secrets::{ClientSecrets, SecretErrorKind, Secrets};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 

@@ -1,8 +1,8 @@
 //! Secrets from `OXP_SECRET_<ID>` variables and an optional JSON file: the source of a local
 //! server, with no AWS account.
 
-use crate::core::secrets::{SecretError, SecretErrorKind, SecretFuture, SecretSource};
-use crate::core::tool::Secret;
+use oxp_lambda_core::secrets::{SecretError, SecretErrorKind, SecretFuture, SecretSource};
+use oxp_lambda_core::tool::Secret;
 use std::collections::HashMap;
 use std::fmt;
 

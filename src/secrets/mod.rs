@@ -1,13 +1,13 @@
 //! Where server-held secrets come from: AWS Secrets Manager ([`aws`], feature `aws-secrets`) or
 //! `OXP_SECRET_<ID>` variables and a JSON file ([`local`]), both behind the invoker's cache
-//! ([`crate::core::secrets::Secrets`]).
+//! ([`oxp_lambda_core::secrets::Secrets`]).
 
 #[cfg(feature = "aws-secrets")]
 pub(crate) mod aws;
 pub(crate) mod local;
 
-use crate::core::secrets::{ClientSecrets, SecretSource, Secrets};
 use crate::settings::{ConfigError, Env, invalid};
+use oxp_lambda_core::secrets::{ClientSecrets, SecretSource, Secrets};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -151,8 +151,8 @@ pub(crate) fn build(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::secrets::SecretsRejection;
-    use crate::core::tool::Secret;
+    use oxp_lambda_core::secrets::SecretsRejection;
+    use oxp_lambda_core::tool::Secret;
 
     fn local(vars: &[(&str, &str)]) -> Secrets {
         let source = local::LocalSecrets::from_parts(

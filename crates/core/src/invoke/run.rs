@@ -2,11 +2,11 @@
 //! panic isolation and output checking, and the log line of a call that reached its tool.
 
 use super::{Disposition, Outcome, Rejection};
-use crate::core::content::{ToolOutput, check_bounds};
-use crate::core::refusal::ErrorClass;
-use crate::core::registry::{HandlerError, RegisteredTool};
-use crate::core::schema::{ParameterErrors, WHOLE_INPUT};
-use crate::core::tool::{Cancellation, ToolContext, ToolError};
+use crate::content::{ToolOutput, check_bounds};
+use crate::refusal::ErrorClass;
+use crate::registry::{HandlerError, RegisteredTool};
+use crate::schema::{ParameterErrors, WHOLE_INPUT};
+use crate::tool::{Cancellation, ToolContext, ToolError};
 use futures_util::FutureExt;
 use serde_json::Value;
 use std::panic::AssertUnwindSafe;
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 /// How long a tool may take to return once its call is cancelled, before it is dropped: long
 /// enough to stop cleanly and say what it did, short enough that the caller hears soon.
-pub(crate) const CANCEL_GRACE: Duration = Duration::from_secs(1);
+pub const CANCEL_GRACE: Duration = Duration::from_secs(1);
 
 /// How a tool run failed, before it becomes the [`ToolError`] the caller sees.
 enum Failure {
@@ -67,9 +67,9 @@ impl Failure {
 
 /// What a tool run ended in, as it is logged (a panic or invalid output with its detail).
 #[derive(Debug)]
-pub(crate) struct Logged {
+pub struct Logged {
     /// The failure's class; `None` on success.
-    pub(crate) class: Option<ErrorClass>,
+    pub class: Option<ErrorClass>,
     detail: Option<String>,
 }
 

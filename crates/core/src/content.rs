@@ -209,7 +209,7 @@ impl DisplaySegment {
 /// A handler may return `T` alone (the value), or `ToolOutput<T>` for more:
 ///
 /// ```
-/// use oxp_lambda::{Content, DisplaySegment, ToolOutput};
+/// use oxp_lambda_core::{Content, DisplaySegment, ToolOutput};
 ///
 /// let chart: Vec<u8> = vec![0x89, b'P', b'N', b'G'];
 /// let output = ToolOutput::new(42)

@@ -5,13 +5,13 @@ use serde::{Deserialize, Serialize};
 
 /// The authenticated caller of a call.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub(crate) struct Principal {
+pub struct Principal {
     /// The `sub` claim (or the authorizer's principal id); `None` without authentication.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) subject: Option<String>,
+    pub subject: Option<String>,
     /// Whether the call's user id must equal [`Principal::subject`] (`OXP_BIND_USER_ID`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) bind_user_id: bool,
+    pub bind_user_id: bool,
 }
 
 impl Principal {
@@ -36,7 +36,7 @@ impl Principal {
 
 /// Why a user id cannot be bound to the caller ([`Principal::bind_user_id`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum BindError {
+pub enum BindError {
     /// Binding is on but the credentials carry no subject.
     NoSubject,
     /// The user id is not the caller's subject.
@@ -45,7 +45,7 @@ pub(crate) enum BindError {
 
 impl BindError {
     /// A message for the user.
-    pub(crate) fn user_message(self) -> &'static str {
+    pub fn user_message(self) -> &'static str {
         match self {
             Self::NoSubject => "The caller cannot act for a user",
             Self::Mismatch => "The user ID does not match the authenticated caller",
@@ -53,7 +53,7 @@ impl BindError {
     }
 
     /// A message for developers.
-    pub(crate) fn developer_message(self) -> &'static str {
+    pub fn developer_message(self) -> &'static str {
         match self {
             Self::NoSubject => "OXP_BIND_USER_ID is on but the credentials carry no subject (sub)",
             Self::Mismatch => "the user id must equal the token's sub claim (OXP_BIND_USER_ID)",

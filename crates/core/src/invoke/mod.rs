@@ -9,19 +9,19 @@ mod requirements;
 mod run;
 mod watch;
 
-pub(crate) use crate::core::refusal::{RETRY_AFTER, Rejection};
-pub(crate) use run::CANCEL_GRACE;
+pub use crate::refusal::{RETRY_AFTER, Rejection};
+pub use run::CANCEL_GRACE;
 
-use crate::core::content::ToolOutput;
-use crate::core::idempotency::{
+use crate::content::ToolOutput;
+use crate::idempotency::{
     Claim, Fingerprinted, Idempotency, StoredOutcome, fingerprint, scoped_key,
 };
-use crate::core::principal::Principal;
-use crate::core::refusal::ErrorClass;
-use crate::core::registry::{RegisteredTool, Registry};
-use crate::core::schema::{ParameterErrors, WHOLE_INPUT};
-use crate::core::secrets::Secrets;
-use crate::core::tool::{Cancellation, Secret, ToolContext, ToolError};
+use crate::principal::Principal;
+use crate::refusal::ErrorClass;
+use crate::registry::{RegisteredTool, Registry};
+use crate::schema::{ParameterErrors, WHOLE_INPUT};
+use crate::secrets::Secrets;
+use crate::tool::{Cancellation, Secret, ToolContext, ToolError};
 use http::Extensions;
 use serde_json::Value;
 use std::sync::Arc;
@@ -39,17 +39,16 @@ const MAX_SLOT_WAIT: Duration = Duration::from_secs(30);
 
 /// Which tool a call is for.
 #[derive(Debug, Clone)]
-pub(crate) enum Target {
+pub enum Target {
     /// A selector to resolve: `Name`, `Name@x.y.z` or `Name@x` (dotted or listing name).
     Id(String),
     /// A tool the adapter resolved itself (MCP, RAP and AgentCore serve one version of each).
-    #[cfg_attr(not(any(feature = "rap", feature = "mcp")), allow(dead_code))]
     Tool(Arc<RegisteredTool>),
 }
 
 /// One call of one tool, whatever protocol it came over.
 #[derive(Debug)]
-pub(crate) struct Call {
+pub struct Call {
     /// The protocol, for the log line (`oxp`, `rap`, ...).
     pub(crate) protocol: &'static str,
     /// The tool.
@@ -57,31 +56,31 @@ pub(crate) struct Call {
     /// The input; it must be a JSON object.
     pub(crate) input: Value,
     /// The caller's call id: the idempotency key. `None`: a fresh id, no idempotency.
-    pub(crate) call_id: Option<String>,
+    pub call_id: Option<String>,
     /// The caller's trace id.
-    pub(crate) trace_id: Option<String>,
+    pub trace_id: Option<String>,
     /// Who is calling.
-    pub(crate) principal: Principal,
+    pub principal: Principal,
     /// The end user, as the client named it (bound to the caller when binding is on).
-    pub(crate) user_id: Option<String>,
+    pub user_id: Option<String>,
     /// Authorization tokens sent by the client, by provider id.
-    pub(crate) authorization: Vec<(String, Secret)>,
+    pub authorization: Vec<(String, Secret)>,
     /// Secrets sent by the client, by id.
-    pub(crate) secrets: Vec<(String, Secret)>,
+    pub secrets: Vec<(String, Secret)>,
     /// When the transport stops waiting (the Lambda deadline less its margin).
-    pub(crate) deadline: Option<Instant>,
+    pub deadline: Option<Instant>,
     /// The protocol's own time limit, instead of the invoker's.
-    pub(crate) timeout: Option<Option<Duration>>,
+    pub timeout: Option<Option<Duration>>,
     /// The protocol's cancellation signal for this call (RAP `/cancel_tool_call`, MCP
     /// `notifications/cancelled`); `None`: the call gets a signal of its own.
-    pub(crate) cancellation: Option<Cancellation>,
+    pub cancellation: Option<Cancellation>,
     /// Protocol metadata for the tool ([`ToolContext::extension`]).
-    pub(crate) extensions: Extensions,
+    pub extensions: Extensions,
 }
 
 impl Call {
     /// A call of `target` with `input` over `protocol`, with nothing else known yet.
-    pub(crate) fn new(protocol: &'static str, target: Target, input: Value) -> Self {
+    pub fn new(protocol: &'static str, target: Target, input: Value) -> Self {
         Self {
             protocol,
             target,
@@ -102,23 +101,22 @@ impl Call {
 
 /// What a call that reached its tool (or a stored outcome of it) produced.
 #[derive(Debug)]
-pub(crate) struct Outcome {
+pub struct Outcome {
     /// The call id: the caller's, or a generated UUID.
-    pub(crate) call_id: String,
+    pub call_id: String,
     /// The tool that ran.
-    pub(crate) tool: Arc<RegisteredTool>,
+    pub tool: Arc<RegisteredTool>,
     /// The output, or why the tool failed.
-    pub(crate) result: Result<ToolOutput<Value>, ToolError>,
+    pub result: Result<ToolOutput<Value>, ToolError>,
     /// Time spent in the tool (of the original run, for a replay).
-    pub(crate) duration: Duration,
+    pub duration: Duration,
     /// Whether the tool ran for this call.
-    pub(crate) disposition: Disposition,
+    pub disposition: Disposition,
 }
 
 impl Outcome {
     /// The class of a failed result (`None` on success).
-    #[cfg_attr(not(feature = "rap"), allow(dead_code))]
-    pub(crate) fn error_class(&self) -> Option<ErrorClass> {
+    pub fn error_class(&self) -> Option<ErrorClass> {
         self.result.as_ref().err()?;
         Some(match &self.disposition {
             Disposition::Ran(logged) => logged.class.unwrap_or(ErrorClass::ToolError),
@@ -130,7 +128,7 @@ impl Outcome {
 
 /// Whether the tool ran for this call.
 #[derive(Debug)]
-pub(crate) enum Disposition {
+pub enum Disposition {
     /// It ran, and ended as logged.
     Ran(run::Logged),
     /// An earlier call with the same key ran it: this is its stored outcome.
@@ -141,7 +139,7 @@ pub(crate) enum Disposition {
 
 /// Runs calls: one per process, shared by every protocol adapter and transport.
 #[derive(Debug)]
-pub(crate) struct Invoker {
+pub struct Invoker {
     registry: Arc<Registry>,
     secrets: Secrets,
     idempotency: Option<Idempotency>,
@@ -152,7 +150,7 @@ pub(crate) struct Invoker {
 impl Invoker {
     /// An invoker of `registry`'s tools: at most `max_concurrent` at once, each within
     /// `timeout` unless the call brings its own.
-    pub(crate) fn new(
+    pub fn new(
         registry: Arc<Registry>,
         secrets: Secrets,
         idempotency: Option<Idempotency>,
@@ -169,13 +167,13 @@ impl Invoker {
     }
 
     /// The tools.
-    pub(crate) fn registry(&self) -> &Arc<Registry> {
+    pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
 
     /// Runs `call`, and logs one line for it whatever happens, even when this future is
     /// dropped before it ends (the call is then cancelled and its claim released).
-    pub(crate) async fn invoke(&self, call: Call) -> Result<Outcome, Rejection> {
+    pub async fn invoke(&self, call: Call) -> Result<Outcome, Rejection> {
         let mut watch = Watch::new(&call);
         let result = self.run(call, &mut watch).await;
         watch.finish(&result);

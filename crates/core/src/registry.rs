@@ -3,16 +3,16 @@
 //!
 //! Tool ids look like `Toolkit.Tool@1.2.3`. Each dot-separated part of the name uses letters,
 //! digits, `_` and `-`; the listing name replaces the dots with `_` (`Toolkit_Tool`, see
-//! [`crate::core::naming`]), and a call by that form resolves too. Version resolution: `@x.y.z`
+//! [`crate::naming`]), and a call by that form resolves too. Version resolution: `@x.y.z`
 //! is exact, `@x` means exactly `x.0.0`, and no version means the highest release (pre-releases
 //! only when a tool has no release).
 
-pub(crate) use crate::core::declare::HandlerError;
-use crate::core::declare::{Annotations, Handler, Requirements, Tool};
-use crate::core::naming;
-use crate::core::registry_error::list_limited;
-pub use crate::core::registry_error::{RegistryError, ResolveError};
-use crate::core::schema::CompiledSchema;
+pub(crate) use crate::declare::HandlerError;
+use crate::declare::{Annotations, Handler, Requirements, Tool};
+use crate::naming;
+use crate::registry_error::list_limited;
+pub use crate::registry_error::{RegistryError, ResolveError};
+use crate::schema::CompiledSchema;
 use semver::Version;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -181,8 +181,7 @@ impl Registry {
     /// One version of each tool, as a protocol that names tools without versions serves them:
     /// the latest release, unless `pins` (`Name@x.y.z`, read from `variable`) picks another.
     /// Errors name a pin that resolves to no tool, or two pins of one tool.
-    #[cfg(any(feature = "rap", feature = "mcp"))]
-    pub(crate) fn served(
+    pub fn served(
         &self,
         pins: &[String],
         variable: &str,

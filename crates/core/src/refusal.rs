@@ -4,15 +4,15 @@
 //! detail for developers. Adapters only format: the developer detail goes to logs and OXP's
 //! `developer_message`, never into text a model reads.
 
-use crate::core::naming;
-use crate::core::principal::BindError;
-use crate::core::registry::ResolveError;
-use crate::core::schema::ParameterErrors;
-use crate::core::secrets::{SecretError, SecretErrorKind};
+use crate::naming;
+use crate::principal::BindError;
+use crate::registry::ResolveError;
+use crate::schema::ParameterErrors;
+use crate::secrets::{SecretError, SecretErrorKind};
 use std::time::Duration;
 
 /// What a duplicate of a running call, or a call refused for want of a slot, is told to wait.
-pub(crate) const RETRY_AFTER: Duration = Duration::from_secs(1);
+pub const RETRY_AFTER: Duration = Duration::from_secs(1);
 
 /// The class of a call that did not end in a normal result, as every protocol and the log line
 /// name it.
@@ -77,7 +77,7 @@ impl ErrorClass {
 
 /// A requirement of the tool that the call does not meet. Names what is missing, never a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Missing {
+pub enum Missing {
     /// No token for this authorization provider.
     Authorization(String),
     /// No user id.
@@ -90,7 +90,7 @@ pub(crate) enum Missing {
 
 impl Missing {
     /// A message for the user.
-    pub(crate) fn user_message(&self) -> String {
+    pub fn user_message(&self) -> String {
         match self {
             Self::Authorization(id) => {
                 format!("This tool requires authorization with '{id}', which was not provided")
@@ -123,7 +123,7 @@ impl Missing {
 
 /// Why a call was refused before its tool ran.
 #[derive(Debug)]
-pub(crate) enum Rejection {
+pub enum Rejection {
     /// The tool selector names no tool.
     Resolve(ResolveError),
     /// The user id cannot be bound to the caller.
@@ -135,7 +135,7 @@ pub(crate) enum Rejection {
     /// The call id was used before for another tool, input or user.
     KeyReused(String),
     /// The idempotency store could not answer.
-    Store(crate::core::idempotency::StoreError),
+    Store(crate::idempotency::StoreError),
     /// Every execution slot stayed taken for as long as the call could wait.
     Busy {
         /// The call id (the caller's, or the one generated for the call).
@@ -145,7 +145,7 @@ pub(crate) enum Rejection {
 
 impl Rejection {
     /// The class.
-    pub(crate) fn class(&self) -> ErrorClass {
+    pub fn class(&self) -> ErrorClass {
         match self {
             Self::Resolve(ResolveError::Malformed { .. }) => ErrorClass::InvalidInput,
             Self::Resolve(_) => ErrorClass::NotFound,
@@ -167,13 +167,13 @@ impl Rejection {
     }
 
     /// How long to wait before retrying, for a retryable refusal.
-    pub(crate) fn retry_after(&self) -> Option<Duration> {
+    pub fn retry_after(&self) -> Option<Duration> {
         self.class().retryable().then_some(RETRY_AFTER)
     }
 
     /// The message for the user and the model: names ids and kinds, never a value or an
     /// internal detail.
-    pub(crate) fn user_message(&self) -> String {
+    pub fn user_message(&self) -> String {
         match self {
             Self::Resolve(e) => unresolved(e),
             Self::UserBinding(e) => e.user_message().to_owned(),
@@ -186,7 +186,7 @@ impl Rejection {
     }
 
     /// The detail for developers and logs (ids and kinds, never a secret or an input value).
-    pub(crate) fn developer_detail(&self) -> String {
+    pub fn developer_detail(&self) -> String {
         match self {
             Self::Resolve(e) => e.to_string(),
             Self::UserBinding(e) => e.developer_message().to_owned(),
@@ -223,7 +223,7 @@ fn unresolved(e: &ResolveError) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::idempotency::StoreError;
+    use crate::idempotency::StoreError;
 
     #[test]
     fn a_store_failure_is_retryable_everywhere_and_its_detail_stays_out_of_the_message() {

@@ -1,7 +1,7 @@
 //! Unit tests of the registry: resolution, declaration errors, generated schemas.
 
 use super::*;
-use crate::core::tool::ToolError;
+use crate::tool::ToolError;
 use schemars::JsonSchema;
 use serde_json::json;
 

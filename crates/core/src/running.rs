@@ -4,7 +4,7 @@
 //! cancellation for a call that is not running here (finished, never seen, run by another
 //! function) does nothing: both protocols make it advisory.
 
-use crate::core::tool::Cancellation;
+use crate::tool::Cancellation;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -13,13 +13,13 @@ type Key = (Option<String>, String, String);
 
 /// The running calls of one adapter.
 #[derive(Debug, Default)]
-pub(crate) struct Running {
+pub struct Running {
     calls: Mutex<HashMap<Key, Cancellation>>,
 }
 
 impl Running {
     /// Registers a running call; it is forgotten when the returned guard drops.
-    pub(crate) fn start(
+    pub fn start(
         self: &Arc<Self>,
         subject: Option<&str>,
         scope: &str,
@@ -50,7 +50,7 @@ impl Running {
     }
 
     /// Cancels the call, if it runs here for this caller. Whether it did.
-    pub(crate) fn cancel(&self, subject: Option<&str>, scope: &str, id: &str) -> bool {
+    pub fn cancel(&self, subject: Option<&str>, scope: &str, id: &str) -> bool {
         let key = (subject.map(str::to_owned), scope.to_owned(), id.to_owned());
         match self.lock().get(&key) {
             Some(cancellation) => {
@@ -62,7 +62,7 @@ impl Running {
     }
 
     /// Cancels every call running here (the server is shutting down). How many there were.
-    pub(crate) fn cancel_all(&self) -> usize {
+    pub fn cancel_all(&self) -> usize {
         let calls = self.lock();
         for cancellation in calls.values() {
             cancellation.cancel();
@@ -78,7 +78,7 @@ impl Running {
 
 /// A running call's registration; dropping it forgets the call.
 #[derive(Debug)]
-pub(crate) struct Registered {
+pub struct Registered {
     running: Arc<Running>,
     key: Option<Key>,
 }

@@ -87,7 +87,7 @@ impl ToolContext {
     /// still delivered where the protocol has somewhere to deliver it); then it is dropped.
     ///
     /// ```
-    /// use oxp_lambda::{ToolContext, ToolError};
+    /// use oxp_lambda_core::{ToolContext, ToolError};
     /// use std::time::Duration;
     ///
     /// async fn wait(ctx: ToolContext) -> Result<&'static str, ToolError> {
@@ -137,7 +137,7 @@ impl Cancellation {
 /// A tool's own failure. It becomes a `success: false` result, never an HTTP error.
 ///
 /// ```
-/// use oxp_lambda::ToolError;
+/// use oxp_lambda_core::ToolError;
 /// use std::time::Duration;
 ///
 /// let err = ToolError::new("Doorbell ID not found")

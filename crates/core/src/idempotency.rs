@@ -8,8 +8,8 @@
 //! stored outcome without running the tool; a repeat with anything else is refused; a repeat
 //! while the first still runs is told to retry later. Retryable failures are not stored.
 
-use crate::core::content::{Content, DisplaySegment, ToolOutput};
-use crate::core::tool::ToolError;
+use crate::content::{Content, DisplaySegment, ToolOutput};
+use crate::tool::ToolError;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -129,7 +129,7 @@ impl fmt::Display for StoreError {
 impl std::error::Error for StoreError {}
 
 /// Where claims and outcomes live.
-pub(crate) trait IdempotencyStore: Send + Sync + fmt::Debug {
+pub trait IdempotencyStore: Send + Sync + fmt::Debug {
     /// Claims `key` for a call with `fingerprint`, holding it in progress for at most `hold`.
     fn claim<'a>(
         &'a self,
@@ -154,7 +154,7 @@ pub(crate) struct Fingerprinted<'a> {
     /// The resolved tool id.
     pub(crate) tool_id: &'a str,
     /// The end user.
-    pub(crate) user_id: Option<&'a str>,
+    pub user_id: Option<&'a str>,
     /// The input.
     pub(crate) input: &'a Value,
     /// Tokens and secrets the client sent, by id: a repeat with other credentials is another
@@ -202,11 +202,11 @@ fn hex(bytes: &[u8]) -> String {
 
 /// Idempotency settings of the invoker: where claims live and how long outcomes are kept.
 #[derive(Debug, Clone)]
-pub(crate) struct Idempotency {
+pub struct Idempotency {
     /// The store.
-    pub(crate) store: Arc<dyn IdempotencyStore>,
+    pub store: Arc<dyn IdempotencyStore>,
     /// How long a stored outcome answers repeats.
-    pub(crate) keep: Duration,
+    pub keep: Duration,
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@
 //! its `Drop`; a call that ends normally disarms it with [`Watch::finish`].
 
 use super::{Call, Outcome, Rejection, Target, run};
-use crate::core::idempotency::IdempotencyStore;
-use crate::core::tool::Cancellation;
+use crate::idempotency::IdempotencyStore;
+use crate::tool::Cancellation;
 use std::sync::Arc;
 
 /// An idempotency claim this call holds, to release if the call is abandoned.
@@ -31,7 +31,7 @@ pub(super) struct Watch {
 /// The tool as the call named it, for the log line.
 enum Requested {
     Id(String),
-    Tool(Arc<crate::core::registry::RegisteredTool>),
+    Tool(Arc<crate::registry::RegisteredTool>),
 }
 
 impl Watch {

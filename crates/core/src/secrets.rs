@@ -8,7 +8,7 @@
 //! - Values are cached for a TTL; concurrent misses for one id make one fetch, and the secrets
 //!   of one call are fetched concurrently. A warm call makes no fetch.
 
-use crate::core::tool::Secret;
+use crate::tool::Secret;
 use futures_util::future::try_join_all;
 use std::collections::HashMap;
 use std::fmt;
@@ -48,7 +48,6 @@ pub struct SecretError {
 }
 
 /// Kinds of [`SecretError`] (the local source only ever misses a secret).
-#[cfg_attr(not(feature = "aws-secrets"), allow(dead_code))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SecretErrorKind {
     /// The source does not have it.
@@ -66,7 +65,8 @@ pub enum SecretErrorKind {
 }
 
 impl SecretError {
-    pub(crate) fn new(id: &str, kind: SecretErrorKind, detail: impl Into<String>) -> Self {
+    /// A failure to fetch secret `id`; `detail` is for logs only, never for callers.
+    pub fn new(id: &str, kind: SecretErrorKind, detail: impl Into<String>) -> Self {
         Self {
             id: id.to_owned(),
             kind,

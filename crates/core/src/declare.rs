@@ -1,8 +1,8 @@
 //! Declaring a tool: [`Tool::builder`], its requirements, and a typed or raw handler. The
 //! [`crate::Registry`] checks and compiles what is declared here.
 
-use crate::core::content::{IntoToolOutput, ToolOutput};
-use crate::core::tool::{ToolContext, ToolError};
+use crate::content::{IntoToolOutput, ToolOutput};
+use crate::tool::{ToolContext, ToolError};
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use schemars::transform::RestrictFormats;
@@ -98,7 +98,8 @@ pub struct Tool {
     pub(crate) requirements: Requirements,
     pub(crate) idempotent: bool,
     pub(crate) annotations: Annotations,
-    pub(crate) timeout: Option<Duration>,
+    /// The tool's own time limit ([`ToolBuilder::timeout`]); `None` leaves the server's.
+    pub timeout: Option<Duration>,
     pub(crate) input_schema: Value,
     pub(crate) output_schema: Option<Value>,
     pub(crate) handler: Handler,
@@ -117,7 +118,7 @@ impl Tool {
     /// Starts declaring tool `name` (e.g. `Calculator.Add`) at `version` (e.g. `1.0.0`).
     ///
     /// ```
-    /// use oxp_lambda::{Tool, ToolContext, ToolError};
+    /// use oxp_lambda_core::{Tool, ToolContext, ToolError};
     /// use schemars::JsonSchema;
     /// use serde::Deserialize;
     ///

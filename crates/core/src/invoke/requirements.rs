@@ -2,10 +2,10 @@
 //! secrets (server-held ones loaded through the cache). The tool then sees exactly the tokens
 //! and secrets it declared.
 
-use crate::core::refusal::Missing;
-use crate::core::registry::RegisteredTool;
-use crate::core::secrets::{Secrets, SecretsRejection};
-use crate::core::tool::Secret;
+use crate::refusal::Missing;
+use crate::registry::RegisteredTool;
+use crate::secrets::{Secrets, SecretsRejection};
+use crate::tool::Secret;
 use std::collections::HashMap;
 
 /// Tokens and secrets by id, exactly those the tool declared.
