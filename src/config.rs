@@ -95,8 +95,8 @@ pub(crate) fn in_lambda() -> bool {
 }
 
 impl Default for Config {
-    /// The local defaults, as with no variable set outside Lambda (but without looking for an
-    /// `oxp-secrets.json`).
+    /// The local defaults, as with no variable set outside Lambda. Reads nothing: no `OXP_*`
+    /// variable, no `OXP_SECRET_*` value, no `./oxp-secrets.json` ([`Config::from_env`] does).
     fn default() -> Self {
         Self {
             host: IpAddr::from([127, 0, 0, 1]),
@@ -125,7 +125,11 @@ impl Default for Config {
 impl Config {
     /// Reads the process environment.
     pub fn from_env() -> Result<Self, ConfigError> {
-        Self::from_lookup(in_lambda(), |name| std::env::var(name).ok())
+        let mut config = Self::from_lookup(in_lambda(), |name| std::env::var(name).ok())?;
+        // The local secret source then reads the process's `OXP_SECRET_*` variables and
+        // `./oxp-secrets.json` too; a configuration built any other way reads neither.
+        config.secrets.environment = true;
+        Ok(config)
     }
 
     /// Reads variables through `lookup` (for tests and embedding); `lambda` picks the defaults

@@ -85,14 +85,45 @@ pub use oxp_lambda_core::content::{
 pub use oxp_lambda_core::declare::{
     Annotations, AuthorizationProvider, NoInput, Requirements, Tool, ToolBuilder,
 };
+pub use oxp_lambda_core::invoke::{Call, Invoker, Outcome};
 pub use oxp_lambda_core::refusal::ErrorClass;
 pub use oxp_lambda_core::registry::{
     RegisteredTool, Registry, RegistryBuilder, RegistryError, ResolveError,
 };
+pub use oxp_lambda_core::state::{Input, SecretKey, SharedState, State};
 pub use oxp_lambda_core::tool::{Cancellation, Extensions, Secret, ToolContext, ToolError};
+pub use oxp_lambda_macros::tool;
 #[cfg(feature = "rap")]
 pub use rap::RapThread;
-pub use run::run;
+pub use run::{run, run_with};
+
+/// The call path, for in-process calls ([`Invoker::local`], tool tests) and for protocol
+/// adapters written outside this crate: an adapter builds a [`Call`], hands it to
+/// [`Invoker::invoke`], and formats the [`Outcome`] or the [`Rejection`](invoke::Rejection).
+pub mod invoke {
+    pub use oxp_lambda_core::invoke::{CANCEL_GRACE, Call, Disposition, Invoker, Outcome, Target};
+    pub use oxp_lambda_core::principal::{BindError, Principal};
+    pub use oxp_lambda_core::refusal::{Missing, RETRY_AFTER, Rejection};
+    pub use oxp_lambda_core::running::Running;
+}
+
+/// The extension points for storage: where server-held secrets come from ([`SecretSource`](stores::SecretSource):
+/// AWS Secrets Manager and local variables here; [`AppBuilder::secret_source`] takes another)
+/// and where idempotent outcomes are kept ([`IdempotencyStore`](stores::IdempotencyStore):
+/// memory and DynamoDB here; [`AppBuilder::idempotency_store`] takes another).
+pub mod stores {
+    pub use oxp_lambda_core::idempotency::{
+        Claim, IdempotencyStore, StoreError, StoreFuture, StoredError, StoredOutcome,
+    };
+    pub use oxp_lambda_core::secrets::{SecretError, SecretErrorKind, SecretFuture, SecretSource};
+}
+
+/// What the `#[tool]` attribute's generated code names; not a public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use schemars;
+    pub use serde;
+}
 
 /// The README's Rust examples, compiled as doc tests so they cannot rot.
 #[cfg(doctest)]

@@ -1,7 +1,7 @@
 //! What the `oxp-lambda` binary does with a registry: read the configuration, then serve the
 //! Lambda Runtime API or a local port.
 
-use crate::app::App;
+use crate::app::{App, AppBuilder};
 use crate::config::{Config, in_lambda};
 use crate::transport::local;
 use oxp_lambda_core::registry::Registry;
@@ -40,8 +40,29 @@ pub async fn run(registry: Registry) -> ExitCode {
     }
     // Held to the end of `run`, so every line logged until then is written out.
     let _log = crate::logging::init(&config);
+    run_with(App::builder(registry).config(config)).await
+}
+
+/// Runs an app the program configured itself, as [`run`] does after reading the environment
+/// and the command line: the Lambda Runtime API when `AWS_LAMBDA_RUNTIME_API` is set, else
+/// the local server on the configuration's host and port until Ctrl-C or SIGTERM. It reads no
+/// argument and no `OXP_*` variable and installs no logging subscriber: for programs that own
+/// their configuration, arguments and logging.
+///
+/// ```no_run
+/// use oxp_lambda::{App, Config, Registry};
+///
+/// #[tokio::main]
+/// async fn main() -> std::process::ExitCode {
+///     let registry = Registry::builder().build().expect("valid tools");
+///     let config = Config { port: 9000, ..Config::default() };
+///     oxp_lambda::run_with(App::builder(registry).config(config)).await
+/// }
+/// ```
+pub async fn run_with(builder: AppBuilder) -> ExitCode {
+    let config = builder.configured();
     let addr = SocketAddr::new(config.host, config.port);
-    let app = match App::builder(registry).config(config).build().await {
+    let app = match builder.build().await {
         Ok(app) => app,
         Err(e) => {
             tracing::error!("{e}");

@@ -6,8 +6,10 @@ use crate::auth::Authenticator;
 use crate::config::{Config, in_lambda};
 use crate::server;
 use axum::Router;
+use oxp_lambda_core::idempotency::{Idempotency, IdempotencyStore};
 use oxp_lambda_core::invoke::Invoker;
 use oxp_lambda_core::registry::Registry;
+use oxp_lambda_core::secrets::SecretSource;
 use std::fmt;
 use std::sync::Arc;
 
@@ -65,6 +67,8 @@ pub struct AppBuilder {
     registry: Registry,
     config: Config,
     secrets: Vec<(String, String)>,
+    secret_source: Option<Arc<dyn SecretSource>>,
+    idempotency_store: Option<Arc<dyn IdempotencyStore>>,
     #[cfg(feature = "aws")]
     aws: Option<aws_config::SdkConfig>,
 }
@@ -84,6 +88,8 @@ impl AppBuilder {
             registry,
             config: Config::default(),
             secrets: Vec::new(),
+            secret_source: None,
+            idempotency_store: None,
             #[cfg(feature = "aws")]
             aws: None,
         }
@@ -96,11 +102,32 @@ impl AppBuilder {
         self
     }
 
-    /// A server-held secret the program holds itself, as if set as `OXP_SECRET_<ID>`. Used
-    /// with the local secret source.
+    /// A server-held secret the program holds itself. It answers before the secret source,
+    /// whichever it is (local, AWS Secrets Manager, or [`AppBuilder::secret_source`]).
     pub fn secret(mut self, id: impl Into<String>, value: impl Into<String>) -> Self {
         self.secrets.push((id.into(), value.into()));
         self
+    }
+
+    /// Where server-held secrets come from, instead of the configured source
+    /// (`OXP_SECRETS_SOURCE`): for example Parameter Store or Vault. Its values are cached for
+    /// `OXP_SECRETS_TTL_SECS` like the built-in sources'.
+    pub fn secret_source(mut self, source: Arc<dyn SecretSource>) -> Self {
+        self.secret_source = Some(source);
+        self
+    }
+
+    /// Where idempotent outcomes are kept, instead of the configured store
+    /// (`OXP_IDEMPOTENCY`; kept for `OXP_IDEMPOTENCY_TTL_SECS`). Used even when the
+    /// configuration turns idempotency off.
+    pub fn idempotency_store(mut self, store: Arc<dyn IdempotencyStore>) -> Self {
+        self.idempotency_store = Some(store);
+        self
+    }
+
+    /// The configuration it builds with.
+    pub(crate) fn configured(&self) -> &Config {
+        &self.config
     }
 
     /// The AWS configuration for the parts that talk to AWS, instead of the one loaded from
@@ -121,6 +148,7 @@ impl AppBuilder {
         let secrets = crate::secrets::build(
             &config.secrets,
             &self.secrets,
+            self.secret_source,
             #[cfg(feature = "aws")]
             &sdk,
         )
@@ -137,12 +165,18 @@ impl AppBuilder {
                 "authentication is off (OXP_AUTH=none): any local process can call the tools"
             );
         }
-        let idempotency = crate::idempotency::build(
-            &config.idempotency,
-            #[cfg(feature = "aws")]
-            &sdk,
-        )
-        .map_err(StartError::Idempotency)?;
+        let idempotency = match self.idempotency_store {
+            Some(store) => Some(Idempotency {
+                store,
+                keep: config.idempotency.ttl,
+            }),
+            None => crate::idempotency::build(
+                &config.idempotency,
+                #[cfg(feature = "aws")]
+                &sdk,
+            )
+            .map_err(StartError::Idempotency)?,
+        };
         let invoker = Arc::new(Invoker::new(
             Arc::new(self.registry),
             secrets,

@@ -141,9 +141,11 @@ impl App {
         crate::agentcore::invoke(served, event, client_context, None).await
     }
 
-    /// Serves the Lambda Runtime API in the configured role until the environment ends.
+    /// Serves the Lambda Runtime API in the configured role (`OXP_LAMBDA_ROLE`) until the
+    /// environment ends: the entry point of a Lambda function built around this app, for
+    /// programs that start the runtime themselves rather than through [`crate::run`].
     #[cfg(feature = "lambda")]
-    pub(crate) async fn run_lambda(self) -> Result<(), lambda_http::Error> {
+    pub async fn run_lambda(self) -> Result<(), lambda_http::Error> {
         #[cfg(feature = "agentcore")]
         if self.parts.config.lambda_role == crate::config::LambdaRole::AgentCore
             && let Some(served) = self.parts.mcp.clone()

@@ -81,6 +81,28 @@ impl SecretSource for LocalSecrets {
     }
 }
 
+/// The secrets an embedding program gives the builder, answered before the configured source
+/// (AWS, local or its own), so they are honoured whichever source is used.
+#[derive(Debug)]
+pub(crate) struct Layered {
+    pub(crate) first: LocalSecrets,
+    pub(crate) then: std::sync::Arc<dyn SecretSource>,
+}
+
+impl SecretSource for Layered {
+    fn holds(&self, id: &str) -> bool {
+        self.first.holds(id) || self.then.holds(id)
+    }
+
+    fn fetch<'a>(&'a self, id: &'a str) -> SecretFuture<'a> {
+        if self.first.holds(id) {
+            self.first.fetch(id)
+        } else {
+            self.then.fetch(id)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

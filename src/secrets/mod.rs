@@ -32,6 +32,11 @@ pub struct SecretsConfig {
     pub file: Option<std::path::PathBuf>,
     /// `OXP_CLIENT_SECRETS`: whether clients may send secrets in their calls.
     pub client_secrets: ClientSecrets,
+    /// Whether the local source also reads the process's `OXP_SECRET_<ID>` variables and, without
+    /// `file`, `./oxp-secrets.json`. [`Config::from_env`](crate::Config::from_env) turns it on;
+    /// [`Config::default`](crate::Config::default) leaves it off, so an embedding program's
+    /// secrets are only what it configures.
+    pub environment: bool,
 }
 
 /// Which secret source the server uses.
@@ -53,6 +58,7 @@ impl Default for SecretsConfig {
             timeout: Duration::from_millis(3000),
             file: None,
             client_secrets: ClientSecrets::Unheld,
+            environment: false,
         }
     }
 }
@@ -110,36 +116,50 @@ impl SecretsConfig {
 /// The local secrets file used when `OXP_SECRETS_FILE` is not set and it exists.
 const DEFAULT_FILE: &str = "oxp-secrets.json";
 
-/// The secrets `config` describes. `embedded` are secrets the embedding program holds itself
-/// (they join the local source); `sdk` is the AWS configuration, for the AWS source.
+/// The secrets `config` describes, or `custom`'s when the embedding program gives a source.
+/// `embedded` are secrets the program holds itself: they answer before any source, whichever
+/// it is. `sdk` is the AWS configuration, for the AWS source.
 #[cfg_attr(not(feature = "aws-secrets"), allow(unused_variables))]
 pub(crate) fn build(
     config: &SecretsConfig,
     embedded: &[(String, String)],
+    custom: Option<Arc<dyn SecretSource>>,
     #[cfg(feature = "aws")] sdk: &crate::aws::SharedSdk,
 ) -> Result<Secrets, String> {
-    let source: Arc<dyn SecretSource> = match config.source {
-        SecretSourceKind::Local => {
+    let source: Arc<dyn SecretSource> = match (custom, config.source) {
+        (Some(custom), _) => custom,
+        (None, SecretSourceKind::Local) => {
             let default = std::path::Path::new(DEFAULT_FILE);
             let file = config
                 .file
                 .as_deref()
-                .or_else(|| default.exists().then_some(default));
-            let vars = std::env::vars().chain(
-                embedded
-                    .iter()
-                    .map(|(id, v)| (local::env_var_for(id), v.clone())),
-            );
+                .or_else(|| (config.environment && default.exists()).then_some(default));
+            let vars = config
+                .environment
+                .then(std::env::vars)
+                .into_iter()
+                .flatten();
             Arc::new(local::LocalSecrets::from_parts(file, vars)?)
         }
         #[cfg(feature = "aws-secrets")]
-        SecretSourceKind::Aws => Arc::new(aws::AwsSecretsManager::from_sdk(sdk, config)),
+        (None, SecretSourceKind::Aws) => Arc::new(aws::AwsSecretsManager::from_sdk(sdk, config)),
         #[cfg(not(feature = "aws-secrets"))]
-        SecretSourceKind::Aws => {
+        (None, SecretSourceKind::Aws) => {
             return Err(
                 "OXP_SECRETS_SOURCE=aws needs the `aws-secrets` feature of oxp-lambda".into(),
             );
         }
+    };
+    let source = if embedded.is_empty() {
+        source
+    } else {
+        let values = embedded
+            .iter()
+            .map(|(id, v)| (local::env_var_for(id), v.clone()));
+        Arc::new(local::Layered {
+            first: local::LocalSecrets::from_parts(None, values)?,
+            then: source,
+        })
     };
     Ok(Secrets::new(
         Some(source),
@@ -228,6 +248,7 @@ mod tests {
         let s = build(
             &SecretsConfig::default(),
             &[("API.KEY".into(), "embedded".into())],
+            None,
             #[cfg(feature = "aws")]
             &crate::aws::SharedSdk::new(None),
         )

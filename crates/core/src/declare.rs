@@ -2,6 +2,7 @@
 //! [`crate::Registry`] checks and compiles what is declared here.
 
 use crate::content::{IntoToolOutput, ToolOutput};
+use crate::state::StateNeed;
 use crate::tool::{ToolContext, ToolError};
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
@@ -103,6 +104,7 @@ pub struct Tool {
     pub(crate) input_schema: Value,
     pub(crate) output_schema: Option<Value>,
     pub(crate) handler: Handler,
+    pub(crate) state: Vec<StateNeed>,
 }
 
 impl fmt::Debug for Tool {
@@ -147,6 +149,7 @@ impl Tool {
             idempotent: true,
             annotations: Annotations::default(),
             timeout: None,
+            state: Vec::new(),
         }
     }
 }
@@ -162,6 +165,7 @@ pub struct ToolBuilder {
     idempotent: bool,
     annotations: Annotations,
     timeout: Option<Duration>,
+    state: Vec<StateNeed>,
 }
 
 impl ToolBuilder {
@@ -187,6 +191,16 @@ impl ToolBuilder {
             id: id.into(),
             scopes: scopes.into_iter().map(Into::into).collect(),
         });
+        self
+    }
+
+    /// Needs the shared value of type `T` ([`RegistryBuilder::state`](crate::RegistryBuilder::state)),
+    /// read with [`ToolContext::state`]: a registry without one fails to build.
+    pub fn state<T: Send + Sync + 'static>(mut self) -> Self {
+        let need = StateNeed::of::<T>();
+        if !self.state.contains(&need) {
+            self.state.push(need);
+        }
         self
     }
 
@@ -353,6 +367,7 @@ impl ToolBuilder {
             input_schema,
             output_schema,
             handler,
+            state: self.state,
         }
     }
 }

@@ -25,6 +25,7 @@ pub mod registry_error;
 pub mod running;
 pub mod schema;
 pub mod secrets;
+pub mod state;
 pub mod tool;
 
 pub use content::{
@@ -38,4 +39,5 @@ pub use principal::Principal;
 pub use refusal::{ErrorClass, Rejection};
 pub use registry::{RegisteredTool, Registry, RegistryBuilder, RegistryError, ResolveError};
 pub use secrets::{SecretError, SecretErrorKind, SecretSource};
+pub use state::{Input, SecretKey, SharedState, State};
 pub use tool::{Cancellation, Extensions, Secret, ToolContext, ToolError};

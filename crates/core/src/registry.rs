@@ -13,6 +13,8 @@ use crate::naming;
 use crate::registry_error::list_limited;
 pub use crate::registry_error::{RegistryError, ResolveError};
 use crate::schema::CompiledSchema;
+use crate::state::{SharedState, StateNeed};
+use http::Extensions;
 use semver::Version;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -67,6 +69,8 @@ struct Family {
 #[must_use]
 pub struct RegistryBuilder {
     tools: Vec<Tool>,
+    state: Extensions,
+    provided: Vec<StateNeed>,
 }
 
 impl RegistryBuilder {
@@ -82,9 +86,30 @@ impl RegistryBuilder {
         self
     }
 
-    /// Checks every tool (names, versions, schemas, duplicates) and compiles the schemas.
+    /// Shares `value` with every call of every tool: a tool reads it with
+    /// [`ToolContext::state`](crate::ToolContext::state) or takes it as a
+    /// [`State<T>`](crate::State) parameter. One value per type; a second replaces the first.
+    pub fn state<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.state.insert(value);
+        let need = StateNeed::of::<T>();
+        if !self.provided.contains(&need) {
+            self.provided.push(need);
+        }
+        self
+    }
+
+    /// Checks every tool (names, versions, schemas, duplicates, the shared state it needs) and
+    /// compiles the schemas.
     pub fn build(self) -> Result<Registry, RegistryError> {
-        Registry::new(self.tools)
+        for tool in &self.tools {
+            if let Some(need) = tool.state.iter().find(|n| !self.provided.contains(n)) {
+                return Err(RegistryError::MissingState {
+                    tool: format!("{}@{}", tool.name, tool.version),
+                    type_name: need.name,
+                });
+            }
+        }
+        Registry::assemble(self.tools, SharedState::new(self.state))
     }
 }
 
@@ -97,6 +122,7 @@ pub struct Registry {
     listing: Vec<Arc<RegisteredTool>>,
     /// Exact ids (`Name@x.y.z`) into `listing`: a fully qualified call resolves in one lookup.
     by_id: HashMap<String, usize>,
+    state: SharedState,
 }
 
 impl fmt::Debug for Registry {
@@ -115,6 +141,10 @@ impl Registry {
 
     /// Builds a registry from tools; see [`RegistryBuilder::build`].
     pub fn new(tools: Vec<Tool>) -> Result<Self, RegistryError> {
+        Self::builder().tools(tools).build()
+    }
+
+    fn assemble(tools: Vec<Tool>, state: SharedState) -> Result<Self, RegistryError> {
         let mut grouped: HashMap<String, Vec<Arc<RegisteredTool>>> = HashMap::new();
         for tool in tools {
             let registered = register(tool)?;
@@ -165,7 +195,13 @@ impl Registry {
             by_name,
             listing,
             by_id,
+            state,
         })
+    }
+
+    /// The values shared with every call ([`RegistryBuilder::state`]).
+    pub fn state(&self) -> &SharedState {
+        &self.state
     }
 
     /// Every version of every tool, sorted by name then version.

@@ -38,6 +38,13 @@ pub enum RegistryError {
         /// The second tool name.
         second: String,
     },
+    /// A tool needs shared state of a type no value was registered for.
+    MissingState {
+        /// Tool id.
+        tool: String,
+        /// The type's name.
+        type_name: &'static str,
+    },
 }
 
 impl fmt::Display for RegistryError {
@@ -71,6 +78,10 @@ impl fmt::Display for RegistryError {
             } => write!(
                 f,
                 "tools '{first}' and '{second}' would both be listed as '{listing_name}'"
+            ),
+            Self::MissingState { tool, type_name } => write!(
+                f,
+                "tool '{tool}' needs shared state of type {type_name}: register one with RegistryBuilder::state"
             ),
         }
     }

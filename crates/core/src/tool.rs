@@ -2,6 +2,7 @@
 //!
 //! Nothing here is specific to a protocol: every adapter translates to and from these.
 
+use crate::state::{SecretKey, SharedState};
 pub use http::Extensions;
 use std::collections::HashMap;
 use std::fmt;
@@ -55,15 +56,31 @@ pub struct ToolContext {
     /// [`ToolContext::cancelled`].
     pub cancellation: Cancellation,
     /// What the protocol the call came over adds, as typed values (for example the async
-    /// protocol's thread, [`crate::RapThread`]). A new protocol adds a type here, never a field
-    /// to this struct.
+    /// protocol's thread, `RapThread`). A new protocol adds a type here, never a field to this
+    /// struct.
     pub extensions: Extensions,
+    /// The values the registry shares with every call ([`ToolContext::state`]).
+    pub state: SharedState,
 }
 
 impl ToolContext {
     /// The secret `id`, if the tool declared it and it was supplied.
     pub fn secret(&self, id: &str) -> Option<&str> {
         self.secrets.get(id).map(Secret::expose)
+    }
+
+    /// The secret `key`, which the tool declared ([`ToolBuilder::secret`](crate::ToolBuilder::secret)
+    /// or the `#[tool]` attribute's `secrets`): the invoker supplies every declared secret
+    /// before the tool runs, so the error only means the tool did not declare it.
+    pub fn expose(&self, key: SecretKey) -> Result<&str, ToolError> {
+        self.secret(key.id()).ok_or_else(|| {
+            ToolError::internal(format_args!("secret {key} was read but not declared"))
+        })
+    }
+
+    /// The shared value of type `T` ([`RegistryBuilder::state`](crate::RegistryBuilder::state)).
+    pub fn state<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.state.get::<T>()
     }
 
     /// The token for authorization provider `id`, if the tool declared it and it was supplied.
@@ -135,6 +152,11 @@ impl Cancellation {
 }
 
 /// A tool's own failure. It becomes a `success: false` result, never an HTTP error.
+///
+/// Any `std::error::Error` converts into one, so `?` works on the errors of the crates a tool
+/// uses: the user sees a generic message and the error's text is the developer message (logs
+/// only). That conversion is why `ToolError` itself does not implement `std::error::Error`,
+/// as with `anyhow::Error`. Build one explicitly for a message the user should read.
 ///
 /// ```
 /// use oxp_lambda_core::ToolError;
@@ -210,4 +232,8 @@ impl fmt::Display for ToolError {
     }
 }
 
-impl std::error::Error for ToolError {}
+impl<E: std::error::Error> From<E> for ToolError {
+    fn from(err: E) -> Self {
+        Self::internal(err)
+    }
+}

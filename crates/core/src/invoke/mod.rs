@@ -5,6 +5,7 @@
 //! checks its output, and writes the one log line of the call. The adapter only translates the
 //! [`Outcome`] or [`Rejection`] back to its wire format.
 
+mod local;
 mod requirements;
 mod run;
 mod watch;
@@ -237,6 +238,7 @@ impl Invoker {
             deadline,
             cancellation,
             extensions: call.extensions,
+            state: self.registry.state().clone(),
         };
         let Some(idem) = idempotency else {
             return run::execute(tool, call.input, ctx, deadline).await;
