@@ -1,9 +1,10 @@
 //! The command line: `--port N` over `OXP_PORT` for the local server, and
-//! `schema --agentcore` to print the AgentCore Gateway target's tool schema.
+//! `schema --agentcore` / `schema --bedrock-agent` to print the AgentCore Gateway target's tool
+//! schema or the Bedrock Agents action group's function schema.
 
 use crate::config::Config;
 
-const USAGE: &str = "usage: oxp-lambda [--port N]\n       oxp-lambda schema --agentcore\n\nConfiguration is read from OXP_* environment variables (docs/configuration.md).";
+const USAGE: &str = "usage: oxp-lambda [--port N]\n       oxp-lambda schema --agentcore | --bedrock-agent\n\nConfiguration is read from OXP_* environment variables (docs/configuration.md).";
 
 /// What the binary was asked to do.
 #[derive(Debug, PartialEq, Eq)]
@@ -12,6 +13,8 @@ pub(crate) enum Command {
     Serve,
     /// Print the AgentCore Gateway target's inline `toolSchema` and exit.
     AgentCoreSchema,
+    /// Print the Bedrock Agents action group's function schema and exit.
+    BedrockAgentSchema,
 }
 
 /// Reads the command line: applies `--port N`, `--port=N` to `config`, or picks a command.
@@ -24,7 +27,10 @@ pub(crate) fn apply(
         args.next();
         return match (args.next().as_deref(), args.next()) {
             (Some("--agentcore"), None) => Ok(Command::AgentCoreSchema),
-            _ => Err(format!("schema takes --agentcore\n{USAGE}")),
+            (Some("--bedrock-agent"), None) => Ok(Command::BedrockAgentSchema),
+            _ => Err(format!(
+                "schema takes --agentcore or --bedrock-agent\n{USAGE}"
+            )),
         };
     }
     while let Some(arg) = args.next() {
@@ -64,12 +70,16 @@ mod tests {
     }
 
     #[test]
-    fn schema_takes_agentcore_only() {
+    fn schema_takes_agentcore_or_bedrock_agent() {
         let mut c = Config::default();
         let command = |list: &[&str], c: &mut Config| apply(c, list.iter().map(|s| s.to_string()));
         assert_eq!(
             command(&["schema", "--agentcore"], &mut c),
             Ok(Command::AgentCoreSchema)
+        );
+        assert_eq!(
+            command(&["schema", "--bedrock-agent"], &mut c),
+            Ok(Command::BedrockAgentSchema)
         );
         assert!(command(&["schema"], &mut c).is_err());
         assert!(command(&["schema", "--mcp"], &mut c).is_err());

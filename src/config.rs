@@ -78,6 +78,8 @@ pub enum LambdaRole {
     Worker,
     /// Direct invocations by a Bedrock AgentCore Gateway Lambda target (`agentcore`).
     AgentCore,
+    /// Direct invocations by an Amazon Bedrock Agents action group (`bedrock-agent`).
+    BedrockAgent,
 }
 
 /// How log lines are written.
@@ -203,10 +205,17 @@ impl Config {
                     "'agentcore' needs the binary built with the `agentcore` feature",
                 ));
             }
+            Some("bedrock-agent") if cfg!(feature = "bedrock-agent") => LambdaRole::BedrockAgent,
+            Some("bedrock-agent") => {
+                return Err(invalid(
+                    "OXP_LAMBDA_ROLE",
+                    "'bedrock-agent' needs the binary built with the `bedrock-agent` feature",
+                ));
+            }
             Some(_) => {
                 return Err(invalid(
                     "OXP_LAMBDA_ROLE",
-                    "must be 'http', 'worker' or 'agentcore'",
+                    "must be 'http', 'worker', 'agentcore' or 'bedrock-agent'",
                 ));
             }
         };

@@ -46,6 +46,7 @@
 //! | `rap-sqs` | its SQS queue and the Lambda worker role |
 //! | `mcp` | MCP (Streamable HTTP, stateless) at `/mcp`, with `rmcp` |
 //! | `agentcore` | the Bedrock AgentCore Gateway Lambda target role, `oxp-lambda schema --agentcore` |
+//! | `bedrock-agent` | the Bedrock Agents action group role, `oxp-lambda schema --bedrock-agent` |
 //! | `mimalloc` | mimalloc as the binary's allocator |
 //!
 //! All are on by default. The smallest useful set, OXP over Lambda with local secrets, is
@@ -59,6 +60,8 @@ mod args;
 mod auth;
 #[cfg(feature = "aws")]
 mod aws;
+#[cfg(feature = "bedrock-agent")]
+mod bedrock;
 pub mod config;
 
 mod idempotency;

@@ -33,6 +33,9 @@ pub async fn run(registry: Registry) -> ExitCode {
         Ok(crate::args::Command::AgentCoreSchema) => {
             return print_agentcore_schema(&registry, &config);
         }
+        Ok(crate::args::Command::BedrockAgentSchema) => {
+            return print_bedrock_agent_schema(&registry);
+        }
         Err(message) => {
             eprintln!("{message}");
             return ExitCode::from(2);
@@ -124,6 +127,36 @@ fn print_agentcore_schema(registry: &Registry, config: &Config) -> ExitCode {
     {
         let _ = (registry, config);
         eprintln!("oxp-lambda schema --agentcore: built without the `agentcore` feature");
+        ExitCode::FAILURE
+    }
+}
+
+/// `oxp-lambda schema --bedrock-agent`: the latest version of each tool as the action group's
+/// function schema, on standard output; a tool it cannot express fails, named.
+fn print_bedrock_agent_schema(registry: &Registry) -> ExitCode {
+    #[cfg(feature = "bedrock-agent")]
+    {
+        let exported = registry
+            .served(&[], "")
+            .and_then(|tools| crate::bedrock::schema::export(&tools));
+        match exported {
+            Ok(schema) => {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&schema).unwrap_or_default()
+                );
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("oxp-lambda schema --bedrock-agent: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    }
+    #[cfg(not(feature = "bedrock-agent"))]
+    {
+        let _ = registry;
+        eprintln!("oxp-lambda schema --bedrock-agent: built without the `bedrock-agent` feature");
         ExitCode::FAILURE
     }
 }

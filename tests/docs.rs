@@ -190,6 +190,18 @@ fn every_function_that_claims_idempotency_records_may_use_the_table() {
             assert!(declared.contains(action), "{function} lacks {action}");
         }
     }
-    // Least privilege: the AgentCore target never claims one.
+    // Least privilege: the AgentCore target and the Bedrock agent function never claim one.
     assert!(!resource(&template, "OxpAgentCoreFunction").contains("dynamodb:"));
+    assert!(!resource(&template, "OxpBedrockAgentFunction").contains("dynamodb:"));
+}
+
+#[test]
+fn only_this_accounts_bedrock_agents_may_invoke_the_action_group_function() {
+    let template = read("template.yaml");
+    let function = resource(&template, "OxpBedrockAgentFunction");
+    assert!(function.contains("OXP_LAMBDA_ROLE: bedrock-agent"));
+    let permission = resource(&template, "OxpBedrockAgentInvokePermission");
+    assert!(permission.contains("Principal: bedrock.amazonaws.com"));
+    assert!(permission.contains("SourceAccount: !Ref AWS::AccountId"));
+    assert!(permission.contains(":agent/${BedrockAgentId}") && permission.contains(":agent/*"));
 }

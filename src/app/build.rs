@@ -30,6 +30,8 @@ pub enum StartError {
     Rap(String),
     /// The MCP adapter could not be set up.
     Mcp(String),
+    /// The Bedrock Agents action group role could not be set up.
+    BedrockAgent(String),
 }
 
 impl fmt::Display for StartError {
@@ -41,6 +43,7 @@ impl fmt::Display for StartError {
             Self::Idempotency(why) => write!(f, "invalid configuration: idempotency: {why}"),
             Self::Rap(why) => write!(f, "invalid configuration: async invocation: {why}"),
             Self::Mcp(why) => write!(f, "invalid configuration: MCP: {why}"),
+            Self::BedrockAgent(why) => write!(f, "invalid configuration: Bedrock agent: {why}"),
         }
     }
 }
@@ -213,6 +216,14 @@ impl AppBuilder {
             #[cfg(feature = "rap-sqs")]
             sqs,
         )?;
+        #[cfg(any(feature = "agentcore", feature = "bedrock-agent"))]
+        let direct = direct_role(&config, &invoker, {
+            #[cfg(feature = "agentcore")]
+            let served = mcp.clone();
+            #[cfg(not(feature = "agentcore"))]
+            let served = ();
+            served
+        })?;
         let http = server::assemble(routes, config.max_body_bytes, config.base_path.as_deref());
         Ok(App {
             #[cfg(feature = "lambda")]
@@ -224,6 +235,12 @@ impl AppBuilder {
             service: http,
             parts: Arc::new(Parts {
                 config,
+                #[cfg(feature = "bedrock-agent")]
+                invoker: invoker.clone(),
+                #[cfg(feature = "bedrock-agent")]
+                bedrock: std::sync::OnceLock::new(),
+                #[cfg(any(feature = "agentcore", feature = "bedrock-agent"))]
+                direct,
                 #[cfg(feature = "agentcore")]
                 mcp,
                 #[cfg(feature = "rap")]
@@ -231,6 +248,34 @@ impl AppBuilder {
             }),
         })
     }
+}
+
+#[cfg(feature = "agentcore")]
+type AgentCoreServed = Option<Arc<crate::mcp::Served>>;
+#[cfg(not(feature = "agentcore"))]
+type AgentCoreServed = ();
+
+/// The protocol a direct-invocation role serves (`OXP_LAMBDA_ROLE=agentcore` or
+/// `bedrock-agent`), as the value the Lambda transport runs; `None` for the other roles.
+#[cfg(any(feature = "agentcore", feature = "bedrock-agent"))]
+#[cfg_attr(not(feature = "bedrock-agent"), allow(unused_variables))]
+fn direct_role(
+    config: &Config,
+    invoker: &Arc<Invoker>,
+    agentcore: AgentCoreServed,
+) -> Result<Option<Arc<dyn crate::transport::lambda::direct::DirectHandler>>, StartError> {
+    use crate::config::LambdaRole;
+    Ok(match config.lambda_role {
+        #[cfg(feature = "agentcore")]
+        LambdaRole::AgentCore => {
+            agentcore.map(|served| Arc::new(crate::agentcore::AgentCoreTarget(served)) as _)
+        }
+        #[cfg(feature = "bedrock-agent")]
+        LambdaRole::BedrockAgent => Some(Arc::new(
+            crate::bedrock::BedrockAgent::new(invoker.clone()).map_err(StartError::BedrockAgent)?,
+        )),
+        _ => None,
+    })
 }
 
 /// The JWT signing key is the server's, never a tool's: a tool declaring a secret of the same

@@ -35,6 +35,15 @@ pub struct App {
 
 struct Parts {
     config: Config,
+    /// The call path, for the protocols built on first use.
+    #[cfg(feature = "bedrock-agent")]
+    invoker: Arc<oxp_lambda_core::invoke::Invoker>,
+    /// The Bedrock Agents protocol for [`App::handle_bedrock_agent`], built by its first call.
+    #[cfg(feature = "bedrock-agent")]
+    bedrock: std::sync::OnceLock<Option<Arc<crate::bedrock::BedrockAgent>>>,
+    /// The protocol of a direct-invocation Lambda role, when the role is one.
+    #[cfg(any(feature = "agentcore", feature = "bedrock-agent"))]
+    direct: Option<Arc<dyn crate::transport::lambda::direct::DirectHandler>>,
     /// The tools the AgentCore target serves (those of MCP), when MCP or the role is on.
     #[cfg(feature = "agentcore")]
     mcp: Option<Arc<crate::mcp::Served>>,
@@ -141,18 +150,37 @@ impl App {
         crate::agentcore::invoke(served, event, client_context, None).await
     }
 
+    /// Answers one Amazon Bedrock Agents action group invocation as the Lambda role
+    /// `OXP_LAMBDA_ROLE=bedrock-agent` does: `event` is the raw event (`messageVersion`,
+    /// `actionGroup`, `function`, `parameters`, session attributes); the answer is the
+    /// documented response (`response.functionResponse.responseBody.TEXT.body`, with
+    /// `responseState` `REPROMPT` or `FAILURE` when the call failed).
+    #[cfg(feature = "bedrock-agent")]
+    pub async fn handle_bedrock_agent(&self, event: &[u8]) -> serde_json::Value {
+        let agent = self.parts.bedrock.get_or_init(|| {
+            crate::bedrock::BedrockAgent::new(self.parts.invoker.clone())
+                .ok()
+                .map(Arc::new)
+        });
+        match agent {
+            Some(agent) if event.len() <= self.parts.config.max_body_bytes => {
+                agent.invoke(event, None).await
+            }
+            Some(agent) => agent.too_large(),
+            None => serde_json::Value::Null,
+        }
+    }
+
     /// Serves the Lambda Runtime API in the configured role (`OXP_LAMBDA_ROLE`) until the
     /// environment ends: the entry point of a Lambda function built around this app, for
     /// programs that start the runtime themselves rather than through [`crate::run`].
     #[cfg(feature = "lambda")]
     pub async fn run_lambda(self) -> Result<(), lambda_http::Error> {
-        #[cfg(feature = "agentcore")]
-        if self.parts.config.lambda_role == crate::config::LambdaRole::AgentCore
-            && let Some(served) = self.parts.mcp.clone()
-        {
+        #[cfg(any(feature = "agentcore", feature = "bedrock-agent"))]
+        if let Some(handler) = self.parts.direct.clone() {
             let config = &self.parts.config;
             return crate::transport::lambda::direct::run(
-                served,
+                handler,
                 config.deadline_margin,
                 config.max_body_bytes,
             )

@@ -1,5 +1,6 @@
-//! Direct invocations (the AgentCore Gateway Lambda target role): the Runtime API loop with
-//! `lambda_runtime_api_client`, the client `lambda_runtime` itself uses.
+//! Direct invocations (the AgentCore Gateway Lambda target and Bedrock Agents action group
+//! roles): the Runtime API loop with `lambda_runtime_api_client`, the client `lambda_runtime`
+//! itself uses. A protocol served this way is a [`DirectHandler`] value.
 //!
 //! Not `lambda_runtime::run`: it parses the client context into a map of strings before the
 //! handler runs, and a context it cannot parse (a gateway's `custom` entry that is a number or
@@ -7,12 +8,30 @@
 //! and every invocation gets an answer. With `AWS_LAMBDA_MAX_CONCURRENCY` (Lambda Managed
 //! Instances) that many invocations are served at once; elsewhere one at a time.
 
-use crate::mcp::Served;
 use http::{HeaderMap, Request};
 use http_body_util::BodyExt;
 use lambda_runtime_api_client::{Client, body::Body};
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A protocol invoked directly by an AWS service: the raw event and client context in, the
+/// JSON answer out. Every event gets an answer (never a function error), so the caller always
+/// learns why.
+pub(crate) trait DirectHandler: Send + Sync {
+    /// Answers one event; `deadline` is the invocation's, less the margin.
+    fn handle<'a>(
+        &'a self,
+        event: &'a [u8],
+        client_context: Option<&'a [u8]>,
+        deadline: Option<Instant>,
+    ) -> Pin<Box<dyn Future<Output = Value> + Send + 'a>>;
+
+    /// The answer to an event over the size limit.
+    fn too_large(&self) -> Value;
+}
 
 const NEXT: &str = "/2018-06-01/runtime/invocation/next";
 /// What a Runtime API event may not be larger than (Lambda's own limit is 6 MB).
@@ -23,7 +42,7 @@ const MAX_EVENT_BYTES: usize = 7 * 1024 * 1024;
 /// Events over `max_bytes` (`OXP_MAX_BODY_BYTES`, as for every other transport) are answered
 /// "too large" without being read further.
 pub(crate) async fn run(
-    served: Arc<Served>,
+    served: Arc<dyn DirectHandler>,
     margin: Duration,
     max_bytes: usize,
 ) -> Result<(), lambda_http::Error> {
@@ -52,7 +71,7 @@ pub(crate) async fn run(
 
 async fn serve(
     client: Arc<Client>,
-    served: Arc<Served>,
+    served: Arc<dyn DirectHandler>,
     margin: Duration,
     max_bytes: usize,
 ) -> Result<(), lambda_http::Error> {
@@ -75,9 +94,9 @@ async fn serve(
                     .headers
                     .get("lambda-runtime-client-context")
                     .map(|v| v.as_bytes());
-                crate::agentcore::invoke(&served, &event, context, deadline).await
+                served.handle(&event, context, deadline).await
             }
-            Err(_) => crate::agentcore::refused("The event is too large".into()),
+            Err(_) => served.too_large(),
         };
         let body = serde_json::to_vec(&answer)?;
         let path = format!("/2018-06-01/runtime/invocation/{request_id}/response");

@@ -1,7 +1,7 @@
 //! The AWS Lambda transport: HTTP events through `lambda_http` ([`http`]: API Gateway REST and
 //! HTTP APIs, Function URLs, ALB) and SQS batches of async invocations ([`sqs`]).
 
-#[cfg(feature = "agentcore")]
+#[cfg(any(feature = "agentcore", feature = "bedrock-agent"))]
 pub(crate) mod direct;
 pub(crate) mod http;
 #[cfg(feature = "rap-sqs")]

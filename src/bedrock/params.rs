@@ -1,0 +1,165 @@
+//! Bedrock's parameters (`{name, type, value}`, every value a string) as the tool's JSON
+//! input: each value is converted to the type its property declares in the tool's input
+//! schema (or, for a name the schema does not have, the type the event gives). A value that
+//! does not convert stays a string, so the invoker's validation names the parameter and the
+//! model is reprompted.
+
+use serde::Deserialize;
+use serde_json::{Map, Number, Value};
+
+/// One parameter of the event.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct Parameter {
+    #[serde(default)]
+    name: String,
+    #[serde(default, rename = "type")]
+    kind: Option<String>,
+    #[serde(default)]
+    value: Value,
+}
+
+/// The JSON types a function parameter can have (Bedrock's `ParameterDetail.type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    String,
+    Number,
+    Integer,
+    Boolean,
+    Array,
+}
+
+impl Kind {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "string" => Self::String,
+            "number" => Self::Number,
+            "integer" => Self::Integer,
+            "boolean" => Self::Boolean,
+            "array" => Self::Array,
+            _ => return None,
+        })
+    }
+
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            Self::String => "string",
+            Self::Number => "number",
+            Self::Integer => "integer",
+            Self::Boolean => "boolean",
+            Self::Array => "array",
+        }
+    }
+}
+
+/// The single non-null type a property schema declares: `T`, `["T", "null"]`, or
+/// `anyOf`/`oneOf` of `T` and `null`; `None` for anything else (objects, unions, no type).
+pub(crate) fn declared_type(schema: &Value) -> Option<&str> {
+    match schema.get("type") {
+        Some(Value::String(t)) => return Some(t),
+        Some(Value::Array(types)) => {
+            let mut non_null = types
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|t| *t != "null");
+            let first = non_null.next()?;
+            return non_null.next().is_none().then_some(first);
+        }
+        _ => {}
+    }
+    let alternatives = schema
+        .get("anyOf")
+        .or_else(|| schema.get("oneOf"))?
+        .as_array()?;
+    let mut non_null = alternatives
+        .iter()
+        .filter(|s| s.get("type").and_then(Value::as_str) != Some("null"));
+    let only = non_null.next()?;
+    if non_null.next().is_some() {
+        return None;
+    }
+    declared_type(only)
+}
+
+/// The tool input of `parameters`, converted by `schema` (the tool's input schema).
+pub(super) fn to_input(parameters: &[Parameter], schema: &Value) -> Value {
+    let properties = schema.get("properties").and_then(Value::as_object);
+    let mut input = Map::with_capacity(parameters.len());
+    for p in parameters {
+        let property = properties.and_then(|props| props.get(&p.name));
+        let kind = property
+            .and_then(declared_type)
+            .and_then(Kind::parse)
+            .or_else(|| p.kind.as_deref().and_then(Kind::parse))
+            .unwrap_or(Kind::String);
+        let items = property
+            .and_then(|prop| prop.get("items"))
+            .and_then(declared_type)
+            .and_then(Kind::parse)
+            .unwrap_or(Kind::String);
+        input.insert(p.name.clone(), convert(&p.value, kind, items));
+    }
+    Value::Object(input)
+}
+
+fn convert(value: &Value, kind: Kind, items: Kind) -> Value {
+    // Bedrock sends strings; a value that is already JSON of another type is taken as it is.
+    let Value::String(text) = value else {
+        return value.clone();
+    };
+    match kind {
+        Kind::String => value.clone(),
+        Kind::Integer => text
+            .trim()
+            .parse::<i64>()
+            .map(Value::from)
+            .unwrap_or_else(|_| value.clone()),
+        Kind::Number => number(text.trim()).unwrap_or_else(|| value.clone()),
+        Kind::Boolean => match text.trim().to_ascii_lowercase().as_str() {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            _ => value.clone(),
+        },
+        Kind::Array => array(text, items).unwrap_or_else(|| value.clone()),
+    }
+}
+
+fn number(text: &str) -> Option<Value> {
+    if let Ok(i) = text.parse::<i64>() {
+        return Some(Value::from(i));
+    }
+    let f = text.parse::<f64>().ok()?;
+    Number::from_f64(f).map(Value::Number)
+}
+
+/// A JSON array (`["a", "b"]`, `[1, 2]`), or the bracketed, comma-separated form the agent
+/// often writes (`[a, b]`); each element converted to the items' type.
+fn array(text: &str, items: Kind) -> Option<Value> {
+    let trimmed = text.trim();
+    let elements: Vec<Value> = match serde_json::from_str::<Value>(trimmed) {
+        Ok(Value::Array(elements)) => elements,
+        _ => {
+            let inner = trimmed.strip_prefix('[')?.strip_suffix(']')?.trim();
+            if inner.is_empty() {
+                Vec::new()
+            } else {
+                inner
+                    .split(',')
+                    .map(|e| {
+                        let e = e.trim();
+                        let e = e
+                            .strip_prefix('"')
+                            .and_then(|e| e.strip_suffix('"'))
+                            .unwrap_or(e);
+                        Value::String(e.to_owned())
+                    })
+                    .collect()
+            }
+        }
+    };
+    Some(Value::Array(
+        elements
+            .iter()
+            .map(|e| convert(e, items, Kind::String))
+            .collect(),
+    ))
+}
