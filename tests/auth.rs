@@ -198,7 +198,11 @@ async fn mcp_requires_a_bearer_token_and_its_subject_is_the_user() {
         let app = hs_app(bind_user_id);
         let reply = mcp_call(&app, None, "Auth_WhoAmI").await;
         assert_eq!(reply.status, 401, "{}", reply.text);
-        assert_eq!(reply.headers["www-authenticate"], "Bearer");
+        assert_eq!(
+            reply.headers["www-authenticate"],
+            "Bearer resource_metadata=\"http://localhost/.well-known/oauth-protected-resource/mcp\"",
+            "the MCP authorization spec's challenge (tests/mcp_authorization.rs)"
+        );
         assert_eq!(reply.json["jsonrpc"], "2.0");
         let reply = mcp_call(&app, Some("Bearer not.a.token"), "Auth_WhoAmI").await;
         assert_eq!(reply.status, 401);

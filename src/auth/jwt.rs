@@ -52,7 +52,10 @@ impl JwtVerifier {
     }
 
     /// Verifies the `Authorization: Bearer` header.
-    pub(crate) async fn verify_headers(&self, headers: &HeaderMap) -> Result<Principal, AuthError> {
+    pub(crate) async fn verify_headers(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<super::Authenticated, AuthError> {
         let value = headers
             .get(header::AUTHORIZATION)
             .ok_or_else(|| AuthError("no Authorization header".into()))?
@@ -68,7 +71,7 @@ impl JwtVerifier {
     }
 
     /// Verifies one token: signature, algorithm, `exp`, `nbf`, and `iss`/`aud` when configured.
-    pub(crate) async fn verify(&self, token: &str) -> Result<Principal, AuthError> {
+    pub(crate) async fn verify(&self, token: &str) -> Result<super::Authenticated, AuthError> {
         // `alg: none` and unknown algorithms fail here: jsonwebtoken knows no such algorithm.
         let header = jsonwebtoken::decode_header(token)
             .map_err(|e| AuthError(format!("malformed token: {e}")))?;
@@ -132,15 +135,38 @@ impl JwtVerifier {
                 )));
             }
         }
-        Ok(Principal {
+        let principal = Principal {
             subject: data
                 .claims
                 .get("sub")
                 .and_then(Value::as_str)
                 .map(str::to_owned),
             bind_user_id: self.config.bind_user_id,
+        };
+        Ok(super::Authenticated {
+            principal,
+            scopes: Some(granted_scopes(&data.claims)),
         })
     }
+}
+
+/// The scopes a token grants: `scope` (RFC 9068, space-separated) or `scp` (an array, or a
+/// space-separated string, as some providers send it). Bounded, as any caller-sent list.
+fn granted_scopes(claims: &HashMap<String, Value>) -> super::GrantedScopes {
+    const MAX_SCOPES: usize = 256;
+    let words = |s: &str| -> Vec<String> { s.split_whitespace().map(str::to_owned).collect() };
+    let mut scopes = match (claims.get("scope"), claims.get("scp")) {
+        (Some(Value::String(s)), _) => words(s),
+        (_, Some(Value::String(s))) => words(s),
+        (_, Some(Value::Array(items))) => items
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect(),
+        _ => Vec::new(),
+    };
+    scopes.truncate(MAX_SCOPES);
+    super::GrantedScopes(scopes)
 }
 
 /// HMAC keys shorter than the hash are guessable: RFC 7518 requires at least 256 bits for HS256.

@@ -168,6 +168,18 @@ impl std::fmt::Display for AuthError {
     }
 }
 
+/// Who the request is from, and the OAuth scopes its token grants (`None` when the mode
+/// carries none: no authentication, or an API Gateway authorizer that checked them itself).
+#[derive(Debug, Clone)]
+pub(crate) struct Authenticated {
+    pub(crate) principal: Principal,
+    pub(crate) scopes: Option<GrantedScopes>,
+}
+
+/// The scopes of the request's bearer token (`scope`, space-separated, or `scp`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct GrantedScopes(pub(crate) Vec<String>);
+
 /// Authenticates requests according to the configured mode.
 #[derive(Debug, Clone)]
 pub(crate) enum Authenticator {
@@ -218,22 +230,26 @@ impl Authenticator {
         &self,
         headers: &HeaderMap,
         extensions: &Extensions,
-    ) -> Result<Principal, AuthError> {
+    ) -> Result<Authenticated, AuthError> {
         let _ = (headers, extensions);
-        match self {
-            Self::None => Ok(Principal::default()),
+        let principal = match self {
+            Self::None => Principal::default(),
             #[cfg(feature = "jwt")]
-            Self::Jwt(verifier) => verifier.verify_headers(headers).await,
+            Self::Jwt(verifier) => return verifier.verify_headers(headers).await,
             #[cfg(feature = "lambda")]
             Self::ApiGateway { bind_user_id } => {
                 let subject = apigateway::authorizer_subject(extensions).ok_or_else(|| {
                     AuthError("no API Gateway authorizer claims on the request".into())
                 })?;
-                Ok(Principal {
+                Principal {
                     subject,
                     bind_user_id: *bind_user_id,
-                })
+                }
             }
-        }
+        };
+        Ok(Authenticated {
+            principal,
+            scopes: None,
+        })
     }
 }

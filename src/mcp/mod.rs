@@ -12,6 +12,7 @@
 //! (or nests deeper than 128), -32600 for JSON that is not a JSON-RPC message, -32602 for a
 //! known method with malformed params, -32601 (from rmcp) for an unknown method.
 
+mod discovery;
 mod fast;
 mod handler;
 pub(crate) mod result;
@@ -45,6 +46,15 @@ pub struct McpConfig {
     /// `example.com:8443`) `/mcp` accepts; empty (the default) accepts any. A loopback
     /// listener accepts only loopback hosts on every route regardless.
     pub allowed_hosts: Vec<String>,
+    /// `OXP_MCP_RESOURCE_URL`: the `/mcp` URL as clients see it, for the protected resource
+    /// metadata (`resource`); by default built from each request (see `discovery`).
+    pub resource_url: Option<String>,
+    /// `OXP_MCP_AUTHORIZATION_SERVERS`: comma-separated issuer URLs clients get tokens from;
+    /// by default `OXP_JWT_ISSUER`.
+    pub authorization_servers: Vec<String>,
+    /// `OXP_MCP_SCOPES`: comma-separated scopes a token must grant to call `/mcp` (checked
+    /// with `OXP_AUTH=jwt`; advertised in the metadata and the 401's challenge).
+    pub scopes: Vec<String>,
 }
 
 impl Default for McpConfig {
@@ -53,6 +63,9 @@ impl Default for McpConfig {
             enabled: true,
             pins: Vec::new(),
             allowed_hosts: Vec::new(),
+            resource_url: None,
+            authorization_servers: Vec::new(),
+            scopes: Vec::new(),
         }
     }
 }
@@ -64,10 +77,38 @@ impl McpConfig {
             Some("off") => false,
             Some(_) => return Err(crate::settings::invalid("OXP_MCP", "must be 'on' or 'off'")),
         };
+        let resource_url = env.get("OXP_MCP_RESOURCE_URL").map(|u| u.trim().to_owned());
+        if let Some(url) = &resource_url
+            && !((url.starts_with("https://") || url.starts_with("http://"))
+                && url.ends_with("/mcp")
+                && !url.contains(['"', ' ', '?', '#']))
+        {
+            return Err(crate::settings::invalid(
+                "OXP_MCP_RESOURCE_URL",
+                "must be the absolute http(s) URL of /mcp, without query or fragment",
+            ));
+        }
+        let mut authorization_servers = env.list("OXP_MCP_AUTHORIZATION_SERVERS");
+        if authorization_servers.is_empty() {
+            authorization_servers.extend(env.get("OXP_JWT_ISSUER"));
+        }
+        let scopes = env.list("OXP_MCP_SCOPES");
+        if scopes
+            .iter()
+            .any(|s| s.contains(['"', '\\']) || s.chars().any(char::is_whitespace))
+        {
+            return Err(crate::settings::invalid(
+                "OXP_MCP_SCOPES",
+                "must be comma-separated scope names",
+            ));
+        }
         Ok(Self {
             enabled,
             pins: env.list("OXP_MCP_TOOLS"),
             allowed_hosts: env.list("OXP_MCP_ALLOWED_HOSTS"),
+            resource_url,
+            authorization_servers,
+            scopes,
         })
     }
 }
@@ -136,7 +177,17 @@ pub(crate) fn router(
             "Content-Type must be application/json",
         )
     });
-    guard(routes, auth, unauthenticated).with_state(state)
+    if auth.is_none() {
+        return routes.with_state(state);
+    }
+    let discovery = discovery::Discovery::new(config, crate::config::in_lambda());
+    let challenge = discovery.clone();
+    let routes = discovery::require_scopes(routes, discovery.clone());
+    guard(routes, auth, move |request: &Request| {
+        unauthenticated(challenge.challenge(request))
+    })
+    .merge(discovery::routes(discovery))
+    .with_state(state)
 }
 
 async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
@@ -267,8 +318,8 @@ fn is_json(headers: &http::HeaderMap) -> bool {
         .is_some_and(|v| v.starts_with("application/json"))
 }
 
-/// 401, as the MCP authorization spec has it: a bearer challenge.
-fn unauthenticated() -> Response {
+/// 401, as the MCP authorization spec has it: a bearer challenge naming the metadata.
+fn unauthenticated(challenge: HeaderValue) -> Response {
     let mut response = rpc_error(
         StatusCode::UNAUTHORIZED,
         Value::Null,
@@ -277,7 +328,7 @@ fn unauthenticated() -> Response {
     );
     response
         .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+        .insert(header::WWW_AUTHENTICATE, challenge);
     response
 }
 

@@ -66,7 +66,10 @@ pub(crate) fn router(invoker: Arc<Invoker>, auth: &Arc<Authenticator>) -> Router
         .route("/tools/call", only(post(call::call_tool), "POST"))
         .route("/call", only(post(call::call_tool), "POST"));
     let routes = json_only(routes, || ApiError::UnsupportedMediaType.into_response());
-    guard(routes, auth, || ApiError::Unauthenticated.into_response()).with_state(state)
+    guard(routes, auth, |_: &_| {
+        ApiError::Unauthenticated.into_response()
+    })
+    .with_state(state)
 }
 
 /// The OXP tool definition of a registered tool.

@@ -33,7 +33,10 @@ pub(crate) fn router(rap: Arc<Rap>, auth: &Arc<Authenticator>) -> Router {
         .route("/close_thread", only(post(close_thread), "POST"))
         .route("/cancel_tool_call", only(post(cancel_tool_call), "POST"));
     let routes = json_only(routes, || Refusal::UnsupportedMediaType.into_response());
-    guard(routes, auth, || Refusal::Unauthenticated.into_response()).with_state(rap)
+    guard(routes, auth, |_: &_| {
+        Refusal::Unauthenticated.into_response()
+    })
+    .with_state(rap)
 }
 
 async fn discover(

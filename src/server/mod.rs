@@ -55,11 +55,11 @@ pub(crate) fn only<S: Clone + Send + Sync + 'static>(
 /// `router` behind authentication: the caller's principal goes into the request extensions,
 /// and a request that fails gets `refuse()` (each protocol has its own answer). Without
 /// authentication there is no layer at all.
-pub(crate) fn guard<S: Clone + Send + Sync + 'static>(
-    router: Router<S>,
-    auth: &Arc<Authenticator>,
-    refuse: fn() -> Response,
-) -> Router<S> {
+pub(crate) fn guard<S, R>(router: Router<S>, auth: &Arc<Authenticator>, refuse: R) -> Router<S>
+where
+    S: Clone + Send + Sync + 'static,
+    R: Fn(&axum::extract::Request) -> Response + Clone + Send + Sync + 'static,
+{
     if auth.is_none() {
         return router;
     }
@@ -67,19 +67,23 @@ pub(crate) fn guard<S: Clone + Send + Sync + 'static>(
     router.route_layer(middleware::from_fn(
         move |mut request: axum::extract::Request, next: Next| {
             let auth = auth.clone();
+            let refuse = refuse.clone();
             async move {
                 match auth
                     .authenticate(request.headers(), request.extensions())
                     .await
                 {
-                    Ok(principal) => {
-                        request.extensions_mut().insert(principal);
+                    Ok(authenticated) => {
+                        request.extensions_mut().insert(authenticated.principal);
+                        if let Some(scopes) = authenticated.scopes {
+                            request.extensions_mut().insert(scopes);
+                        }
                         next.run(request).await
                     }
                     Err(reason) => {
                         // The reason is for operators only; it never includes the token.
                         tracing::info!(target: "oxp::auth", outcome = "unauthenticated", %reason);
-                        refuse()
+                        refuse(&request)
                     }
                 }
             }
