@@ -79,6 +79,7 @@ mod server;
 mod settings;
 mod transport;
 
+pub use app::protocol::{Assembly, Contribution, Protocol};
 pub use app::{App, AppBuilder, StartError};
 pub use config::Config;
 pub use oxp_lambda_core::content::{

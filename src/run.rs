@@ -50,18 +50,8 @@ pub async fn run(registry: Registry) -> ExitCode {
 /// and the command line: the Lambda Runtime API when `AWS_LAMBDA_RUNTIME_API` is set, else
 /// the local server on the configuration's host and port until Ctrl-C or SIGTERM. It reads no
 /// argument and no `OXP_*` variable and installs no logging subscriber: for programs that own
-/// their configuration, arguments and logging.
-///
-/// ```no_run
-/// use oxp_lambda::{App, Config, Registry};
-///
-/// #[tokio::main]
-/// async fn main() -> std::process::ExitCode {
-///     let registry = Registry::builder().build().expect("valid tools");
-///     let config = Config { port: 9000, ..Config::default() };
-///     oxp_lambda::run_with(App::builder(registry).config(config)).await
-/// }
-/// ```
+/// their configuration, arguments and logging:
+/// `run_with(App::builder(registry).config(config)).await`.
 pub async fn run_with(builder: AppBuilder) -> ExitCode {
     let config = builder.configured();
     let addr = SocketAddr::new(config.host, config.port);

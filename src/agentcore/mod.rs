@@ -65,24 +65,6 @@ pub(crate) async fn invoke(
     to_json(&result::from_invoke(answer))
 }
 
-/// The gateway target as a direct-invocation protocol.
-pub(crate) struct AgentCoreTarget(pub(crate) std::sync::Arc<Served>);
-
-impl crate::transport::lambda::direct::DirectHandler for AgentCoreTarget {
-    fn handle<'a>(
-        &'a self,
-        event: &'a [u8],
-        client_context: Option<&'a [u8]>,
-        deadline: Option<Instant>,
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Value> + Send + 'a>> {
-        Box::pin(invoke(&self.0, event, client_context, deadline))
-    }
-
-    fn too_large(&self) -> Value {
-        refused("The event is too large".into())
-    }
-}
-
 /// A call refused before any tool ran, as the `isError` result the agent reads.
 pub(crate) fn refused(message: String) -> Value {
     to_json(&result::tool_error(&ToolError::new(message)))

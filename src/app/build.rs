@@ -1,11 +1,11 @@
 //! Building the app: the parts the configuration names, each built once, wired around one
 //! [`Invoker`]; what cannot be built is a [`StartError`] naming the part.
 
+use super::protocol::{self, Protocol};
 use super::{App, Parts};
 use crate::auth::Authenticator;
 use crate::config::{Config, in_lambda};
 use crate::server;
-use axum::Router;
 use oxp_lambda_core::idempotency::{Idempotency, IdempotencyStore};
 use oxp_lambda_core::invoke::Invoker;
 use oxp_lambda_core::registry::Registry;
@@ -32,6 +32,8 @@ pub enum StartError {
     Mcp(String),
     /// The Bedrock Agents action group role could not be set up.
     BedrockAgent(String),
+    /// A protocol given to [`AppBuilder::protocol`] could not be set up.
+    Protocol(String),
 }
 
 impl fmt::Display for StartError {
@@ -44,6 +46,7 @@ impl fmt::Display for StartError {
             Self::Rap(why) => write!(f, "invalid configuration: async invocation: {why}"),
             Self::Mcp(why) => write!(f, "invalid configuration: MCP: {why}"),
             Self::BedrockAgent(why) => write!(f, "invalid configuration: Bedrock agent: {why}"),
+            Self::Protocol(why) => write!(f, "invalid configuration: protocol: {why}"),
         }
     }
 }
@@ -72,6 +75,7 @@ pub struct AppBuilder {
     secrets: Vec<(String, String)>,
     secret_source: Option<Arc<dyn SecretSource>>,
     idempotency_store: Option<Arc<dyn IdempotencyStore>>,
+    protocols: Vec<Box<dyn Protocol>>,
     #[cfg(feature = "aws")]
     aws: Option<aws_config::SdkConfig>,
 }
@@ -93,6 +97,7 @@ impl AppBuilder {
             secrets: Vec::new(),
             secret_source: None,
             idempotency_store: None,
+            protocols: super::protocols::all(),
             #[cfg(feature = "aws")]
             aws: None,
         }
@@ -131,6 +136,13 @@ impl AppBuilder {
     /// The configuration it builds with.
     pub(crate) fn configured(&self) -> &Config {
         &self.config
+    }
+
+    /// Serves `protocol` beside the built-in ones (those the Cargo features compile in): a
+    /// protocol of your own, built over the same call path, authentication and plumbing.
+    pub fn protocol(mut self, protocol: impl Protocol + 'static) -> Self {
+        self.protocols.push(Box::new(protocol));
+        self
     }
 
     /// The AWS configuration for the parts that talk to AWS, instead of the one loaded from
@@ -187,44 +199,23 @@ impl AppBuilder {
             config.max_concurrent_calls,
             config.tool_timeout,
         ));
-        let routes: Router = crate::oxp::router(invoker.clone(), &auth);
-        #[cfg(feature = "mcp")]
-        let mcp = (config.mcp.enabled
-            || config.lambda_role == crate::config::LambdaRole::AgentCore)
-            .then(|| crate::mcp::served(invoker.clone(), &config.mcp))
-            .transpose()
-            .map_err(StartError::Mcp)?;
-        #[cfg(feature = "mcp")]
-        let routes = match &mcp {
-            Some(served) if config.mcp.enabled => routes.merge(crate::mcp::router(
-                served.clone(),
-                &auth,
-                &config.mcp,
-                &config.allowed_origins,
-                config.max_body_bytes,
-            )),
-            _ => routes,
+        // The parts every protocol may share, by type (only the AWS configuration today).
+        #[cfg_attr(not(feature = "aws"), allow(unused_mut))]
+        let mut shared = http::Extensions::new();
+        #[cfg(feature = "aws")]
+        shared.insert(sdk);
+        let assembly = protocol::Assembly {
+            invoker: &invoker,
+            auth: &auth,
+            config: &config,
+            shared: &shared,
         };
-        #[cfg(feature = "rap-sqs")]
-        let sqs = crate::aws::AwsClient::lazy(&sdk, aws_sdk_sqs::Client::new);
-        #[cfg(feature = "rap")]
-        let (routes, rap) = rap_parts(
-            routes,
-            &invoker,
-            &auth,
-            &config,
-            #[cfg(feature = "rap-sqs")]
-            sqs,
-        )?;
-        #[cfg(any(feature = "agentcore", feature = "bedrock-agent"))]
-        let direct = direct_role(&config, &invoker, {
-            #[cfg(feature = "agentcore")]
-            let served = mcp.clone();
-            #[cfg(not(feature = "agentcore"))]
-            let served = ();
-            served
-        })?;
-        let http = server::assemble(routes, config.max_body_bytes, config.base_path.as_deref());
+        let built = protocol::build_all(&self.protocols, &assembly)?;
+        let http = server::assemble(
+            built.routes,
+            config.max_body_bytes,
+            config.base_path.as_deref(),
+        );
         Ok(App {
             #[cfg(feature = "lambda")]
             service: crate::transport::lambda::http::LambdaHttp {
@@ -235,47 +226,12 @@ impl AppBuilder {
             service: http,
             parts: Arc::new(Parts {
                 config,
-                #[cfg(feature = "bedrock-agent")]
-                invoker: invoker.clone(),
-                #[cfg(feature = "bedrock-agent")]
-                bedrock: std::sync::OnceLock::new(),
-                #[cfg(any(feature = "agentcore", feature = "bedrock-agent"))]
-                direct,
-                #[cfg(feature = "agentcore")]
-                mcp,
-                #[cfg(feature = "rap")]
-                rap,
+                lambda_role: built.lambda_role,
+                drains: built.drains,
+                state: built.state,
             }),
         })
     }
-}
-
-#[cfg(feature = "agentcore")]
-type AgentCoreServed = Option<Arc<crate::mcp::Served>>;
-#[cfg(not(feature = "agentcore"))]
-type AgentCoreServed = ();
-
-/// The protocol a direct-invocation role serves (`OXP_LAMBDA_ROLE=agentcore` or
-/// `bedrock-agent`), as the value the Lambda transport runs; `None` for the other roles.
-#[cfg(any(feature = "agentcore", feature = "bedrock-agent"))]
-#[cfg_attr(not(feature = "bedrock-agent"), allow(unused_variables))]
-fn direct_role(
-    config: &Config,
-    invoker: &Arc<Invoker>,
-    agentcore: AgentCoreServed,
-) -> Result<Option<Arc<dyn crate::transport::lambda::direct::DirectHandler>>, StartError> {
-    use crate::config::LambdaRole;
-    Ok(match config.lambda_role {
-        #[cfg(feature = "agentcore")]
-        LambdaRole::AgentCore => {
-            agentcore.map(|served| Arc::new(crate::agentcore::AgentCoreTarget(served)) as _)
-        }
-        #[cfg(feature = "bedrock-agent")]
-        LambdaRole::BedrockAgent => Some(Arc::new(
-            crate::bedrock::BedrockAgent::new(invoker.clone()).map_err(StartError::BedrockAgent)?,
-        )),
-        _ => None,
-    })
 }
 
 /// The JWT signing key is the server's, never a tool's: a tool declaring a secret of the same
@@ -306,54 +262,4 @@ fn signing_key_kept_from_tools(
         ))),
         None => Ok(()),
     }
-}
-
-#[cfg(feature = "rap")]
-type RapParts = (Router, Option<RapServed>);
-
-/// The async adapter, when served: its HTTP side and, for the Lambda worker role, its worker.
-#[cfg(feature = "rap")]
-pub(super) struct RapServed {
-    pub(super) adapter: Arc<crate::rap::Rap>,
-    #[cfg(feature = "rap-sqs")]
-    pub(super) worker: Option<Arc<crate::rap::worker::Worker>>,
-}
-
-#[cfg(feature = "rap")]
-fn rap_parts(
-    routes: Router,
-    invoker: &Arc<Invoker>,
-    auth: &Arc<Authenticator>,
-    config: &Config,
-    #[cfg(feature = "rap-sqs")] sqs: crate::aws::AwsClient<aws_sdk_sqs::Client>,
-) -> Result<RapParts, StartError> {
-    if !config.rap.enabled {
-        return Ok((routes, None));
-    }
-    let adapter = Arc::new(
-        crate::rap::build(
-            invoker.clone(),
-            &config.rap,
-            #[cfg(feature = "rap-sqs")]
-            &sqs,
-        )
-        .map_err(StartError::Rap)?,
-    );
-    #[cfg(feature = "rap-sqs")]
-    let worker = match config.lambda_role {
-        crate::config::LambdaRole::Worker => Some(Arc::new(
-            crate::rap::build_worker(invoker.clone(), &config.rap, &sqs)
-                .map_err(StartError::Rap)?,
-        )),
-        _ => None,
-    };
-    let routes = routes.merge(crate::rap::routes::router(adapter.clone(), auth));
-    Ok((
-        routes,
-        Some(RapServed {
-            adapter,
-            #[cfg(feature = "rap-sqs")]
-            worker,
-        }),
-    ))
 }

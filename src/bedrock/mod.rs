@@ -22,8 +22,6 @@ use oxp_lambda_core::{Content, ResourceBody, ToolError, ToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -88,21 +86,6 @@ impl BedrockAgent {
             Some(State::Failure),
             "Error: the event is too large".into(),
         )
-    }
-}
-
-impl crate::transport::lambda::direct::DirectHandler for BedrockAgent {
-    fn handle<'a>(
-        &'a self,
-        event: &'a [u8],
-        _client_context: Option<&'a [u8]>,
-        deadline: Option<Instant>,
-    ) -> Pin<Box<dyn Future<Output = Value> + Send + 'a>> {
-        Box::pin(self.invoke(event, deadline))
-    }
-
-    fn too_large(&self) -> Value {
-        BedrockAgent::too_large(self)
     }
 }
 

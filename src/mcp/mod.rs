@@ -141,6 +141,7 @@ pub(crate) fn router(
     config: &McpConfig,
     allowed_origins: &[String],
     max_body_bytes: usize,
+    in_lambda: bool,
 ) -> Router {
     let mut settings = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
@@ -180,7 +181,7 @@ pub(crate) fn router(
     if auth.is_none() {
         return routes.with_state(state);
     }
-    let discovery = discovery::Discovery::new(config, crate::config::in_lambda());
+    let discovery = discovery::Discovery::new(config, in_lambda);
     let challenge = discovery.clone();
     let routes = discovery::require_scopes(routes, discovery.clone());
     guard(routes, auth, move |request: &Request| {

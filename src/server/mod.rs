@@ -5,7 +5,7 @@
 mod strip;
 
 pub(crate) use strip::StripPrefix;
-#[cfg(feature = "rap")]
+#[cfg(any(feature = "rap", feature = "mcp"))]
 pub(crate) use strip::StrippedPrefix;
 #[cfg(feature = "lambda")]
 pub(crate) use strip::strip_front;

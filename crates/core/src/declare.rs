@@ -91,7 +91,7 @@ impl Annotations {
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
 pub struct NoInput {}
 
-/// A tool declaration, checked when the [`Registry`] is built.
+/// A tool declaration, checked when the [`Registry`](crate::Registry) is built.
 pub struct Tool {
     pub(crate) name: String,
     pub(crate) version: String,

@@ -34,7 +34,7 @@ impl Principal {
     }
 }
 
-/// Why a user id cannot be bound to the caller ([`Principal::bind_user_id`]).
+/// Why a user id cannot be bound to the caller (the binding of `OXP_BIND_USER_ID`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BindError {
     /// Binding is on but the credentials carry no subject.

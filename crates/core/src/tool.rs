@@ -2,7 +2,6 @@
 //!
 //! Nothing here is specific to a protocol: every adapter translates to and from these.
 
-use crate::state::{SecretKey, SharedState};
 pub use http::Extensions;
 use std::collections::HashMap;
 use std::fmt;
@@ -235,5 +234,70 @@ impl fmt::Display for ToolError {
 impl<E: std::error::Error> From<E> for ToolError {
     fn from(err: E) -> Self {
         Self::internal(err)
+    }
+}
+
+/// The values a registry shares with every call of its tools, one per type. Cloning it is a
+/// reference count.
+#[derive(Clone, Default)]
+pub struct SharedState(Arc<Extensions>);
+
+impl SharedState {
+    /// Wraps the values registered with [`RegistryBuilder::state`](crate::RegistryBuilder::state).
+    pub fn new(values: Extensions) -> Self {
+        Self(Arc::new(values))
+    }
+
+    /// The shared value of type `T`, if one was registered.
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.0.get::<T>()
+    }
+}
+
+impl fmt::Debug for SharedState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SharedState").finish_non_exhaustive()
+    }
+}
+
+/// The name of a secret a tool reads, declared once as a constant so that a typo is a
+/// compile error rather than a missing value at run time.
+///
+/// ```
+/// use oxp_lambda_core::{SecretKey, Tool, ToolContext, ToolError};
+///
+/// const CRM_KEY: SecretKey = SecretKey::new("CRM_API_KEY");
+///
+/// async fn call_crm(ctx: &ToolContext) -> Result<usize, ToolError> {
+///     let key = ctx.expose(CRM_KEY)?;
+///     Ok(key.len())
+/// }
+///
+/// let builder = Tool::builder("Crm.Ping", "1.0.0").secret(CRM_KEY);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct SecretKey(&'static str);
+
+impl SecretKey {
+    /// The secret named `id` (as the server holds it and as callers send it).
+    pub const fn new(id: &'static str) -> Self {
+        Self(id)
+    }
+
+    /// The id.
+    pub const fn id(self) -> &'static str {
+        self.0
+    }
+}
+
+impl From<SecretKey> for String {
+    fn from(key: SecretKey) -> Self {
+        key.0.to_owned()
+    }
+}
+
+impl fmt::Display for SecretKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0)
     }
 }
