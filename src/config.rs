@@ -227,6 +227,19 @@ impl Config {
         {
             config.rap = RapConfig::from_env(&env, config.tool_timeout, config.host)?;
         }
+        // A direct invocation carries no token and no authorizer's claims: only the invoking
+        // service's IAM permission guards the function, so any other mode would refuse every
+        // call (or suggest a check that does not happen).
+        if matches!(
+            config.lambda_role,
+            LambdaRole::AgentCore | LambdaRole::BedrockAgent
+        ) && !matches!(config.auth, AuthConfig::None { .. })
+        {
+            return Err(invalid(
+                "OXP_AUTH",
+                "must be 'none' for OXP_LAMBDA_ROLE=agentcore and bedrock-agent: direct invocations carry no token (the invoke permission guards the function)",
+            ));
+        }
         if config.lambda_role == LambdaRole::Worker && !config.rap_enabled() {
             return Err(invalid(
                 "OXP_LAMBDA_ROLE",

@@ -280,3 +280,18 @@ fn rap_in_lambda_needs_its_queues() {
         "OXP_LAMBDA_ROLE"
     );
 }
+
+#[test]
+fn direct_invocation_roles_take_no_token_so_their_auth_must_be_none() {
+    for role in ["agentcore", "bedrock-agent"] {
+        let err = config(&[
+            ("OXP_LAMBDA_ROLE", role),
+            ("OXP_AUTH", "jwt"),
+            ("OXP_JWT_JWKS_URL", "https://issuer.example/jwks"),
+        ])
+        .unwrap_err();
+        assert!(err.to_string().contains("OXP_AUTH"), "{err}");
+        let ok = config(&[("OXP_LAMBDA_ROLE", role), ("OXP_AUTH", "none")]).unwrap();
+        assert_eq!(ok.auth, AuthConfig::None { explicit: true });
+    }
+}

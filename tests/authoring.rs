@@ -1,7 +1,7 @@
 //! Writing tools with `#[tool]`: the description from the doc comment, the input from the
 //! function's parameters or one typed struct, annotations and secrets as arguments, shared
 //! state, `?` on any error; in-process calls through the real invoker; and a macro tool on
-//! every protocol (OXP, MCP, RAP, AgentCore).
+//! every protocol (OXP, MCP, RAP, AgentCore, Bedrock Agents).
 
 mod common;
 
@@ -240,5 +240,20 @@ async fn a_macro_tool_runs_as_an_agentcore_target() {
     assert!(
         text.as_str().unwrap().contains("Hello Ada! (#1)"),
         "{result}"
+    );
+}
+
+#[cfg(feature = "bedrock-agent")]
+#[tokio::test]
+async fn a_macro_tool_runs_as_a_bedrock_agents_action() {
+    let event = json!({"messageVersion": "1.0", "actionGroup": "g", "function": "Hello_Greet",
+                       "parameters": [{"name": "name", "type": "string", "value": "Ada"},
+                                      {"name": "excitement", "type": "integer", "value": "3"}]});
+    let answer = app()
+        .handle_bedrock_agent(event.to_string().as_bytes())
+        .await;
+    assert_eq!(
+        answer["response"]["functionResponse"]["responseBody"]["TEXT"]["body"], "Hello Ada!!! (#1)",
+        "{answer}"
     );
 }

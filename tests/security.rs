@@ -362,3 +362,12 @@ async fn a_full_in_process_queue_refuses_with_503_and_retry_after() {
     gate.add_permits(1);
     assert_eq!(app.drain(Duration::from_secs(10)).await, 0);
 }
+
+#[tokio::test]
+async fn a_404_does_not_repeat_the_path_it_was_asked_for() {
+    let app = example_app();
+    let reply = get(&app, "/no-such-route-%3Cscript%3E-TWILIO_API_KEY=sk_live").await;
+    assert_eq!(reply.status, 404);
+    assert!(!reply.text.contains("no-such-route"), "{}", reply.text);
+    assert!(!reply.text.contains("sk_live"), "{}", reply.text);
+}

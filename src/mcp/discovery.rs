@@ -157,8 +157,7 @@ fn metadata(discovery: &Discovery, request: &Request, tail: &str) -> Response {
             }
             Some(_) => discovery.resource(request, ""),
             None => {
-                return crate::server::ServerError::NotFound(request.uri().path().to_owned())
-                    .into_response();
+                return crate::server::ServerError::NotFound.into_response();
             }
         },
     };

@@ -17,7 +17,7 @@ use axum::extract::DefaultBodyLimit;
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{MethodRouter, get};
-use http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde::Serialize;
 use std::sync::Arc;
 use std::time::Instant;
@@ -164,15 +164,15 @@ async fn health() -> Response {
     json_response(StatusCode::OK, Bytes::from_static(br#"{"status":"ok"}"#))
 }
 
-async fn not_found(uri: Uri) -> ServerError {
-    ServerError::NotFound(uri.path().to_owned())
+async fn not_found() -> ServerError {
+    ServerError::NotFound
 }
 
 /// The answers of the plumbing itself, before any protocol: `{"message", "developer_message"}`.
 #[derive(Debug)]
 pub(crate) enum ServerError {
-    /// 404: no such route.
-    NotFound(String),
+    /// 404: no such route. The path is not repeated: nothing the caller sent comes back.
+    NotFound,
     /// 405: the route exists for other methods.
     MethodNotAllowed {
         /// Value of the `Allow` header.
@@ -186,7 +186,7 @@ impl ServerError {
     /// Why, for the log.
     pub(crate) fn reason(&self) -> &str {
         match self {
-            Self::NotFound(_) => "no route",
+            Self::NotFound => "no route",
             Self::MethodNotAllowed { .. } => "method not allowed",
             Self::Forbidden(why) => why,
         }
@@ -202,11 +202,11 @@ struct ErrorBody {
 impl IntoResponse for ServerError {
     fn into_response(self) -> Response {
         match self {
-            Self::NotFound(path) => json(
+            Self::NotFound => json(
                 StatusCode::NOT_FOUND,
                 &ErrorBody {
                     message: "Not found",
-                    developer_message: format!("no route for {path}"),
+                    developer_message: "no route for this method and path".into(),
                 },
             ),
             Self::Forbidden(why) => json(
