@@ -59,8 +59,9 @@ pub struct Contribution {
 }
 
 impl Contribution {
-    /// Only routes (merged with every other protocol's, under the body limit, the base path
-    /// and the 404; a route two protocols both declare fails the build).
+    /// Only routes, merged with every other protocol's under the body limit, the base path and
+    /// the 404. A path another protocol already serves (`/tools`, `/mcp`, `/invoke`, ...)
+    /// panics when the app is built, as `axum::Router::merge` does: pick paths of your own.
     pub fn routes(routes: Router) -> Self {
         Self {
             routes: Some(routes),
