@@ -93,11 +93,13 @@ async fn invoke(
             Bytes::from_static(br#"{"status":"accepted"}"#),
         ),
         Err(refusal) => {
+            // A string, escaped by the formatter: the message may quote what the caller sent.
+            let reason = refusal.message();
             tracing::info!(
                 target: "oxp::rap::audit",
                 received_at = %rfc3339(crate::rap::job::unix_ms(std::time::SystemTime::now())),
                 outcome = "refused",
-                reason = %refusal.message(),
+                reason = reason.as_str(),
             );
             refusal.into_response()
         }

@@ -82,7 +82,8 @@ where
                     }
                     Err(reason) => {
                         // The reason is for operators only; it never includes the token.
-                        tracing::info!(target: "oxp::auth", outcome = "unauthenticated", %reason);
+                        // A string, escaped by the formatter (a token's header can quote text).
+                        tracing::info!(target: "oxp::auth", outcome = "unauthenticated", reason = reason.0.as_str());
                         refuse(&request)
                     }
                 }

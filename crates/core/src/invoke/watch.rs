@@ -56,15 +56,20 @@ impl Watch {
         self.done = true;
         match result {
             Ok(outcome) => run::log_outcome(self.protocol, self.trace_id.as_deref(), outcome),
-            Err(rejection) => tracing::info!(
-                target: "oxp::call",
-                protocol = self.protocol,
-                call_id = self.call_id.as_deref(),
-                trace_id = self.trace_id.as_deref(),
-                tool_id = %self.tool_id(),
-                outcome = rejection.class().as_str(),
-                reason = %rejection.developer_detail(),
-            ),
+            Err(rejection) => {
+                // Strings, not `%` Display: a formatter escapes a string's control characters,
+                // so a caller's newline cannot start a forged log line.
+                let reason = rejection.developer_detail();
+                tracing::info!(
+                    target: "oxp::call",
+                    protocol = self.protocol,
+                    call_id = self.call_id.as_deref(),
+                    trace_id = self.trace_id.as_deref(),
+                    tool_id = self.tool_id(),
+                    outcome = rejection.class().as_str(),
+                    reason = reason.as_str(),
+                );
+            }
         }
     }
 
@@ -101,7 +106,7 @@ impl Drop for Watch {
             protocol = self.protocol,
             call_id = self.call_id.as_deref(),
             trace_id = self.trace_id.as_deref(),
-            tool_id = %self.tool_id(),
+            tool_id = self.tool_id(),
             outcome = "cancelled",
             reason = "the caller went away before the call ended",
         );

@@ -1,0 +1,77 @@
+//! Log lines cannot be forged in the text format (the local default): a newline in what a
+//! caller sends (an OXP `tool_id` or `call_id`, a malformed body, a bad token) stays inside its
+//! own line, escaped. One test in this binary: it installs the process-wide subscriber, the
+//! same text layer `oxp-lambda` uses locally (`fmt::layer().with_ansi(false)`).
+
+mod common;
+
+use axum::body::Body;
+use axum::http::Request;
+use common::*;
+use serde_json::json;
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+use tracing_subscriber::layer::SubscriberExt;
+
+#[derive(Clone, Default)]
+struct Lines(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_callers_newline_never_starts_a_log_line_of_its_own() {
+    let lines = Lines::default();
+    let writer = lines.clone();
+    let layer = tracing_subscriber::fmt::layer()
+        .with_ansi(false)
+        .with_writer(move || writer.clone());
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).unwrap();
+
+    let app = example_app();
+    let forged = "\nINFO oxp::call: outcome=\"success\" forged=1";
+    // A tool id and a call id that do not resolve, and one call that runs.
+    call(
+        &app,
+        json!({"request": {"tool_id": format!("Calculator.Add{forged}"), "input": {}}}),
+    )
+    .await;
+    call(
+        &app,
+        json!({"request": {"tool_id": "Calculator.Add", "call_id": format!("id{forged}"),
+                           "input": {"a": 1, "b": 2}}}),
+    )
+    .await;
+    // A bearer token whose header quotes the text is refused on an authenticated route.
+    let request = Request::post("/invoke")
+        .header("content-type", "application/json")
+        .body(Body::from(format!(
+            "{{\"id\": \"x{}\"",
+            forged.replace('"', "\\\"")
+        )))
+        .unwrap();
+    let _ = tower::ServiceExt::oneshot(app.clone(), request).await;
+
+    let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+    assert!(
+        text.contains("forged=1"),
+        "the caller's text was logged: {text}"
+    );
+    for line in text.lines() {
+        assert!(
+            !line.starts_with("INFO oxp::call"),
+            "a forged line: {line:?}\nin\n{text}"
+        );
+        assert!(
+            line.chars().next().is_some_and(|c| c.is_ascii_digit()),
+            "every line starts with its timestamp: {line:?}"
+        );
+    }
+}
