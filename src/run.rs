@@ -99,19 +99,7 @@ fn print_agentcore_schema(registry: &Registry, config: &Config) -> ExitCode {
         let exported = registry
             .served(&config.mcp.pins, "OXP_MCP_TOOLS")
             .and_then(|tools| crate::agentcore::schema::export(&tools));
-        match exported {
-            Ok(schema) => {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&schema).unwrap_or_default()
-                );
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("oxp-lambda schema --agentcore: {e}");
-                ExitCode::FAILURE
-            }
-        }
+        print_schema("--agentcore", exported)
     }
     #[cfg(not(feature = "agentcore"))]
     {
@@ -129,24 +117,30 @@ fn print_bedrock_agent_schema(registry: &Registry) -> ExitCode {
         let exported = registry
             .served(&[], "")
             .and_then(|tools| crate::bedrock::schema::export(&tools));
-        match exported {
-            Ok(schema) => {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&schema).unwrap_or_default()
-                );
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("oxp-lambda schema --bedrock-agent: {e}");
-                ExitCode::FAILURE
-            }
-        }
+        print_schema("--bedrock-agent", exported)
     }
     #[cfg(not(feature = "bedrock-agent"))]
     {
         let _ = registry;
         eprintln!("oxp-lambda schema --bedrock-agent: built without the `bedrock-agent` feature");
         ExitCode::FAILURE
+    }
+}
+
+/// Prints an exported schema on standard output, or why `oxp-lambda schema <flag>` cannot.
+#[cfg(any(feature = "agentcore", feature = "bedrock-agent"))]
+fn print_schema(flag: &str, exported: Result<serde_json::Value, String>) -> ExitCode {
+    match exported {
+        Ok(schema) => {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&schema).unwrap_or_default()
+            );
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("oxp-lambda schema {flag}: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
