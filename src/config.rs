@@ -36,6 +36,12 @@ pub struct Config {
     /// accepts besides loopback names, when its browser guard is on (a loopback listener, or any
     /// listener with authentication off); default none.
     pub allowed_hosts: Vec<String>,
+    /// `OXP_MAX_CONNECTIONS` (default 1024): connections the local server holds open at once;
+    /// the next waits in the kernel's backlog until one closes.
+    pub max_connections: usize,
+    /// `OXP_HEADER_READ_TIMEOUT_MS` (default 10000): longest the local server waits for a
+    /// request's headers, on a new connection or an idle kept-alive one, before closing it.
+    pub header_read_timeout: Duration,
     /// Largest accepted request body in bytes (`OXP_MAX_BODY_BYTES`, default 1 MiB); larger is 413.
     pub max_body_bytes: usize,
     /// Longest a tool may run (`OXP_TOOL_TIMEOUT_MS`, default 30000; `0` disables).
@@ -105,6 +111,8 @@ impl Default for Config {
             port: 8080,
             allowed_origins: Vec::new(),
             allowed_hosts: Vec::new(),
+            max_connections: 1024,
+            header_read_timeout: Duration::from_secs(10),
             max_body_bytes: 1024 * 1024,
             tool_timeout: Some(Duration::from_secs(30)),
             base_path: None,
@@ -161,6 +169,12 @@ impl Config {
             .map(|o| o.trim_end_matches('/').to_owned())
             .collect();
         config.allowed_hosts = env.list("OXP_ALLOWED_HOSTS");
+        if let Some(n) = env.positive("OXP_MAX_CONNECTIONS")? {
+            config.max_connections = n;
+        }
+        if let Some(ms) = env.positive::<u64>("OXP_HEADER_READ_TIMEOUT_MS")? {
+            config.header_read_timeout = Duration::from_millis(ms);
+        }
         if let Some(n) = env.positive("OXP_MAX_BODY_BYTES")? {
             config.max_body_bytes = n;
         }

@@ -172,19 +172,39 @@ async fn an_origin_outside_the_allowed_list_is_403_and_a_listed_one_passes() {
     assert_eq!(status, 200, "{text}");
 }
 
+/// `body` to /mcp as a Lambda event through API Gateway (HTTP API) with `Host: host`.
+async fn post_mcp_through_api_gateway(app: &App, body: &str, host: &str) -> (u16, String) {
+    use lambda_http::aws_lambda_events::apigw::ApiGatewayV2httpRequestContext;
+    use lambda_http::request::RequestContext;
+    let mut request = Request::post("/mcp")
+        .header("content-type", "application/json")
+        .header("accept", ACCEPT)
+        .header("host", host)
+        .body(Body::from(body.to_owned()))
+        .unwrap();
+    request
+        .extensions_mut()
+        .insert(RequestContext::ApiGatewayV2(
+            ApiGatewayV2httpRequestContext::default(),
+        ));
+    let reply = send(app, request).await;
+    (reply.status.as_u16(), reply.text)
+}
+
 #[tokio::test]
 async fn hosts_are_checked_when_configured_as_behind_api_gateway() {
     let ping = rpc(1, "ping", json!({})).to_string();
     // By default any Host is served (the API's own domain, a custom domain...).
-    let (status, _, _) = post_mcp(&example_app(), &ping, &[("host", "abc.execute-api.aws")]).await;
+    let (status, _) =
+        post_mcp_through_api_gateway(&example_app(), &ping, "abc.execute-api.aws").await;
     assert_eq!(status, 200);
 
     let mut config = Config::default();
     config.mcp.allowed_hosts = vec!["tools.example.com".into()];
     let app = app_with(example_tools::registry().unwrap(), config);
-    let (status, _, _) = post_mcp(&app, &ping, &[("host", "tools.example.com")]).await;
+    let (status, _) = post_mcp_through_api_gateway(&app, &ping, "tools.example.com").await;
     assert_eq!(status, 200);
-    let (status, _, text) = post_mcp(&app, &ping, &[("host", "rebound.example")]).await;
+    let (status, text) = post_mcp_through_api_gateway(&app, &ping, "rebound.example").await;
     assert_eq!(status, 403, "{text}");
 }
 

@@ -213,7 +213,8 @@ fn error_of(result: &Value) -> Value {
 
 #[tokio::test]
 async fn discovery_serves_the_latest_version_of_each_tool_under_its_listing_name() {
-    let rig = Rig::new().await;
+    // Authentication is off: a Host other than a loopback name must be allowed.
+    let rig = Rig::with(|c| c.allowed_hosts = vec!["tools.example".into()]).await;
     let request = Request::get("/.well-known/rap-toolset")
         .header("host", "tools.example")
         .body(Body::empty())
@@ -923,6 +924,43 @@ async fn invocations_are_rate_limited_per_caller() {
 }
 
 #[tokio::test]
+async fn each_caller_holds_at_most_its_share_of_the_pending_invocations() {
+    let rig = Rig::with(|c| {
+        c.auth = AuthConfig::ApiGateway {
+            bind_user_id: false,
+        };
+        c.rap.max_pending = 4;
+        c.rap.max_pending_per_caller = Some(2);
+    })
+    .await;
+    let receiver = Receiver::ok().await;
+    let wait = |id: &str| with_id(invocation(&receiver.url, "Test_Wait", json!({})), id);
+    // Alice's tools hang: her third invocation is refused (429, her share is full) while the
+    // queue still has room, so Bob's are accepted; only a full queue refuses everyone (503).
+    assert_eq!(invoke_as(&rig, "alice", &wait("a1")).await, 200);
+    assert_eq!(invoke_as(&rig, "alice", &wait("a2")).await, 200);
+    assert_eq!(invoke_as(&rig, "alice", &wait("a3")).await, 429);
+    assert_eq!(invoke_as(&rig, "bob", &wait("b1")).await, 200);
+    assert_eq!(invoke_as(&rig, "bob", &wait("b2")).await, 200);
+    assert_eq!(invoke_as(&rig, "carol", &wait("c1")).await, 503);
+    // Once Alice's answer, her share is free again.
+    rig.tools.gate.add_permits(4);
+    rig.settle().await;
+    assert_eq!(receiver.wait_for(4).await.len(), 4);
+    assert_eq!(invoke_as(&rig, "alice", &wait("a4")).await, 200);
+    rig.tools.gate.add_permits(1);
+    rig.settle().await;
+    let ids: Vec<String> = receiver
+        .wait_for(5)
+        .await
+        .iter()
+        .map(|h| h.body["id"].as_str().unwrap().to_owned())
+        .collect();
+    assert!(!ids.contains(&"a3".to_owned()), "the refused one never ran");
+    assert!(ids.contains(&"a4".to_owned()));
+}
+
+#[tokio::test]
 async fn an_invocation_over_the_rate_limit_is_a_429_with_retry_after_and_runs_nothing() {
     let rig = Rig::with(|c| {
         c.rap.rate_limit = Some(oxp_lambda::config::RateLimit {
@@ -1132,7 +1170,7 @@ async fn with_user_binding_a_caller_can_only_act_for_itself() {
 // ---- One call path: RAP and OXP share the invoker --------------------------------------------
 
 #[tokio::test]
-async fn the_same_invocation_sent_twice_runs_its_tool_once_and_is_answered_twice() {
+async fn the_same_invocation_sent_twice_runs_its_tool_once_and_is_answered_once() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
     let body = invocation(&receiver.url, "Test_Count", json!({"n": 1}));
@@ -1145,15 +1183,36 @@ async fn the_same_invocation_sent_twice_runs_its_tool_once_and_is_answered_twice
         1,
         "the tool ran once"
     );
-    let hits = receiver.wait_for(2).await;
+    receiver.wait_for(1).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(
-        hits[0].body, hits[1].body,
-        "the repeat gets the same result"
+        receiver.hits().len(),
+        1,
+        "the delivered result is not delivered again"
     );
     // Another invocation id is another call.
     accepted(&rig.invoke(with_id(body, "call_other")).await);
     rig.settle().await;
     assert_eq!(rig.tools.runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn a_repeat_of_a_dead_lettered_invocation_tries_the_callback_again() {
+    let rig = Rig::new().await;
+    let refusing = Receiver::start(&[], 400).await;
+    let body = invocation(&refusing.url, "Test_Count", json!({"n": 1}));
+    accepted(&rig.invoke(body.clone()).await);
+    rig.settle().await;
+    assert_eq!(rig.dead_letters().len(), 1, "not delivered: dead-lettered");
+    // The runtime sends it again: the stored result is offered to the callback again.
+    accepted(&rig.invoke(body).await);
+    rig.settle().await;
+    assert_eq!(refusing.hits().len(), 2);
+    assert_eq!(
+        rig.tools.runs.load(Ordering::SeqCst),
+        1,
+        "the tool ran once"
+    );
 }
 
 #[tokio::test]

@@ -100,24 +100,13 @@ async fn every_post_route_refuses_a_body_that_is_not_declared_json() {
     }
 }
 
-async fn loopback_server(config: Config) -> (String, tokio::sync::oneshot::Sender<()>) {
-    let app = app_with(common::example_tools::registry().unwrap(), config);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(app.serve(listener, async move {
-        let _ = stopped.await;
-    }));
-    (addr, stop)
-}
-
 #[tokio::test]
 async fn a_loopback_server_refuses_other_host_names_and_web_origins() {
     let config = Config {
         allowed_origins: vec!["http://localhost:3000".into()],
         ..test_config()
     };
-    let (addr, _stop) = loopback_server(config).await;
+    let (addr, _stop) = serve_on_loopback(config).await;
     let port = addr.rsplit(':').next().unwrap();
     let call = r#"{"request":{"tool_id":"Calculator.Add","input":{"a":1,"b":2}}}"#;
     let json = "Content-Type: application/json\r\n";

@@ -225,6 +225,7 @@ impl AppBuilder {
             #[cfg(not(feature = "lambda"))]
             service: http,
             parts: Arc::new(Parts {
+                browser: crate::transport::local::BrowserRules::from_config(&config),
                 config,
                 lambda_role: built.lambda_role,
                 drains: built.drains,

@@ -27,6 +27,13 @@ type Inner = HttpApp;
 
 /// The app: every route of every adapter, as one `tower` service for the local server, the
 /// Lambda runtime or tests (`tower::ServiceExt::oneshot`).
+///
+/// Served by a program of its own (`axum::serve(listener, app)`, nested in a router), it keeps
+/// the browser guard of [`App::serve`] while authentication is off, whatever it listens on: a
+/// request whose `Host` is neither a loopback name nor in `OXP_ALLOWED_HOSTS`, or whose
+/// `Origin` is another site's not in `OXP_ALLOWED_ORIGINS`, is refused (403). Requests made
+/// from Lambda events (which carry Lambda's request context) come through API Gateway, a
+/// Function URL or a load balancer, not a browser on this machine, and are not checked.
 #[derive(Clone)]
 pub struct App {
     service: Inner,
@@ -35,6 +42,8 @@ pub struct App {
 
 struct Parts {
     config: Config,
+    /// The browser guard's rules, for [`App`] used as a service outside [`App::serve`].
+    browser: local::BrowserRules,
     /// The runner of `OXP_LAMBDA_ROLE` when a protocol serves the role (not `http`); read by
     /// the Lambda transport, when compiled in.
     #[allow(dead_code)]
@@ -72,12 +81,12 @@ impl App {
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
         let config = &self.parts.config;
-        let rules = local::BrowserRules {
-            allowed_origins: config.allowed_origins.clone().into(),
-            allowed_hosts: config.allowed_hosts.clone().into(),
-            auth_off: matches!(config.auth, crate::config::AuthConfig::None { .. }),
+        let rules = self.parts.browser.clone();
+        let limits = local::Limits {
+            max_connections: config.max_connections,
+            header_read_timeout: config.header_read_timeout,
         };
-        let served = local::serve(listener, self.http(), rules, shutdown).await;
+        let served = local::serve(listener, self.http(), rules, limits, shutdown).await;
         let abandoned = self.drain_within(None).await;
         if abandoned > 0 {
             tracing::warn!(
@@ -142,13 +151,41 @@ where
 {
     type Response = axum::response::Response;
     type Error = Infallible;
-    type Future = axum::routing::future::RouteFuture<Infallible>;
+    type Future = futures_util::future::Either<
+        std::future::Ready<Result<axum::response::Response, Infallible>>,
+        axum::routing::future::RouteFuture<Infallible>,
+    >;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         Service::<Request<B>>::poll_ready(&mut self.service, cx)
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        self.service.call(request)
+        use futures_util::future::Either;
+        let rules = &self.parts.browser;
+        if rules.auth_off
+            && !from_lambda(&request)
+            && let Err(refusal) = local::check_browser(request.headers(), rules)
+        {
+            tracing::info!(target: "oxp::server", outcome = "forbidden", reason = refusal.reason());
+            return Either::Left(std::future::ready(Ok(
+                axum::response::IntoResponse::into_response(refusal),
+            )));
+        }
+        Either::Right(self.service.call(request))
+    }
+}
+
+/// Whether `request` was made from a Lambda event (the runtime adds its request context).
+fn from_lambda<B>(request: &Request<B>) -> bool {
+    #[cfg(feature = "lambda")]
+    return request
+        .extensions()
+        .get::<lambda_http::request::RequestContext>()
+        .is_some();
+    #[cfg(not(feature = "lambda"))]
+    {
+        let _ = request;
+        false
     }
 }

@@ -45,6 +45,11 @@ pub struct RapConfig {
     /// `OXP_RAP_MAX_PENDING` (default 1024): invocations the in-process queue holds at once,
     /// running or being delivered; more are refused with 503 and `Retry-After`.
     pub max_pending: usize,
+    /// `OXP_RAP_MAX_PENDING_PER_CALLER` (default a quarter of `max_pending`, at least 1): how
+    /// many of those one caller (one authenticated subject; every unauthenticated caller is
+    /// one) may hold; more are refused with 429 and `Retry-After`, so a caller whose
+    /// callbacks hang cannot take every slot from the others.
+    pub max_pending_per_caller: Option<usize>,
     /// `OXP_RAP_DRAIN_SECS` (default 30): on shutdown of the local server, how long accepted
     /// invocations may still run before the rest are dead-lettered.
     pub drain_timeout: Duration,
@@ -78,6 +83,7 @@ impl Default for RapConfig {
             retry: Default::default(),
             rate_limit: None,
             max_pending: 1024,
+            max_pending_per_caller: None,
             drain_timeout: Duration::from_secs(30),
             tool_timeout: Some(Duration::from_secs(30)),
         }
@@ -85,6 +91,14 @@ impl Default for RapConfig {
 }
 
 impl RapConfig {
+    /// One caller's share of the in-process queue: `OXP_RAP_MAX_PENDING_PER_CALLER`, or a
+    /// quarter of `OXP_RAP_MAX_PENDING` (at least 1); never more than the whole.
+    pub fn pending_share(&self) -> usize {
+        self.max_pending_per_caller
+            .unwrap_or(self.max_pending / 4)
+            .clamp(1, self.max_pending.max(1))
+    }
+
     /// `tool_timeout` is the server's (`OXP_TOOL_TIMEOUT_MS`), the default of async runs;
     /// `host` is where a local server listens (loopback callbacks follow it).
     pub(crate) fn from_env(
@@ -183,6 +197,9 @@ impl RapConfig {
         }
         if let Some(n) = env.positive("OXP_RAP_MAX_PENDING")? {
             c.max_pending = n;
+        }
+        if let Some(n) = env.positive("OXP_RAP_MAX_PENDING_PER_CALLER")? {
+            c.max_pending_per_caller = Some(n);
         }
         if let Some(secs) = env.parsed("OXP_RAP_DRAIN_SECS")? {
             c.drain_timeout = Duration::from_secs(secs);

@@ -110,6 +110,11 @@ impl Deliverer {
         Ok(self.client.get_or_init(|| client))
     }
 
+    /// The longest a whole delivery (every attempt) may take.
+    pub(crate) fn longest(&self) -> Duration {
+        self.retry.total + self.retry.attempt_timeout
+    }
+
     /// The bound on one attempt.
     pub(crate) fn attempt_timeout(&self) -> Duration {
         self.retry.attempt_timeout

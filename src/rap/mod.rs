@@ -22,6 +22,7 @@ pub(crate) mod config;
 pub(crate) mod dead_letter;
 pub(crate) mod deliver;
 pub(crate) mod job;
+mod once;
 pub(crate) mod queue;
 pub(crate) mod result;
 pub(crate) mod routes;
@@ -188,7 +189,11 @@ pub(crate) fn build(
             )?);
             (
                 worker.toolset().clone(),
-                Queue::InProcess(InProcessQueue::new(worker.clone(), config.max_pending)),
+                Queue::InProcess(InProcessQueue::new(
+                    worker.clone(),
+                    config.max_pending,
+                    config.pending_share(),
+                )),
                 worker.running().clone(),
             )
         }

@@ -19,6 +19,9 @@ const SQS_MAX_MESSAGE_BYTES: usize = 256 * 1024;
 pub(crate) enum EnqueueError {
     /// The in-process queue holds as many invocations as it may (`OXP_RAP_MAX_PENDING`).
     Full,
+    /// The caller holds its whole share of the in-process queue
+    /// (`OXP_RAP_MAX_PENDING_PER_CALLER`).
+    CallerFull,
     /// The job is larger than the queue takes.
     TooLarge,
     /// The queue did not take the job.
@@ -77,13 +80,34 @@ pub(crate) struct InProcessQueue {
     worker: Arc<Worker>,
     pending: Arc<Pending>,
     max_pending: usize,
+    per_caller: usize,
 }
 
 #[derive(Debug, Default)]
 struct Pending {
     next: AtomicU64,
-    jobs: Mutex<HashMap<u64, Job>>,
+    jobs: Mutex<Jobs>,
     idle: Notify,
+}
+
+/// The pending jobs, and how many each caller holds (only callers holding some are kept, so
+/// the map is no larger than the queue).
+#[derive(Debug, Default)]
+struct Jobs {
+    by_key: HashMap<u64, Job>,
+    by_caller: HashMap<String, usize>,
+}
+
+impl Pending {
+    fn jobs(&self) -> std::sync::MutexGuard<'_, Jobs> {
+        self.jobs.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// The key a caller's share is counted under: its authenticated subject; every caller
+/// without one (authentication off) is the same caller.
+fn caller(job: &Job) -> &str {
+    job.principal.subject.as_deref().unwrap_or_default()
 }
 
 /// Removes a job from the pending set when its task ends, however it ends.
@@ -94,9 +118,17 @@ struct Done {
 
 impl Drop for Done {
     fn drop(&mut self) {
-        let mut jobs = self.pending.jobs.lock().unwrap_or_else(|p| p.into_inner());
-        jobs.remove(&self.key);
-        if jobs.is_empty() {
+        let mut jobs = self.pending.jobs();
+        if let Some(job) = jobs.by_key.remove(&self.key) {
+            let who = caller(&job);
+            if let Some(held) = jobs.by_caller.get_mut(who) {
+                *held -= 1;
+                if *held == 0 {
+                    jobs.by_caller.remove(who);
+                }
+            }
+        }
+        if jobs.by_key.is_empty() {
             self.pending.idle.notify_waiters();
         }
     }
@@ -104,23 +136,30 @@ impl Drop for Done {
 
 impl InProcessQueue {
     /// A queue whose jobs `worker` runs, holding at most `max_pending` jobs (running or
-    /// delivering) at once.
-    pub(crate) fn new(worker: Arc<Worker>, max_pending: usize) -> Self {
+    /// delivering) at once, and at most `per_caller` of one caller's.
+    pub(crate) fn new(worker: Arc<Worker>, max_pending: usize, per_caller: usize) -> Self {
         Self {
             worker,
             pending: Arc::default(),
             max_pending: max_pending.max(1),
+            per_caller: per_caller.max(1),
         }
     }
 
     fn spawn(&self, job: Job) -> Result<(), EnqueueError> {
         let key = self.pending.next.fetch_add(1, Ordering::Relaxed);
         {
-            let mut jobs = self.pending.jobs.lock().unwrap_or_else(|p| p.into_inner());
-            if jobs.len() >= self.max_pending {
+            let mut jobs = self.pending.jobs();
+            if jobs.by_key.len() >= self.max_pending {
                 return Err(EnqueueError::Full);
             }
-            jobs.insert(key, job.clone());
+            // With room left, a caller at its share is told so (429): the room is the others'.
+            let held = jobs.by_caller.get(caller(&job)).copied().unwrap_or(0);
+            if held >= self.per_caller {
+                return Err(EnqueueError::CallerFull);
+            }
+            *jobs.by_caller.entry(caller(&job).to_owned()).or_default() += 1;
+            jobs.by_key.insert(key, job.clone());
         }
         let done = Done {
             pending: self.pending.clone(),
@@ -145,11 +184,7 @@ impl InProcessQueue {
 
     /// Jobs accepted and not finished.
     pub(crate) fn pending(&self) -> usize {
-        self.pending
-            .jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .len()
+        self.pending.jobs().by_key.len()
     }
 
     /// Waits up to `timeout` for every pending job; then cancels the tools still running, so
@@ -176,14 +211,11 @@ impl InProcessQueue {
                 return 0;
             }
         }
-        let left: Vec<Job> = self
-            .pending
-            .jobs
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .drain()
-            .map(|(_, job)| job)
-            .collect();
+        let left: Vec<Job> = {
+            let mut jobs = self.pending.jobs();
+            jobs.by_caller.clear();
+            jobs.by_key.drain().map(|(_, job)| job).collect()
+        };
         let count = left.len();
         for job in left {
             if let Err(e) = self

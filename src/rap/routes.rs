@@ -157,6 +157,7 @@ async fn accept(
     }
     rap.queue.enqueue(job).await.map_err(|e| match e {
         EnqueueError::Full => Refusal::Busy,
+        EnqueueError::CallerFull => Refusal::CallerBusy,
         EnqueueError::TooLarge => Refusal::TooLarge,
         EnqueueError::Unavailable(why) => {
             tracing::error!(target: "oxp::rap", error = %why, "invocation not enqueued");
@@ -283,6 +284,7 @@ enum Refusal {
     Unauthenticated,
     Unavailable,
     Busy,
+    CallerBusy,
     RateLimited { retry_after: Duration },
 }
 
@@ -307,6 +309,10 @@ impl Refusal {
             Self::Unauthenticated => "Authentication failed".into(),
             Self::Unavailable => "The invocation could not be queued; retry later".into(),
             Self::Busy => "The server has too many invocations in progress; retry shortly".into(),
+            Self::CallerBusy => {
+                "This caller has too many invocations in progress; retry once some have answered"
+                    .into()
+            }
             Self::RateLimited { .. } => {
                 "Too many invocations for this caller; retry after the time Retry-After gives"
                     .into()
@@ -331,6 +337,7 @@ impl IntoResponse for Refusal {
             Self::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Self::Busy => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
             Self::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
+            Self::CallerBusy => (StatusCode::TOO_MANY_REQUESTS, "caller_busy"),
         };
         let retry_after = match &self {
             Self::RateLimited { retry_after } => Some(*retry_after),
@@ -340,7 +347,7 @@ impl IntoResponse for Refusal {
             error: ErrorBody {
                 can_retry: matches!(
                     self,
-                    Self::Unavailable | Self::Busy | Self::RateLimited { .. }
+                    Self::Unavailable | Self::Busy | Self::CallerBusy | Self::RateLimited { .. }
                 ),
                 retry_after_ms: retry_after
                     .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
@@ -348,7 +355,7 @@ impl IntoResponse for Refusal {
             },
         };
         let mut response = json(status, &body);
-        if matches!(self, Self::Busy) {
+        if matches!(self, Self::Busy | Self::CallerBusy) {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, header::HeaderValue::from_static("1"));

@@ -6,6 +6,7 @@ use crate::rap::RapThread;
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
 use crate::rap::deliver::{Deliverer, Delivery};
 use crate::rap::job::{Job, error, rfc3339, unix_ms, unknown_operation};
+use crate::rap::once::{self, Delivered};
 use crate::rap::toolset::ServedToolset;
 use crate::rap::wire::{ErrorBody, ErrorText, ToolResult};
 use axum::body::Bytes;
@@ -117,9 +118,37 @@ impl Worker {
                 ToolResult::new(&job.reply_to, error_text(e)),
             ),
         };
-        self.deliver(job, message, outcome, deadline)
-            .await
-            .map_err(Kept::NotRecorded)
+        let body = Bytes::from(serde_json::to_vec(&message).expect("results serialize"));
+        let marker = match once::claim(&self.invoker, &job, &body, self.deliverer.longest()).await {
+            Delivered::Elsewhere => return Err(Kept::Duplicate),
+            Delivered::Already => {
+                tracing::info!(
+                    target: "oxp::rap::audit",
+                    operation = job.operation.as_deref(),
+                    id = job.reply_to.id.as_str(),
+                    group_id = job.reply_to.group_id.as_str(),
+                    outcome = %outcome,
+                    delivery = "already_delivered",
+                );
+                return Ok(Report {
+                    outcome,
+                    delivered: true,
+                    attempts: 0,
+                });
+            }
+            Delivered::Claimed(mark) => Some(mark),
+            Delivered::Untracked => None,
+        };
+        let report = self.deliver(job, message, body, outcome, deadline).await;
+        if let Some(mark) = marker {
+            once::settle(
+                &self.invoker,
+                &mark,
+                matches!(&report, Ok(r) if r.delivered),
+            )
+            .await;
+        }
+        report.map_err(Kept::NotRecorded)
     }
 
     /// Delivers `message` for `job`, dead-letters it when that fails, and writes the audit line.
@@ -127,10 +156,10 @@ impl Worker {
         &self,
         job: Job,
         message: ToolResult,
+        body: Bytes,
         outcome: String,
         deadline: Option<Instant>,
     ) -> Result<Report, String> {
-        let body = Bytes::from(serde_json::to_vec(&message).expect("results serialize"));
         let delivery = self
             .deliverer
             .deliver(&job.reply_to.callback_url, body, deadline)

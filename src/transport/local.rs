@@ -8,6 +8,10 @@
 //! which browsers send with cross-origin requests, must be the server's own or one
 //! `OXP_ALLOWED_ORIGINS` lists. Together with the JSON-only bodies of every route this keeps
 //! pages from calling the tools with the server's secrets.
+//!
+//! Connections are bounded too: at most `OXP_MAX_CONNECTIONS` are open at once (the next waits
+//! in the kernel's backlog), and one that sends no complete request head within
+//! `OXP_HEADER_READ_TIMEOUT_MS` (a slow-loris, or a kept-alive connection left idle) is closed.
 
 use crate::server::{HttpApp, ServerError, is_loopback_host, same_loopback_origin};
 use axum::response::{IntoResponse, Response};
@@ -17,7 +21,9 @@ use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::task::{Context, Poll};
+use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
 use tower::Service;
 
 /// Binds `addr`; port 0 picks a free port (see [`TcpListener::local_addr`]).
@@ -36,31 +42,88 @@ pub(crate) struct BrowserRules {
     pub(crate) auth_off: bool,
 }
 
+impl BrowserRules {
+    /// The rules `config` sets.
+    pub(crate) fn from_config(config: &crate::config::Config) -> Self {
+        Self {
+            allowed_origins: config.allowed_origins.clone().into(),
+            allowed_hosts: config.allowed_hosts.clone().into(),
+            auth_off: matches!(config.auth, crate::config::AuthConfig::None { .. }),
+        }
+    }
+}
+
 /// Whether the browser guard runs: on a loopback listener always; on another only while
 /// authentication is off (with it on, a page cannot send the caller's token).
 pub(crate) fn guarded(listener: std::net::IpAddr, auth_off: bool) -> bool {
     listener.is_loopback() || auth_off
 }
 
+/// How many connections the server holds and how long it waits for a request head.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    /// `OXP_MAX_CONNECTIONS`.
+    pub(crate) max_connections: usize,
+    /// `OXP_HEADER_READ_TIMEOUT_MS`.
+    pub(crate) header_read_timeout: Duration,
+}
+
 /// Serves `app` on `listener` until `shutdown` completes; in-flight requests finish first. A
-/// guarded listener refuses what browsers could send it (see the module documentation).
+/// guarded listener refuses what browsers could send it, and every connection is held to
+/// `limits` (see the module documentation).
 pub(crate) async fn serve(
     listener: TcpListener,
     app: HttpApp,
     rules: BrowserRules,
+    limits: Limits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let guarded = LoopbackGuard {
+    let service = LoopbackGuard {
         inner: app,
         active: guarded(listener.local_addr()?.ip(), rules.auth_off),
         rules,
     };
-    axum::serve(
-        listener,
-        axum::ServiceExt::<axum::extract::Request>::into_make_service(guarded),
-    )
-    .with_graceful_shutdown(shutdown)
-    .await
+    // HTTP/1.1, as before with axum's `serve`; hyper's header-read timeout needs its timer.
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(hyper_util::rt::TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout);
+    let connections = hyper_util::server::graceful::GracefulShutdown::new();
+    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        // A free slot first: while none is, connections wait in the backlog, unaccepted.
+        let slot = tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
+            () = &mut shutdown => break,
+        };
+        let stream = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok((stream, _)) => stream,
+                Err(e) => {
+                    // Out of file descriptors, or a connection reset before it was accepted:
+                    // wait a moment rather than spin (as axum's `serve` does).
+                    tracing::warn!(target: "oxp::server", error = %e, "accepting a connection failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let connection = http.serve_connection(
+            hyper_util::rt::TokioIo::new(stream),
+            hyper_util::service::TowerToHyperService::new(service.clone()),
+        );
+        let connection = connections.watch(connection);
+        tokio::spawn(async move {
+            // A closed or timed-out connection is not the server's error.
+            let _ = connection.await;
+            drop(slot);
+        });
+    }
+    drop(listener);
+    connections.shutdown().await;
+    Ok(())
 }
 
 /// Refuses, on a guarded listener, a `Host` and an `Origin` not allowed.
@@ -95,7 +158,7 @@ where
 }
 
 /// The `Host` and `Origin` rules of a guarded listener.
-fn check_browser(headers: &HeaderMap, rules: &BrowserRules) -> Result<(), ServerError> {
+pub(crate) fn check_browser(headers: &HeaderMap, rules: &BrowserRules) -> Result<(), ServerError> {
     let allowed_host = |host: &str| {
         is_loopback_host(host)
             || rules

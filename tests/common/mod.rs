@@ -235,3 +235,16 @@ pub fn start_binary(exe: &str, env: &[(&str, &str)]) -> (Binary, String) {
         .to_owned();
     (server, base)
 }
+
+/// Serves `config`'s app of the example tools on a free loopback port, as the binary does;
+/// dropping the sender stops it.
+pub async fn serve_on_loopback(config: Config) -> (String, tokio::sync::oneshot::Sender<()>) {
+    let app = app_with(example_tools::registry().unwrap(), config);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    tokio::spawn(app.serve(listener, async move {
+        let _ = stopped.await;
+    }));
+    (addr, stop)
+}

@@ -184,7 +184,8 @@ pub(crate) fn fingerprint(call: &Fingerprinted<'_>) -> String {
 
 /// The store key of a call: the caller's call id, in the protocol's key space and the caller's,
 /// so that another caller's call id neither replays, collides nor tells whether it exists.
-pub(crate) fn scoped_key(protocol: &str, subject: Option<&str>, call_id: &str) -> String {
+/// Adapters that record more about a call (RAP: that its result was delivered) key it from this.
+pub fn scoped_key(protocol: &str, subject: Option<&str>, call_id: &str) -> String {
     match subject {
         // A fixed word where a caller's 16-hex-digit tag stands: no call id of a caller without
         // a subject can spell another caller's key.

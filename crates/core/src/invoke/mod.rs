@@ -172,6 +172,11 @@ impl Invoker {
         &self.registry
     }
 
+    /// The idempotency store calls with a call id claim, and how long outcomes are kept.
+    pub fn idempotency(&self) -> Option<&Idempotency> {
+        self.idempotency.as_ref()
+    }
+
     /// Runs `call`, and logs one line for it whatever happens, even when this future is
     /// dropped before it ends (the call is then cancelled and its claim released).
     pub async fn invoke(&self, call: Call) -> Result<Outcome, Rejection> {

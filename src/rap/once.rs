@@ -1,0 +1,83 @@
+//! Each invocation's result is delivered once, however many times its job arrives (SQS
+//! delivers at least once; a runtime may send the same `/invoke` again): before delivering, the
+//! worker claims a mark beside the invocation's idempotency record, fingerprinted by the message
+//! and its callback, and completes it once the callback took the message. A repeat bringing the
+//! same message (the stored result replayed) that finds the mark completed is acknowledged
+//! without a second callback; one that finds it held waits on the queue. Another message under
+//! the same id (an invocation refused before its tool ran, sent again corrected) is delivered.
+//! A result that was dead-lettered frees the mark, so a repeat tries the callback again. Without
+//! an idempotency store, or when the store cannot answer, the message is delivered (at least
+//! once rather than never).
+
+use crate::rap::job::Job;
+use oxp_lambda_core::content::ToolOutput;
+use oxp_lambda_core::idempotency::{Claim, StoredOutcome, scoped_key};
+use oxp_lambda_core::invoke::Invoker;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::time::Duration;
+
+/// Whether an invocation's result is still to be delivered.
+pub(crate) enum Delivered {
+    /// Deliver it; nothing is recorded (no store, or it could not say).
+    Untracked,
+    /// This run delivers it, and marks it.
+    Claimed(Mark),
+    /// An earlier run of the same invocation delivered it.
+    Already,
+    /// Another copy of the job is delivering it right now: this one waits on its queue.
+    Elsewhere,
+}
+
+/// A claimed delivery mark.
+pub(crate) struct Mark {
+    key: String,
+    fingerprint: String,
+}
+
+/// Claims the mark of delivering `body` for `job`, held for `longest` (a whole delivery's
+/// bound).
+pub(crate) async fn claim(
+    invoker: &Invoker,
+    job: &Job,
+    body: &[u8],
+    longest: Duration,
+) -> Delivered {
+    let Some(idempotency) = invoker.idempotency() else {
+        return Delivered::Untracked;
+    };
+    let key = format!(
+        "delivered:{}",
+        scoped_key("rap", job.principal.subject.as_deref(), &job.reply_to.id)
+    );
+    let mut hash = Sha256::new();
+    hash.update(job.reply_to.callback_url.as_bytes());
+    hash.update([0]);
+    hash.update(body);
+    let fingerprint: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    match idempotency.store.claim(&key, &fingerprint, longest).await {
+        Ok(Claim::Acquired) => Delivered::Claimed(Mark { key, fingerprint }),
+        Ok(Claim::Completed(_)) => Delivered::Already,
+        Ok(Claim::InProgress) => Delivered::Elsewhere,
+        Ok(Claim::Conflict) | Err(_) => Delivered::Untracked,
+    }
+}
+
+/// Completes `mark` when the message was `delivered`, frees it otherwise.
+pub(crate) async fn settle(invoker: &Invoker, mark: &Mark, delivered: bool) {
+    let Some(idempotency) = invoker.idempotency() else {
+        return;
+    };
+    let store = &idempotency.store;
+    let recorded = if delivered {
+        let done = StoredOutcome::new(&Ok(ToolOutput::new(Value::Null)), Duration::ZERO);
+        store
+            .complete(&mark.key, &mark.fingerprint, &done, idempotency.keep)
+            .await
+    } else {
+        store.release(&mark.key, &mark.fingerprint).await
+    };
+    if let Err(e) = recorded {
+        tracing::warn!(target: "oxp::rap", error = %e, "the delivery mark was not recorded: a repeat may deliver again");
+    }
+}
