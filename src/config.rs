@@ -73,6 +73,8 @@ pub struct Config {
     pub mcp: McpConfig,
     /// `OXP_LAMBDA_ROLE`: what a Lambda function built from this binary handles.
     pub lambda_role: LambdaRole,
+    /// Metrics in CloudWatch Embedded Metric Format.
+    pub metrics: MetricsConfig,
 }
 
 /// What a Lambda function handles (`OXP_LAMBDA_ROLE`).
@@ -95,6 +97,66 @@ pub enum LogFormat {
     Json,
     /// Human-readable lines.
     Text,
+}
+
+/// Metrics in CloudWatch Embedded Metric Format (docs/observability.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsConfig {
+    /// `OXP_METRICS` (`emf` or `off`; default `emf` in Lambda, `off` locally).
+    pub enabled: bool,
+    /// `OXP_METRICS_NAMESPACE` (default `oxp-lambda`): the CloudWatch namespace.
+    pub namespace: String,
+    /// `OXP_METRICS_SERVICE` (default the function's name in Lambda, else `oxp-lambda`): the
+    /// value of the `service` dimension every metric has.
+    pub service: String,
+}
+
+impl Default for MetricsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            namespace: "oxp-lambda".into(),
+            service: "oxp-lambda".into(),
+        }
+    }
+}
+
+impl MetricsConfig {
+    fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        let mut c = Self {
+            enabled: env.lambda,
+            ..Self::default()
+        };
+        if let Some(v) = env.get("OXP_METRICS") {
+            c.enabled = match v.trim() {
+                "emf" => true,
+                "off" => false,
+                _ => return Err(invalid("OXP_METRICS", "must be 'emf' or 'off'")),
+            };
+        }
+        if let Some(v) = env.get("OXP_METRICS_NAMESPACE") {
+            c.namespace = v.trim().to_owned();
+        }
+        if let Some(v) = env
+            .get("OXP_METRICS_SERVICE")
+            .or_else(|| env.get("AWS_LAMBDA_FUNCTION_NAME"))
+        {
+            c.service = v.trim().to_owned();
+        }
+        Ok(c)
+    }
+}
+
+/// `AWS_LAMBDA_LOG_LEVEL` (Lambda's application log level) as a filter.
+fn lambda_log_level(value: &str) -> Option<&'static str> {
+    Some(match value.trim().to_ascii_uppercase().as_str() {
+        "TRACE" => "trace",
+        "DEBUG" => "debug",
+        "INFO" => "info",
+        "WARN" => "warn",
+        "ERROR" | "FATAL" => "error",
+        _ => return None,
+    })
 }
 
 /// Whether the process runs inside AWS Lambda.
@@ -128,6 +190,7 @@ impl Default for Config {
             #[cfg(feature = "mcp")]
             mcp: McpConfig::default(),
             lambda_role: LambdaRole::Http,
+            metrics: MetricsConfig::default(),
         }
     }
 }
@@ -188,6 +251,21 @@ impl Config {
             }
             config.base_path = (!trimmed.is_empty()).then(|| trimmed.to_owned());
         }
+        // Lambda's log controls (the function's LoggingConfig) apply unless OXP_LOG and
+        // OXP_LOG_FORMAT say otherwise. Its `Text` format (the default of every function) keeps
+        // the JSON lines, which Logs Insights reads field by field either way.
+        if let Some(level) = env
+            .get("AWS_LAMBDA_LOG_LEVEL")
+            .and_then(|v| lambda_log_level(&v))
+        {
+            config.log_filter = level.into();
+        }
+        if env
+            .get("AWS_LAMBDA_LOG_FORMAT")
+            .is_some_and(|f| f.trim().eq_ignore_ascii_case("json"))
+        {
+            config.log_format = LogFormat::Json;
+        }
         if let Some(v) = env.get("OXP_LOG") {
             tracing_subscriber::EnvFilter::try_new(&v)
                 .map_err(|e| invalid("OXP_LOG", &e.to_string()))?;
@@ -203,6 +281,7 @@ impl Config {
         config.secrets = SecretsConfig::from_env(&env)?;
         config.auth = AuthConfig::from_env(&env, config.host)?;
         config.idempotency = IdempotencyConfig::from_env(&env)?;
+        config.metrics = MetricsConfig::from_env(&env)?;
         if let Some(n) = env.positive("OXP_MAX_CONCURRENT_CALLS")? {
             config.max_concurrent_calls = n;
         }

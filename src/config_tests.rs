@@ -245,14 +245,7 @@ fn rap_settings_are_read() {
 
 #[test]
 fn rap_in_lambda_needs_its_queues() {
-    let lambda = |vars: &[(&str, &str)]| {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .chain(&[("OXP_AUTH", "none")])
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        Config::from_lookup(true, |k| map.get(k).cloned())
-    };
+    let lambda = in_lambda_with;
     // Without a queue RAP is off in Lambda, unless asked for.
     assert!(!lambda(&[]).unwrap().rap.enabled);
     assert_eq!(
@@ -294,4 +287,69 @@ fn direct_invocation_roles_take_no_token_so_their_auth_must_be_none() {
         let ok = config(&[("OXP_LAMBDA_ROLE", role), ("OXP_AUTH", "none")]).unwrap();
         assert_eq!(ok.auth, AuthConfig::None { explicit: true });
     }
+}
+
+fn in_lambda_with(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .chain(&[("OXP_AUTH", "none")])
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Config::from_lookup(true, |k| map.get(k).cloned())
+}
+
+#[test]
+fn lambdas_log_level_and_json_format_apply_unless_oxp_log_says_otherwise() {
+    let c = in_lambda_with(&[
+        ("AWS_LAMBDA_LOG_LEVEL", "WARN"),
+        ("AWS_LAMBDA_LOG_FORMAT", "JSON"),
+    ])
+    .unwrap();
+    assert_eq!(
+        (c.log_filter.as_str(), c.log_format),
+        ("warn", LogFormat::Json)
+    );
+    assert_eq!(
+        in_lambda_with(&[("AWS_LAMBDA_LOG_LEVEL", "FATAL")])
+            .unwrap()
+            .log_filter,
+        "error"
+    );
+    let c = in_lambda_with(&[("AWS_LAMBDA_LOG_LEVEL", "WARN"), ("OXP_LOG", "debug")]).unwrap();
+    assert_eq!(c.log_filter, "debug", "OXP_LOG wins");
+    // Lambda's default `Text` format keeps the JSON lines Logs Insights reads field by field.
+    let c = in_lambda_with(&[("AWS_LAMBDA_LOG_FORMAT", "Text")]).unwrap();
+    assert_eq!(c.log_format, LogFormat::Json);
+}
+
+#[test]
+fn metrics_are_on_in_lambda_and_off_locally_unless_asked() {
+    let lambda = in_lambda_with(&[("AWS_LAMBDA_FUNCTION_NAME", "tools-prod")]).unwrap();
+    assert!(lambda.metrics.enabled);
+    assert_eq!(lambda.metrics.service, "tools-prod");
+    assert_eq!(lambda.metrics.namespace, "oxp-lambda");
+    assert!(!config(&[]).unwrap().metrics.enabled);
+    let c = config(&[
+        ("OXP_METRICS", "emf"),
+        ("OXP_METRICS_NAMESPACE", "Tools"),
+        ("OXP_METRICS_SERVICE", "crm"),
+    ])
+    .unwrap();
+    assert!(c.metrics.enabled);
+    assert_eq!(
+        (c.metrics.namespace.as_str(), c.metrics.service.as_str()),
+        ("Tools", "crm")
+    );
+    assert!(
+        !in_lambda_with(&[("OXP_METRICS", "off")])
+            .unwrap()
+            .metrics
+            .enabled
+    );
+    assert_eq!(
+        config(&[("OXP_METRICS", "prometheus")])
+            .unwrap_err()
+            .variable,
+        "OXP_METRICS"
+    );
 }

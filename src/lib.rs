@@ -47,6 +47,7 @@
 //! | `mcp` | MCP (Streamable HTTP, stateless) at `/mcp`, with `rmcp` |
 //! | `agentcore` | the Bedrock AgentCore Gateway Lambda target role, `oxp-lambda schema --agentcore` |
 //! | `bedrock-agent` | the Bedrock Agents action group role, `oxp-lambda schema --bedrock-agent` |
+//! | `metrics` | calls, errors, duration and cold starts in CloudWatch Embedded Metric Format (`OXP_METRICS`) |
 //! | `mimalloc` | mimalloc as the binary's allocator |
 //!
 //! All are on by default. The smallest useful set, OXP over Lambda with local secrets, is
@@ -70,6 +71,7 @@ mod logging;
 mod mcp;
 #[cfg(all(test, feature = "aws"))]
 mod moto;
+mod observe;
 mod oxp;
 #[cfg(feature = "rap")]
 mod rap;

@@ -101,15 +101,36 @@ struct CappedWriter<W> {
 
 impl<W: std::io::Write> std::io::Write for CappedWriter<W> {
     fn write(&mut self, line: &[u8]) -> std::io::Result<usize> {
-        if line.len() <= MAX_LINE_BYTES {
-            return self.inner.write_all(line).map(|()| line.len());
+        // In a Lambda invocation, a JSON line carries the invocation's fields, spliced in as
+        // one write (a line written in parts could interleave with another task's).
+        if self.json
+            && line.first() == Some(&b'{')
+            && let Some(fields) = crate::observe::current_fields()
+        {
+            let mut whole = Vec::with_capacity(line.len() + fields.len() + 1);
+            whole.push(b'{');
+            whole.extend_from_slice(fields.as_bytes());
+            whole.push(b',');
+            whole.extend_from_slice(&line[1..]);
+            self.write_line(&whole)?;
+            return Ok(line.len());
         }
-        self.inner.write_all(cut(line, self.json).as_bytes())?;
+        self.write_line(line)?;
         Ok(line.len())
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         self.inner.flush()
+    }
+}
+
+impl<W: std::io::Write> CappedWriter<W> {
+    fn write_line(&mut self, line: &[u8]) -> std::io::Result<usize> {
+        if line.len() <= MAX_LINE_BYTES {
+            return self.inner.write_all(line).map(|()| line.len());
+        }
+        self.inner.write_all(cut(line, self.json).as_bytes())?;
+        Ok(line.len())
     }
 }
 
@@ -158,6 +179,8 @@ pub(crate) fn init(config: &Config) -> LogGuard {
             .json()
             .flatten_event(true)
             .with_current_span(false)
+            // The invocation's fields are on the line itself (crate::observe).
+            .with_span_list(false)
             .without_time() // CloudWatch timestamps every line
             .with_writer(writer)
             .boxed(),
@@ -166,6 +189,20 @@ pub(crate) fn init(config: &Config) -> LogGuard {
     let installed = tracing_subscriber::registry()
         .with(layer.with_filter(filter))
         .try_init();
+    // In Lambda every invocation writes its metrics before answering; a local server (with
+    // OXP_METRICS=emf) writes them each second.
+    if crate::observe::install_metrics(&config.metrics)
+        && !in_lambda()
+        && let Ok(runtime) = tokio::runtime::Handle::try_current()
+    {
+        runtime.spawn(async {
+            let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+            loop {
+                every.tick().await;
+                crate::observe::flush_metrics();
+            }
+        });
+    }
     if installed.is_err() {
         return LogGuard { _writer: None };
     }

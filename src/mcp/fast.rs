@@ -102,6 +102,11 @@ pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> 
             call.params.arguments,
             Some(parts),
             Some(&call.id),
+            call.params
+                .meta
+                .as_ref()
+                .and_then(|m| m.get("traceparent"))
+                .and_then(Value::as_str),
         )
         .await
     {

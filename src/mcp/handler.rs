@@ -115,6 +115,7 @@ impl McpServer {
         arguments: Option<Map<String, Value>>,
         parts: Option<&http::request::Parts>,
         request_id: Option<&RequestId>,
+        traceparent: Option<&str>,
     ) -> Result<CallToolResult, ErrorData> {
         // An unknown tool is the one error the spec makes a protocol error (-32602).
         let Some(tool) = self.0.get(name) else {
@@ -137,6 +138,11 @@ impl McpServer {
                 call.principal = principal.clone();
             }
             call.deadline = parts.extensions.get::<Deadline>().map(|d| d.0);
+            call.traceparent = crate::server::traceparent(&parts.headers);
+        }
+        // The request's own `_meta.traceparent` (SEP-414) before the HTTP header's.
+        if let Some(sent) = traceparent.and_then(oxp_lambda_core::invoke::traceparent) {
+            call.traceparent = Some(sent);
         }
         // MCP has no user field: the end user is the authenticated caller. Secrets come from
         // the server's sources only.
@@ -178,7 +184,13 @@ impl ServerHandler for McpServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let parts = context.extensions.get::<http::request::Parts>();
         let result = self
-            .call(&request.name, request.arguments, parts, Some(&context.id))
+            .call(
+                &request.name,
+                request.arguments,
+                parts,
+                Some(&context.id),
+                context.meta.get_traceparent(),
+            )
             .await?;
         Ok(result.into())
     }

@@ -53,11 +53,13 @@ pub(super) async fn call_tool(
     State(state): State<Arc<Oxp>>,
     principal: Option<Extension<Principal>>,
     deadline: Option<Extension<Deadline>>,
+    headers: http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = body.map_err(ApiError::from)?;
     let request = parse_call(&body)?;
     let mut call = to_call(request);
+    call.traceparent = crate::server::traceparent(&headers);
     call.principal = principal.map(|Extension(p)| p).unwrap_or_default();
     call.deadline = deadline.map(|Extension(Deadline(at))| at);
     let call_id = call.call_id.clone();

@@ -121,11 +121,13 @@ impl Deliverer {
     }
 
     /// POSTs `body` (JSON) to `url` until it is accepted, a status says retrying is useless,
-    /// or the attempts, the total time or `deadline` run out.
+    /// or the attempts, the total time or `deadline` run out; with the invocation's
+    /// `traceparent`, so the result joins the caller's trace.
     pub(crate) async fn deliver(
         &self,
         url: &str,
         body: Bytes,
+        traceparent: Option<&str>,
         deadline: Option<Instant>,
     ) -> Delivery {
         let url = match self.policy.check_url(url) {
@@ -154,9 +156,13 @@ impl Deliverer {
         loop {
             attempt += 1;
             let remaining = give_up_at.saturating_duration_since(Instant::now());
-            let sent = client
+            let mut post = client
                 .post(url.clone())
-                .header(CONTENT_TYPE, "application/json")
+                .header(CONTENT_TYPE, "application/json");
+            if let Some(traceparent) = traceparent {
+                post = post.header("traceparent", traceparent);
+            }
+            let sent = post
                 .body(body.clone())
                 .timeout(self.retry.attempt_timeout.min(remaining))
                 .send()
@@ -298,7 +304,7 @@ mod tests {
         assert!(deliverer.client.get().is_none(), "no TLS roots loaded yet");
         // Nothing listens on port 9: the attempt fails, but the client was built for it.
         let sent = deliverer
-            .deliver("http://127.0.0.1:9/results", Bytes::new(), None)
+            .deliver("http://127.0.0.1:9/results", Bytes::new(), None, None)
             .await;
         assert!(
             matches!(sent, Delivery::Failed { attempts: 1, .. }),

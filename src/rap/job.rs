@@ -29,6 +29,10 @@ pub(crate) struct Job {
     /// Who made the invocation (the invoker binds the user to it when configured).
     #[serde(default, skip_serializing_if = "is_anonymous")]
     pub(crate) principal: Principal,
+    /// The caller's W3C trace context (its `traceparent` header, well-formed): the tool and
+    /// the result's callback carry it on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) traceparent: Option<String>,
     /// When the invocation was acknowledged, in Unix milliseconds.
     pub(crate) received_at_ms: u64,
     /// Why the invocation cannot run, found at acknowledgement.
@@ -46,6 +50,7 @@ impl Job {
             thread_ancestors: Vec::new(),
             user_id: None,
             principal: Principal::default(),
+            traceparent: None,
             received_at_ms: unix_ms(SystemTime::now()),
             rejected: None,
         }

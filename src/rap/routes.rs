@@ -84,10 +84,12 @@ fn derived_endpoint(headers: &HeaderMap, prefix: Option<&str>, lambda: bool) -> 
 async fn invoke(
     State(rap): State<Arc<Rap>>,
     principal: Option<Extension<Principal>>,
+    headers: http::HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let principal = principal.map(|Extension(p)| p).unwrap_or_default();
-    match accept(&rap, principal, body).await {
+    let traceparent = crate::server::traceparent(&headers);
+    match accept(&rap, principal, traceparent, body).await {
         Ok(()) => json_response(
             StatusCode::OK,
             Bytes::from_static(br#"{"status":"accepted"}"#),
@@ -110,6 +112,7 @@ async fn invoke(
 async fn accept(
     rap: &Rap,
     principal: Principal,
+    traceparent: Option<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(), Refusal> {
     // First, before anything is read or queued: an invocation over the caller's allowance is
@@ -144,6 +147,7 @@ async fn accept(
     }
     let mut job = Job::new(reply_to);
     job.principal = principal;
+    job.traceparent = traceparent;
     if job.rejected.is_none() {
         job.rejected = read_invocation(&fields, &mut job).err();
     }

@@ -162,7 +162,12 @@ impl Worker {
     ) -> Result<Report, String> {
         let delivery = self
             .deliverer
-            .deliver(&job.reply_to.callback_url, body, deadline)
+            .deliver(
+                &job.reply_to.callback_url,
+                body,
+                job.traceparent.as_deref(),
+                deadline,
+            )
             .await;
         let (attempts, reason) = match delivery {
             Delivery::Delivered { attempts } => (attempts, None),
@@ -278,6 +283,7 @@ impl Worker {
         // The invocation id is the idempotency key: a redelivered job never runs twice.
         call.call_id = Some(job.reply_to.id.clone());
         call.user_id = job.user_id.clone();
+        call.traceparent = job.traceparent.clone();
         call.principal = job.principal.clone();
         call.deadline = deadline;
         call.timeout = Some(self.tool_timeout);

@@ -27,6 +27,14 @@ use std::time::Instant;
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Deadline(pub(crate) Instant);
 
+/// The caller's W3C trace context from a `traceparent` header, when it is well-formed.
+pub(crate) fn traceparent(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .and_then(oxp_lambda_core::invoke::traceparent)
+}
+
 /// The complete HTTP app: every adapter's routes behind the plumbing.
 pub(crate) type HttpApp = StripPrefix<Router>;
 

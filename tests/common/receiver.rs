@@ -15,6 +15,8 @@ use tokio::sync::Notify;
 pub struct Hit {
     pub at: Instant,
     pub content_type: String,
+    /// The `traceparent` header, if the request had one.
+    pub traceparent: Option<String>,
     pub body: Value,
 }
 
@@ -98,9 +100,14 @@ async fn record(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default()
         .to_owned();
+    let traceparent = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
     inner.hits.lock().unwrap().push(Hit {
         at: Instant::now(),
         content_type,
+        traceparent,
         body,
     });
     inner.arrived.notify_waiters();

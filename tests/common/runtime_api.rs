@@ -14,6 +14,12 @@ use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The X-Ray trace header every event comes with.
+pub const TRACE_ID: &str =
+    "Root=1-67a0b1c2-0123456789abcdef01234567;Parent=53995c3f42cd8ad8;Sampled=1";
+/// The tenant every event is for.
+pub const TENANT_ID: &str = "tenant-blue";
+
 /// An event to hand out: request id, payload, client context.
 pub type Event = (String, Value, Option<Value>);
 
@@ -112,6 +118,8 @@ async fn next(State(api): State<Arc<RuntimeApi>>) -> Response {
                 "lambda-runtime-invoked-function-arn",
                 "arn:aws:lambda:us-east-1:123456789012:function:tools",
             );
+            set("lambda-runtime-trace-id", TRACE_ID);
+            set("lambda-runtime-aws-tenant-id", TENANT_ID);
             if let Some(context) = context {
                 set("lambda-runtime-client-context", &context.to_string());
             }
@@ -146,6 +154,16 @@ pub struct Bootstrap(pub std::process::Child);
 impl Bootstrap {
     /// The `oxp-lambda` binary polling `api` with only `env` (and Lambda's own variables) set.
     pub fn start(api: SocketAddr, env: &[(&str, &str)]) -> Self {
+        Self::spawn(api, env, Stdio::null(), Stdio::inherit())
+    }
+
+    /// As [`Bootstrap::start`], with everything it writes (stdout and stderr) in `output`.
+    pub fn start_captured(api: SocketAddr, env: &[(&str, &str)], output: &std::path::Path) -> Self {
+        let file = std::fs::File::create(output).unwrap();
+        Self::spawn(api, env, file.try_clone().unwrap().into(), file.into())
+    }
+
+    fn spawn(api: SocketAddr, env: &[(&str, &str)], stdout: Stdio, stderr: Stdio) -> Self {
         let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_oxp-lambda"));
         command
             .env_clear()
@@ -155,8 +173,8 @@ impl Bootstrap {
             .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
             .env("OXP_AUTH", "none")
             .env("OXP_SECRETS_SOURCE", "local")
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit());
+            .stdout(stdout)
+            .stderr(stderr);
         for (name, value) in env {
             command.env(name, value);
         }

@@ -40,6 +40,9 @@ pub struct ToolContext {
     pub call_id: String,
     /// Client trace or span id.
     pub trace_id: Option<String>,
+    /// The caller's W3C trace context, well-formed: pass it on (as the `traceparent` header)
+    /// in requests the tool makes, so the caller's trace follows the call.
+    pub traceparent: Option<String>,
     /// The end user the call is made for.
     pub user_id: Option<String>,
     /// Authorization tokens by provider id (only the providers the tool requires).

@@ -94,7 +94,13 @@ async fn serve(
                     .headers
                     .get("lambda-runtime-client-context")
                     .map(|v| v.as_bytes());
-                served.handle(&event, context, deadline).await
+                crate::observe::invocation(
+                    &request_id,
+                    header(&parts.headers, "lambda-runtime-trace-id"),
+                    header(&parts.headers, "lambda-runtime-aws-tenant-id"),
+                    served.handle(&event, context, deadline),
+                )
+                .await
             }
             Err(_) => served.too_large(),
         };

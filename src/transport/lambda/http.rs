@@ -82,10 +82,25 @@ impl Service<lambda_http::Request> for Concurrent {
     }
 
     fn call(&mut self, request: lambda_http::Request) -> Self::Future {
+        let context = request.extensions().get::<lambda_http::Context>().cloned();
         let answer = self.0.call(request);
         Box::pin(async move {
-            let response = answer.await?;
-            Ok(lambda_http::IntoResponse::into_response(response).await)
+            let answered = async {
+                let response = answer.await?;
+                Ok(lambda_http::IntoResponse::into_response(response).await)
+            };
+            match context {
+                Some(c) => {
+                    crate::observe::invocation(
+                        &c.request_id,
+                        c.xray_trace_id.as_deref(),
+                        c.tenant_id.as_deref(),
+                        answered,
+                    )
+                    .await
+                }
+                None => answered.await,
+            }
         })
     }
 }

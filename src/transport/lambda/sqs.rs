@@ -70,8 +70,17 @@ pub(crate) async fn run(worker: Arc<Worker>, margin: Duration) -> Result<(), lam
     lambda_http::lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<SqsEvent>| {
         let worker = worker.clone();
         async move {
-            let deadline = super::deadline(&event.context, margin);
-            Ok::<_, lambda_http::Error>(handle_batch(&worker, event.payload, deadline).await)
+            let context = event.context;
+            let deadline = super::deadline(&context, margin);
+            let batch = handle_batch(&worker, event.payload, deadline);
+            let answer = crate::observe::invocation(
+                &context.request_id,
+                context.xray_trace_id.as_deref(),
+                context.tenant_id.as_deref(),
+                batch,
+            )
+            .await;
+            Ok::<_, lambda_http::Error>(answer)
         }
     }))
     .await

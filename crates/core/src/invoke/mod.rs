@@ -6,9 +6,13 @@
 //! [`Outcome`] or [`Rejection`] back to its wire format.
 
 mod local;
+pub mod metrics;
 mod requirements;
 mod run;
+mod trace;
 mod watch;
+
+pub use trace::traceparent;
 
 pub use crate::refusal::{RETRY_AFTER, Rejection};
 pub use run::CANCEL_GRACE;
@@ -60,6 +64,9 @@ pub struct Call {
     pub call_id: Option<String>,
     /// The caller's trace id.
     pub trace_id: Option<String>,
+    /// The caller's W3C trace context (a `traceparent` header or MCP `_meta` entry), when it
+    /// is well-formed ([`traceparent`]).
+    pub traceparent: Option<String>,
     /// Who is calling.
     pub principal: Principal,
     /// The end user, as the client named it (bound to the caller when binding is on).
@@ -88,6 +95,7 @@ impl Call {
             input,
             call_id: None,
             trace_id: None,
+            traceparent: None,
             principal: Principal::default(),
             user_id: None,
             authorization: Vec::new(),
@@ -196,6 +204,7 @@ impl Invoker {
                 .map_err(Rejection::Resolve)?
                 .clone(),
         };
+        watch.resolved(&tool);
         // One deadline for the whole call: the slot wait, the claim and the run share it.
         let deadline = deadline_of(
             arrived,
@@ -237,6 +246,7 @@ impl Invoker {
         let ctx = ToolContext {
             call_id: call_id.clone(),
             trace_id: call.trace_id,
+            traceparent: call.traceparent,
             user_id,
             authorization,
             secrets,

@@ -173,7 +173,12 @@ fn checked(tool: &RegisteredTool, output: ToolOutput<Value>) -> Result<ToolOutpu
 }
 
 /// The log line of a call that reached its tool (or a stored outcome of it).
-pub(super) fn log_outcome(protocol: &str, trace_id: Option<&str>, outcome: &Outcome) {
+pub(super) fn log_outcome(
+    protocol: &str,
+    trace_id: Option<&str>,
+    traceparent: Option<&str>,
+    outcome: &Outcome,
+) {
     let (label, detail) = match &outcome.disposition {
         Disposition::Ran(logged) => (
             logged.class.map_or("success", ErrorClass::as_str),
@@ -190,6 +195,7 @@ pub(super) fn log_outcome(protocol: &str, trace_id: Option<&str>, outcome: &Outc
                 protocol,
                 call_id = outcome.call_id.as_str(),
                 trace_id,
+                traceparent,
                 tool_id = outcome.tool.id.as_str(),
                 outcome = label,
                 duration_ms = outcome.duration.as_secs_f64() * 1e3,

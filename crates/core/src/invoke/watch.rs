@@ -3,6 +3,7 @@
 //! the call, tell the tool's helpers to stop, or free its idempotency claim. [`Watch`] does, in
 //! its `Drop`; a call that ends normally disarms it with [`Watch::finish`].
 
+use super::metrics;
 use super::{Call, Outcome, Rejection, Target, run};
 use crate::idempotency::IdempotencyStore;
 use crate::tool::Cancellation;
@@ -19,8 +20,12 @@ pub(super) struct Held {
 pub(super) struct Watch {
     protocol: &'static str,
     trace_id: Option<String>,
+    traceparent: Option<String>,
     requested: Requested,
     call_id: Option<String>,
+    /// The tool the call resolved to, once it did (the metrics' `tool` dimension: a name the
+    /// caller made up never becomes one).
+    resolved: Option<Arc<crate::registry::RegisteredTool>>,
     /// The call's signal, once the call has one.
     pub(super) cancellation: Option<Cancellation>,
     /// The claim, between claiming and storing the outcome.
@@ -40,23 +45,44 @@ impl Watch {
         Self {
             protocol: call.protocol,
             trace_id: call.trace_id.clone(),
+            traceparent: call.traceparent.clone(),
             requested: match &call.target {
                 Target::Id(id) => Requested::Id(id.clone()),
                 Target::Tool(tool) => Requested::Tool(tool.clone()),
             },
             call_id: call.call_id.clone(),
+            resolved: match &call.target {
+                Target::Tool(tool) => Some(tool.clone()),
+                Target::Id(_) => None,
+            },
             cancellation: None,
             claim: None,
             done: false,
         }
     }
 
-    /// The call ended with `result`: writes its log line.
+    /// The call resolved to `tool`.
+    pub(super) fn resolved(&mut self, tool: &Arc<crate::registry::RegisteredTool>) {
+        if self.resolved.is_none() {
+            self.resolved = Some(tool.clone());
+        }
+    }
+
+    /// The call ended with `result`: writes its log line and records its metrics.
     pub(super) fn finish(mut self, result: &Result<Outcome, Rejection>) {
         self.done = true;
         match result {
-            Ok(outcome) => run::log_outcome(self.protocol, self.trace_id.as_deref(), outcome),
+            Ok(outcome) => {
+                run::log_outcome(
+                    self.protocol,
+                    self.trace_id.as_deref(),
+                    self.traceparent.as_deref(),
+                    outcome,
+                );
+                metrics::outcome(self.protocol, outcome);
+            }
             Err(rejection) => {
+                metrics::refused(self.protocol, self.resolved.as_deref(), rejection.class());
                 // Strings, not `%` Display: a formatter escapes a string's control characters,
                 // so a caller's newline cannot start a forged log line.
                 let reason = rejection.developer_detail();
@@ -65,6 +91,7 @@ impl Watch {
                     protocol = self.protocol,
                     call_id = self.call_id.as_deref(),
                     trace_id = self.trace_id.as_deref(),
+                    traceparent = self.traceparent.as_deref(),
                     tool_id = self.tool_id(),
                     outcome = rejection.class().as_str(),
                     reason = reason.as_str(),
@@ -101,11 +128,13 @@ impl Drop for Watch {
                 }
             });
         }
+        metrics::cancelled(self.protocol, self.resolved.as_deref());
         tracing::info!(
             target: "oxp::call",
             protocol = self.protocol,
             call_id = self.call_id.as_deref(),
             trace_id = self.trace_id.as_deref(),
+            traceparent = self.traceparent.as_deref(),
             tool_id = self.tool_id(),
             outcome = "cancelled",
             reason = "the caller went away before the call ended",
