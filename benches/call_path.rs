@@ -105,7 +105,62 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+/// The per-call observability cost: the call of `calculator_add/1` with the local server's
+/// default log line (text, handed to a writer thread that writes to a sink), and with Lambda's
+/// (a JSON line written before the answer, plus the EMF metrics written after each call).
+fn observed(c: &mut Criterion) {
+    use tracing_subscriber::prelude::*;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let app = app(1);
+    {
+        let (writer, _flush) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+            .lossy(false)
+            .finish(std::io::sink());
+        let text = tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .with_ansi(false)
+                .with_writer(writer)
+                .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
+        );
+        let _local = tracing::subscriber::set_default(text);
+        c.bench_function("call_path/calculator_add_logged/1", |b| {
+            b.to_async(&rt)
+                .iter(|| async { black_box(roundtrip(&app, "POST", "/tools/call", ADD).await) })
+        });
+    }
+    #[cfg(feature = "metrics")]
+    {
+        let json = tracing_subscriber::registry().with(
+            tracing_subscriber::fmt::layer()
+                .json()
+                .flatten_event(true)
+                .with_current_span(false)
+                .with_span_list(false)
+                .without_time()
+                .with_writer(std::io::sink)
+                .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
+        );
+        let _lambda = tracing::subscriber::set_default(json);
+        // Installed last: the recorder is the process's from here on.
+        let metrics = metrics_cloudwatch_embedded::Builder::new()
+            .cloudwatch_namespace("oxp-lambda")
+            .with_dimension("service", "bench")
+            .init()
+            .unwrap();
+        c.bench_function("call_path/calculator_add_lambda_observed/1", |b| {
+            b.to_async(&rt).iter(|| async {
+                let answer = black_box(roundtrip(&app, "POST", "/tools/call", ADD).await);
+                metrics.flush(std::io::sink()).unwrap();
+                answer
+            })
+        });
+    }
+}
+
+criterion_group!(benches, bench, observed);
 criterion_main!(benches);
 
 // The same allocator as the `oxp-lambda` binary (Cargo feature `mimalloc`, on by default).

@@ -205,3 +205,33 @@ fn only_this_accounts_bedrock_agents_may_invoke_the_action_group_function() {
     assert!(permission.contains("SourceAccount: !Ref AWS::AccountId"));
     assert!(permission.contains(":agent/${BedrockAgentId}") && permission.contains(":agent/*"));
 }
+
+#[test]
+fn the_templates_dashboard_graphs_every_metric_the_server_writes() {
+    let template = read("template.yaml");
+    let dashboard = resource(&template, "OxpDashboard");
+    let body = &dashboard[dashboard.find("{\"widgets\"").unwrap()..];
+    let body = body
+        .replace("${AWS::Region}", "us-east-1")
+        .replace("${AWS::StackName}", "tools");
+    // The body is the first JSON value of the block (the template goes on after it).
+    let parsed: serde_json::Value = serde_json::Deserializer::from_str(&body)
+        .into_iter()
+        .next()
+        .unwrap()
+        .expect("valid JSON");
+    let searches: Vec<String> = parsed["widgets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["properties"]["metrics"][0][0]["expression"].to_string())
+        .collect();
+    use oxp_lambda_core::invoke::metrics::{CALLS, DURATION, ERRORS};
+    for metric in [CALLS, ERRORS, DURATION, "cold_starts"] {
+        let name = format!("MetricName=\\\"{metric}\\\"");
+        assert!(
+            searches.iter().any(|s| s.contains(&name)),
+            "no widget for {metric}: {searches:?}"
+        );
+    }
+}

@@ -48,6 +48,7 @@ PARAMETERS = {
     "EnableAgentCoreTarget": "true",
     "AgentCoreGatewayRoleArn": "arn:aws:iam::123456789012:role/agentcore-gateway",
     "EnableBedrockAgentFunction": "true",
+    "EnableDashboard": "true",
     "SecretPrefix": "oxp/",
 }
 BASIC = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
