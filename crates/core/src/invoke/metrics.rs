@@ -46,8 +46,3 @@ pub(super) fn outcome(protocol: &'static str, outcome: &Outcome) {
 pub(super) fn refused(protocol: &'static str, tool: Option<&RegisteredTool>, class: ErrorClass) {
     count(protocol, tool_label(tool), Some(class));
 }
-
-/// A call whose caller went away before it ended.
-pub(super) fn cancelled(protocol: &'static str, tool: Option<&RegisteredTool>) {
-    count(protocol, tool_label(tool), Some(ErrorClass::Cancelled));
-}

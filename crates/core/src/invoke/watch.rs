@@ -82,22 +82,26 @@ impl Watch {
                 metrics::outcome(self.protocol, outcome);
             }
             Err(rejection) => {
-                metrics::refused(self.protocol, self.resolved.as_deref(), rejection.class());
-                // Strings, not `%` Display: a formatter escapes a string's control characters,
-                // so a caller's newline cannot start a forged log line.
-                let reason = rejection.developer_detail();
-                tracing::info!(
-                    target: "oxp::call",
-                    protocol = self.protocol,
-                    call_id = self.call_id.as_deref(),
-                    trace_id = self.trace_id.as_deref(),
-                    traceparent = self.traceparent.as_deref(),
-                    tool_id = self.tool_id(),
-                    outcome = rejection.class().as_str(),
-                    reason = reason.as_str(),
-                );
+                self.refused(rejection.class(), &rejection.developer_detail());
             }
         }
+    }
+
+    /// The line and metrics of a call that ended without its tool's outcome.
+    fn refused(&self, class: crate::refusal::ErrorClass, reason: &str) {
+        metrics::refused(self.protocol, self.resolved.as_deref(), class);
+        // Strings, not `%` Display: a formatter escapes a string's control characters, so a
+        // caller's newline cannot start a forged log line.
+        tracing::info!(
+            target: "oxp::call",
+            protocol = self.protocol,
+            call_id = self.call_id.as_deref(),
+            trace_id = self.trace_id.as_deref(),
+            traceparent = self.traceparent.as_deref(),
+            tool_id = self.tool_id(),
+            outcome = class.as_str(),
+            reason,
+        );
     }
 
     fn tool_id(&self) -> &str {
@@ -128,16 +132,9 @@ impl Drop for Watch {
                 }
             });
         }
-        metrics::cancelled(self.protocol, self.resolved.as_deref());
-        tracing::info!(
-            target: "oxp::call",
-            protocol = self.protocol,
-            call_id = self.call_id.as_deref(),
-            trace_id = self.trace_id.as_deref(),
-            traceparent = self.traceparent.as_deref(),
-            tool_id = self.tool_id(),
-            outcome = "cancelled",
-            reason = "the caller went away before the call ended",
+        self.refused(
+            crate::refusal::ErrorClass::Cancelled,
+            "the caller went away before the call ended",
         );
     }
 }
