@@ -116,16 +116,9 @@ fn observed(c: &mut Criterion) {
         .unwrap();
     let app = app(1);
     {
-        let (writer, _flush) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-            .lossy(false)
-            .finish(std::io::sink());
-        let text = tracing_subscriber::registry().with(
-            tracing_subscriber::fmt::layer()
-                .with_ansi(false)
-                .with_writer(writer)
-                .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
-        );
-        let _local = tracing::subscriber::set_default(text);
+        // The local server's own log (text, batched to a writer thread), to a sink.
+        let (text, _flush) = oxp_lambda::local_text_log(std::io::sink());
+        let _local = tracing::dispatcher::set_default(&text);
         c.bench_function("call_path/calculator_add_logged/1", |b| {
             b.to_async(&rt)
                 .iter(|| async { black_box(roundtrip(&app, "POST", "/tools/call", ADD).await) })

@@ -75,6 +75,9 @@ pub struct Config {
     pub lambda_role: LambdaRole,
     /// Metrics in CloudWatch Embedded Metric Format.
     pub metrics: MetricsConfig,
+    /// `OXP_OTEL_ENDPOINT` (feature `otel`): the OTLP/HTTP collector that receives a span per
+    /// call (`http://localhost:4318` for the ADOT Lambda layer's); none by default.
+    pub otel_endpoint: Option<String>,
 }
 
 /// What a Lambda function handles (`OXP_LAMBDA_ROLE`).
@@ -191,6 +194,7 @@ impl Default for Config {
             mcp: McpConfig::default(),
             lambda_role: LambdaRole::Http,
             metrics: MetricsConfig::default(),
+            otel_endpoint: None,
         }
     }
 }
@@ -282,6 +286,25 @@ impl Config {
         config.auth = AuthConfig::from_env(&env, config.host)?;
         config.idempotency = IdempotencyConfig::from_env(&env)?;
         config.metrics = MetricsConfig::from_env(&env)?;
+        if let Some(v) = env
+            .get("OXP_OTEL_ENDPOINT")
+            .filter(|v| !v.trim().is_empty())
+        {
+            let v = v.trim();
+            if !cfg!(feature = "otel") {
+                return Err(invalid(
+                    "OXP_OTEL_ENDPOINT",
+                    "needs the binary built with the `otel` feature",
+                ));
+            }
+            if !(v.starts_with("http://") || v.starts_with("https://")) {
+                return Err(invalid(
+                    "OXP_OTEL_ENDPOINT",
+                    "must be an http:// or https:// URL",
+                ));
+            }
+            config.otel_endpoint = Some(v.to_owned());
+        }
         if let Some(n) = env.positive("OXP_MAX_CONCURRENT_CALLS")? {
             config.max_concurrent_calls = n;
         }

@@ -353,3 +353,19 @@ fn metrics_are_on_in_lambda_and_off_locally_unless_asked() {
         "OXP_METRICS"
     );
 }
+
+#[test]
+fn spans_are_exported_only_to_an_http_endpoint_named_and_only_with_the_otel_feature() {
+    assert_eq!(config(&[]).unwrap().otel_endpoint, None);
+    let named = config(&[("OXP_OTEL_ENDPOINT", " http://localhost:4318 ")]);
+    if cfg!(feature = "otel") {
+        assert_eq!(
+            named.unwrap().otel_endpoint.as_deref(),
+            Some("http://localhost:4318")
+        );
+        let bad = config(&[("OXP_OTEL_ENDPOINT", "localhost:4318")]).unwrap_err();
+        assert_eq!(bad.variable, "OXP_OTEL_ENDPOINT");
+    } else {
+        assert_eq!(named.unwrap_err().variable, "OXP_OTEL_ENDPOINT");
+    }
+}

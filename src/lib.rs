@@ -48,9 +48,10 @@
 //! | `agentcore` | the Bedrock AgentCore Gateway Lambda target role, `oxp-lambda schema --agentcore` |
 //! | `bedrock-agent` | the Bedrock Agents action group role, `oxp-lambda schema --bedrock-agent` |
 //! | `metrics` | calls, errors, duration and cold starts in CloudWatch Embedded Metric Format (`OXP_METRICS`) |
+//! | `otel` | a span per call over OTLP/HTTP (`OXP_OTEL_ENDPOINT`), flushed before each Lambda invocation answers |
 //! | `mimalloc` | mimalloc as the binary's allocator |
 //!
-//! All are on by default. The smallest useful set, OXP over Lambda with local secrets, is
+//! All but `otel` are on by default. The smallest useful set, OXP over Lambda with local secrets, is
 //! `default-features = false, features = ["lambda"]`.
 #![warn(missing_docs)]
 
@@ -84,6 +85,8 @@ mod transport;
 pub use app::protocol::{Assembly, Contribution, Protocol};
 pub use app::{App, AppBuilder, StartError};
 pub use config::Config;
+#[doc(hidden)]
+pub use logging::local_text_log;
 pub use oxp_lambda_core::content::{
     Content, DisplaySegment, IntoToolOutput, MAX_CONTENT_BYTES, MAX_CONTENT_ITEMS, ResourceBody,
     ToolOutput,

@@ -5,12 +5,15 @@
 //! runtime crates would log whole events (bearer tokens, client secrets) at `debug` and
 //! `trace`, so they are held to `info` whatever `OXP_LOG` says.
 
+mod batched;
+mod fields;
+mod time;
+
 use crate::config::{Config, LogFormat, in_lambda};
 use tracing::{Level, Metadata};
 use tracing_subscriber::filter::{self, FilterExt};
-use tracing_subscriber::fmt::writer::BoxMakeWriter;
 use tracing_subscriber::prelude::*;
-use tracing_subscriber::{EnvFilter, fmt};
+use tracing_subscriber::{EnvFilter, Layer, fmt};
 
 /// Crates that log request and response payloads below `info`.
 const PAYLOAD_LOGGERS: &[&str] = &["lambda_runtime", "lambda_http", "lambda_runtime_api_client"];
@@ -34,41 +37,87 @@ fn allowed(target: &str, level: Level) -> bool {
 /// Holds the local server's log writer: dropping it writes out the lines still buffered.
 #[must_use = "the buffered log lines are written out when this is dropped"]
 pub(crate) struct LogGuard {
-    _writer: Option<tracing_appender::non_blocking::WorkerGuard>,
+    _writer: Option<batched::Guard>,
+    #[cfg(feature = "otel")]
+    _otel: Option<crate::observe::otel::Guard>,
 }
 
 /// Where the lines go. In Lambda each line is written to stderr before the event that logged
 /// it returns, so none is left in a buffer when Lambda freezes the environment after a
-/// response (or ends it while frozen). The local server hands its lines to a writer thread
-/// that writes whatever has queued up at once: the per-call line then costs the request a
-/// channel send, not a write system call. The queue is bounded (back-pressure, never a
-/// dropped line) and drained when the guard drops.
-fn writer() -> (BoxMakeWriter, LogGuard) {
+/// response (or ends it while frozen). The local server appends its lines to a buffer that a
+/// writer thread writes out in batches ([`batched`]): the per-call line then costs the request
+/// a copy, not a write system call nor a wake-up. The buffer is bounded (back-pressure, never
+/// a dropped line) and written out when the guard drops.
+fn writer() -> (Out, LogGuard) {
     if in_lambda() {
         return (
-            BoxMakeWriter::new(std::io::stderr),
-            LogGuard { _writer: None },
+            Out::Stderr,
+            LogGuard {
+                _writer: None,
+                #[cfg(feature = "otel")]
+                _otel: None,
+            },
         );
     }
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .buffered_lines_limit(LOCAL_QUEUED_LINES)
-        .thread_name("oxp-log")
-        .finish(std::io::BufWriter::with_capacity(
-            64 * 1024,
-            std::io::stderr(),
-        ));
+    let (lines, guard) = batched::lines(std::io::stderr());
     (
-        BoxMakeWriter::new(writer),
+        Out::Lines(lines),
         LogGuard {
             _writer: Some(guard),
+            #[cfg(feature = "otel")]
+            _otel: None,
         },
     )
 }
 
-/// Lines the local writer thread may have queued before a logging request waits for it;
-/// with [`MAX_LINE_BYTES`], the queue holds at most 64 MiB, whatever the lines hold.
-const LOCAL_QUEUED_LINES: usize = 4 * 1024;
+/// Where lines go: a writer per line without boxing it (as `BoxMakeWriter` would, an
+/// allocation per line).
+pub(crate) enum Out {
+    /// Written in place (Lambda).
+    Stderr,
+    /// Batched to the local writer thread.
+    Lines(batched::Lines),
+}
+
+/// One line's writer of [`Out`].
+pub(crate) enum OutWriter<'a> {
+    Stderr(std::io::Stderr),
+    Lines(batched::Line<'a>),
+}
+
+impl<'a> fmt::MakeWriter<'a> for Out {
+    type Writer = OutWriter<'a>;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        match self {
+            Self::Stderr => OutWriter::Stderr(std::io::stderr()),
+            Self::Lines(lines) => OutWriter::Lines(lines.line()),
+        }
+    }
+}
+
+impl std::io::Write for OutWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Self::Stderr(w) => w.write(buf),
+            Self::Lines(w) => w.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        match self {
+            Self::Stderr(w) => w.write_all(buf),
+            Self::Lines(w) => w.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Self::Stderr(w) => w.flush(),
+            Self::Lines(w) => w.flush(),
+        }
+    }
+}
 
 /// Longest line written. A longer one (a tool's panic message quoting a large value, say) is
 /// cut to this many bytes and marked, so one event can neither fill the queue nor the log.
@@ -107,9 +156,9 @@ impl<W: std::io::Write> std::io::Write for CappedWriter<W> {
             && line.first() == Some(&b'{')
             && let Some(fields) = crate::observe::current_fields()
         {
-            let mut whole = Vec::with_capacity(line.len() + fields.len() + 1);
+            let mut whole = Vec::with_capacity(line.len() + fields.json.len() + 1);
             whole.push(b'{');
-            whole.extend_from_slice(fields.as_bytes());
+            whole.extend_from_slice(fields.json.as_bytes());
             whole.push(b',');
             whole.extend_from_slice(&line[1..]);
             self.write_line(&whole)?;
@@ -164,17 +213,16 @@ fn cut(line: &[u8], json: bool) -> String {
     }
 }
 
-/// Installs the global subscriber (once; later calls do nothing) and a panic hook that logs
-/// panics as structured events instead of raw stderr text.
-pub(crate) fn init(config: &Config) -> LogGuard {
-    let env = EnvFilter::try_new(&config.log_filter).unwrap_or_else(|_| EnvFilter::new("info"));
-    let filter = env.and(filter::filter_fn(below_payloads));
-    let (writer, guard) = writer();
+/// The layer that formats lines and writes them to `writer`, each bounded in bytes.
+fn lines<S>(format: LogFormat, writer: Out) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
     let writer = Capped {
         inner: writer,
-        json: matches!(config.log_format, LogFormat::Json),
+        json: matches!(format, LogFormat::Json),
     };
-    let layer = match config.log_format {
+    match format {
         LogFormat::Json => fmt::layer()
             .json()
             .flatten_event(true)
@@ -184,11 +232,51 @@ pub(crate) fn init(config: &Config) -> LogGuard {
             .without_time() // CloudWatch timestamps every line
             .with_writer(writer)
             .boxed(),
-        LogFormat::Text => fmt::layer().with_ansi(false).with_writer(writer).boxed(),
-    };
-    let installed = tracing_subscriber::registry()
-        .with(layer.with_filter(filter))
-        .try_init();
+        LogFormat::Text => fmt::layer()
+            .with_ansi(false)
+            .fmt_fields(fields::TextFields)
+            .with_timer(time::CachedUtc)
+            .with_writer(writer)
+            .boxed(),
+    }
+}
+
+/// The local server's default log, as [`init`] installs it but writing to `output`, for the
+/// benches to measure what a call's line costs (not a stable API).
+#[doc(hidden)]
+pub fn local_text_log(
+    output: impl std::io::Write + Send + 'static,
+) -> (tracing::Dispatch, impl Drop) {
+    let (lines_out, guard) = batched::lines(output);
+    let layer = lines(LogFormat::Text, Out::Lines(lines_out))
+        .with_filter(EnvFilter::new("info").and(filter::filter_fn(below_payloads)));
+    (
+        tracing::Dispatch::new(tracing_subscriber::registry().with(layer)),
+        guard,
+    )
+}
+
+/// Installs the global subscriber (once; later calls do nothing) and a panic hook that logs
+/// panics as structured events instead of raw stderr text.
+pub(crate) fn init(config: &Config) -> LogGuard {
+    let env = EnvFilter::try_new(&config.log_filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = env.and(filter::filter_fn(below_payloads));
+    #[cfg_attr(not(feature = "otel"), allow(unused_mut))]
+    let (writer, mut guard) = writer();
+    #[cfg_attr(not(feature = "otel"), allow(unused_mut))]
+    let mut layers = vec![lines(config.log_format, writer).with_filter(filter).boxed()];
+    // Spans are made of call lines whatever OXP_LOG lets the log keep.
+    #[cfg(feature = "otel")]
+    if let Some((spans, otel)) = config
+        .otel_endpoint
+        .as_deref()
+        .and_then(crate::observe::otel::install)
+    {
+        let calls = filter::Targets::new().with_target("oxp::call", Level::TRACE);
+        layers.push(spans.with_filter(calls).boxed());
+        guard._otel = Some(otel);
+    }
+    let installed = tracing_subscriber::registry().with(layers).try_init();
     // In Lambda every invocation writes its metrics before answering; a local server (with
     // OXP_METRICS=emf) writes them each second.
     if crate::observe::install_metrics(&config.metrics)
@@ -204,7 +292,11 @@ pub(crate) fn init(config: &Config) -> LogGuard {
         });
     }
     if installed.is_err() {
-        return LogGuard { _writer: None };
+        return LogGuard {
+            _writer: None,
+            #[cfg(feature = "otel")]
+            _otel: None,
+        };
     }
     std::panic::set_hook(Box::new(|info| {
         let location = info
@@ -227,6 +319,35 @@ mod tests {
         assert!(allowed("lambda_runtime", Level::INFO));
         assert!(allowed("oxp::call", Level::TRACE));
         assert!(allowed("lambda_runtimes_of_mine", Level::DEBUG));
+    }
+
+    #[test]
+    fn the_local_text_log_writes_each_call_line_by_the_time_its_guard_drops() {
+        #[derive(Clone, Default)]
+        struct Out(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+        impl std::io::Write for Out {
+            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+                self.0.lock().unwrap().extend_from_slice(b);
+                Ok(b.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let out = Out::default();
+        let (dispatch, guard) = local_text_log(out.clone());
+        tracing::dispatcher::with_default(&dispatch, || {
+            tracing::info!(target: "oxp::call", tool_id = "Calculator.Add@1.0.0", outcome = "success");
+            tracing::debug!(target: "oxp::call", "below the default level");
+        });
+        drop(guard);
+        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(
+            text.trim_end()
+                .ends_with(r#"INFO oxp::call: tool_id="Calculator.Add@1.0.0" outcome="success""#),
+            "{text}"
+        );
     }
 
     fn through_capped(line: &[u8], json: bool) -> Vec<u8> {

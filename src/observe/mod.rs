@@ -16,6 +16,15 @@ use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+#[cfg(feature = "otel")]
+pub(crate) mod otel;
+
+/// Without the `otel` feature there are no spans to send.
+#[cfg(not(feature = "otel"))]
+mod otel {
+    pub(crate) async fn flush() {}
+}
+
 /// Whether the next invocation is this execution environment's first.
 static COLD: AtomicBool = AtomicBool::new(true);
 
@@ -23,9 +32,25 @@ tokio::task_local! {
     static CURRENT: Invocation;
 }
 
-/// One invocation's fields, as a JSON fragment (`"name":value` pairs, comma-separated).
+/// One invocation's fields.
 #[derive(Clone, Debug)]
-pub(crate) struct Invocation(Arc<str>);
+pub(crate) struct Invocation(Arc<Fields>);
+
+/// What an invocation's lines and spans carry.
+#[derive(Debug)]
+pub(crate) struct Fields {
+    /// Every field as a JSON fragment (`"name":value` pairs, comma-separated).
+    pub(crate) json: Box<str>,
+    /// Lambda's request id.
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub(crate) request_id: Box<str>,
+    /// Lambda's X-Ray trace header, when it gave one.
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub(crate) xray_trace_id: Option<Box<str>>,
+    /// Whether this is the execution environment's first invocation.
+    #[cfg_attr(not(feature = "otel"), allow(dead_code))]
+    pub(crate) cold_start: bool,
+}
 
 /// Longest id kept from the Runtime API's headers (they are Lambda's, but still bounded).
 const MAX_ID_CHARS: usize = 256;
@@ -52,8 +77,14 @@ impl Invocation {
         put("function_version", function().version.as_deref());
         fields.insert("cold_start".to_owned(), cold.into());
         let object = serde_json::Value::Object(fields).to_string();
-        // `{...}` without its braces, to splice into a line's object.
-        Self(Arc::from(&object[1..object.len() - 1]))
+        let bounded = |v: &str| v.chars().take(MAX_ID_CHARS).collect::<String>().into();
+        Self(Arc::new(Fields {
+            // `{...}` without its braces, to splice into a line's object.
+            json: object[1..object.len() - 1].into(),
+            request_id: bounded(request_id),
+            xray_trace_id: trace_id.filter(|v| !v.is_empty()).map(bounded),
+            cold_start: cold,
+        }))
     }
 
     /// Runs `future` as this invocation: the lines it logs carry its fields.
@@ -63,7 +94,7 @@ impl Invocation {
 }
 
 /// The fields of the invocation the current task runs, if any.
-pub(crate) fn current_fields() -> Option<Arc<str>> {
+pub(crate) fn current_fields() -> Option<Arc<Fields>> {
     CURRENT.try_with(|i| i.0.clone()).ok()
 }
 
@@ -171,5 +202,6 @@ pub(crate) async fn invocation<F: Future>(
         .scope(future)
         .await;
     flush_metrics();
+    otel::flush().await;
     output
 }
