@@ -162,24 +162,11 @@ impl Drop for Guard {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// An output the test can read.
-    #[derive(Clone, Default)]
-    struct Out(Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Out {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
+    use crate::logging::Captured;
 
     #[test]
     fn lines_from_many_threads_are_all_written_whole_and_in_each_threads_order() {
-        let out = Out::default();
+        let out = Captured::default();
         let (lines, guard) = lines(out.clone());
         let threads: Vec<_> = (0..4)
             .map(|t| {
@@ -197,7 +184,7 @@ mod tests {
         threads.into_iter().for_each(|t| t.join().unwrap());
         drop(lines);
         drop(guard);
-        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let text = out.text();
         for t in 0..4 {
             let mine: Vec<&str> = text
                 .lines()
@@ -210,14 +197,14 @@ mod tests {
 
     #[test]
     fn a_line_alone_is_written_within_moments() {
-        let out = Out::default();
+        let out = Captured::default();
         let (mut lines, _guard) = lines(out.clone());
         lines.write_all(b"alone\n").unwrap();
         let deadline = std::time::Instant::now() + Duration::from_secs(5);
-        while out.0.lock().unwrap().is_empty() {
+        while out.text().is_empty() {
             assert!(std::time::Instant::now() < deadline, "never written");
             std::thread::sleep(Duration::from_millis(1));
         }
-        assert_eq!(&*out.0.lock().unwrap(), b"alone\n");
+        assert_eq!(out.text(), "alone\n");
     }
 }

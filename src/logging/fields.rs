@@ -73,31 +73,10 @@ impl Visit for Visitor<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::sync::{Arc, Mutex};
-    use tracing_subscriber::fmt::MakeWriter;
-
-    #[derive(Clone, Default)]
-    struct Buf(Arc<Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Buf {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl<'a> MakeWriter<'a> for Buf {
-        type Writer = Buf;
-        fn make_writer(&'a self) -> Buf {
-            self.clone()
-        }
-    }
+    use crate::logging::Captured;
 
     fn lines(fast: bool, emit: impl Fn()) -> String {
-        let out = Buf::default();
+        let out = Captured::default();
         let layer = tracing_subscriber::fmt::layer()
             .with_ansi(false)
             .without_time()
@@ -110,7 +89,7 @@ mod tests {
             Box::new(tracing_subscriber::registry().with(layer))
         };
         tracing::subscriber::with_default(subscriber, emit);
-        String::from_utf8(out.0.lock().unwrap().clone()).unwrap()
+        out.text()
     }
 
     #[test]

@@ -307,6 +307,38 @@ pub(crate) fn init(config: &Config) -> LogGuard {
     guard
 }
 
+/// An output the logging tests read back (the writer thread's, the formatter's).
+#[cfg(test)]
+#[derive(Clone, Default)]
+pub(crate) struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+#[cfg(test)]
+impl Captured {
+    /// Everything written so far.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+#[cfg(test)]
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+impl<'a> fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -323,25 +355,14 @@ mod tests {
 
     #[test]
     fn the_local_text_log_writes_each_call_line_by_the_time_its_guard_drops() {
-        #[derive(Clone, Default)]
-        struct Out(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-        impl std::io::Write for Out {
-            fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-                self.0.lock().unwrap().extend_from_slice(b);
-                Ok(b.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let out = Out::default();
+        let out = Captured::default();
         let (dispatch, guard) = local_text_log(out.clone());
         tracing::dispatcher::with_default(&dispatch, || {
             tracing::info!(target: "oxp::call", tool_id = "Calculator.Add@1.0.0", outcome = "success");
             tracing::debug!(target: "oxp::call", "below the default level");
         });
         drop(guard);
-        let text = String::from_utf8(out.0.lock().unwrap().clone()).unwrap();
+        let text = out.text();
         assert_eq!(text.lines().count(), 1, "{text}");
         assert!(
             text.trim_end()
