@@ -8,6 +8,8 @@ pub use crate::auth::{AuthConfig, JwtConfig, JwtKeys};
 pub use crate::idempotency::{IdempotencyConfig, IdempotencyMode};
 #[cfg(feature = "mcp")]
 pub use crate::mcp::McpConfig;
+#[cfg(feature = "oauth")]
+pub use crate::oauth::config::{ClientAuth, OAuthConfig, ProviderConfig};
 #[cfg(feature = "rap")]
 pub use crate::rap::callback::CallbackPolicy;
 #[cfg(feature = "rap")]
@@ -71,6 +73,9 @@ pub struct Config {
     /// The MCP adapter.
     #[cfg(feature = "mcp")]
     pub mcp: McpConfig,
+    /// Users' authorization with OAuth providers, run by the server (feature `oauth`).
+    #[cfg(feature = "oauth")]
+    pub oauth: OAuthConfig,
     /// `OXP_LAMBDA_ROLE`: what a Lambda function built from this binary handles.
     pub lambda_role: LambdaRole,
     /// Metrics in CloudWatch Embedded Metric Format.
@@ -192,6 +197,8 @@ impl Default for Config {
             rap: RapConfig::default(),
             #[cfg(feature = "mcp")]
             mcp: McpConfig::default(),
+            #[cfg(feature = "oauth")]
+            oauth: OAuthConfig::default(),
             lambda_role: LambdaRole::Http,
             metrics: MetricsConfig::default(),
             otel_endpoint: None,
@@ -342,6 +349,10 @@ impl Config {
         #[cfg(feature = "rap")]
         {
             config.rap = RapConfig::from_env(&env, config.tool_timeout, config.host)?;
+        }
+        #[cfg(feature = "oauth")]
+        {
+            config.oauth = OAuthConfig::from_env(&env)?;
         }
         // A direct invocation carries no token and no authorizer's claims: only the invoking
         // service's IAM permission guards the function, so any other mode would refuse every

@@ -72,6 +72,8 @@ mod logging;
 mod mcp;
 #[cfg(all(test, feature = "aws"))]
 mod moto;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod observe;
 mod oxp;
 #[cfg(feature = "rap")]

@@ -81,6 +81,13 @@ mod intercept {
 /// client for it.
 #[cfg(feature = "dynamodb")]
 pub(crate) async fn calls_table() -> (aws_sdk_dynamodb::Client, String) {
+    table_keyed_by("call_id").await
+}
+
+/// A table keyed by string attribute `key` with TTL attribute `expires_at` (the template's
+/// tables), and a client for it.
+#[cfg(feature = "dynamodb")]
+pub(crate) async fn table_keyed_by(key: &str) -> (aws_sdk_dynamodb::Client, String) {
     use aws_sdk_dynamodb::types::{
         AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
         TimeToLiveSpecification,
@@ -93,14 +100,14 @@ pub(crate) async fn calls_table() -> (aws_sdk_dynamodb::Client, String) {
         .billing_mode(BillingMode::PayPerRequest)
         .attribute_definitions(
             AttributeDefinition::builder()
-                .attribute_name("call_id")
+                .attribute_name(key)
                 .attribute_type(ScalarAttributeType::S)
                 .build()
                 .unwrap(),
         )
         .key_schema(
             KeySchemaElement::builder()
-                .attribute_name("call_id")
+                .attribute_name(key)
                 .key_type(KeyType::Hash)
                 .build()
                 .unwrap(),

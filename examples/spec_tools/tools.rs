@@ -11,6 +11,10 @@
 //! - `Demo.Sleep@1.0.0`: waits `ms` milliseconds unless cancelled (or stopped at its deadline)
 //!   and answers `{"slept_ms", "cancelled"}`: watch cancellation and deadlines on each protocol.
 //! - `Demo.Image@1.0.0`: answers a PNG it draws and a text item describing it: content items.
+//! - `Demo.Profile@1.0.0` (feature `oauth`, served when `OXP_OAUTH_PROVIDERS` names `demo`):
+//!   needs the user's authorization with provider `demo` and a user id; answers what the
+//!   provider's userinfo endpoint (`OXP_OAUTH_DEMO_USERINFO_URL`, read when the tools are built)
+//!   says of the user. A client may still send the token itself (`context.authorization`).
 //!
 //! The `oxp-lambda` binary, the `spec_tools` example, the tests and the benches include this
 //! file, so it uses the public API only.
@@ -201,7 +205,68 @@ fn draw_png() -> Result<Vec<u8>, png::EncodingError> {
     Ok(out)
 }
 
-/// Every example tool.
+/// Where `Demo.Profile` reads the user's profile.
+#[cfg(feature = "oauth")]
+#[derive(Debug, Clone)]
+pub struct UserInfoUrl(pub Option<String>);
+
+/// `Demo.Profile`: the provider's userinfo answer for the user's token (bounded, 64 KiB).
+#[cfg(feature = "oauth")]
+pub async fn profile(_input: NoInput, ctx: ToolContext) -> Result<serde_json::Value, ToolError> {
+    let token = ctx
+        .authorization
+        .get("demo")
+        .ok_or_else(|| ToolError::new("No token for 'demo'"))?;
+    let url = ctx
+        .state::<UserInfoUrl>()
+        .and_then(|u| u.0.clone())
+        .ok_or_else(|| {
+            ToolError::new("The profile service is not configured")
+                .developer_message("set OXP_OAUTH_DEMO_USERINFO_URL")
+        })?;
+    let client = reqwest::Client::builder()
+        .timeout(Duration::from_secs(10))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(ToolError::internal)?;
+    let answer = client
+        .get(&url)
+        .bearer_auth(token.expose())
+        .send()
+        .await
+        .map_err(|e| {
+            ToolError::new("The profile service did not answer")
+                .developer_message(e.without_url().to_string())
+                .retry_after(Duration::from_secs(1))
+        })?;
+    if !answer.status().is_success() {
+        return Err(ToolError::new("The profile service refused the token")
+            .developer_message(format!("userinfo answered {}", answer.status())));
+    }
+    let body = answer.bytes().await.map_err(ToolError::internal)?;
+    if body.len() > 64 * 1024 {
+        return Err(ToolError::new("The profile is too large"));
+    }
+    serde_json::from_slice(&body)
+        .map_err(|_| ToolError::new("The profile service answered something else than JSON"))
+}
+
+/// `Demo.Profile`, which reads its userinfo URL from the registry's [`UserInfoUrl`].
+#[cfg(feature = "oauth")]
+pub fn profile_tool() -> Tool {
+    Tool::builder("Demo.Profile", "1.0.0")
+        .description(
+            "Answers the user's profile at the demo identity provider. Needs the user's \
+                 authorization: the first call may answer with a link for the user to open.",
+        )
+        .title("My profile")
+        .read_only()
+        .authorization("demo", ["openid"])
+        .requires_user_id()
+        .handler(profile)
+}
+
+/// Every example tool but `Demo.Profile`.
 pub fn tools() -> Vec<Tool> {
     vec![
         Tool::builder("Calculator.Add", "1.0.0")
@@ -240,5 +305,18 @@ pub fn tools() -> Vec<Tool> {
 
 /// A registry of every example tool.
 pub fn registry() -> Result<Registry, RegistryError> {
-    Registry::builder().tools(tools()).build()
+    let builder = Registry::builder().tools(tools());
+    // Served once the server runs provider `demo`'s flow (OXP_OAUTH_PROVIDERS names it).
+    #[cfg(feature = "oauth")]
+    let builder = match std::env::var("OXP_OAUTH_PROVIDERS") {
+        Ok(p) if p.split(',').any(|id| id.trim() == "demo") => {
+            builder.tool(profile_tool()).state(UserInfoUrl(
+                std::env::var("OXP_OAUTH_DEMO_USERINFO_URL")
+                    .ok()
+                    .filter(|u| !u.is_empty()),
+            ))
+        }
+        _ => builder,
+    };
+    builder.build()
 }

@@ -34,6 +34,8 @@ pub enum StartError {
     BedrockAgent(String),
     /// A protocol given to [`AppBuilder::protocol`] could not be set up.
     Protocol(String),
+    /// The users' authorization (OAuth providers, the token vault) could not be set up.
+    OAuth(String),
 }
 
 impl fmt::Display for StartError {
@@ -47,6 +49,7 @@ impl fmt::Display for StartError {
             Self::Mcp(why) => write!(f, "invalid configuration: MCP: {why}"),
             Self::BedrockAgent(why) => write!(f, "invalid configuration: Bedrock agent: {why}"),
             Self::Protocol(why) => write!(f, "invalid configuration: protocol: {why}"),
+            Self::OAuth(why) => write!(f, "invalid configuration: OAuth: {why}"),
         }
     }
 }
@@ -192,18 +195,37 @@ impl AppBuilder {
             )
             .map_err(StartError::Idempotency)?,
         };
-        let invoker = Arc::new(Invoker::new(
+        #[cfg(feature = "oauth")]
+        let broker = crate::oauth::build(
+            &config,
+            &secrets,
+            #[cfg(feature = "aws")]
+            &sdk,
+        )
+        .map_err(StartError::OAuth)?;
+        #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+        let mut invoker = Invoker::new(
             Arc::new(self.registry),
             secrets,
             idempotency,
             config.max_concurrent_calls,
             config.tool_timeout,
-        ));
-        // The parts every protocol may share, by type (only the AWS configuration today).
-        #[cfg_attr(not(feature = "aws"), allow(unused_mut))]
+        );
+        #[cfg(feature = "oauth")]
+        if let Some(broker) = &broker {
+            invoker = invoker.with_user_tokens(broker.clone());
+        }
+        let invoker = Arc::new(invoker);
+        // The parts every protocol may share, by type: the AWS configuration, and the users'
+        // authorizations for the routes and the async adapter's waiting invocations.
+        #[cfg_attr(not(any(feature = "aws", feature = "oauth")), allow(unused_mut))]
         let mut shared = http::Extensions::new();
         #[cfg(feature = "aws")]
         shared.insert(sdk);
+        #[cfg(feature = "oauth")]
+        if let Some(broker) = broker {
+            shared.insert(broker);
+        }
         let assembly = protocol::Assembly {
             invoker: &invoker,
             auth: &auth,

@@ -1,6 +1,9 @@
 //! Every error the OXP adapter answers, mapped to a response in one place.
 
-use super::wire::{MissingRequirements, OXP_1_0, ServerErrorResponse, ValidationErrorResponse};
+use super::wire::{
+    AuthorizationChallenge, MissingRequirements, OXP_1_0, ServerErrorResponse,
+    ValidationErrorResponse,
+};
 use crate::server::json;
 use axum::extract::rejection::BytesRejection;
 use axum::response::{IntoResponse, Response};
@@ -57,6 +60,22 @@ impl From<Rejection> for ApiError {
                 developer_message: Some(rejection.developer_detail()),
                 missing_requirements: Some(MissingRequirements {
                     user_id: Some(true),
+                    authorization: None,
+                }),
+            },
+            Rejection::Missing(Missing::Authorization {
+                challenge: Some(ref c),
+                ..
+            }) => Self::BadRequest {
+                message: rejection.user_message(),
+                developer_message: Some(rejection.developer_detail()),
+                missing_requirements: Some(MissingRequirements {
+                    user_id: None,
+                    authorization: Some(vec![AuthorizationChallenge {
+                        id: c.provider.clone(),
+                        url: c.url.clone(),
+                        check_url: Some(c.check_url.clone()),
+                    }]),
                 }),
             },
             other => Self::bad_request(other.user_message(), other.developer_detail()),

@@ -256,9 +256,24 @@ pub struct ServerErrorResponse {
 /// `missing_requirements` of a [`ServerErrorResponse`].
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct MissingRequirements {
+    /// Authorizations the user must complete before the call can succeed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authorization: Option<Vec<AuthorizationChallenge>>,
     /// The tool needs a user id and the call named none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id: Option<bool>,
+}
+
+/// `ToolAuthorizationChallenge` of the published 1.0 OpenAPI.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AuthorizationChallenge {
+    /// The provider id.
+    pub id: String,
+    /// The URL the user opens to authorize.
+    pub url: String,
+    /// The URL answering `{"authorized": bool}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_url: Option<String>,
 }
 
 /// Status-422 body: the input does not match the tool's `input_schema`.

@@ -17,6 +17,8 @@
 //! pool), and [`deliver::Deliverer`] POSTs the result with retries; what cannot be delivered is
 //! recorded by [`dead_letter::DeadLetters`].
 
+#[cfg(feature = "oauth")]
+pub(crate) mod authorize;
 pub(crate) mod callback;
 pub(crate) mod config;
 pub(crate) mod dead_letter;
@@ -144,6 +146,7 @@ pub(crate) fn build_worker(
     invoker: Arc<Invoker>,
     config: &RapConfig,
     #[cfg(feature = "rap-sqs")] sqs: &crate::aws::AwsClient<aws_sdk_sqs::Client>,
+    #[cfg(feature = "oauth")] authorizing: Option<authorize::Authorizing>,
 ) -> Result<Worker, String> {
     let toolset = Arc::new(ServedToolset::new(invoker.registry(), config)?);
     let deliverer = deliver::Deliverer::new(config.callbacks.clone(), config.retry.clone());
@@ -163,13 +166,19 @@ pub(crate) fn build_worker(
             );
         }
     };
-    Ok(Worker::new(
+    #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+    let mut worker = Worker::new(
         invoker,
         toolset,
         deliverer,
         dead_letters,
         config.tool_timeout,
-    ))
+    );
+    #[cfg(feature = "oauth")]
+    {
+        worker.authorizing = authorizing;
+    }
+    Ok(worker)
 }
 
 /// Builds the adapter `config` describes: enqueuing to SQS when `OXP_RAP_QUEUE_URL` is set
@@ -178,6 +187,7 @@ pub(crate) fn build(
     invoker: Arc<Invoker>,
     config: &RapConfig,
     #[cfg(feature = "rap-sqs")] sqs: &crate::aws::AwsClient<aws_sdk_sqs::Client>,
+    #[cfg(feature = "oauth")] authorizing: Option<authorize::Authorizing>,
 ) -> Result<Rap, String> {
     let (toolset, queue, running) = match &config.queue_url {
         None => {
@@ -186,6 +196,8 @@ pub(crate) fn build(
                 config,
                 #[cfg(feature = "rap-sqs")]
                 sqs,
+                #[cfg(feature = "oauth")]
+                authorizing,
             )?);
             (
                 worker.toolset().clone(),

@@ -177,6 +177,10 @@ impl InProcessQueue {
                 Err(Kept::NotRecorded(e)) => {
                     tracing::error!(target: "oxp::rap", error = %e, "result neither delivered nor dead-lettered");
                 }
+                // The in-process worker has no deadline of its own: not reached.
+                Err(other) => {
+                    tracing::error!(target: "oxp::rap", reason = %other, "invocation ended without a result");
+                }
             }
         });
         Ok(())

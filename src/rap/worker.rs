@@ -29,6 +29,9 @@ pub(crate) struct Worker {
     dead_letters: DeadLetters,
     tool_timeout: Option<Duration>,
     running: Arc<Running>,
+    /// Users' authorizations the server runs (feature `oauth`, with a provider configured).
+    #[cfg(feature = "oauth")]
+    pub(crate) authorizing: Option<crate::rap::authorize::Authorizing>,
 }
 
 /// What became of a job.
@@ -50,6 +53,12 @@ pub(crate) enum Kept {
     Duplicate,
     /// The result could be neither delivered nor dead-lettered.
     NotRecorded(String),
+    /// The user has not authorized yet and the worker's time is up: a later delivery of the
+    /// job asks again and waits on.
+    AwaitingAuthorization,
+    /// The tool needs the user's authorization (handled inside [`Worker::process`]).
+    #[cfg(feature = "oauth")]
+    Authorize(Box<oxp_lambda_core::tokens::Challenge>),
 }
 
 impl std::fmt::Display for Kept {
@@ -57,6 +66,9 @@ impl std::fmt::Display for Kept {
         match self {
             Self::Duplicate => f.write_str("the same invocation is still running"),
             Self::NotRecorded(why) => f.write_str(why),
+            Self::AwaitingAuthorization => f.write_str("the user has not authorized yet"),
+            #[cfg(feature = "oauth")]
+            Self::Authorize(_) => f.write_str("the user must authorize"),
         }
     }
 }
@@ -77,6 +89,8 @@ impl Worker {
             dead_letters,
             tool_timeout,
             running: Arc::default(),
+            #[cfg(feature = "oauth")]
+            authorizing: None,
         }
     }
 
@@ -108,7 +122,7 @@ impl Worker {
                 .unwrap_or(d)
                 .max(Instant::now())
         });
-        let (outcome, message) = match self.run(&job, tool_deadline).await? {
+        let (outcome, message) = match self.run_authorized(&job, tool_deadline, deadline).await? {
             Ok(output) => (
                 "success".to_owned(),
                 crate::rap::result::success(&job.reply_to, output),
@@ -264,6 +278,64 @@ impl Worker {
         })
     }
 
+    /// [`Worker::run`], asking the user to authorize and waiting for them when the tool needs it
+    /// (`auth_deadline`: when the worker must stop waiting).
+    async fn run_authorized(
+        &self,
+        job: &Job,
+        deadline: Option<Instant>,
+        #[cfg_attr(not(feature = "oauth"), allow(unused_variables))] auth_deadline: Option<Instant>,
+    ) -> Result<Result<ToolOutput<Value>, ErrorBody>, Kept> {
+        #[cfg(feature = "oauth")]
+        {
+            let mut asked = false;
+            loop {
+                match self.run(job, deadline).await {
+                    Err(Kept::Authorize(challenge)) => {
+                        let Some(authorizing) = &self.authorizing else {
+                            return Err(Kept::NotRecorded("authorization without a broker".into()));
+                        };
+                        let scopes = self.scopes_of(job, &challenge.provider);
+                        use crate::rap::authorize::Waited;
+                        match authorizing
+                            .wait(
+                                &self.deliverer,
+                                job,
+                                &challenge,
+                                &scopes,
+                                asked,
+                                auth_deadline,
+                            )
+                            .await
+                        {
+                            Waited::Granted => asked = true,
+                            Waited::Ended(error) => return Ok(Err(error)),
+                            Waited::Deadline => return Err(Kept::AwaitingAuthorization),
+                        }
+                    }
+                    other => return other,
+                }
+            }
+        }
+        #[cfg(not(feature = "oauth"))]
+        self.run(job, deadline).await
+    }
+
+    /// The scopes the job's tool declares for `provider`.
+    #[cfg(feature = "oauth")]
+    fn scopes_of(&self, job: &Job, provider: &str) -> Vec<String> {
+        self.toolset
+            .get(job.operation.as_deref().unwrap_or_default())
+            .and_then(|t| {
+                t.requirements
+                    .authorization
+                    .iter()
+                    .find(|p| p.id == provider)
+                    .map(|p| p.scopes.clone())
+            })
+            .unwrap_or_default()
+    }
+
     /// The tool's output or the error to report; `Err` when the job must stay queued.
     async fn run(
         &self,
@@ -306,6 +378,11 @@ impl Worker {
                 let class = outcome.error_class().unwrap_or(ErrorClass::ToolError);
                 Ok(outcome.result.map_err(|e| tool_error(e, class)))
             }
+            #[cfg(feature = "oauth")]
+            Err(Rejection::Missing(oxp_lambda_core::refusal::Missing::Authorization {
+                challenge: Some(challenge),
+                ..
+            })) if self.authorizing.is_some() => Err(Kept::Authorize(challenge)),
             Err(rejection) => Ok(Err(rejected(rejection))),
         }
     }

@@ -26,6 +26,7 @@ pub mod running;
 pub mod schema;
 pub mod secrets;
 pub mod state;
+pub mod tokens;
 pub mod tool;
 
 pub use content::{
@@ -40,4 +41,5 @@ pub use refusal::{ErrorClass, Rejection};
 pub use registry::{RegisteredTool, Registry, RegistryBuilder, RegistryError, ResolveError};
 pub use secrets::{SecretError, SecretErrorKind, SecretSource};
 pub use state::{Input, SecretKey, SharedState, State};
+pub use tokens::{Challenge, TokenStore, UserTokens};
 pub use tool::{Cancellation, Extensions, Secret, ToolContext, ToolError};

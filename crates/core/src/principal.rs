@@ -17,10 +17,7 @@ pub struct Principal {
 impl Principal {
     /// The user a call is made for. With binding on, `user_id` must be the authenticated
     /// subject, and defaults to it; otherwise it is taken as sent.
-    pub(crate) fn bind_user_id(
-        &self,
-        user_id: Option<String>,
-    ) -> Result<Option<String>, BindError> {
+    pub fn bind_user_id(&self, user_id: Option<String>) -> Result<Option<String>, BindError> {
         if !self.bind_user_id {
             return Ok(user_id);
         }
@@ -31,6 +28,20 @@ impl Principal {
             Some(u) if u != *subject => Err(BindError::Mismatch),
             _ => Ok(Some(subject.clone())),
         }
+    }
+}
+
+impl Principal {
+    /// Whose tokens the server may use for a call whose (bound) user id is `user_id`: with
+    /// binding on, that id (it is the subject); authenticated without binding, the subject
+    /// itself, since a user id the caller merely names must not pick another user's tokens;
+    /// without authentication (a local server), the user id as the client sent it.
+    pub fn token_owner<'a>(&'a self, user_id: Option<&'a str>) -> Option<&'a str> {
+        match &self.subject {
+            Some(subject) if !self.bind_user_id => Some(subject.as_str()),
+            _ => user_id,
+        }
+        .filter(|u| !u.is_empty())
     }
 }
 

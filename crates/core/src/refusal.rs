@@ -9,6 +9,7 @@ use crate::principal::BindError;
 use crate::registry::ResolveError;
 use crate::schema::ParameterErrors;
 use crate::secrets::{SecretError, SecretErrorKind};
+use crate::tokens::{Challenge, TokenError};
 use std::time::Duration;
 
 /// What a duplicate of a running call, or a call refused for want of a slot, is told to wait.
@@ -78,8 +79,16 @@ impl ErrorClass {
 /// A requirement of the tool that the call does not meet. Names what is missing, never a value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Missing {
-    /// No token for this authorization provider.
-    Authorization(String),
+    /// No token for this authorization provider; with a challenge when the server runs the
+    /// provider's flow and the user can authorize there.
+    Authorization {
+        /// The provider id.
+        provider: String,
+        /// Where the user authorizes (`None`: the client must send the token).
+        challenge: Option<Box<Challenge>>,
+    },
+    /// The server holds users' tokens for this provider but could not read or refresh one.
+    TokenUnavailable(String, TokenError),
     /// No user id.
     UserId,
     /// No value for this secret (`true`: the client sent one but clients may not send secrets).
@@ -92,9 +101,22 @@ impl Missing {
     /// A message for the user.
     pub fn user_message(&self) -> String {
         match self {
-            Self::Authorization(id) => {
-                format!("This tool requires authorization with '{id}', which was not provided")
-            }
+            Self::Authorization {
+                provider,
+                challenge: None,
+            } => format!(
+                "This tool requires authorization with '{provider}', which was not provided"
+            ),
+            Self::Authorization {
+                provider,
+                challenge: Some(c),
+            } => format!(
+                "This tool requires authorization with '{provider}'. Open this link to authorize, then call the tool again: {}",
+                c.url
+            ),
+            Self::TokenUnavailable(provider, _) => format!(
+                "The authorization with '{provider}' could not be checked right now; try again later"
+            ),
             Self::UserId => "This tool requires a user ID, which was not provided".into(),
             Self::Secret(id, _) => {
                 format!("This tool requires the secret '{id}', which was not provided")
@@ -106,8 +128,18 @@ impl Missing {
     /// A message for developers: where the value was expected.
     pub(crate) fn developer_message(&self) -> String {
         match self {
-            Self::Authorization(id) => {
-                format!("context.authorization has no token with id '{id}'")
+            Self::Authorization {
+                provider,
+                challenge: None,
+            } => format!("context.authorization has no token with id '{provider}'"),
+            Self::Authorization {
+                provider,
+                challenge: Some(_),
+            } => format!(
+                "the server holds no token of this user for '{provider}' (nor did context.authorization carry one): the user must authorize"
+            ),
+            Self::TokenUnavailable(provider, e) => {
+                format!("the token of this user for '{provider}' could not be had: {e}")
             }
             Self::UserId => "context.user_id is required by the tool definition".into(),
             Self::Secret(id, false) => {
@@ -158,6 +190,7 @@ impl Rejection {
             {
                 ErrorClass::Unavailable
             }
+            Self::Missing(Missing::TokenUnavailable(..)) => ErrorClass::Unavailable,
             Self::Missing(_) => ErrorClass::MissingRequirement,
             Self::InvalidInput(_) => ErrorClass::InvalidInput,
             Self::KeyReused(_) => ErrorClass::Conflict,

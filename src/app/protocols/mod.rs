@@ -9,6 +9,8 @@ mod agentcore;
 mod bedrock;
 #[cfg(feature = "mcp")]
 mod mcp;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod oxp;
 #[cfg(feature = "rap")]
 mod rap;
@@ -41,5 +43,7 @@ pub(crate) fn all() -> Vec<Box<dyn Protocol>> {
         Box::new(agentcore::AgentCoreProtocol),
         #[cfg(feature = "bedrock-agent")]
         Box::new(bedrock::BedrockAgentsProtocol),
+        #[cfg(feature = "oauth")]
+        Box::new(oauth::OAuthRoutes),
     ]
 }

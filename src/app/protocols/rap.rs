@@ -31,6 +31,8 @@ impl Protocol for RapProtocol {
                 config,
                 #[cfg(feature = "rap-sqs")]
                 &sqs,
+                #[cfg(feature = "oauth")]
+                authorizing(assembly),
             )
             .map_err(StartError::Rap)?,
         );
@@ -47,6 +49,16 @@ impl Protocol for RapProtocol {
         worker_role(assembly, &sqs, &mut contribution)?;
         Ok(contribution)
     }
+}
+
+/// The users' authorizations, when the server runs a provider's flow.
+#[cfg(feature = "oauth")]
+fn authorizing(assembly: &Assembly<'_>) -> Option<crate::rap::authorize::Authorizing> {
+    let broker = assembly.shared.get::<Arc<crate::oauth::Broker>>()?;
+    Some(crate::rap::authorize::Authorizing {
+        broker: broker.clone(),
+        timeout: assembly.config.oauth.pending_timeout,
+    })
 }
 
 /// The in-process queue's invocations, finished (or dead-lettered) at shutdown.
@@ -76,8 +88,14 @@ fn worker_role(
         return Ok(());
     }
     let worker = Arc::new(
-        crate::rap::build_worker(assembly.invoker.clone(), &assembly.config.rap, sqs)
-            .map_err(StartError::Rap)?,
+        crate::rap::build_worker(
+            assembly.invoker.clone(),
+            &assembly.config.rap,
+            sqs,
+            #[cfg(feature = "oauth")]
+            authorizing(assembly),
+        )
+        .map_err(StartError::Rap)?,
     );
     contribution
         .state

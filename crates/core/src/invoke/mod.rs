@@ -26,6 +26,7 @@ use crate::refusal::ErrorClass;
 use crate::registry::{RegisteredTool, Registry};
 use crate::schema::{ParameterErrors, WHOLE_INPUT};
 use crate::secrets::Secrets;
+use crate::tokens::UserTokens;
 use crate::tool::{Cancellation, Secret, ToolContext, ToolError};
 use http::Extensions;
 use serde_json::Value;
@@ -154,6 +155,7 @@ pub struct Invoker {
     idempotency: Option<Idempotency>,
     slots: Semaphore,
     timeout: Option<Duration>,
+    tokens: Option<Arc<dyn UserTokens>>,
 }
 
 impl Invoker {
@@ -172,7 +174,16 @@ impl Invoker {
             idempotency,
             slots: Semaphore::new(max_concurrent),
             timeout,
+            tokens: None,
         }
+    }
+
+    /// The users' tokens the server holds: a tool's token the caller did not send comes from
+    /// there, for the call's user ([`Principal::token_owner`]).
+    #[must_use]
+    pub fn with_user_tokens(mut self, tokens: Arc<dyn UserTokens>) -> Self {
+        self.tokens = Some(tokens);
+        self
     }
 
     /// The tools.
@@ -225,12 +236,17 @@ impl Invoker {
             .bind_user_id(call.user_id)
             .map_err(Rejection::UserBinding)?
             .filter(|u| !u.is_empty());
+        let held = requirements::Holdings {
+            secrets: &self.secrets,
+            tokens: self.tokens.as_deref(),
+        };
         let (authorization, secrets) = requirements::check(
             &tool,
+            &call.principal,
             user_id.as_deref(),
             call.authorization,
             call.secrets,
-            &self.secrets,
+            held,
         )
         .await
         .map_err(Rejection::Missing)?;

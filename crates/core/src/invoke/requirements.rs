@@ -1,42 +1,77 @@
 //! A tool's requirements against what a call supplied: authorization tokens, the user id and
-//! secrets (server-held ones loaded through the cache). The tool then sees exactly the tokens
-//! and secrets it declared.
+//! secrets (server-held ones loaded through the cache). A token the caller did not send comes
+//! from the server's [`UserTokens`] when it runs the provider's flow. The tool then sees
+//! exactly the tokens and secrets it declared.
 
+use crate::principal::Principal;
 use crate::refusal::Missing;
 use crate::registry::RegisteredTool;
 use crate::secrets::{Secrets, SecretsRejection};
+use crate::tokens::{Held, UserTokens};
 use crate::tool::Secret;
 use std::collections::HashMap;
 
 /// Tokens and secrets by id, exactly those the tool declared.
 type Granted = (HashMap<String, Secret>, HashMap<String, Secret>);
 
+/// What the server holds for a call: its secrets and, when it runs OAuth flows, users' tokens.
+pub(super) struct Holdings<'a> {
+    pub(super) secrets: &'a Secrets,
+    pub(super) tokens: Option<&'a dyn UserTokens>,
+}
+
 /// Checks `tool`'s requirements against what the call supplied and loads the server-held
-/// secrets it needs.
+/// secrets and tokens it needs.
 pub(super) async fn check(
     tool: &RegisteredTool,
+    principal: &Principal,
     user_id: Option<&str>,
     mut offered: Vec<(String, Secret)>,
     client_secrets: Vec<(String, Secret)>,
-    secrets: &Secrets,
+    held: Holdings<'_>,
 ) -> Result<Granted, Missing> {
     let required = &tool.requirements;
-    let mut authorization = HashMap::with_capacity(required.authorization.len());
-    for provider in &required.authorization {
-        let i = offered
-            .iter()
-            .position(|(id, token)| *id == provider.id && !token.expose().is_empty())
-            .ok_or_else(|| Missing::Authorization(provider.id.clone()))?;
-        let (id, token) = offered.swap_remove(i);
-        authorization.insert(id, token);
-    }
     if required.user_id && user_id.is_none_or(str::is_empty) {
         return Err(Missing::UserId);
+    }
+    let mut authorization = HashMap::with_capacity(required.authorization.len());
+    for provider in &required.authorization {
+        let sent = offered
+            .iter()
+            .position(|(id, token)| *id == provider.id && !token.expose().is_empty());
+        if let Some(i) = sent {
+            let (id, token) = offered.swap_remove(i);
+            authorization.insert(id, token);
+            continue;
+        }
+        let missing = || Missing::Authorization {
+            provider: provider.id.clone(),
+            challenge: None,
+        };
+        let tokens = held
+            .tokens
+            .filter(|t| t.serves(&provider.id))
+            .ok_or_else(missing)?;
+        // The server's tokens belong to a user: without one it cannot tell whose to use.
+        let owner = principal.token_owner(user_id).ok_or(Missing::UserId)?;
+        match tokens.token(&provider.id, owner, &provider.scopes).await {
+            Ok(Held::Token(token)) => {
+                authorization.insert(provider.id.clone(), token);
+            }
+            Ok(Held::Authorize(challenge)) => {
+                return Err(Missing::Authorization {
+                    provider: provider.id.clone(),
+                    challenge: Some(Box::new(challenge)),
+                });
+            }
+            Err(e) => return Err(Missing::TokenUnavailable(provider.id.clone(), e)),
+        }
     }
     if required.secrets.is_empty() {
         return Ok((authorization, HashMap::new()));
     }
-    let values = secrets
+    let values = held
+        .secrets
         .resolve(&required.secrets, client_secrets)
         .await
         .map_err(|r| match r {

@@ -1,0 +1,350 @@
+//! The OAuth providers the server runs the flow for, from `OXP_OAUTH_*` (docs/configuration.md
+//! and docs/authorization.md).
+
+use crate::settings::{ConfigError, Env, invalid};
+use std::time::Duration;
+
+/// Users' authorization with third-party providers (`OXP_OAUTH_PROVIDERS`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OAuthConfig {
+    /// The providers, in the order `OXP_OAUTH_PROVIDERS` names them (none: the server runs no
+    /// flow, and tools get tokens only from clients).
+    pub providers: Vec<ProviderConfig>,
+    /// `OXP_PUBLIC_URL`: the base URL browsers reach this server at; the redirect URL is
+    /// `<it>/oauth/<provider>/callback`. Locally it defaults to `http://<host>:<port>`; in
+    /// Lambda it is required (https) once a provider is configured.
+    pub public_url: Option<String>,
+    /// `OXP_OAUTH_TABLE`: the DynamoDB table of the token vault (feature `dynamodb`); unset,
+    /// tokens are kept in memory (and lost with the process).
+    pub table: Option<String>,
+    /// `OXP_OAUTH_LINK_TTL_SECS` (default 600): how long an authorization link, and the flow
+    /// it starts, stays valid.
+    pub link_ttl: Duration,
+    /// `OXP_OAUTH_PENDING_SECS` (default 900): how long an async (RAP) invocation waits for the
+    /// user to authorize before it ends in an error result.
+    pub pending_timeout: Duration,
+}
+
+impl Default for OAuthConfig {
+    fn default() -> Self {
+        Self {
+            providers: Vec::new(),
+            public_url: None,
+            table: None,
+            link_ttl: Duration::from_secs(600),
+            pending_timeout: Duration::from_secs(900),
+        }
+    }
+}
+
+/// How a provider authenticates this server at its token endpoint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// HTTP Basic (`client_secret_basic`, the OAuth 2.0 default).
+    Basic,
+    /// In the form body (`client_secret_post`: GitHub, Slack).
+    Post,
+}
+
+/// One provider (`OXP_OAUTH_<ID>_*`, `<ID>` being the id in upper case with `-` as `_`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProviderConfig {
+    /// The id tools declare (`.authorization("github", ...)`).
+    pub id: String,
+    /// `_ISSUER`: an OpenID Connect issuer whose discovery document gives the endpoints (read at
+    /// the first flow); explicit URLs win.
+    pub issuer: Option<String>,
+    /// `_AUTHORIZE_URL` (or the preset's).
+    pub authorize_url: Option<String>,
+    /// `_TOKEN_URL` (or the preset's).
+    pub token_url: Option<String>,
+    /// `_USERINFO_URL` (or discovery's): read by tools such as `Demo.Profile`, not the flow.
+    pub userinfo_url: Option<String>,
+    /// `_CLIENT_ID` (required).
+    pub client_id: String,
+    /// The secret id of the client secret in the secret source: `OAUTH_<ID>_CLIENT_SECRET`.
+    pub client_secret_id: String,
+    /// `_SCOPES`: comma- or space-separated scopes asked for besides the tool's (preset default).
+    pub scopes: Vec<String>,
+    /// `_CLIENT_AUTH` (`basic` or `post`; the preset's, else `basic`).
+    pub client_auth: ClientAuth,
+    /// Extra authorization request parameters of the preset (Google: offline access).
+    pub extra_params: Vec<(String, String)>,
+}
+
+/// A provider's well-known endpoints.
+struct Preset {
+    authorize: &'static str,
+    token: &'static str,
+    userinfo: &'static str,
+    scopes: &'static [&'static str],
+    auth: ClientAuth,
+    extra: &'static [(&'static str, &'static str)],
+}
+
+fn preset(name: &str) -> Option<Preset> {
+    Some(match name {
+        "github" => Preset {
+            authorize: "https://github.com/login/oauth/authorize",
+            token: "https://github.com/login/oauth/access_token",
+            userinfo: "https://api.github.com/user",
+            scopes: &[],
+            auth: ClientAuth::Post,
+            extra: &[],
+        },
+        "google" => Preset {
+            authorize: "https://accounts.google.com/o/oauth2/v2/auth",
+            token: "https://oauth2.googleapis.com/token",
+            userinfo: "https://openidconnect.googleapis.com/v1/userinfo",
+            scopes: &["openid"],
+            auth: ClientAuth::Basic,
+            // A refresh token comes only with offline access, and again only on consent.
+            extra: &[("access_type", "offline"), ("prompt", "consent")],
+        },
+        "slack" => Preset {
+            authorize: "https://slack.com/openid/connect/authorize",
+            token: "https://slack.com/api/openid.connect.token",
+            userinfo: "https://slack.com/api/openid.connect.userInfo",
+            scopes: &["openid"],
+            auth: ClientAuth::Post,
+            extra: &[],
+        },
+        "microsoft" => Preset {
+            authorize: "https://login.microsoftonline.com/common/oauth2/v2.0/authorize",
+            token: "https://login.microsoftonline.com/common/oauth2/v2.0/token",
+            userinfo: "https://graph.microsoft.com/oidc/userinfo",
+            scopes: &["openid", "offline_access"],
+            auth: ClientAuth::Basic,
+            extra: &[],
+        },
+        _ => return None,
+    })
+}
+
+/// The variable prefix of provider `id`.
+pub(crate) fn prefix(id: &str) -> String {
+    let upper: String = id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_uppercase()
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    format!("OXP_OAUTH_{upper}_")
+}
+
+const PROVIDERS: &str = "OXP_OAUTH_PROVIDERS";
+
+impl OAuthConfig {
+    pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        let mut config = Self {
+            public_url: env
+                .get("OXP_PUBLIC_URL")
+                .map(|u| u.trim_end_matches('/').to_owned()),
+            table: env.get("OXP_OAUTH_TABLE"),
+            link_ttl: env
+                .positive("OXP_OAUTH_LINK_TTL_SECS")?
+                .map_or(Self::default().link_ttl, Duration::from_secs),
+            pending_timeout: env
+                .positive("OXP_OAUTH_PENDING_SECS")?
+                .map_or(Self::default().pending_timeout, Duration::from_secs),
+            providers: Vec::new(),
+        };
+        if let Some(url) = &config.public_url {
+            let parsed = url::Url::parse(url)
+                .map_err(|_| invalid("OXP_PUBLIC_URL", "must be an absolute http(s) URL"))?;
+            let local = matches!(parsed.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
+            if parsed.scheme() != "https" && !(parsed.scheme() == "http" && local) {
+                return Err(invalid(
+                    "OXP_PUBLIC_URL",
+                    "must be https (http only for 127.0.0.1 or localhost): authorization codes travel through it",
+                ));
+            }
+        }
+        for id in env.list(PROVIDERS) {
+            config.providers.push(provider(env, &id)?);
+        }
+        if env.lambda && !config.providers.is_empty() && config.table.is_none() {
+            return Err(invalid(
+                "OXP_OAUTH_TABLE",
+                "required in Lambda when OXP_OAUTH_PROVIDERS is set: execution environments share the token vault",
+            ));
+        }
+        if env.lambda && !config.providers.is_empty() && config.public_url.is_none() {
+            return Err(invalid(
+                "OXP_PUBLIC_URL",
+                "required in Lambda when OXP_OAUTH_PROVIDERS is set (the URL browsers reach the API at)",
+            ));
+        }
+        Ok(config)
+    }
+}
+
+fn provider(env: &Env<'_>, id: &str) -> Result<ProviderConfig, ConfigError> {
+    if id.len() > 64
+        || !id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+    {
+        return Err(invalid(
+            PROVIDERS,
+            "provider ids are letters, digits, '-' and '_'",
+        ));
+    }
+    let prefix = prefix(id);
+    let var = |name: &str| env.get(&format!("{prefix}{name}"));
+    let preset = var("PRESET").map_or_else(|| preset(id), |p| preset(p.trim()));
+    let client_id = var("CLIENT_ID").ok_or_else(|| {
+        invalid(
+            PROVIDERS,
+            &format!("{prefix}CLIENT_ID is required for provider '{id}'"),
+        )
+    })?;
+    let issuer = var("ISSUER");
+    let authorize_url =
+        var("AUTHORIZE_URL").or_else(|| preset.as_ref().map(|p| p.authorize.into()));
+    let token_url = var("TOKEN_URL").or_else(|| preset.as_ref().map(|p| p.token.into()));
+    if issuer.is_none() && (authorize_url.is_none() || token_url.is_none()) {
+        return Err(invalid(
+            PROVIDERS,
+            &format!(
+                "provider '{id}' needs {prefix}ISSUER, or {prefix}AUTHORIZE_URL and {prefix}TOKEN_URL, or a preset (github, google, slack, microsoft)"
+            ),
+        ));
+    }
+    for url in [&issuer, &authorize_url, &token_url].into_iter().flatten() {
+        url::Url::parse(url).map_err(|_| {
+            invalid(
+                PROVIDERS,
+                &format!("a URL of provider '{id}' is not an absolute URL"),
+            )
+        })?;
+    }
+    let client_auth = match var("CLIENT_AUTH").as_deref().map(str::trim) {
+        None => preset.as_ref().map_or(ClientAuth::Basic, |p| p.auth),
+        Some("basic") => ClientAuth::Basic,
+        Some("post") => ClientAuth::Post,
+        Some(_) => {
+            return Err(invalid(
+                PROVIDERS,
+                &format!("{prefix}CLIENT_AUTH must be 'basic' or 'post'"),
+            ));
+        }
+    };
+    let scopes = var("SCOPES").map_or_else(
+        || {
+            preset
+                .as_ref()
+                .map_or_else(Vec::new, |p| p.scopes.iter().map(|s| (*s).into()).collect())
+        },
+        |v| {
+            v.split([',', ' '])
+                .filter(|s| !s.is_empty())
+                .map(Into::into)
+                .collect()
+        },
+    );
+    Ok(ProviderConfig {
+        id: id.to_owned(),
+        issuer,
+        authorize_url,
+        token_url,
+        userinfo_url: var("USERINFO_URL").or_else(|| preset.as_ref().map(|p| p.userinfo.into())),
+        client_id,
+        client_secret_id: format!("{}CLIENT_SECRET", &prefix["OXP_".len()..]),
+        scopes,
+        client_auth,
+        extra_params: preset
+            .map(|p| {
+                p.extra
+                    .iter()
+                    .map(|(k, v)| ((*k).into(), (*v).into()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config(vars: &[(&str, &str)], lambda: bool) -> Result<OAuthConfig, ConfigError> {
+        let lookup = |name: &str| {
+            vars.iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| (*v).to_owned())
+        };
+        OAuthConfig::from_env(&Env::new(lambda, &lookup))
+    }
+
+    #[test]
+    fn a_preset_provider_needs_only_its_client_id_and_its_secret_is_named_after_it() {
+        let c = config(
+            &[
+                ("OXP_OAUTH_PROVIDERS", "github"),
+                ("OXP_OAUTH_GITHUB_CLIENT_ID", "Iv1.abc"),
+            ],
+            false,
+        )
+        .unwrap();
+        let github = &c.providers[0];
+        assert_eq!(
+            github.token_url.as_deref(),
+            Some("https://github.com/login/oauth/access_token")
+        );
+        assert_eq!(github.client_auth, ClientAuth::Post);
+        assert_eq!(github.client_secret_id, "OAUTH_GITHUB_CLIENT_SECRET");
+    }
+
+    #[test]
+    fn a_provider_without_endpoints_or_client_id_is_refused_at_start() {
+        assert!(
+            config(
+                &[
+                    ("OXP_OAUTH_PROVIDERS", "demo"),
+                    ("OXP_OAUTH_DEMO_CLIENT_ID", "c")
+                ],
+                false
+            )
+            .is_err()
+        );
+        assert!(config(&[("OXP_OAUTH_PROVIDERS", "github")], false).is_err());
+        let ok = config(
+            &[
+                ("OXP_OAUTH_PROVIDERS", "my-idp"),
+                ("OXP_OAUTH_MY_IDP_CLIENT_ID", "c"),
+                ("OXP_OAUTH_MY_IDP_ISSUER", "https://idp.example"),
+            ],
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            ok.providers[0].client_secret_id,
+            "OAUTH_MY_IDP_CLIENT_SECRET"
+        );
+    }
+
+    #[test]
+    fn the_public_url_must_be_https_except_on_loopback_and_is_required_in_lambda() {
+        let github = [
+            ("OXP_OAUTH_PROVIDERS", "github"),
+            ("OXP_OAUTH_GITHUB_CLIENT_ID", "c"),
+            ("OXP_OAUTH_TABLE", "t"),
+        ];
+        assert!(config(&github, true).is_err());
+        let mut vars = github.to_vec();
+        vars.push(("OXP_PUBLIC_URL", "http://tools.example.com"));
+        assert!(config(&vars, true).is_err());
+        vars[3] = ("OXP_PUBLIC_URL", "https://tools.example.com/");
+        assert_eq!(
+            config(&vars, true).unwrap().public_url.as_deref(),
+            Some("https://tools.example.com")
+        );
+        vars[3] = ("OXP_PUBLIC_URL", "http://127.0.0.1:8080");
+        assert!(config(&vars, false).is_ok());
+    }
+}

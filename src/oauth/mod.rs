@@ -1,0 +1,370 @@
+//! Users' authorization with third-party OAuth providers, run by the server (feature `oauth`):
+//! the [`Broker`] is the core's [`UserTokens`] (the invoker asks it for a token a tool needs and
+//! the caller did not send), runs the authorization code flow with PKCE through [`routes`],
+//! keeps each user's tokens sealed in a [`TokenStore`] (memory locally, DynamoDB in Lambda) and
+//! refreshes them before they expire. docs/authorization.md has the flow and the trust model.
+//!
+//! What travels through a browser is sealed (AES-256-GCM, [`seal`]): the link a user opens
+//! (provider, user, scopes, expiry) and the `state` the provider hands back (the same, plus a
+//! one-time nonce and the PKCE verifier). Nothing in a URL names the user in clear, and a
+//! forged, altered, expired or replayed state is refused before anything is stored.
+
+pub mod config;
+#[cfg(feature = "dynamodb")]
+pub(crate) mod dynamodb;
+mod flow;
+pub(crate) mod memory;
+pub(crate) mod routes;
+pub(crate) mod seal;
+
+use config::OAuthConfig;
+use flow::{Failed, Granted, Provider};
+use oxp_lambda_core::secrets::Secrets;
+use oxp_lambda_core::tokens::{
+    Challenge, Held, Sealed, TokenError, TokenFuture, TokenStore, UserTokens,
+};
+use oxp_lambda_core::tool::Secret;
+use seal::Keys;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use tokio::sync::{OnceCell, broadcast};
+
+/// The secret id of the key that seals flow state and the vault's records.
+pub const KEY_SECRET_ID: &str = "OAUTH_KEY";
+
+/// An access token this close to its expiry is refreshed before use.
+const REFRESH_AHEAD: Duration = Duration::from_secs(60);
+
+/// A user finished (or refused) an authorization (read by the async adapter's waiting
+/// invocations).
+#[cfg_attr(not(feature = "rap"), allow(dead_code))]
+#[derive(Debug, Clone)]
+pub(crate) struct Authorized {
+    /// The provider.
+    pub(crate) provider: String,
+    /// The user whose token it is.
+    pub(crate) user: String,
+    /// `false`: the user (or the provider) refused; nothing was stored.
+    pub(crate) granted: bool,
+}
+
+/// The server's side of users' authorizations.
+#[derive(Debug)]
+pub(crate) struct Broker {
+    providers: Vec<Provider>,
+    public_url: String,
+    link_ttl: Duration,
+    store: Arc<dyn TokenStore>,
+    secrets: Secrets,
+    /// Whether a missing `OAUTH_KEY` is an error (Lambda: environments must share it) rather
+    /// than a reason to make one for this process.
+    key_required: bool,
+    keys: OnceCell<Keys>,
+    http: OnceCell<reqwest::Client>,
+    events: broadcast::Sender<Authorized>,
+}
+
+/// What a link a user opens carries (sealed).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Link {
+    pub(crate) p: String,
+    pub(crate) u: String,
+    pub(crate) s: Vec<String>,
+    /// Expiry, Unix seconds.
+    pub(crate) e: u64,
+}
+
+/// A user's tokens for a provider, as sealed in the vault.
+#[derive(Debug, Serialize, Deserialize)]
+struct Record {
+    a: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    r: Option<String>,
+    /// Expiry of the access token, Unix seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    x: Option<u64>,
+    /// Scopes granted (as the provider said, else as asked).
+    s: Vec<String>,
+}
+
+pub(crate) fn unix(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+impl Broker {
+    /// A broker of `config`'s providers over `store`, reading client secrets and the sealing
+    /// key from `secrets`; `public_url` is where browsers reach this server.
+    pub(crate) fn new(
+        config: &OAuthConfig,
+        public_url: String,
+        store: Arc<dyn TokenStore>,
+        secrets: Secrets,
+        key_required: bool,
+    ) -> Self {
+        Self {
+            providers: config
+                .providers
+                .iter()
+                .cloned()
+                .map(Provider::new)
+                .collect(),
+            public_url,
+            link_ttl: config.link_ttl,
+            store,
+            secrets,
+            key_required,
+            keys: OnceCell::new(),
+            http: OnceCell::new(),
+            events: broadcast::channel(256).0,
+        }
+    }
+
+    /// Authorizations as users complete them (for async invocations waiting on one).
+    #[cfg_attr(not(feature = "rap"), allow(dead_code))]
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Authorized> {
+        self.events.subscribe()
+    }
+
+    /// Where the provider sends the user back.
+    pub(crate) fn redirect_url(&self, provider: &str) -> String {
+        format!("{}/oauth/{provider}/callback", self.public_url)
+    }
+
+    fn provider(&self, id: &str) -> Option<&Provider> {
+        self.providers.iter().find(|p| p.config.id == id)
+    }
+
+    async fn keys(&self) -> Result<&Keys, TokenError> {
+        self.keys
+            .get_or_try_init(|| async {
+                if !self.secrets.holds(KEY_SECRET_ID) && !self.key_required {
+                    return Ok(Keys::random());
+                }
+                let key = self.secrets.get(KEY_SECRET_ID).await.map_err(|e| {
+                    TokenError(format!("the sealing key: {}", e.developer_message()))
+                })?;
+                Ok(Keys::derive(key.expose().as_bytes()))
+            })
+            .await
+    }
+
+    async fn http(&self) -> Result<&reqwest::Client, TokenError> {
+        self.http
+            .get_or_try_init(|| async { flow::http_client().map_err(TokenError) })
+            .await
+    }
+
+    async fn client_secret(&self, provider: &Provider) -> Result<Secret, TokenError> {
+        let id = &provider.config.client_secret_id;
+        self.secrets
+            .get(id)
+            .await
+            .map_err(|e| TokenError(format!("the client secret: {}", e.developer_message())))
+    }
+
+    /// The vault key of `user`'s tokens for `provider`: the user hashed, so the store never
+    /// holds a user id either.
+    fn vault_key(provider: &str, user: &str) -> String {
+        let digest = Sha256::digest(user.as_bytes());
+        let hex: String = digest.iter().take(20).map(|b| format!("{b:02x}")).collect();
+        format!("token#{provider}#{hex}")
+    }
+
+    /// The sealed link for `user` to authorize `provider` with `scopes`, valid for the link TTL.
+    async fn link(
+        &self,
+        provider: &str,
+        user: &str,
+        scopes: &[String],
+    ) -> Result<String, TokenError> {
+        let link = Link {
+            p: provider.to_owned(),
+            u: user.to_owned(),
+            s: scopes.to_vec(),
+            e: unix(SystemTime::now() + self.link_ttl),
+        };
+        let plain = serde_json::to_vec(&link).map_err(|e| TokenError(e.to_string()))?;
+        Ok(self.keys().await?.seal_text("link", &plain))
+    }
+
+    /// The challenge for `user` to authorize `provider` with `scopes`.
+    async fn challenge(
+        &self,
+        provider: &str,
+        user: &str,
+        scopes: &[String],
+    ) -> Result<Challenge, TokenError> {
+        let t = self.link(provider, user, scopes).await?;
+        let base = format!("{}/oauth/{provider}", self.public_url);
+        Ok(Challenge {
+            provider: provider.to_owned(),
+            url: format!("{base}/start?t={t}"),
+            check_url: format!("{base}/check?t={t}"),
+        })
+    }
+
+    /// The link `t`, if this server sealed it for `provider` and it has not expired.
+    pub(crate) async fn open_link(&self, provider: &str, t: &str) -> Option<Link> {
+        let keys = self.keys().await.ok()?;
+        let link: Link = serde_json::from_slice(&keys.open_text("link", t)?).ok()?;
+        (link.p == provider && link.e > unix(SystemTime::now())).then_some(link)
+    }
+
+    async fn record(&self, key: &str) -> Result<Option<Record>, TokenError> {
+        let Some(sealed) = self.store.get(key).await? else {
+            return Ok(None);
+        };
+        let keys = self.keys().await?;
+        // A record that does not open (sealed under another key, or moved from another
+        // user's key) is as good as none: the user authorizes again.
+        Ok(keys
+            .open(&format!("token:{key}"), &sealed.bytes)
+            .and_then(|plain| serde_json::from_slice(&plain).ok()))
+    }
+
+    async fn store_record(
+        &self,
+        key: &str,
+        granted: Granted,
+        asked: &[String],
+    ) -> Result<(), TokenError> {
+        let record = Record {
+            a: granted.access,
+            x: granted.expires.map(unix),
+            // Kept as long as a refresh token can renew it; else until the access token ends.
+            s: granted.scopes.unwrap_or_else(|| asked.to_vec()),
+            r: granted.refresh,
+        };
+        let expires = match (&record.r, record.x) {
+            (None, Some(x)) => Some(UNIX_EPOCH + Duration::from_secs(x)),
+            _ => None,
+        };
+        let plain = serde_json::to_vec(&record).map_err(|e| TokenError(e.to_string()))?;
+        let bytes = self.keys().await?.seal(&format!("token:{key}"), &plain);
+        self.store.put(key, Sealed { bytes, expires }).await
+    }
+
+    /// Whether `user` holds a token for `provider` with `scopes` (for the check URL).
+    pub(crate) async fn holds(
+        &self,
+        provider: &str,
+        user: &str,
+        scopes: &[String],
+    ) -> Result<bool, TokenError> {
+        let record = self.record(&Self::vault_key(provider, user)).await?;
+        Ok(record.is_some_and(|r| scopes.iter().all(|s| r.s.contains(s))))
+    }
+
+    /// Forgets `user`'s tokens for `provider`.
+    pub(crate) async fn forget(&self, provider: &str, user: &str) -> Result<(), TokenError> {
+        self.store.delete(&Self::vault_key(provider, user)).await
+    }
+
+    async fn held(
+        &self,
+        provider: &Provider,
+        user: &str,
+        scopes: &[String],
+    ) -> Result<Held, TokenError> {
+        let id = provider.config.id.as_str();
+        let key = Self::vault_key(id, user);
+        let wanted = provider.all_scopes(scopes);
+        let Some(record) = self.record(&key).await? else {
+            return Ok(Held::Authorize(self.challenge(id, user, scopes).await?));
+        };
+        if !scopes.iter().all(|s| record.s.contains(s)) {
+            // More scopes than the user granted so far: ask for them all at once.
+            let mut all = record.s.clone();
+            all.extend(scopes.iter().filter(|s| !record.s.contains(s)).cloned());
+            return Ok(Held::Authorize(self.challenge(id, user, &all).await?));
+        }
+        let fresh = record
+            .x
+            .is_none_or(|x| x > unix(SystemTime::now() + REFRESH_AHEAD));
+        if fresh {
+            return Ok(Held::Token(Secret::new(record.a)));
+        }
+        let Some(refresh) = &record.r else {
+            return Ok(Held::Authorize(self.challenge(id, user, scopes).await?));
+        };
+        let secret = self.client_secret(provider).await?;
+        match provider
+            .refresh(self.http().await?, secret.expose(), refresh)
+            .await
+        {
+            Ok(granted) => {
+                let access = granted.access.clone();
+                self.store_record(&key, granted, &wanted).await?;
+                Ok(Held::Token(Secret::new(access)))
+            }
+            Err(Failed::Refused(code)) => {
+                tracing::info!(target: "oxp::oauth", provider = id, error = %code, "refresh refused; the user must authorize again");
+                self.store.delete(&key).await?;
+                Ok(Held::Authorize(self.challenge(id, user, scopes).await?))
+            }
+            Err(Failed::Unavailable(why)) => Err(TokenError(why)),
+        }
+    }
+}
+
+/// The broker `config` describes, when it names a provider: its vault is the DynamoDB table
+/// of `OXP_OAUTH_TABLE` (feature `dynamodb`), else memory.
+pub(crate) fn build(
+    config: &crate::config::Config,
+    secrets: &Secrets,
+    #[cfg(feature = "aws")] sdk: &crate::aws::SharedSdk,
+) -> Result<Option<Arc<Broker>>, String> {
+    let oauth = &config.oauth;
+    if oauth.providers.is_empty() {
+        return Ok(None);
+    }
+    let store: Arc<dyn TokenStore> = match &oauth.table {
+        None => Arc::new(memory::MemoryVault::default()),
+        #[cfg(feature = "dynamodb")]
+        Some(table) => Arc::new(dynamodb::DynamoVault::new(
+            crate::aws::AwsClient::lazy(sdk, aws_sdk_dynamodb::Client::new),
+            table.clone(),
+        )),
+        #[cfg(not(feature = "dynamodb"))]
+        Some(_) => return Err("OXP_OAUTH_TABLE needs the `dynamodb` feature of oxp-lambda".into()),
+    };
+    let public_url = oauth.public_url.clone().unwrap_or_else(|| {
+        let host = match config.host {
+            h if h.is_unspecified() && h.is_ipv4() => "127.0.0.1".to_owned(),
+            h if h.is_unspecified() => "[::1]".to_owned(),
+            std::net::IpAddr::V6(h) => format!("[{h}]"),
+            h => h.to_string(),
+        };
+        format!("http://{host}:{}", config.port)
+    });
+    let lambda = crate::config::in_lambda();
+    Ok(Some(Arc::new(Broker::new(
+        oauth,
+        public_url,
+        store,
+        secrets.clone(),
+        lambda || oauth.table.is_some(),
+    ))))
+}
+
+impl UserTokens for Broker {
+    fn serves(&self, provider: &str) -> bool {
+        self.provider(provider).is_some()
+    }
+
+    fn token<'a>(
+        &'a self,
+        provider: &'a str,
+        user: &'a str,
+        scopes: &'a [String],
+    ) -> TokenFuture<'a, Result<Held, TokenError>> {
+        Box::pin(async move {
+            let Some(p) = self.provider(provider) else {
+                return Err(TokenError(format!("no provider '{provider}'")));
+            };
+            self.held(p, user, scopes).await
+        })
+    }
+}
