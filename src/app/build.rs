@@ -197,7 +197,9 @@ impl AppBuilder {
         };
         #[cfg(feature = "oauth")]
         let broker = crate::oauth::build(
-            &config,
+            &config.oauth,
+            (config.host, config.port),
+            in_lambda(),
             &secrets,
             #[cfg(feature = "aws")]
             &sdk,

@@ -312,11 +312,12 @@ impl Broker {
 /// The broker `config` describes, when it names a provider: its vault is the DynamoDB table
 /// of `OXP_OAUTH_TABLE` (feature `dynamodb`), else memory.
 pub(crate) fn build(
-    config: &crate::config::Config,
+    oauth: &OAuthConfig,
+    (host, port): (std::net::IpAddr, u16),
+    lambda: bool,
     secrets: &Secrets,
     #[cfg(feature = "aws")] sdk: &crate::aws::SharedSdk,
 ) -> Result<Option<Arc<Broker>>, String> {
-    let oauth = &config.oauth;
     if oauth.providers.is_empty() {
         return Ok(None);
     }
@@ -331,15 +332,14 @@ pub(crate) fn build(
         Some(_) => return Err("OXP_OAUTH_TABLE needs the `dynamodb` feature of oxp-lambda".into()),
     };
     let public_url = oauth.public_url.clone().unwrap_or_else(|| {
-        let host = match config.host {
+        let host = match host {
             h if h.is_unspecified() && h.is_ipv4() => "127.0.0.1".to_owned(),
             h if h.is_unspecified() => "[::1]".to_owned(),
             std::net::IpAddr::V6(h) => format!("[{h}]"),
             h => h.to_string(),
         };
-        format!("http://{host}:{}", config.port)
+        format!("http://{host}:{port}")
     });
-    let lambda = crate::config::in_lambda();
     Ok(Some(Arc::new(Broker::new(
         oauth,
         public_url,
