@@ -69,7 +69,28 @@ fn every_variable_the_template_sets_is_read_by_the_code() {
     let template = oxp_variables(&read("template.yaml"));
     let code = code();
     assert!(template.len() >= 10, "{template:?}");
-    let unknown: Vec<_> = template.iter().filter(|v| !code.contains(*v)).collect();
+    // A provider's variables (`OXP_OAUTH_<ID>_CLIENT_ID`) are read by suffix.
+    let source = source(std::path::Path::new("src"));
+    let per_provider = |v: &str| {
+        v.strip_prefix("OXP_OAUTH_").is_some_and(|rest| {
+            [
+                "CLIENT_ID",
+                "ISSUER",
+                "SCOPES",
+                "AUTHORIZE_URL",
+                "TOKEN_URL",
+            ]
+            .iter()
+            .any(|suffix| {
+                rest.ends_with(&format!("_{suffix}"))
+                    && source.contains(&format!("var(\"{suffix}\")"))
+            })
+        })
+    };
+    let unknown: Vec<_> = template
+        .iter()
+        .filter(|v| !v.ends_with('_') && !code.contains(*v) && !per_provider(v))
+        .collect();
     assert!(
         unknown.is_empty(),
         "template.yaml sets variables the code ignores: {unknown:?}"
@@ -192,7 +213,34 @@ fn every_function_that_claims_idempotency_records_may_use_the_table() {
     }
     // Least privilege: the AgentCore target and the Bedrock agent function never claim one.
     assert!(!resource(&template, "OxpAgentCoreFunction").contains("dynamodb:"));
-    assert!(!resource(&template, "OxpBedrockAgentFunction").contains("dynamodb:"));
+    assert!(!resource(&template, "OxpBedrockAgentFunction").contains("OxpCallsTable"));
+}
+
+#[test]
+fn with_oauth_providers_the_template_has_the_vault_its_access_and_the_flows_routes() {
+    let template = read("template.yaml");
+    let table = resource(&template, "OxpTokensTable");
+    assert!(table.contains("Condition: HasOAuth") && table.contains("AttributeName: pk"));
+    assert!(table.contains("AttributeName: expires_at") && table.contains("SSEEnabled: true"));
+    assert!(template.contains("OXP_OAUTH_TABLE: !If [HasOAuth, !Ref OxpTokensTable"));
+    // Every function whose calls may use a user's token reads and writes the vault; the
+    // AgentCore target has no user to use one for.
+    for function in [
+        "OxpFunction",
+        "OxpWorkerFunction",
+        "OxpBedrockAgentFunction",
+    ] {
+        let declared = resource(&template, function);
+        assert!(
+            declared.contains("Sid: TokenVault") && declared.contains("OxpTokensTable.Arn"),
+            "{function}"
+        );
+    }
+    let http = resource(&template, "OxpFunction");
+    assert!(
+        http.contains("Path: /oauth/{provider}/{step}")
+            && http.contains("Path: /oauth/{provider}/forget")
+    );
 }
 
 #[test]

@@ -385,4 +385,38 @@ async fn an_mcp_call_answers_a_tool_error_with_the_link_and_succeeds_once_author
         "erin",
         "{answer}"
     );
+
+    // A 2026-07-28 client that declares URL-mode elicitation is asked with -32042 instead, and
+    // the URL it opens completes the flow the same way.
+    let modern = || {
+        let meta = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"url": {}}}
+        });
+        let body = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "Demo_Profile", "arguments": {}, "_meta": meta}});
+        reqwest::Client::new()
+            .post(format!("{}/mcp", s.base))
+            .header("authorization", bearer("gina"))
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "Demo_Profile")
+            .json(&body)
+            .send()
+    };
+    let answer: Value = modern().await.unwrap().json().await.unwrap();
+    assert_eq!(answer["error"]["code"], -32042, "{answer}");
+    let url = answer["error"]["data"]["elicitations"][0]["url"]
+        .as_str()
+        .unwrap();
+    let (status, page, _) = Browser::new().open(url, "gina").await;
+    assert_eq!(status, 200, "{page}");
+    let answer: Value = modern().await.unwrap().json().await.unwrap();
+    let text = answer["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(text).unwrap()["sub"],
+        "gina",
+        "{answer}"
+    );
 }

@@ -172,6 +172,8 @@ impl AppBuilder {
         )
         .map_err(StartError::Secrets)?;
         signing_key_kept_from_tools(&config.auth, &self.registry)?;
+        #[cfg(feature = "oauth")]
+        oauth_secrets_kept_from_tools(&config.oauth, &self.registry)?;
         let auth = Arc::new(
             Authenticator::from_config(&config.auth, secrets.clone()).map_err(StartError::Auth)?,
         );
@@ -287,4 +289,37 @@ fn signing_key_kept_from_tools(
         ))),
         None => Ok(()),
     }
+}
+
+/// The sealing key and the providers' client secrets are the server's: a tool declaring one
+/// would be handed what opens every user's tokens (compared as the local source folds ids).
+#[cfg(feature = "oauth")]
+fn oauth_secrets_kept_from_tools(
+    oauth: &crate::config::OAuthConfig,
+    registry: &Registry,
+) -> Result<(), StartError> {
+    if oauth.providers.is_empty() {
+        return Ok(());
+    }
+    let fold = crate::secrets::local::env_var_for;
+    let kept: Vec<String> = oauth
+        .providers
+        .iter()
+        .map(|p| p.client_secret_id.clone())
+        .chain([crate::oauth::KEY_SECRET_ID.to_owned()])
+        .collect();
+    for tool in registry.tools() {
+        if let Some(id) = tool
+            .requirements
+            .secrets
+            .iter()
+            .find(|id| kept.iter().any(|k| fold(k) == fold(id)))
+        {
+            return Err(StartError::OAuth(format!(
+                "tool {} requires secret '{id}', which the OAuth flow keeps (OAUTH_KEY, client secrets): tools never get it",
+                tool.id
+            )));
+        }
+    }
+    Ok(())
 }

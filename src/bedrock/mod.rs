@@ -25,6 +25,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Instant;
 
+/// The session attribute naming the end user (`sessionState.sessionAttributes.user_id` of
+/// InvokeAgent): the call's user id, for tools that need one or the user's own tokens.
+pub(crate) const USER_ID_ATTRIBUTE: &str = "user_id";
+
+/// The longest user id taken from the session attributes.
+const MAX_USER_ID_CHARS: usize = 256;
+
 /// The longest `sessionId` kept as the call's trace id.
 const MAX_TRACE_ID: usize = 256;
 
@@ -72,6 +79,15 @@ impl BedrockAgent {
             .as_deref()
             .map(|id| id.chars().take(MAX_TRACE_ID).collect());
         call.deadline = deadline;
+        // The end user, as the application calling InvokeAgent names it in the session's
+        // attributes (set by that application with its AWS credentials, never by the model).
+        call.user_id = event
+            .session_attributes
+            .as_ref()
+            .and_then(|a| a.get(USER_ID_ATTRIBUTE))
+            .and_then(Value::as_str)
+            .filter(|u| !u.is_empty() && u.chars().count() <= MAX_USER_ID_CHARS)
+            .map(str::to_owned);
         let (state, body) = match self.invoker.invoke(call).await {
             Ok(outcome) => answer(outcome),
             Err(rejection) => refused(&rejection),

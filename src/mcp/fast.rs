@@ -107,6 +107,8 @@ pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> 
                 .as_ref()
                 .and_then(|m| m.get("traceparent"))
                 .and_then(Value::as_str),
+            // Only a request without per-request metadata comes here: no capabilities.
+            false,
         )
         .await
     {

@@ -116,6 +116,7 @@ impl McpServer {
         parts: Option<&http::request::Parts>,
         request_id: Option<&RequestId>,
         traceparent: Option<&str>,
+        url_elicitation: bool,
     ) -> Result<CallToolResult, ErrorData> {
         // An unknown tool is the one error the spec makes a protocol error (-32602).
         let Some(tool) = self.0.get(name) else {
@@ -158,6 +159,14 @@ impl McpServer {
                 registered
             });
         let answer = self.0.invoker.invoke(call).await;
+        // A client that can open a URL for its user (it declared URL-mode elicitation) is asked
+        // to (-32042); any other gets the tool error naming the link.
+        if url_elicitation
+            && let Err(rejection) = &answer
+            && let Some(error) = result::url_elicitation(rejection)
+        {
+            return Err(error);
+        }
         Ok(result::from_invoke(answer))
     }
 }
@@ -190,6 +199,7 @@ impl ServerHandler for McpServer {
                 parts,
                 Some(&context.id),
                 context.meta.get_traceparent(),
+                declares_url_elicitation(&context.meta),
             )
             .await?;
         Ok(result.into())
@@ -215,6 +225,17 @@ impl ServerHandler for McpServer {
             None,
         ))
     }
+}
+
+/// Whether the request's client declared URL-mode elicitation: per request from 2026-07-28
+/// (`_meta["io.modelcontextprotocol/clientCapabilities"].elicitation.url`). An earlier client
+/// declares it at `initialize` only, which a stateless server does not see on `tools/call`.
+fn declares_url_elicitation(meta: &rmcp::model::MetaObject) -> bool {
+    meta.0
+        .get("io.modelcontextprotocol/clientCapabilities")
+        .and_then(|c| c.get("elicitation"))
+        .and_then(|e| e.get("url"))
+        .is_some_and(Value::is_object)
 }
 
 /// The client requests of the MCP revisions rmcp speaks.

@@ -13,6 +13,7 @@
 use base64::Engine;
 use oxp_lambda_core::content::{Content, ResourceBody, ToolOutput};
 use oxp_lambda_core::invoke::{Outcome, Rejection};
+use oxp_lambda_core::refusal::Missing;
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::tool::ToolError;
 use rmcp::model::{CallToolResult, ContentBlock, Resource, ResourceContents};
@@ -147,6 +148,32 @@ fn error_result(text: &ErrorText<'_>) -> CallToolResult {
     let text = serde_json::to_string(text).unwrap_or_else(|_| r#"{"message":"error"}"#.into());
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
+
+/// The URL elicitation error (-32042, `URLElicitationRequiredError`) of a call refused for want
+/// of the user's authorization at a provider whose flow the server runs.
+pub(crate) fn url_elicitation(rejection: &Rejection) -> Option<rmcp::ErrorData> {
+    let Rejection::Missing(Missing::Authorization {
+        provider,
+        challenge: Some(challenge),
+    }) = rejection
+    else {
+        return None;
+    };
+    let data = serde_json::json!({"elicitations": [{
+        "mode": "url",
+        "elicitationId": uuid::Uuid::new_v4().to_string(),
+        "url": challenge.url,
+        "message": format!("Authorize access to '{provider}' to continue, then call the tool again."),
+    }]});
+    Some(rmcp::ErrorData::new(
+        rmcp::model::ErrorCode(URL_ELICITATION_REQUIRED),
+        "Additional user input is required: authorization",
+        Some(data),
+    ))
+}
+
+/// The MCP error code of a request that needs the user to open a URL first.
+pub(crate) const URL_ELICITATION_REQUIRED: i32 = -32042;
 
 /// An answer as a tool result, whatever it was.
 pub(crate) fn from_invoke(answer: Result<Outcome, Rejection>) -> CallToolResult {

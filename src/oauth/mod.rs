@@ -257,6 +257,18 @@ impl Broker {
         Ok(record.is_some_and(|r| scopes.iter().all(|s| r.s.contains(s))))
     }
 
+    /// `true` the first time `marker` is passed before `until` (in every execution environment
+    /// sharing the vault): an async invocation asks its user once, however often it is
+    /// delivered. A vault that cannot answer says `true` (asking twice beats never asking).
+    pub(crate) async fn first_time(&self, marker: &str, until: SystemTime) -> bool {
+        let digest = Sha256::digest(marker.as_bytes());
+        let hex: String = digest.iter().take(20).map(|b| format!("{b:02x}")).collect();
+        self.store
+            .spend(&format!("asked#{hex}"), until)
+            .await
+            .unwrap_or(true)
+    }
+
     /// Forgets `user`'s tokens for `provider`.
     pub(crate) async fn forget(&self, provider: &str, user: &str) -> Result<(), TokenError> {
         self.store.delete(&Self::vault_key(provider, user)).await

@@ -12,9 +12,12 @@ use crate::oauth::Broker;
 use crate::rap::deliver::{Deliverer, Delivery};
 use crate::rap::job::{Job, error};
 use crate::rap::wire::ErrorBody;
+use crate::rap::worker::{Kept, Worker};
 use axum::body::Bytes;
+use oxp_lambda_core::content::ToolOutput;
 use oxp_lambda_core::tokens::Challenge;
 use serde::Serialize;
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -79,7 +82,21 @@ impl Authorizing {
             ));
         };
         let mut events = self.broker.subscribe();
-        if !asked {
+        let arrived = UNIX_EPOCH + Duration::from_millis(job.received_at_ms);
+        // Asked once per invocation, even when the queue delivers it again (SQS, after the
+        // worker's time ran out while waiting).
+        let marker = format!(
+            "{}\n{}\n{}\n{provider}",
+            job.principal.subject.as_deref().unwrap_or_default(),
+            job.reply_to.group_id,
+            job.reply_to.id
+        );
+        if !asked
+            && self
+                .broker
+                .first_time(&marker, arrived + self.timeout)
+                .await
+        {
             let message = OAuthMessage {
                 kind: "oauth",
                 group_id: &job.reply_to.group_id,
@@ -106,7 +123,6 @@ impl Authorizing {
                 ));
             }
         }
-        let arrived = UNIX_EPOCH + Duration::from_millis(job.received_at_ms);
         let left = (arrived + self.timeout)
             .duration_since(SystemTime::now())
             .unwrap_or(Duration::ZERO);
@@ -152,4 +168,56 @@ impl Authorizing {
             }
         }
     }
+}
+
+/// Runs `job` on `worker`, asking its user to authorize (once) and waiting whenever its tool
+/// needs a token the user has not granted yet; `auth_deadline`: when the worker must stop
+/// waiting (the job then stays on its queue).
+pub(crate) async fn run(
+    worker: &Worker,
+    job: &Job,
+    deadline: Option<Instant>,
+    auth_deadline: Option<Instant>,
+) -> Result<Result<ToolOutput<Value>, ErrorBody>, Kept> {
+    let mut asked = false;
+    loop {
+        let challenge = match worker.run(job, deadline).await {
+            Err(Kept::Authorize(challenge)) => challenge,
+            other => return other,
+        };
+        let Some(authorizing) = &worker.authorizing else {
+            return Err(Kept::NotRecorded("authorization without a broker".into()));
+        };
+        let scopes = scopes_of(worker, job, &challenge.provider);
+        let waited = authorizing
+            .wait(
+                &worker.deliverer,
+                job,
+                &challenge,
+                &scopes,
+                asked,
+                auth_deadline,
+            )
+            .await;
+        match waited {
+            Waited::Granted => asked = true,
+            Waited::Ended(error) => return Ok(Err(error)),
+            Waited::Deadline => return Err(Kept::AwaitingAuthorization),
+        }
+    }
+}
+
+/// The scopes the job's tool declares for `provider`.
+fn scopes_of(worker: &Worker, job: &Job, provider: &str) -> Vec<String> {
+    worker
+        .toolset()
+        .get(job.operation.as_deref().unwrap_or_default())
+        .and_then(|t| {
+            t.requirements
+                .authorization
+                .iter()
+                .find(|p| p.id == provider)
+                .map(|p| p.scopes.clone())
+        })
+        .unwrap_or_default()
 }

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant, SystemTime};
 pub(crate) struct Worker {
     invoker: Arc<Invoker>,
     toolset: Arc<ServedToolset>,
-    deliverer: Deliverer,
+    pub(crate) deliverer: Deliverer,
     dead_letters: DeadLetters,
     tool_timeout: Option<Duration>,
     running: Arc<Running>,
@@ -279,7 +279,7 @@ impl Worker {
     }
 
     /// [`Worker::run`], asking the user to authorize and waiting for them when the tool needs it
-    /// (`auth_deadline`: when the worker must stop waiting).
+    /// (`auth_deadline`: when the worker must stop waiting; see `rap::authorize`).
     async fn run_authorized(
         &self,
         job: &Job,
@@ -287,57 +287,13 @@ impl Worker {
         #[cfg_attr(not(feature = "oauth"), allow(unused_variables))] auth_deadline: Option<Instant>,
     ) -> Result<Result<ToolOutput<Value>, ErrorBody>, Kept> {
         #[cfg(feature = "oauth")]
-        {
-            let mut asked = false;
-            loop {
-                match self.run(job, deadline).await {
-                    Err(Kept::Authorize(challenge)) => {
-                        let Some(authorizing) = &self.authorizing else {
-                            return Err(Kept::NotRecorded("authorization without a broker".into()));
-                        };
-                        let scopes = self.scopes_of(job, &challenge.provider);
-                        use crate::rap::authorize::Waited;
-                        match authorizing
-                            .wait(
-                                &self.deliverer,
-                                job,
-                                &challenge,
-                                &scopes,
-                                asked,
-                                auth_deadline,
-                            )
-                            .await
-                        {
-                            Waited::Granted => asked = true,
-                            Waited::Ended(error) => return Ok(Err(error)),
-                            Waited::Deadline => return Err(Kept::AwaitingAuthorization),
-                        }
-                    }
-                    other => return other,
-                }
-            }
-        }
+        return crate::rap::authorize::run(self, job, deadline, auth_deadline).await;
         #[cfg(not(feature = "oauth"))]
         self.run(job, deadline).await
     }
 
-    /// The scopes the job's tool declares for `provider`.
-    #[cfg(feature = "oauth")]
-    fn scopes_of(&self, job: &Job, provider: &str) -> Vec<String> {
-        self.toolset
-            .get(job.operation.as_deref().unwrap_or_default())
-            .and_then(|t| {
-                t.requirements
-                    .authorization
-                    .iter()
-                    .find(|p| p.id == provider)
-                    .map(|p| p.scopes.clone())
-            })
-            .unwrap_or_default()
-    }
-
     /// The tool's output or the error to report; `Err` when the job must stay queued.
-    async fn run(
+    pub(crate) async fn run(
         &self,
         job: &Job,
         deadline: Option<Instant>,

@@ -7,6 +7,7 @@
 
 mod local;
 pub mod metrics;
+mod prepare;
 mod requirements;
 mod run;
 mod trace;
@@ -24,11 +25,11 @@ use crate::idempotency::{
 use crate::principal::Principal;
 use crate::refusal::ErrorClass;
 use crate::registry::{RegisteredTool, Registry};
-use crate::schema::{ParameterErrors, WHOLE_INPUT};
 use crate::secrets::Secrets;
 use crate::tokens::UserTokens;
 use crate::tool::{Cancellation, Secret, ToolContext, ToolError};
 use http::Extensions;
+use prepare::{check_input, credentials_of, deadline_of, retryable};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -372,50 +373,4 @@ impl Invoker {
             .ok()?
             .ok()
     }
-}
-
-/// The call's deadline: the first of the transport's and `arrived` plus each time limit.
-fn deadline_of(
-    arrived: Instant,
-    transport: Option<Instant>,
-    server: Option<Duration>,
-    tool: Option<Duration>,
-) -> Option<Instant> {
-    [server, tool]
-        .into_iter()
-        .flatten()
-        .filter_map(|limit| arrived.checked_add(limit))
-        .chain(transport)
-        .min()
-}
-
-fn retryable(result: &Result<ToolOutput<Value>, ToolError>) -> bool {
-    result.as_ref().is_err_and(|e| e.can_retry)
-}
-
-/// The client's tokens and secrets, tagged so a token and a secret of one id differ.
-fn credentials_of(
-    authorization: &[(String, Secret)],
-    secrets: &[(String, Secret)],
-) -> Vec<(String, Secret)> {
-    let tagged = |tag: &str, list: &[(String, Secret)]| {
-        list.iter()
-            .map(|(id, value)| (format!("{tag}:{id}"), value.clone()))
-            .collect::<Vec<_>>()
-    };
-    let mut all = tagged("token", authorization);
-    all.extend(tagged("secret", secrets));
-    all
-}
-
-/// Validates `input` against the tool's input schema.
-fn check_input(tool: &RegisteredTool, input: &Value) -> Result<(), ParameterErrors> {
-    // Tool input is always an object, whatever a hand-written schema leaves open.
-    if !input.is_object() {
-        return Err(ParameterErrors::from([(
-            WHOLE_INPUT.to_owned(),
-            "Must be an object".to_owned(),
-        )]));
-    }
-    tool.input_validator.check_input(input)
 }
