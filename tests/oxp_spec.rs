@@ -615,3 +615,41 @@ async fn spec_request_example_gmail_the_tool_receives_exactly_what_it_declared()
     );
     assert!(!format!("{ctx:?}").contains("ya29"), "Debug redacts tokens");
 }
+
+/// A secret source whose every answer is "throttled".
+#[derive(Debug)]
+struct Throttling;
+
+impl oxp_lambda::stores::SecretSource for Throttling {
+    fn holds(&self, _id: &str) -> bool {
+        true
+    }
+
+    fn fetch<'a>(&'a self, id: &'a str) -> oxp_lambda::stores::SecretFuture<'a> {
+        Box::pin(async move {
+            Err(oxp_lambda::stores::SecretError::new(
+                id,
+                oxp_lambda::stores::SecretErrorKind::Throttled,
+                "ThrottlingException",
+            ))
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_retryable_refusal_of_a_call_without_call_id_answers_a_generated_one() {
+    let app = build(
+        App::builder(common::example_tools::registry().unwrap())
+            .config(test_config())
+            .secret_source(Arc::new(Throttling)),
+    );
+    let body = json!({"request": {"tool_id": "SMS.Send", "input": {"to": "1", "message": "m"}}});
+    let reply = call(&app, body).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let result = &reply.json["result"];
+    assert_eq!(result["success"], false);
+    assert_eq!(result["error"]["can_retry"], true);
+    // "If an ID is not provided by the client, the server will generate one."
+    let call_id = result["call_id"].as_str().unwrap();
+    assert!(uuid::Uuid::parse_str(call_id).is_ok(), "{call_id:?}");
+}

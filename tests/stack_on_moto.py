@@ -50,6 +50,11 @@ PARAMETERS = {
     "EnableBedrockAgentFunction": "true",
     "EnableDashboard": "true",
     "SecretPrefix": "oxp/",
+    # Users' authorization on (docs/authorization.md): the conditional vault table, its grants
+    # and the functions starting with a provider configured.
+    "OAuthProviders": "github",
+    "PublicUrl": "https://tools.example.com",
+    "GitHubClientId": "Iv1.test",
 }
 BASIC = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
 SQS_POLLER = "arn:aws:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole"

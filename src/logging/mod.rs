@@ -298,13 +298,25 @@ pub(crate) fn init(config: &Config) -> LogGuard {
             _otel: None,
         };
     }
-    std::panic::set_hook(Box::new(|info| {
-        let location = info
-            .location()
-            .map(|l| format!("{}:{}", l.file(), l.line()));
-        tracing::error!(target: "oxp::panic", location = location.as_deref(), "{info}");
-    }));
+    std::panic::set_hook(Box::new(log_panic));
     guard
+}
+
+/// The panic hook: one error line naming where, with the payload as an escaped field.
+fn log_panic(info: &std::panic::PanicHookInfo<'_>) {
+    let location = info
+        .location()
+        .map(|l| format!("{}:{}", l.file(), l.line()));
+    // The payload may hold a caller's text (a tool panicking on its input): a field, shown
+    // escaped (`?`), never the line's message, so it cannot forge a line of its own.
+    let payload = info
+        .payload()
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| info.payload().downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(not text)");
+    let payload: String = payload.chars().take(1024).collect();
+    tracing::error!(target: "oxp::panic", location = location.as_deref(), payload = ?payload, "panicked");
 }
 
 /// An output the logging tests read back (the writer thread's, the formatter's).
@@ -351,6 +363,28 @@ mod tests {
         assert!(allowed("lambda_runtime", Level::INFO));
         assert!(allowed("oxp::call", Level::TRACE));
         assert!(allowed("lambda_runtimes_of_mine", Level::DEBUG));
+    }
+
+    #[test]
+    fn a_panic_payload_with_a_newline_stays_inside_its_own_line() {
+        let out = Captured::default();
+        let (dispatch, guard) = local_text_log(out.clone());
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(log_panic));
+        tracing::dispatcher::with_default(&dispatch, || {
+            let _ = std::panic::catch_unwind(|| {
+                panic!("bad input\nINFO oxp::call: outcome=\"success\" forged=1");
+            });
+        });
+        std::panic::set_hook(previous);
+        drop(guard);
+        let text = out.text();
+        assert_eq!(text.lines().count(), 1, "{text}");
+        assert!(text.contains(r#"ERROR oxp::panic: panicked"#), "{text}");
+        assert!(
+            text.contains(r#"payload="bad input\nINFO oxp::call"#),
+            "{text}"
+        );
     }
 
     #[test]

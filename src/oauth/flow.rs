@@ -210,9 +210,15 @@ fn granted(answer: &oauth2::basic::BasicTokenResponse, old_refresh: Option<&str>
             .map(|r| r.secret().clone())
             .or_else(|| old_refresh.map(str::to_owned)),
         expires: answer.expires_in().map(|d| SystemTime::now() + d),
-        scopes: answer
-            .scopes()
-            .map(|s| s.iter().map(|s| s.to_string()).collect()),
+        // GitHub separates granted scopes with commas, the RFC with spaces: either way.
+        scopes: answer.scopes().map(|s| {
+            s.iter()
+                .flat_map(|s| s.split(','))
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned)
+                .collect()
+        }),
     }
 }
 
@@ -309,4 +315,34 @@ async fn get_json(http: &reqwest::Client, url: &str) -> Result<serde_json::Value
     }
     serde_json::from_slice(answer.body())
         .map_err(|_| Failed::Unavailable("discovery: not JSON".into()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn granted_scopes_are_read_whether_comma_or_space_separated() {
+        for (scope, expected) in [
+            ("repo,gist", vec!["repo", "gist"]),
+            ("openid offline_access", vec!["openid", "offline_access"]),
+        ] {
+            let answer: oauth2::basic::BasicTokenResponse = serde_json::from_value(
+                serde_json::json!({"access_token": "t", "token_type": "bearer", "scope": scope}),
+            )
+            .unwrap();
+            assert_eq!(granted(&answer, None).scopes.unwrap(), expected, "{scope}");
+        }
+    }
+
+    #[test]
+    fn a_refresh_answer_without_a_new_refresh_token_keeps_the_old_one() {
+        let answer: oauth2::basic::BasicTokenResponse = serde_json::from_value(
+            serde_json::json!({"access_token": "t2", "token_type": "Bearer", "expires_in": 3600}),
+        )
+        .unwrap();
+        let granted = granted(&answer, Some("r1"));
+        assert_eq!(granted.refresh.as_deref(), Some("r1"));
+        assert!(granted.expires.is_some() && granted.scopes.is_none());
+    }
 }

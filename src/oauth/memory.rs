@@ -17,6 +17,17 @@ pub(crate) struct MemoryVault {
     nonces: Mutex<HashMap<String, SystemTime>>,
 }
 
+#[cfg(test)]
+impl MemoryVault {
+    /// Records and spent nonces held.
+    pub(crate) fn sizes(&self) -> (usize, usize) {
+        (
+            self.records.lock().expect("vault lock").len(),
+            self.nonces.lock().expect("vault lock").len(),
+        )
+    }
+}
+
 fn full() -> TokenError {
     TokenError("the in-memory token vault is full".into())
 }

@@ -260,6 +260,7 @@ impl Broker {
     /// `true` the first time `marker` is passed before `until` (in every execution environment
     /// sharing the vault): an async invocation asks its user once, however often it is
     /// delivered. A vault that cannot answer says `true` (asking twice beats never asking).
+    #[cfg_attr(not(feature = "rap"), allow(dead_code))]
     pub(crate) async fn first_time(&self, marker: &str, until: SystemTime) -> bool {
         let digest = Sha256::digest(marker.as_bytes());
         let hex: String = digest.iter().take(20).map(|b| format!("{b:02x}")).collect();
@@ -312,6 +313,14 @@ impl Broker {
                 Ok(Held::Token(Secret::new(access)))
             }
             Err(Failed::Refused(code)) => {
+                // Another call (here or in another environment) may have refreshed first, and a
+                // provider rotating refresh tokens refuses the old one: its new token stands.
+                if let Some(now) = self.record(&key).await?
+                    && now.a != record.a
+                    && now.x.is_none_or(|x| x > unix(SystemTime::now()))
+                {
+                    return Ok(Held::Token(Secret::new(now.a)));
+                }
                 tracing::info!(target: "oxp::oauth", provider = id, error = %code, "refresh refused; the user must authorize again");
                 self.store.delete(&key).await?;
                 Ok(Held::Authorize(self.challenge(id, user, scopes).await?))

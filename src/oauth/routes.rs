@@ -356,3 +356,7 @@ async fn forget(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "routes_tests.rs"]
+mod tests;

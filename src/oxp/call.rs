@@ -69,9 +69,11 @@ pub(super) async fn call_tool(
         // retryable failure of a well-formed call: 200 with `can_retry`, not a 400.
         Err(rejection) if rejection.class().retryable() => {
             let error = rejection_error(&rejection);
+            // `call_id` is required in the response: the client's, else one made now (a
+            // refusal before the tool ran has none from the invoker).
             let call_id = match rejection {
                 Rejection::Busy { call_id } => call_id,
-                _ => call_id.unwrap_or_default(),
+                _ => call_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             };
             Ok(json(StatusCode::OK, &retryable(call_id, error)))
         }

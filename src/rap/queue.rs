@@ -178,6 +178,7 @@ impl InProcessQueue {
                     tracing::error!(target: "oxp::rap", error = %e, "result neither delivered nor dead-lettered");
                 }
                 // The in-process worker has no deadline of its own: not reached.
+                #[cfg(feature = "oauth")]
                 Err(other) => {
                     tracing::error!(target: "oxp::rap", reason = %other, "invocation ended without a result");
                 }

@@ -54,7 +54,8 @@ pub(crate) enum Kept {
     /// The result could be neither delivered nor dead-lettered.
     NotRecorded(String),
     /// The user has not authorized yet and the worker's time is up: a later delivery of the
-    /// job asks again and waits on.
+    /// job waits on.
+    #[cfg(feature = "oauth")]
     AwaitingAuthorization,
     /// The tool needs the user's authorization (handled inside [`Worker::process`]).
     #[cfg(feature = "oauth")]
@@ -66,6 +67,7 @@ impl std::fmt::Display for Kept {
         match self {
             Self::Duplicate => f.write_str("the same invocation is still running"),
             Self::NotRecorded(why) => f.write_str(why),
+            #[cfg(feature = "oauth")]
             Self::AwaitingAuthorization => f.write_str("the user has not authorized yet"),
             #[cfg(feature = "oauth")]
             Self::Authorize(_) => f.write_str("the user must authorize"),

@@ -1,0 +1,152 @@
+//! The callback refuses what it did not seal, what expired, what another browser started and
+//! what was used before, all before anything is stored or exchanged (the provider here is an
+//! unreachable address: reaching it would fail the test with a 502, not a 400).
+
+use super::super::config::{ClientAuth, OAuthConfig, ProviderConfig};
+use super::super::memory::MemoryVault;
+use super::*;
+use axum::body::Body;
+use http::Request;
+use oxp_lambda_core::secrets::{ClientSecrets, Secrets};
+use tower::ServiceExt;
+
+fn broker() -> (Arc<Broker>, Arc<MemoryVault>) {
+    let provider = ProviderConfig {
+        id: "demo".into(),
+        issuer: None,
+        authorize_url: Some("https://idp.invalid/authorize".into()),
+        token_url: Some("https://127.0.0.1:9/token".into()),
+        userinfo_url: None,
+        client_id: "c".into(),
+        client_secret_id: "OAUTH_DEMO_CLIENT_SECRET".into(),
+        scopes: vec![],
+        client_auth: ClientAuth::Basic,
+        extra_params: vec![],
+    };
+    let config = OAuthConfig {
+        providers: vec![provider],
+        ..OAuthConfig::default()
+    };
+    let vault = Arc::new(MemoryVault::default());
+    let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
+    let broker = Broker::new(
+        &config,
+        "https://tools.example".into(),
+        vault.clone(),
+        secrets,
+        false,
+    );
+    (Arc::new(broker), vault)
+}
+
+async fn sealed_state(broker: &Broker, provider: &str, expiry: SystemTime, nonce: &str) -> String {
+    let state = FlowState {
+        link: Link {
+            p: "demo".into(),
+            u: "alice".into(),
+            s: vec![],
+            e: unix(expiry),
+        },
+        n: nonce.into(),
+        v: "verifier".into(),
+    };
+    let plain = serde_json::to_vec(&state).unwrap();
+    broker
+        .keys()
+        .await
+        .unwrap()
+        .seal_text(&format!("state:{provider}"), &plain)
+}
+
+async fn callback(broker: &Arc<Broker>, state: &str, cookie: &str) -> StatusCode {
+    let request = Request::get(format!("/oauth/demo/callback?code=abc&state={state}"))
+        .header("cookie", format!("oxp_oauth_demo={cookie}"))
+        .body(Body::empty())
+        .unwrap();
+    router(broker.clone(), |r| r)
+        .oneshot(request)
+        .await
+        .unwrap()
+        .status()
+}
+
+#[tokio::test]
+async fn a_forged_altered_expired_or_foreign_state_is_refused_with_nothing_stored() {
+    let (broker, vault) = broker();
+    let later = SystemTime::now() + Duration::from_secs(600);
+    let earlier = SystemTime::now() - Duration::from_secs(1);
+    let expired = sealed_state(&broker, "demo", earlier, "n1").await;
+    assert_eq!(
+        callback(&broker, &expired, "n1").await,
+        StatusCode::BAD_REQUEST
+    );
+    let for_another_provider = sealed_state(&broker, "other", later, "n2").await;
+    assert_eq!(
+        callback(&broker, &for_another_provider, "n2").await,
+        StatusCode::BAD_REQUEST
+    );
+    let forged = seal::Keys::random().seal_text("state:demo", b"{}");
+    assert_eq!(
+        callback(&broker, &forged, "n3").await,
+        StatusCode::BAD_REQUEST
+    );
+    let valid = sealed_state(&broker, "demo", later, "n4").await;
+    let altered = format!("{}A", &valid[..valid.len() - 1]);
+    assert_eq!(
+        callback(&broker, &altered, "n4").await,
+        StatusCode::BAD_REQUEST
+    );
+    // Another browser (without the flow's cookie) cannot finish it.
+    assert_eq!(
+        callback(&broker, &valid, "someone-else").await,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(vault.sizes(), (0, 0), "nothing stored, no nonce spent");
+}
+
+#[tokio::test]
+async fn a_state_is_used_once() {
+    let (broker, vault) = broker();
+    let valid = sealed_state(
+        &broker,
+        "demo",
+        SystemTime::now() + Duration::from_secs(600),
+        "n",
+    )
+    .await;
+    // The first use gets as far as the code exchange (which fails: no client secret here).
+    assert_eq!(
+        callback(&broker, &valid, "n").await,
+        StatusCode::BAD_GATEWAY
+    );
+    assert_eq!(
+        callback(&broker, &valid, "n").await,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(vault.sizes(), (0, 1), "the nonce is spent, no token stored");
+}
+
+#[tokio::test]
+async fn an_expired_link_starts_no_flow() {
+    let (broker, _) = broker();
+    let link = Link {
+        p: "demo".into(),
+        u: "alice".into(),
+        s: vec![],
+        e: unix(SystemTime::now() - Duration::from_secs(1)),
+    };
+    let t = broker
+        .keys()
+        .await
+        .unwrap()
+        .seal_text("link", &serde_json::to_vec(&link).unwrap());
+    let request = Request::get(format!("/oauth/demo/start?t={t}"))
+        .body(Body::empty())
+        .unwrap();
+    let status = router(broker.clone(), |r| r)
+        .oneshot(request)
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+}
