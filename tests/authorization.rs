@@ -24,6 +24,7 @@ fn app() -> App {
         ("OXP_OAUTH_DEMO_TOKEN_URL", "https://idp.example/token"),
         ("OXP_OAUTH_DEMO_CLIENT_ID", "oxp-demo"),
         ("OXP_PUBLIC_URL", "https://tools.example.com"),
+        ("OXP_AGENTCORE_USER_ARGUMENT", "oxp_user_id"),
     ]);
     let mut config = Config::from_lookup(false, |k| vars.get(k).map(|v| (*v).to_owned())).unwrap();
     config.auth = AuthConfig::Jwt(JwtConfig {
@@ -40,6 +41,11 @@ fn app() -> App {
     let registry = Registry::builder()
         .tools(example_tools::tools())
         .tool(example_tools::profile_tool())
+        .tool(oxp_lambda::Tool::builder("Test.Echo", "1.0.0").handler(
+            |input: serde_json::Map<String, Value>, ctx: oxp_lambda::ToolContext| async move {
+                Ok::<_, oxp_lambda::ToolError>(json!({"input": input, "user_id": ctx.user_id}))
+            },
+        ))
         .state(example_tools::UserInfoUrl(None))
         .build()
         .unwrap();
@@ -327,4 +333,37 @@ async fn no_tool_may_declare_the_sealing_key_or_a_client_secret() {
         let error = built.map(|_| ()).unwrap_err().to_string();
         assert!(error.contains("tools never get it"), "{id}: {error}");
     }
+}
+
+#[tokio::test]
+async fn the_agentcore_target_answers_a_tool_error_with_the_link_for_the_interceptors_user() {
+    let app = app();
+    let context = json!({"custom": {"bedrockAgentCoreToolName": "t___Demo_Profile"}}).to_string();
+    let event = json!({"oxp_user_id": "hana"}).to_string();
+    let answer = app
+        .handle_agentcore(event.as_bytes(), Some(context.as_bytes()))
+        .await;
+    assert_eq!(answer["isError"], true, "{answer}");
+    let text = answer["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.contains("https://tools.example.com/oauth/demo/start?t="),
+        "{text}"
+    );
+    // Without the interceptor's argument there is no user to ask.
+    let answer = app.handle_agentcore(b"{}", Some(context.as_bytes())).await;
+    assert!(
+        answer["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("user ID"),
+        "{answer}"
+    );
+    // The argument is taken out before the tool's input is checked: a tool with a closed
+    // schema still accepts the call.
+    let context = json!({"custom": {"bedrockAgentCoreToolName": "t___Calculator_Add"}}).to_string();
+    let event = json!({"a": 1, "b": 2, "oxp_user_id": "hana"}).to_string();
+    let answer = app
+        .handle_agentcore(event.as_bytes(), Some(context.as_bytes()))
+        .await;
+    assert_eq!(answer["isError"], false, "{answer}");
 }

@@ -24,10 +24,16 @@ const TARGET_SEPARATOR: &str = "___";
 const TOOL_NAME: &str = "bedrockAgentCoreToolName";
 const REQUEST_ID: &str = "bedrockAgentCoreAwsRequestId";
 
+/// The longest user id taken from the arguments.
+const MAX_USER_ID_CHARS: usize = 256;
+
 /// Runs one gateway invocation: `event` is the raw event (the arguments), `client_context`
-/// the raw client context JSON; the answer is the `CallToolResult` as JSON.
+/// the raw client context JSON; the answer is the `CallToolResult` as JSON. `user_argument`
+/// (`OXP_AGENTCORE_USER_ARGUMENT`) names the argument the gateway's interceptor puts the end
+/// user in.
 pub(crate) async fn invoke(
     served: &Served,
+    user_argument: Option<&str>,
     event: &[u8],
     client_context: Option<&[u8]>,
     deadline: Option<Instant>,
@@ -49,12 +55,20 @@ pub(crate) async fn invoke(
         let shown: String = name.chars().take(128).collect();
         return refused(format!("Unknown tool: {shown}"));
     };
-    let input = match serde_json::from_slice::<Value>(event) {
+    let mut input = match serde_json::from_slice::<Value>(event) {
         Ok(Value::Null) => Value::Object(Default::default()),
         Ok(input) => input,
         Err(_) => return refused("The event is not JSON: it must be the tool's arguments".into()),
     };
+    // The end user, as the gateway's interceptor wrote it: taken out before the tool sees the
+    // arguments (its schema knows nothing of it).
+    let user_id = user_argument
+        .zip(input.as_object_mut())
+        .and_then(|(name, args)| args.remove(name))
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .filter(|u| !u.is_empty() && u.chars().count() <= MAX_USER_ID_CHARS);
     let mut call = Call::new("agentcore", Target::Tool(tool.clone()), input);
+    call.user_id = user_id;
     // The gateway's request id ties the call's log line to the gateway's.
     call.trace_id = custom
         .get(REQUEST_ID)

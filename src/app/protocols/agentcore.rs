@@ -33,8 +33,8 @@ impl GatewayTarget {
     }
 }
 
-/// The target as the direct Runtime API loop runs it.
-struct Direct(Arc<Served>);
+/// The target as the direct Runtime API loop runs it, with `OXP_AGENTCORE_USER_ARGUMENT`.
+struct Direct(Arc<Served>, Option<String>);
 
 impl DirectHandler for Direct {
     fn handle<'a>(
@@ -43,7 +43,13 @@ impl DirectHandler for Direct {
         client_context: Option<&'a [u8]>,
         deadline: Option<Instant>,
     ) -> BoxFuture<'a, Value> {
-        Box::pin(invoke(&self.0, event, client_context, deadline))
+        Box::pin(invoke(
+            &self.0,
+            self.1.as_deref(),
+            event,
+            client_context,
+            deadline,
+        ))
     }
 
     fn too_large(&self) -> Value {
@@ -66,7 +72,10 @@ impl Protocol for AgentCoreProtocol {
                 .clone();
             contribution.lambda_role = Some((
                 LambdaRole::AgentCore,
-                super::direct_runner(Arc::new(Direct(served))),
+                super::direct_runner(Arc::new(Direct(
+                    served,
+                    assembly.config.mcp.agentcore_user_argument.clone(),
+                ))),
             ));
         }
         contribution.state.insert(target);
@@ -87,7 +96,10 @@ impl App {
             return refused("The event is too large".into());
         }
         match target.served() {
-            Ok(served) => invoke(served, event, client_context, None).await,
+            Ok(served) => {
+                let user_argument = target.config.agentcore_user_argument.as_deref();
+                invoke(served, user_argument, event, client_context, None).await
+            }
             Err(_) => refused("The AgentCore target is misconfigured (OXP_MCP_TOOLS)".into()),
         }
     }
