@@ -10,14 +10,16 @@
 
 use crate::oauth::Broker;
 use crate::rap::deliver::{Deliverer, Delivery};
+use crate::rap::job::Kept;
 use crate::rap::job::{Job, error};
+use crate::rap::toolset::ServedToolset;
 use crate::rap::wire::ErrorBody;
-use crate::rap::worker::{Kept, Worker};
 use axum::body::Bytes;
 use oxp_lambda_core::content::ToolOutput;
 use oxp_lambda_core::tokens::Challenge;
 use serde::Serialize;
 use serde_json::Value;
+use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -170,47 +172,47 @@ impl Authorizing {
     }
 }
 
-/// Runs `job` on `worker`, asking its user to authorize (once) and waiting whenever its tool
-/// needs a token the user has not granted yet; `auth_deadline`: when the worker must stop
-/// waiting (the job then stays on its queue).
-pub(crate) async fn run(
-    worker: &Worker,
-    job: &Job,
-    deadline: Option<Instant>,
-    auth_deadline: Option<Instant>,
-) -> Result<Result<ToolOutput<Value>, ErrorBody>, Kept> {
-    let mut asked = false;
-    loop {
-        let challenge = match worker.run(job, deadline).await {
-            Err(Kept::Authorize(challenge)) => challenge,
-            other => return other,
-        };
-        let Some(authorizing) = &worker.authorizing else {
-            return Err(Kept::NotRecorded("authorization without a broker".into()));
-        };
-        let scopes = scopes_of(worker, job, &challenge.provider);
-        let waited = authorizing
-            .wait(
-                &worker.deliverer,
-                job,
-                &challenge,
-                &scopes,
-                asked,
-                auth_deadline,
-            )
-            .await;
-        match waited {
-            Waited::Granted => asked = true,
-            Waited::Ended(error) => return Ok(Err(error)),
-            Waited::Deadline => return Err(Kept::AwaitingAuthorization),
+impl Authorizing {
+    /// Runs `job` (each attempt through `attempt`), asking its user to authorize (once) and
+    /// waiting whenever its tool needs a token the user has not granted yet; `auth_deadline`:
+    /// when the worker must stop waiting (the job then stays on its queue).
+    pub(crate) async fn run<F, Fut>(
+        &self,
+        deliverer: &Deliverer,
+        toolset: &ServedToolset,
+        job: &Job,
+        auth_deadline: Option<Instant>,
+        attempt: F,
+    ) -> Ran
+    where
+        F: Fn() -> Fut,
+        Fut: Future<Output = Ran>,
+    {
+        let mut asked = false;
+        loop {
+            let challenge = match attempt().await {
+                Err(Kept::Authorize(challenge)) => challenge,
+                other => return other,
+            };
+            let scopes = scopes_of(toolset, job, &challenge.provider);
+            let waited = self
+                .wait(deliverer, job, &challenge, &scopes, asked, auth_deadline)
+                .await;
+            match waited {
+                Waited::Granted => asked = true,
+                Waited::Ended(error) => return Ok(Err(error)),
+                Waited::Deadline => return Err(Kept::AwaitingAuthorization),
+            }
         }
     }
 }
 
+/// What one run of a job gives: the output or the error to report, or why it stays queued.
+type Ran = Result<Result<ToolOutput<Value>, ErrorBody>, Kept>;
+
 /// The scopes the job's tool declares for `provider`.
-fn scopes_of(worker: &Worker, job: &Job, provider: &str) -> Vec<String> {
-    worker
-        .toolset()
+fn scopes_of(toolset: &ServedToolset, job: &Job, provider: &str) -> Vec<String> {
+    toolset
         .get(job.operation.as_deref().unwrap_or_default())
         .and_then(|t| {
             t.requirements

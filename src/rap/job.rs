@@ -61,6 +61,36 @@ fn is_anonymous(principal: &Principal) -> bool {
     *principal == Principal::default()
 }
 
+/// Why a job must stay on its queue: it was neither answered nor recorded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// The same invocation is running elsewhere; a later delivery of this job replays its
+    /// stored result (or runs it, if that run died).
+    Duplicate,
+    /// The result could be neither delivered nor dead-lettered.
+    NotRecorded(String),
+    /// The user has not authorized yet and the worker's time is up: a later delivery of the
+    /// job waits on.
+    #[cfg(feature = "oauth")]
+    AwaitingAuthorization,
+    /// The tool needs the user's authorization (handled inside the worker's processing).
+    #[cfg(feature = "oauth")]
+    Authorize(Box<oxp_lambda_core::tokens::Challenge>),
+}
+
+impl std::fmt::Display for Kept {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Duplicate => f.write_str("the same invocation is still running"),
+            Self::NotRecorded(why) => f.write_str(why),
+            #[cfg(feature = "oauth")]
+            Self::AwaitingAuthorization => f.write_str("the user has not authorized yet"),
+            #[cfg(feature = "oauth")]
+            Self::Authorize(_) => f.write_str("the user must authorize"),
+        }
+    }
+}
+
 /// Why an acknowledged invocation will not run; reported to the callback as an error result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]

@@ -5,6 +5,7 @@
 use crate::rap::RapThread;
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
 use crate::rap::deliver::{Deliverer, Delivery};
+pub(crate) use crate::rap::job::Kept;
 use crate::rap::job::{Job, error, rfc3339, unix_ms, unknown_operation};
 use crate::rap::once::{self, Delivered};
 use crate::rap::toolset::ServedToolset;
@@ -25,7 +26,7 @@ use std::time::{Duration, Instant, SystemTime};
 pub(crate) struct Worker {
     invoker: Arc<Invoker>,
     toolset: Arc<ServedToolset>,
-    pub(crate) deliverer: Deliverer,
+    deliverer: Deliverer,
     dead_letters: DeadLetters,
     tool_timeout: Option<Duration>,
     running: Arc<Running>,
@@ -43,36 +44,6 @@ pub(crate) struct Report {
     pub(crate) delivered: bool,
     /// Delivery attempts.
     pub(crate) attempts: u32,
-}
-
-/// Why a job must stay on its queue: it was neither answered nor recorded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Kept {
-    /// The same invocation is running elsewhere; a later delivery of this job replays its
-    /// stored result (or runs it, if that run died).
-    Duplicate,
-    /// The result could be neither delivered nor dead-lettered.
-    NotRecorded(String),
-    /// The user has not authorized yet and the worker's time is up: a later delivery of the
-    /// job waits on.
-    #[cfg(feature = "oauth")]
-    AwaitingAuthorization,
-    /// The tool needs the user's authorization (handled inside [`Worker::process`]).
-    #[cfg(feature = "oauth")]
-    Authorize(Box<oxp_lambda_core::tokens::Challenge>),
-}
-
-impl std::fmt::Display for Kept {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Duplicate => f.write_str("the same invocation is still running"),
-            Self::NotRecorded(why) => f.write_str(why),
-            #[cfg(feature = "oauth")]
-            Self::AwaitingAuthorization => f.write_str("the user has not authorized yet"),
-            #[cfg(feature = "oauth")]
-            Self::Authorize(_) => f.write_str("the user must authorize"),
-        }
-    }
 }
 
 impl Worker {
@@ -289,13 +260,19 @@ impl Worker {
         #[cfg_attr(not(feature = "oauth"), allow(unused_variables))] auth_deadline: Option<Instant>,
     ) -> Result<Result<ToolOutput<Value>, ErrorBody>, Kept> {
         #[cfg(feature = "oauth")]
-        return crate::rap::authorize::run(self, job, deadline, auth_deadline).await;
-        #[cfg(not(feature = "oauth"))]
+        if let Some(authorizing) = &self.authorizing {
+            let (deliverer, toolset) = (&self.deliverer, &self.toolset);
+            return authorizing
+                .run(deliverer, toolset, job, auth_deadline, || {
+                    self.run(job, deadline)
+                })
+                .await;
+        }
         self.run(job, deadline).await
     }
 
     /// The tool's output or the error to report; `Err` when the job must stay queued.
-    pub(crate) async fn run(
+    async fn run(
         &self,
         job: &Job,
         deadline: Option<Instant>,
