@@ -25,6 +25,8 @@ fn app() -> App {
         ("OXP_OAUTH_DEMO_CLIENT_ID", "oxp-demo"),
         ("OXP_PUBLIC_URL", "https://tools.example.com"),
         ("OXP_AGENTCORE_USER_ARGUMENT", "oxp_user_id"),
+        ("OXP_OAUTH_PENDING_SECS", "2"),
+        ("OXP_RAP_DELIVERY_ATTEMPTS", "1"),
     ]);
     let mut config = Config::from_lookup(false, |k| vars.get(k).map(|v| (*v).to_owned())).unwrap();
     config.auth = AuthConfig::Jwt(JwtConfig {
@@ -366,4 +368,37 @@ async fn the_agentcore_target_answers_a_tool_error_with_the_link_for_the_interce
         .handle_agentcore(event.as_bytes(), Some(context.as_bytes()))
         .await;
     assert_eq!(answer["isError"], false, "{answer}");
+}
+
+#[tokio::test]
+async fn a_rap_invocation_never_authorized_ends_in_an_error_result_after_the_pending_time() {
+    let app = app();
+    let receiver = common::receiver::Receiver::ok().await;
+    let body = json!({"id": "inv-t", "group_id": "g", "operation": "Demo_Profile", "arguments": {},
+                      "user_id": "ivy", "callback_url": receiver.url});
+    let request = axum::http::Request::post("/invoke")
+        .header("content-type", "application/json")
+        .header("authorization", bearer("ivy"))
+        .body(axum::body::Body::from(body.to_string()))
+        .unwrap();
+    assert_eq!(send(&app, request).await.status, 200);
+    let hits = receiver.wait_for(2).await;
+    assert_eq!(hits[0].body["type"], "oauth", "{:?}", hits[0].body);
+    assert!(
+        hits[0].body["call_id"].is_null(),
+        "echoed as the invocation had none"
+    );
+    let waited = hits[1].at.duration_since(hits[0].at);
+    assert!(
+        waited >= std::time::Duration::from_millis(1500),
+        "{waited:?}"
+    );
+    let result = &hits[1].body;
+    assert_eq!(result["type"], "tool_result");
+    let text = result["text"].as_str().unwrap();
+    assert!(text.contains(r#""kind":"authorization_timeout""#), "{text}");
+    assert!(
+        text.contains("was not completed within 2 seconds"),
+        "{text}"
+    );
 }

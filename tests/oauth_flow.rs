@@ -347,8 +347,13 @@ async fn a_rap_invocation_asks_with_an_oauth_message_and_delivers_its_result_onc
     assert_eq!(status, 200, "{page}");
     let result = receiver.wait_for(4).await.remove(3).body;
     assert_eq!(result["type"], "tool_result");
+    let text = result["text"].as_str().unwrap();
     assert!(
-        result["text"].as_str().unwrap().contains("not granted"),
+        text.starts_with("Error: The authorization with 'demo' was not granted"),
+        "{result}"
+    );
+    assert!(
+        text.contains(r#""kind":"authorization_denied""#),
         "{result}"
     );
 }

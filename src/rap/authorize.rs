@@ -142,7 +142,7 @@ impl Authorizing {
                     {
                         return Waited::Ended(error(
                             "authorization_denied",
-                            format!("Error: the authorization with '{provider}' was not granted. Try again and grant the requested access."),
+                            format!("The authorization with '{provider}' was not granted. Try again and grant the requested access."),
                         ));
                     }
                 }
