@@ -95,6 +95,29 @@ impl<C> fmt::Debug for AwsClient<C> {
     }
 }
 
+/// What the DynamoDB stores (idempotency records, the token vault) write and read alike.
+#[cfg(feature = "dynamodb")]
+pub(crate) mod dynamo {
+    use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use std::time::{SystemTime, UNIX_EPOCH};
+
+    /// A number attribute.
+    pub(crate) fn number(v: u64) -> AttributeValue {
+        AttributeValue::N(v.to_string())
+    }
+
+    /// `t` in Unix seconds, as the tables' TTL attribute `expires_at` holds it (0 before 1970).
+    pub(crate) fn epoch_secs(t: SystemTime) -> u64 {
+        t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
+    }
+
+    /// The service's error code for a failed request: never its message, which may echo a key.
+    pub(crate) fn error_code<E: ProvideErrorMetadata>(e: &SdkError<E>) -> &str {
+        e.code().unwrap_or("unreachable or timed out")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,13 +2,14 @@
 //! writes and a TTL attribute.
 
 use crate::aws::AwsClient;
+use crate::aws::dynamo::{self, number as n};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use oxp_lambda_core::idempotency::{
     Claim, IdempotencyStore, StoreError, StoreFuture, StoredOutcome,
 };
 use std::collections::HashMap;
 use std::fmt;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 /// DynamoDB store. Items: `call_id` (partition key, S), `status` (`IN_PROGRESS` or
 /// `COMPLETED`), `fingerprint`, `outcome` (JSON), and `expires_at` (epoch seconds, the table's
@@ -33,26 +34,19 @@ impl DynamoStore {
     }
 }
 
+/// Unix seconds `after` from now.
 fn epoch_secs(after: Duration) -> u64 {
-    (SystemTime::now() + after)
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
+    dynamo::epoch_secs(SystemTime::now() + after)
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
     AttributeValue::S(v.into())
 }
 
-fn n(v: u64) -> AttributeValue {
-    AttributeValue::N(v.to_string())
-}
-
 fn store_error<E: fmt::Debug + aws_sdk_dynamodb::error::ProvideErrorMetadata>(
     e: &aws_sdk_dynamodb::error::SdkError<E>,
 ) -> StoreError {
-    use aws_sdk_dynamodb::error::ProvideErrorMetadata as _;
-    StoreError(e.code().unwrap_or("unreachable or timed out").to_owned())
+    StoreError(dynamo::error_code(e).to_owned())
 }
 
 /// `Ok` also when the write's condition failed: the key was completed or taken over after this

@@ -5,6 +5,7 @@
 //! lazily, so reads and the nonce's conditional write check expiry themselves.
 
 use crate::aws::AwsClient;
+use crate::aws::dynamo::{self, epoch_secs as epoch, number as n};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
 use oxp_lambda_core::tokens::{Sealed, TokenError, TokenFuture, TokenStore};
@@ -30,22 +31,10 @@ impl DynamoVault {
     }
 }
 
-fn epoch(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
-}
-
-fn n(v: u64) -> AttributeValue {
-    AttributeValue::N(v.to_string())
-}
-
 fn failed<E: aws_sdk_dynamodb::error::ProvideErrorMetadata>(
     e: &aws_sdk_dynamodb::error::SdkError<E>,
 ) -> TokenError {
-    use aws_sdk_dynamodb::error::ProvideErrorMetadata as _;
-    TokenError(format!(
-        "token vault: {}",
-        e.code().unwrap_or("unreachable or timed out")
-    ))
+    TokenError(format!("token vault: {}", dynamo::error_code(e)))
 }
 
 impl TokenStore for DynamoVault {

@@ -89,6 +89,15 @@ struct Record {
     s: Vec<String>,
 }
 
+/// `text` as the vault's keys hold it: the first 160 bits of its SHA-256, in hex.
+fn hashed(text: &str) -> String {
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .take(20)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
 pub(crate) fn unix(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
@@ -167,9 +176,7 @@ impl Broker {
     /// The vault key of `user`'s tokens for `provider`: the user hashed, so the store never
     /// holds a user id either.
     fn vault_key(provider: &str, user: &str) -> String {
-        let digest = Sha256::digest(user.as_bytes());
-        let hex: String = digest.iter().take(20).map(|b| format!("{b:02x}")).collect();
-        format!("token#{provider}#{hex}")
+        format!("token#{provider}#{}", hashed(user))
     }
 
     /// The sealed link for `user` to authorize `provider` with `scopes`, valid for the link TTL.
@@ -262,10 +269,8 @@ impl Broker {
     /// delivered. A vault that cannot answer says `true` (asking twice beats never asking).
     #[cfg_attr(not(feature = "rap"), allow(dead_code))]
     pub(crate) async fn first_time(&self, marker: &str, until: SystemTime) -> bool {
-        let digest = Sha256::digest(marker.as_bytes());
-        let hex: String = digest.iter().take(20).map(|b| format!("{b:02x}")).collect();
         self.store
-            .spend(&format!("asked#{hex}"), until)
+            .spend(&format!("asked#{}", hashed(marker)), until)
             .await
             .unwrap_or(true)
     }

@@ -115,7 +115,7 @@ impl Authorizing {
                     deadline,
                 )
                 .await;
-            tracing::info!(target: "oxp::rap::audit", id = job.reply_to.id.as_str(), group_id = job.reply_to.group_id.as_str(), provider, delivery = matches!(sent, Delivery::Delivered { .. }).then_some("delivered").unwrap_or("failed"), "authorization asked");
+            tracing::info!(target: "oxp::rap::audit", id = job.reply_to.id.as_str(), group_id = job.reply_to.group_id.as_str(), provider, delivery = if matches!(sent, Delivery::Delivered { .. }) { "delivered" } else { "failed" }, "authorization asked");
             if let Delivery::Failed { .. } = sent {
                 return Waited::Ended(error(
                     "missing_requirement",
