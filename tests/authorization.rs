@@ -4,15 +4,12 @@
 
 mod common;
 
+use common::jwt::{HS_KEY, JWT_KEY_ID, bearer, hs256_auth};
 use common::mcp::{post_mcp, rpc};
 use common::*;
-use jsonwebtoken::{EncodingKey, Header};
-use oxp_lambda::config::{AuthConfig, JwtConfig, JwtKeys};
 use oxp_lambda::{App, Config, Registry};
 use serde_json::{Value, json};
 use std::collections::HashMap;
-
-const HS_KEY: &str = "a-test-signing-key-of-at-least-32-bytes!";
 
 fn app() -> App {
     let vars: HashMap<&str, &str> = HashMap::from([
@@ -29,17 +26,7 @@ fn app() -> App {
         ("OXP_RAP_DELIVERY_ATTEMPTS", "1"),
     ]);
     let mut config = Config::from_lookup(false, |k| vars.get(k).map(|v| (*v).to_owned())).unwrap();
-    config.auth = AuthConfig::Jwt(JwtConfig {
-        keys: JwtKeys::Hs256 {
-            secret_id: "JWT_KEY".into(),
-        },
-        issuer: None,
-        audience: None,
-        client_id: None,
-        token_use: None,
-        leeway_secs: 5,
-        bind_user_id: true,
-    });
+    config.auth = hs256_auth(true);
     let registry = Registry::builder()
         .tools(example_tools::tools())
         .tool(example_tools::profile_tool())
@@ -54,19 +41,8 @@ fn app() -> App {
     build(
         App::builder(registry)
             .config(config)
-            .secret("JWT_KEY", HS_KEY),
+            .secret(JWT_KEY_ID, HS_KEY),
     )
-}
-
-fn bearer(sub: &str) -> String {
-    let claims = json!({"sub": sub, "exp": 4_000_000_000u64});
-    let token = jsonwebtoken::encode(
-        &Header::default(),
-        &claims,
-        &EncodingKey::from_secret(HS_KEY.as_bytes()),
-    )
-    .unwrap();
-    format!("Bearer {token}")
 }
 
 async fn oxp_call(app: &App, sub: &str) -> Reply {

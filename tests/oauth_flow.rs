@@ -7,16 +7,13 @@
 
 mod common;
 
+use common::jwt::{HS_KEY, JWT_KEY_ID, bearer, hs256_auth};
 use common::receiver::Receiver;
-use jsonwebtoken::{EncodingKey, Header};
-use oxp_lambda::config::{AuthConfig, JwtConfig, JwtKeys};
 use oxp_lambda::{App, Config, Registry};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
-
-const HS_KEY: &str = "a-test-signing-key-of-at-least-32-bytes!";
 
 struct Process(Child);
 
@@ -25,22 +22,6 @@ impl Drop for Process {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn bearer(sub: &str) -> String {
-    let exp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 600;
-    let claims = json!({"sub": sub, "exp": exp, "iss": "https://issuer.test/", "aud": "oxp-tools"});
-    let token = jsonwebtoken::encode(
-        &Header::default(),
-        &claims,
-        &EncodingKey::from_secret(HS_KEY.as_bytes()),
-    )
-    .unwrap();
-    format!("Bearer {token}")
 }
 
 /// A browser: follows redirects by hand (so each hop is visible), keeps cookies per host.
@@ -150,17 +131,7 @@ async fn setup() -> Setup {
         ("OXP_OAUTH_PENDING_SECS", "60".into()),
     ]);
     let mut config = Config::from_lookup(false, |k| vars.get(k).cloned()).unwrap();
-    config.auth = AuthConfig::Jwt(JwtConfig {
-        keys: JwtKeys::Hs256 {
-            secret_id: "JWT_KEY".into(),
-        },
-        issuer: Some("https://issuer.test/".into()),
-        audience: Some("oxp-tools".into()),
-        client_id: None,
-        token_use: None,
-        leeway_secs: 5,
-        bind_user_id: false,
-    });
+    config.auth = hs256_auth(false);
     config.rap.retry.max_attempts = 1;
     let registry = Registry::builder()
         .tools(common::example_tools::tools())
@@ -173,7 +144,7 @@ async fn setup() -> Setup {
     let app: App = common::build(
         App::builder(registry)
             .config(config)
-            .secret("JWT_KEY", HS_KEY)
+            .secret(JWT_KEY_ID, HS_KEY)
             .secret("OAUTH_DEMO_CLIENT_SECRET", "oxp-demo-secret"),
     );
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
@@ -186,6 +157,17 @@ async fn setup() -> Setup {
         _provider: Process(child),
         _stop: stop,
     }
+}
+
+/// How many refresh grants the provider has answered.
+async fn refreshes(issuer: &str) -> u64 {
+    let stats: Value = reqwest::get(format!("{issuer}/test-stats"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    stats["refreshes"].as_u64().unwrap()
 }
 
 async fn oxp_call(base: &str, sub: &str) -> (u16, Value) {
@@ -270,27 +252,12 @@ async fn a_user_authorizes_once_over_oxp_and_later_calls_use_and_refresh_the_tok
 
     // The access token lives 61 s and is refreshed 60 s ahead: two seconds on, the call
     // refreshes it at the provider and succeeds.
-    let stats = format!("{}/test-stats", s.issuer);
-    let before = reqwest::get(&stats)
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap()["refreshes"]
-        .as_u64()
-        .unwrap();
+    let before = refreshes(&s.issuer).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     let (status, answer) = oxp_call(&s.base, "alice").await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["result"]["value"]["sub"], "alice");
-    let after = reqwest::get(&stats)
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap()["refreshes"]
-        .as_u64()
-        .unwrap();
+    let after = refreshes(&s.issuer).await;
     assert_eq!(after, before + 1, "one refresh");
 
     // The user forgets the token: the next call asks again.

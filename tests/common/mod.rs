@@ -4,6 +4,8 @@
 /// moto on loopback: the same support file as the unit tests' `crate::moto`.
 #[path = "../../src/moto.rs"]
 pub mod aws;
+#[cfg(feature = "jwt")]
+pub mod jwt;
 pub mod mcp;
 pub mod receiver;
 pub mod runtime_api;

@@ -1,0 +1,43 @@
+//! Callers authenticated with HS256 JWTs: the server holds the key as secret `JWT_KEY`
+//! (`AppBuilder::secret(JWT_KEY_ID, HS_KEY)`), and `bearer(sub)` is a caller's header.
+
+use oxp_lambda::config::{AuthConfig, JwtConfig, JwtKeys};
+use serde_json::json;
+
+/// The signing key.
+pub const HS_KEY: &str = "a-test-signing-key-of-at-least-32-bytes!";
+/// The secret id the server holds it under.
+pub const JWT_KEY_ID: &str = "JWT_KEY";
+
+/// `OXP_AUTH=jwt` with that key, issuer `https://issuer.test/` and audience `oxp-tools`;
+/// `bind_user_id`: `OXP_BIND_USER_ID`.
+pub fn hs256_auth(bind_user_id: bool) -> AuthConfig {
+    AuthConfig::Jwt(JwtConfig {
+        keys: JwtKeys::Hs256 {
+            secret_id: JWT_KEY_ID.into(),
+        },
+        issuer: Some("https://issuer.test/".into()),
+        audience: Some("oxp-tools".into()),
+        client_id: None,
+        token_use: None,
+        leeway_secs: 5,
+        bind_user_id,
+    })
+}
+
+/// `Authorization` for caller `sub`, valid for ten minutes.
+pub fn bearer(sub: &str) -> String {
+    let exp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 600;
+    let claims = json!({"sub": sub, "exp": exp, "iss": "https://issuer.test/", "aud": "oxp-tools"});
+    let token = jsonwebtoken::encode(
+        &jsonwebtoken::Header::default(),
+        &claims,
+        &jsonwebtoken::EncodingKey::from_secret(HS_KEY.as_bytes()),
+    )
+    .unwrap();
+    format!("Bearer {token}")
+}
