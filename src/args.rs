@@ -1,20 +1,22 @@
-//! The command line: `--port N` over `OXP_PORT` for the local server, and
-//! `schema --agentcore` / `schema --bedrock-agent` to print the AgentCore Gateway target's tool
-//! schema or the Bedrock Agents action group's function schema.
+//! The command line: `--port N` over `OXP_PORT` for the local server, `--help`, and
+//! `schema --<protocol>` to print a protocol's export of the tools (the AgentCore Gateway
+//! target's tool schema with `--agentcore`, the Bedrock Agents action group's function schema
+//! with `--bedrock-agent`).
 
 use crate::config::Config;
 
-const USAGE: &str = "usage: oxp-lambda [--port N]\n       oxp-lambda schema --agentcore | --bedrock-agent\n\nConfiguration is read from OXP_* environment variables (docs/configuration.md).";
+/// What `--help` prints.
+pub(crate) const USAGE: &str = "usage: oxp-lambda [--port N]\n       oxp-lambda schema --agentcore | --bedrock-agent | --<protocol>\n       oxp-lambda --help\n\nServes the tools in AWS Lambda (when AWS_LAMBDA_RUNTIME_API is set) or on a local port.\nConfiguration is read from OXP_* environment variables (docs/configuration.md).";
 
 /// What the binary was asked to do.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Command {
     /// Serve (Lambda or the local server).
     Serve,
-    /// Print the AgentCore Gateway target's inline `toolSchema` and exit.
-    AgentCoreSchema,
-    /// Print the Bedrock Agents action group's function schema and exit.
-    BedrockAgentSchema,
+    /// Print protocol `.0`'s export of the tools and exit.
+    Schema(String),
+    /// Print the usage and exit successfully.
+    Help,
 }
 
 /// Reads the command line: applies `--port N`, `--port=N` to `config`, or picks a command.
@@ -25,11 +27,13 @@ pub(crate) fn apply(
     let mut args = args.peekable();
     if args.peek().map(String::as_str) == Some("schema") {
         args.next();
-        return match (args.next().as_deref(), args.next()) {
-            (Some("--agentcore"), None) => Ok(Command::AgentCoreSchema),
-            (Some("--bedrock-agent"), None) => Ok(Command::BedrockAgentSchema),
+        return match (
+            args.next().as_deref().and_then(|a| a.strip_prefix("--")),
+            args.next(),
+        ) {
+            (Some(protocol), None) if !protocol.is_empty() => Ok(Command::Schema(protocol.into())),
             _ => Err(format!(
-                "schema takes --agentcore or --bedrock-agent\n{USAGE}"
+                "schema takes one protocol: --agentcore, --bedrock-agent, ...\n{USAGE}"
             )),
         };
     }
@@ -38,7 +42,7 @@ pub(crate) fn apply(
             "--port" | "-p" => args
                 .next()
                 .ok_or_else(|| format!("--port needs a value\n{USAGE}"))?,
-            "--help" | "-h" => return Err(USAGE.to_owned()),
+            "--help" | "-h" => return Ok(Command::Help),
             other => match other.strip_prefix("--port=") {
                 Some(port) => port.to_owned(),
                 None => return Err(format!("unknown argument '{other}'\n{USAGE}")),
@@ -70,20 +74,21 @@ mod tests {
     }
 
     #[test]
-    fn schema_takes_agentcore_or_bedrock_agent() {
+    fn schema_takes_one_protocol_and_help_is_a_command() {
         let mut c = Config::default();
         let command = |list: &[&str], c: &mut Config| apply(c, list.iter().map(|s| s.to_string()));
         assert_eq!(
             command(&["schema", "--agentcore"], &mut c),
-            Ok(Command::AgentCoreSchema)
+            Ok(Command::Schema("agentcore".into()))
         );
         assert_eq!(
             command(&["schema", "--bedrock-agent"], &mut c),
-            Ok(Command::BedrockAgentSchema)
+            Ok(Command::Schema("bedrock-agent".into()))
         );
         assert!(command(&["schema"], &mut c).is_err());
-        assert!(command(&["schema", "--mcp"], &mut c).is_err());
+        assert!(command(&["schema", "--"], &mut c).is_err());
         assert!(command(&["schema", "--agentcore", "x"], &mut c).is_err());
+        assert_eq!(command(&["--help"], &mut c), Ok(Command::Help));
         assert_eq!(command(&[], &mut c), Ok(Command::Serve));
     }
 }

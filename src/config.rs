@@ -1,6 +1,7 @@
 //! Configuration from `OXP_*` environment variables, read once at start. Each subsystem reads
-//! its own settings ([`SecretsConfig`], [`AuthConfig`], [`IdempotencyConfig`], [`RapConfig`]);
-//! [`Config`] puts them together with the server's own. `docs/configuration.md` lists every
+//! its own settings ([`SecretsConfig`], [`AuthConfig`], [`IdempotencyConfig`], [`OAuthConfig`]);
+//! [`Config`] puts them together with the server's own, and keeps the variables ([`Vars`]) for
+//! each protocol to read its own section ([`Env`]). `docs/configuration.md` lists every
 //! variable. An invalid value is an error naming the variable, so a bad deployment fails at
 //! init rather than at the first request.
 
@@ -8,8 +9,8 @@ pub use crate::auth::{AuthConfig, JwtConfig, JwtKeys};
 pub use crate::idempotency::{IdempotencyConfig, IdempotencyMode};
 #[cfg(feature = "mcp")]
 pub use crate::mcp::McpConfig;
-#[cfg(feature = "oauth")]
 pub use crate::oauth::config::{ClientAuth, OAuthConfig, ProviderConfig};
+pub use crate::observe::MetricsConfig;
 #[cfg(feature = "rap")]
 pub use crate::rap::callback::CallbackPolicy;
 #[cfg(feature = "rap")]
@@ -17,14 +18,19 @@ pub use crate::rap::config::{RapConfig, RateLimit};
 #[cfg(feature = "rap")]
 pub use crate::rap::deliver::RetryPolicy;
 pub use crate::secrets::{SecretSourceKind, SecretsConfig};
-pub use crate::settings::ConfigError;
+pub use crate::settings::{ConfigError, Env};
 pub use oxp_lambda_core::secrets::ClientSecrets;
 
-use crate::settings::{Env, invalid};
+use crate::settings::invalid;
+use std::collections::BTreeMap;
+use std::fmt;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
-/// Server configuration.
+/// Server configuration: what the server itself reads from `OXP_*` variables. Each protocol
+/// reads its own section from the same variables ([`Protocol::settings`](crate::protocol::Protocol::settings)),
+/// kept here as [`Config::vars`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Config {
     /// Local server address (`OXP_HOST`, default `127.0.0.1`).
@@ -67,35 +73,98 @@ pub struct Config {
     /// `OXP_DEADLINE_MARGIN_MS` (default 500): in Lambda, tools must finish this long before the
     /// invocation deadline so the caller gets an answer before Lambda stops the function.
     pub deadline_margin: Duration,
-    /// The async tool invocation (RAP) adapter.
-    #[cfg(feature = "rap")]
-    pub rap: RapConfig,
-    /// The MCP adapter.
-    #[cfg(feature = "mcp")]
-    pub mcp: McpConfig,
     /// Users' authorization with OAuth providers, run by the server (feature `oauth`).
-    #[cfg(feature = "oauth")]
     pub oauth: OAuthConfig,
-    /// `OXP_LAMBDA_ROLE`: what a Lambda function built from this binary handles.
-    pub lambda_role: LambdaRole,
+    /// `OXP_LAMBDA_ROLE` (default `http`): what a Lambda function built from this binary
+    /// handles: HTTP events, or the role a protocol serves (`worker`, `agentcore`,
+    /// `bedrock-agent`, or one of your own).
+    pub lambda_role: String,
     /// Metrics in CloudWatch Embedded Metric Format.
     pub metrics: MetricsConfig,
     /// `OXP_OTEL_ENDPOINT` (feature `otel`): the OTLP/HTTP collector that receives a span per
     /// call (`http://localhost:4318` for the ADOT Lambda layer's); none by default.
     pub otel_endpoint: Option<String>,
+    /// Where the process runs, read once at start.
+    pub runtime: Runtime,
+    /// The variables the configuration was read from, for each protocol's own section.
+    pub vars: Vars,
 }
 
-/// What a Lambda function handles (`OXP_LAMBDA_ROLE`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LambdaRole {
-    /// HTTP events from API Gateway, Function URLs or ALB (`http`, the default).
-    Http,
-    /// SQS batches of RAP invocations (`worker`).
-    Worker,
-    /// Direct invocations by a Bedrock AgentCore Gateway Lambda target (`agentcore`).
-    AgentCore,
-    /// Direct invocations by an Amazon Bedrock Agents action group (`bedrock-agent`).
-    BedrockAgent,
+/// Where the process runs: read from the environment once, at start, and nowhere else.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Runtime {
+    /// Whether the process runs inside AWS Lambda (`AWS_LAMBDA_RUNTIME_API` is set).
+    pub lambda: bool,
+    /// `AWS_LAMBDA_MAX_CONCURRENCY` (Lambda Managed Instances): invocations the Lambda transport
+    /// serves at once; 1 elsewhere.
+    pub max_concurrency: usize,
+    /// `AWS_LAMBDA_FUNCTION_NAME`, in Lambda.
+    pub function_name: Option<String>,
+    /// `AWS_LAMBDA_FUNCTION_VERSION`, in Lambda.
+    pub function_version: Option<String>,
+}
+
+impl Runtime {
+    /// Where this process runs, from its environment (what [`Config::from_env`] reads).
+    pub fn of_process() -> Self {
+        Self::of(&process_vars())
+    }
+
+    /// Where a process with `vars` runs.
+    fn of(vars: &Vars) -> Self {
+        let env = Env::new(false, vars);
+        Self {
+            lambda: env.get("AWS_LAMBDA_RUNTIME_API").is_some(),
+            max_concurrency: env
+                .parsed::<usize>("AWS_LAMBDA_MAX_CONCURRENCY")
+                .ok()
+                .flatten()
+                .filter(|&n| n > 1)
+                .unwrap_or(1),
+            function_name: env.get("AWS_LAMBDA_FUNCTION_NAME"),
+            function_version: env.get("AWS_LAMBDA_FUNCTION_VERSION"),
+        }
+    }
+
+    /// A local process.
+    pub fn local() -> Self {
+        Self {
+            lambda: false,
+            max_concurrency: 1,
+            function_name: None,
+            function_version: None,
+        }
+    }
+}
+
+/// The configuration variables as they were read (names starting `OXP_` or `AWS_`, without the
+/// local secret values `OXP_SECRET_*`): each protocol reads its own section from them. `Debug`
+/// names the variables and never shows a value.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Vars(Arc<BTreeMap<String, String>>);
+
+impl Vars {
+    /// The value of `name`, as it was read.
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.0.get(name).cloned()
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Vars {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(pairs: I) -> Self {
+        Self(Arc::new(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        ))
+    }
+}
+
+impl fmt::Debug for Vars {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
+    }
 }
 
 /// How log lines are written.
@@ -105,54 +174,6 @@ pub enum LogFormat {
     Json,
     /// Human-readable lines.
     Text,
-}
-
-/// Metrics in CloudWatch Embedded Metric Format (docs/observability.md).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MetricsConfig {
-    /// `OXP_METRICS` (`emf` or `off`; default `emf` in Lambda, `off` locally).
-    pub enabled: bool,
-    /// `OXP_METRICS_NAMESPACE` (default `oxp-lambda`): the CloudWatch namespace.
-    pub namespace: String,
-    /// `OXP_METRICS_SERVICE` (default the function's name in Lambda, else `oxp-lambda`): the
-    /// value of the `service` dimension every metric has.
-    pub service: String,
-}
-
-impl Default for MetricsConfig {
-    fn default() -> Self {
-        Self {
-            enabled: false,
-            namespace: "oxp-lambda".into(),
-            service: "oxp-lambda".into(),
-        }
-    }
-}
-
-impl MetricsConfig {
-    fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
-        let mut c = Self {
-            enabled: env.lambda,
-            ..Self::default()
-        };
-        if let Some(v) = env.get("OXP_METRICS") {
-            c.enabled = match v.trim() {
-                "emf" => true,
-                "off" => false,
-                _ => return Err(invalid("OXP_METRICS", "must be 'emf' or 'off'")),
-            };
-        }
-        if let Some(v) = env.get("OXP_METRICS_NAMESPACE") {
-            c.namespace = v.trim().to_owned();
-        }
-        if let Some(v) = env
-            .get("OXP_METRICS_SERVICE")
-            .or_else(|| env.get("AWS_LAMBDA_FUNCTION_NAME"))
-        {
-            c.service = v.trim().to_owned();
-        }
-        Ok(c)
-    }
 }
 
 /// `AWS_LAMBDA_LOG_LEVEL` (Lambda's application log level) as a filter.
@@ -165,11 +186,6 @@ fn lambda_log_level(value: &str) -> Option<&'static str> {
         "ERROR" | "FATAL" => "error",
         _ => return None,
     })
-}
-
-/// Whether the process runs inside AWS Lambda.
-pub(crate) fn in_lambda() -> bool {
-    std::env::var_os("AWS_LAMBDA_RUNTIME_API").is_some()
 }
 
 impl Default for Config {
@@ -193,75 +209,141 @@ impl Default for Config {
             idempotency: IdempotencyConfig::default(),
             max_concurrent_calls: 256,
             deadline_margin: Duration::from_millis(500),
-            #[cfg(feature = "rap")]
-            rap: RapConfig::default(),
-            #[cfg(feature = "mcp")]
-            mcp: McpConfig::default(),
-            #[cfg(feature = "oauth")]
             oauth: OAuthConfig::default(),
-            lambda_role: LambdaRole::Http,
+            lambda_role: HTTP_ROLE.into(),
             metrics: MetricsConfig::default(),
             otel_endpoint: None,
+            runtime: Runtime::local(),
+            vars: Vars::default(),
         }
     }
 }
 
+/// The process's configuration variables: names starting `OXP_` or `AWS_`, without the local
+/// secret values `OXP_SECRET_*` (the local secret source reads those itself).
+fn process_vars() -> Vars {
+    std::env::vars()
+        .filter(|(name, _)| {
+            (name.starts_with("OXP_") || name.starts_with("AWS_"))
+                && !name.starts_with("OXP_SECRET_")
+        })
+        .collect()
+}
+
+/// `OXP_LAMBDA_ROLE`'s default: HTTP events (API Gateway, Function URLs, ALB).
+pub const HTTP_ROLE: &str = "http";
+
 impl Config {
-    /// Reads the process environment.
+    /// Reads the process environment, once: the `OXP_*` and `AWS_*` variables (the local secret
+    /// values `OXP_SECRET_*` are left to the local secret source).
     pub fn from_env() -> Result<Self, ConfigError> {
-        let mut config = Self::from_lookup(in_lambda(), |name| std::env::var(name).ok())?;
+        let vars = process_vars();
+        let lambda = Runtime::of(&vars).lambda;
+        let mut config = Self::read(lambda, vars)?;
         // The local secret source then reads the process's `OXP_SECRET_*` variables and
         // `./oxp-secrets.json` too; a configuration built any other way reads neither.
         config.secrets.environment = true;
         Ok(config)
     }
 
-    /// Reads variables through `lookup` (for tests and embedding); `lambda` picks the defaults
-    /// of a Lambda function.
-    pub fn from_lookup(
+    /// Reads `vars` (for tests and embedding); `lambda` picks the defaults of a Lambda function.
+    ///
+    /// ```
+    /// use oxp_lambda::Config;
+    ///
+    /// let config = Config::from_vars(false, [("OXP_PORT", "9000")]).unwrap();
+    /// assert_eq!(config.port, 9000);
+    /// ```
+    pub fn from_vars<K, V>(
         lambda: bool,
-        lookup: impl Fn(&str) -> Option<String>,
-    ) -> Result<Self, ConfigError> {
-        let env = Env::new(lambda, &lookup);
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> Result<Self, ConfigError>
+    where
+        K: Into<String>,
+        V: Into<String>,
+    {
+        Self::read(lambda, vars.into_iter().collect())
+    }
+
+    /// Reads the configuration from `vars`.
+    fn read(lambda: bool, vars: Vars) -> Result<Self, ConfigError> {
+        let env = Env::new(lambda, &vars);
         let mut config = Config {
             log_format: if lambda {
                 LogFormat::Json
             } else {
                 LogFormat::Text
             },
+            runtime: Runtime {
+                lambda,
+                ..Runtime::of(&vars)
+            },
             ..Config::default()
         };
+        config.read_server(&env)?;
+        config.read_logging(&env)?;
+        config.secrets = SecretsConfig::from_env(&env)?;
+        config.auth = AuthConfig::from_env(&env, config.host)?;
+        config.idempotency = IdempotencyConfig::from_env(&env)?;
+        config.metrics = MetricsConfig::from_env(&env)?;
+        config.otel_endpoint = crate::observe::otel_endpoint(&env)?;
+        config.oauth = OAuthConfig::from_env(&env)?;
+        config.lambda_role = env
+            .get("OXP_LAMBDA_ROLE")
+            .map_or_else(|| HTTP_ROLE.to_owned(), |r| r.trim().to_owned());
+        config.vars = vars;
+        Ok(config)
+    }
+
+    /// The variables, to read a protocol's section from.
+    pub fn env(&self) -> Env<'_> {
+        Env::new(self.runtime.lambda, &self.vars)
+    }
+
+    /// The local server's and the call path's own settings.
+    fn read_server(&mut self, env: &Env<'_>) -> Result<(), ConfigError> {
         if let Some(host) = env.parsed("OXP_HOST")? {
-            config.host = host;
+            self.host = host;
         }
         if let Some(port) = env.parsed("OXP_PORT")? {
-            config.port = port;
+            self.port = port;
         }
-        config.allowed_origins = env
+        self.allowed_origins = env
             .list("OXP_ALLOWED_ORIGINS")
             .into_iter()
             .map(|o| o.trim_end_matches('/').to_owned())
             .collect();
-        config.allowed_hosts = env.list("OXP_ALLOWED_HOSTS");
+        self.allowed_hosts = env.list("OXP_ALLOWED_HOSTS");
         if let Some(n) = env.positive("OXP_MAX_CONNECTIONS")? {
-            config.max_connections = n;
+            self.max_connections = n;
         }
         if let Some(ms) = env.positive::<u64>("OXP_HEADER_READ_TIMEOUT_MS")? {
-            config.header_read_timeout = Duration::from_millis(ms);
+            self.header_read_timeout = Duration::from_millis(ms);
         }
         if let Some(n) = env.positive("OXP_MAX_BODY_BYTES")? {
-            config.max_body_bytes = n;
+            self.max_body_bytes = n;
         }
         if let Some(limit) = env.limit_ms("OXP_TOOL_TIMEOUT_MS")? {
-            config.tool_timeout = limit;
+            self.tool_timeout = limit;
         }
         if let Some(v) = env.get("OXP_BASE_PATH") {
             let trimmed = v.trim().trim_end_matches('/');
             if !trimmed.starts_with('/') {
                 return Err(invalid("OXP_BASE_PATH", "must start with '/'"));
             }
-            config.base_path = (!trimmed.is_empty()).then(|| trimmed.to_owned());
+            self.base_path = (!trimmed.is_empty()).then(|| trimmed.to_owned());
         }
+        if let Some(n) = env.positive("OXP_MAX_CONCURRENT_CALLS")? {
+            self.max_concurrent_calls = n;
+        }
+        if let Some(ms) = env.parsed("OXP_DEADLINE_MARGIN_MS")? {
+            self.deadline_margin = Duration::from_millis(ms);
+        }
+        Ok(())
+    }
+
+    /// The log's filter and format.
+    fn read_logging(&mut self, env: &Env<'_>) -> Result<(), ConfigError> {
         // Lambda's log controls (the function's LoggingConfig) apply unless OXP_LOG and
         // OXP_LOG_FORMAT say otherwise. Its `Text` format (the default of every function) keeps
         // the JSON lines, which Logs Insights reads field by field either way.
@@ -269,119 +351,27 @@ impl Config {
             .get("AWS_LAMBDA_LOG_LEVEL")
             .and_then(|v| lambda_log_level(&v))
         {
-            config.log_filter = level.into();
+            self.log_filter = level.into();
         }
         if env
             .get("AWS_LAMBDA_LOG_FORMAT")
             .is_some_and(|f| f.trim().eq_ignore_ascii_case("json"))
         {
-            config.log_format = LogFormat::Json;
+            self.log_format = LogFormat::Json;
         }
         if let Some(v) = env.get("OXP_LOG") {
             tracing_subscriber::EnvFilter::try_new(&v)
                 .map_err(|e| invalid("OXP_LOG", &e.to_string()))?;
-            config.log_filter = v;
+            self.log_filter = v;
         }
         if let Some(v) = env.get("OXP_LOG_FORMAT") {
-            config.log_format = match v.trim() {
+            self.log_format = match v.trim() {
                 "json" => LogFormat::Json,
                 "text" => LogFormat::Text,
                 _ => return Err(invalid("OXP_LOG_FORMAT", "must be 'json' or 'text'")),
             };
         }
-        config.secrets = SecretsConfig::from_env(&env)?;
-        config.auth = AuthConfig::from_env(&env, config.host)?;
-        config.idempotency = IdempotencyConfig::from_env(&env)?;
-        config.metrics = MetricsConfig::from_env(&env)?;
-        if let Some(v) = env
-            .get("OXP_OTEL_ENDPOINT")
-            .filter(|v| !v.trim().is_empty())
-        {
-            let v = v.trim();
-            if !cfg!(feature = "otel") {
-                return Err(invalid(
-                    "OXP_OTEL_ENDPOINT",
-                    "needs the binary built with the `otel` feature",
-                ));
-            }
-            if !(v.starts_with("http://") || v.starts_with("https://")) {
-                return Err(invalid(
-                    "OXP_OTEL_ENDPOINT",
-                    "must be an http:// or https:// URL",
-                ));
-            }
-            config.otel_endpoint = Some(v.to_owned());
-        }
-        if let Some(n) = env.positive("OXP_MAX_CONCURRENT_CALLS")? {
-            config.max_concurrent_calls = n;
-        }
-        if let Some(ms) = env.parsed("OXP_DEADLINE_MARGIN_MS")? {
-            config.deadline_margin = Duration::from_millis(ms);
-        }
-        config.lambda_role = match env.get("OXP_LAMBDA_ROLE").as_deref().map(str::trim) {
-            None | Some("http") => LambdaRole::Http,
-            Some("worker") => LambdaRole::Worker,
-            Some("agentcore") if cfg!(feature = "agentcore") => LambdaRole::AgentCore,
-            Some("agentcore") => {
-                return Err(invalid(
-                    "OXP_LAMBDA_ROLE",
-                    "'agentcore' needs the binary built with the `agentcore` feature",
-                ));
-            }
-            Some("bedrock-agent") if cfg!(feature = "bedrock-agent") => LambdaRole::BedrockAgent,
-            Some("bedrock-agent") => {
-                return Err(invalid(
-                    "OXP_LAMBDA_ROLE",
-                    "'bedrock-agent' needs the binary built with the `bedrock-agent` feature",
-                ));
-            }
-            Some(_) => {
-                return Err(invalid(
-                    "OXP_LAMBDA_ROLE",
-                    "must be 'http', 'worker', 'agentcore' or 'bedrock-agent'",
-                ));
-            }
-        };
-        #[cfg(feature = "mcp")]
-        {
-            config.mcp = McpConfig::from_env(&env)?;
-        }
-        #[cfg(feature = "rap")]
-        {
-            config.rap = RapConfig::from_env(&env, config.tool_timeout, config.host)?;
-        }
-        #[cfg(feature = "oauth")]
-        {
-            config.oauth = OAuthConfig::from_env(&env)?;
-        }
-        // A direct invocation carries no token and no authorizer's claims: only the invoking
-        // service's IAM permission guards the function, so any other mode would refuse every
-        // call (or suggest a check that does not happen).
-        if matches!(
-            config.lambda_role,
-            LambdaRole::AgentCore | LambdaRole::BedrockAgent
-        ) && !matches!(config.auth, AuthConfig::None { .. })
-        {
-            return Err(invalid(
-                "OXP_AUTH",
-                "must be 'none' for OXP_LAMBDA_ROLE=agentcore and bedrock-agent: direct invocations carry no token (the invoke permission guards the function)",
-            ));
-        }
-        if config.lambda_role == LambdaRole::Worker && !config.rap_enabled() {
-            return Err(invalid(
-                "OXP_LAMBDA_ROLE",
-                "'worker' needs the RAP adapter (set OXP_RAP_QUEUE_URL)",
-            ));
-        }
-        Ok(config)
-    }
-
-    /// Whether the async adapter is served.
-    pub(crate) fn rap_enabled(&self) -> bool {
-        #[cfg(feature = "rap")]
-        return self.rap.enabled;
-        #[cfg(not(feature = "rap"))]
-        return false;
+        Ok(())
     }
 }
 

@@ -1,14 +1,9 @@
 //! Reading the configuration: defaults, values, and an error naming each invalid variable.
 
 use super::*;
-use std::collections::HashMap;
 
 fn config(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
-    let map: HashMap<String, String> = vars
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    Config::from_lookup(false, |k| map.get(k).cloned())
+    Config::from_vars(false, vars.iter().copied())
 }
 
 #[test]
@@ -16,8 +11,7 @@ fn defaults_apply_when_nothing_is_set() {
     // Reading never looks at the file system, so an `oxp-secrets.json` in the working directory
     // (looked for only when the server starts) changes nothing here.
     assert_eq!(config(&[]).unwrap(), Config::default());
-    let lambda =
-        Config::from_lookup(true, |k| (k == "OXP_AUTH").then(|| "none".to_string())).unwrap();
+    let lambda = Config::from_vars(true, [("OXP_AUTH", "none")]).unwrap();
     assert_eq!(lambda.log_format, LogFormat::Json);
     assert_eq!(lambda.secrets.source, SecretSourceKind::Aws);
 }
@@ -148,13 +142,13 @@ fn no_authentication_must_be_explicit_in_lambda_and_beyond_loopback() {
         config(&[]).unwrap().auth,
         AuthConfig::None { explicit: false }
     );
-    let err = Config::from_lookup(true, |_| None).unwrap_err();
+    let err = Config::from_vars(true, [("OXP_PORT", "8080")]).unwrap_err();
     assert_eq!(err.variable, "OXP_AUTH");
     assert_eq!(
         config(&[("OXP_HOST", "0.0.0.0")]).unwrap_err().variable,
         "OXP_AUTH"
     );
-    let lambda_none = Config::from_lookup(true, |k| (k == "OXP_AUTH").then(|| "none".to_string()));
+    let lambda_none = Config::from_vars(true, [("OXP_AUTH", "none")]);
     assert_eq!(
         lambda_none.unwrap().auth,
         AuthConfig::None { explicit: true }
@@ -185,15 +179,6 @@ fn an_invalid_value_names_its_variable() {
         ("OXP_IDEMPOTENCY", "redis"),
         ("OXP_IDEMPOTENCY", "dynamodb"),
         ("OXP_MAX_CONCURRENT_CALLS", "0"),
-        ("OXP_RAP", "maybe"),
-        ("OXP_RAP_RATE_LIMIT", "10"),
-        ("OXP_RAP_RATE_LIMIT", "0/s"),
-        ("OXP_RAP_RATE_LIMIT", "5/week"),
-        ("OXP_RAP_ALLOW_HTTP", "yes"),
-        ("OXP_RAP_DELIVERY_ATTEMPTS", "0"),
-        ("OXP_RAP_RETRY_BASE_MS", "0"),
-        ("OXP_RAP_ENDPOINT", "tool.example.com/invoke"),
-        ("OXP_LAMBDA_ROLE", "cron"),
     ] {
         let err = config(&[(var, value)]).unwrap_err();
         assert!(err.variable.starts_with(var), "{var}: {err}");
@@ -202,100 +187,38 @@ fn an_invalid_value_names_its_variable() {
 }
 
 #[test]
-fn rap_settings_are_read() {
-    let c = config(&[("OXP_TOOL_TIMEOUT_MS", "5000")]).unwrap();
+fn the_lambda_role_is_read_and_the_runtime_once() {
+    assert_eq!(config(&[]).unwrap().lambda_role, HTTP_ROLE);
     assert_eq!(
-        c.rap.tool_timeout,
-        Some(Duration::from_secs(5)),
-        "OXP's by default"
+        config(&[("OXP_LAMBDA_ROLE", " worker ")])
+            .unwrap()
+            .lambda_role,
+        "worker"
     );
-    let c = config(&[("OXP_RAP_TOOL_TIMEOUT_MS", "0")]).unwrap();
-    assert_eq!(c.rap.tool_timeout, None);
-    assert_eq!(c.tool_timeout, Some(Duration::from_secs(30)));
-    let c = config(&[
-        ("OXP_RAP_RATE_LIMIT", "30/min"),
-        (
-            "OXP_RAP_CALLBACK_HOSTS",
-            "agent.example.com, *.runtime.example",
-        ),
-        ("OXP_RAP_ALLOW_HTTP", "true"),
-        ("OXP_RAP_DELIVERY_ATTEMPTS", "3"),
-        ("OXP_RAP_DELIVERY_TIMEOUT_SECS", "20"),
-        ("OXP_RAP_TOOLS", "Calculator.Add@1.0.0"),
+    let c = in_lambda_with(&[
+        ("AWS_LAMBDA_MAX_CONCURRENCY", "8"),
+        ("AWS_LAMBDA_FUNCTION_NAME", "tools"),
     ])
     .unwrap();
-    assert!(c.rap.enabled);
-    assert_eq!(
-        c.rap.rate_limit,
-        Some(RateLimit {
-            invocations: 30,
-            per: Duration::from_secs(60)
-        })
-    );
-    assert_eq!(
-        c.rap.callbacks.allowed_hosts,
-        ["agent.example.com", "*.runtime.example"]
-    );
-    assert!(c.rap.callbacks.allow_http && !c.rap.callbacks.lambda);
-    assert_eq!(c.rap.retry.max_attempts, 3);
-    assert_eq!(c.rap.retry.total, Duration::from_secs(20));
-    assert_eq!(c.rap.pins, ["Calculator.Add@1.0.0"]);
-    assert_eq!(c.lambda_role, LambdaRole::Http);
+    assert!(c.runtime.lambda);
+    assert_eq!(c.runtime.max_concurrency, 8);
+    assert_eq!(c.runtime.function_name.as_deref(), Some("tools"));
+    assert_eq!(config(&[]).unwrap().runtime, Runtime::local());
 }
 
 #[test]
-fn rap_in_lambda_needs_its_queues() {
-    let lambda = in_lambda_with;
-    // Without a queue RAP is off in Lambda, unless asked for.
-    assert!(!lambda(&[]).unwrap().rap.enabled);
-    assert_eq!(
-        lambda(&[("OXP_RAP", "on")]).unwrap_err().variable,
-        "OXP_RAP_QUEUE_URL"
+fn the_variables_are_kept_for_the_protocols_and_debug_names_them_only() {
+    let c = config(&[("OXP_MCP_TOOLS", "A@1.0.0"), ("OXP_SFN_TOOLS", "hunter2")]).unwrap();
+    assert_eq!(c.env().get("OXP_SFN_TOOLS").as_deref(), Some("hunter2"));
+    let shown = format!("{:?}", c.vars);
+    assert!(
+        shown.contains("OXP_SFN_TOOLS") && !shown.contains("hunter2"),
+        "{shown}"
     );
-    assert_eq!(
-        lambda(&[("OXP_RAP_QUEUE_URL", "https://sqs/q")])
-            .unwrap_err()
-            .variable,
-        "OXP_RAP_DEAD_LETTER_QUEUE_URL"
-    );
-    let c = lambda(&[
-        ("OXP_RAP_QUEUE_URL", "https://sqs/q"),
-        ("OXP_RAP_DEAD_LETTER_QUEUE_URL", "https://sqs/dlq"),
-        ("OXP_LAMBDA_ROLE", "worker"),
-    ])
-    .unwrap();
-    assert!(c.rap.enabled && c.rap.callbacks.lambda);
-    assert_eq!(c.lambda_role, LambdaRole::Worker);
-    assert_eq!(
-        lambda(&[("OXP_LAMBDA_ROLE", "worker")])
-            .unwrap_err()
-            .variable,
-        "OXP_LAMBDA_ROLE"
-    );
-}
-
-#[test]
-fn direct_invocation_roles_take_no_token_so_their_auth_must_be_none() {
-    for role in ["agentcore", "bedrock-agent"] {
-        let err = config(&[
-            ("OXP_LAMBDA_ROLE", role),
-            ("OXP_AUTH", "jwt"),
-            ("OXP_JWT_JWKS_URL", "https://issuer.example/jwks"),
-        ])
-        .unwrap_err();
-        assert!(err.to_string().contains("OXP_AUTH"), "{err}");
-        let ok = config(&[("OXP_LAMBDA_ROLE", role), ("OXP_AUTH", "none")]).unwrap();
-        assert_eq!(ok.auth, AuthConfig::None { explicit: true });
-    }
 }
 
 fn in_lambda_with(vars: &[(&str, &str)]) -> Result<Config, ConfigError> {
-    let map: HashMap<String, String> = vars
-        .iter()
-        .chain(&[("OXP_AUTH", "none")])
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    Config::from_lookup(true, |k| map.get(k).cloned())
+    Config::from_vars(true, vars.iter().chain(&[("OXP_AUTH", "none")]).copied())
 }
 
 #[test]

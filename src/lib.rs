@@ -54,7 +54,6 @@
 //!
 //! All but `otel` are on by default. The smallest useful set, OXP over Lambda with local secrets, is
 //! `default-features = false, features = ["lambda"]`.
-#![warn(missing_docs)]
 
 #[cfg(feature = "agentcore")]
 mod agentcore;
@@ -63,10 +62,12 @@ mod args;
 mod auth;
 #[cfg(feature = "aws")]
 mod aws;
+#[cfg(not(feature = "aws"))]
+#[path = "aws_off.rs"]
+mod aws;
 #[cfg(feature = "bedrock-agent")]
 mod bedrock;
 pub mod config;
-
 mod idempotency;
 mod logging;
 #[cfg(feature = "mcp")]
@@ -74,6 +75,9 @@ mod mcp;
 #[cfg(all(test, feature = "aws"))]
 mod moto;
 #[cfg(feature = "oauth")]
+mod oauth;
+#[cfg(not(feature = "oauth"))]
+#[path = "oauth_off.rs"]
 mod oauth;
 mod observe;
 mod oxp;
@@ -85,7 +89,7 @@ mod server;
 mod settings;
 mod transport;
 
-pub use app::protocol::{Assembly, Contribution, Protocol};
+pub use app::protocols;
 pub use app::{App, AppBuilder, StartError};
 pub use config::Config;
 #[doc(hidden)]
@@ -107,13 +111,28 @@ pub use oxp_lambda_core::tool::{Cancellation, Extensions, Secret, ToolContext, T
 pub use oxp_lambda_macros::tool;
 #[cfg(feature = "rap")]
 pub use rap::RapThread;
-pub use run::{run, run_with};
+pub use run::{run, run_app, run_with};
+
+/// Writing a protocol (or an event source) of your own: a [`Protocol`](protocol::Protocol)
+/// value owns its settings, routes, Lambda role and schema export; it builds over an
+/// [`Assembly`](protocol::Assembly) (the one invoker, authentication, the configuration) and
+/// reads each request's caller, deadline and trace with the
+/// [`CallContext`](protocol::CallContext) extractor, as the built-in protocols do. Add it
+/// with [`AppBuilder::protocol`]; docs/architecture.md walks through one.
+pub mod protocol {
+    pub use crate::app::protocol::{Assembly, BoxFuture, Contribution, Drain, Protocol};
+    pub use crate::server::{
+        CallContext, Deadline, DirectHandler, Handled, LambdaRole, RecordHandler,
+    };
+}
 
 /// The call path, for in-process calls ([`Invoker::local`], tool tests) and for protocol
 /// adapters written outside this crate: an adapter builds a [`Call`], hands it to
 /// [`Invoker::invoke`], and formats the [`Outcome`] or the [`Rejection`](invoke::Rejection).
 pub mod invoke {
-    pub use oxp_lambda_core::invoke::{CANCEL_GRACE, Call, Disposition, Invoker, Outcome, Target};
+    pub use oxp_lambda_core::invoke::{
+        CANCEL_GRACE, Call, Disposition, Invoker, Outcome, Target, TimeLimit,
+    };
     pub use oxp_lambda_core::principal::{BindError, Principal};
     pub use oxp_lambda_core::refusal::{Missing, RETRY_AFTER, Rejection};
     pub use oxp_lambda_core::running::Running;
@@ -124,6 +143,7 @@ pub mod invoke {
 /// and where idempotent outcomes are kept ([`IdempotencyStore`](stores::IdempotencyStore):
 /// memory and DynamoDB here; [`AppBuilder::idempotency_store`] takes another).
 pub mod stores {
+    pub use oxp_lambda_core::idempotency::memory::MemoryStore;
     pub use oxp_lambda_core::idempotency::{
         Claim, IdempotencyStore, StoreError, StoreFuture, StoredError, StoredOutcome,
     };

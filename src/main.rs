@@ -9,8 +9,10 @@ use std::process::ExitCode;
 // mimalloc (Cargo feature `mimalloc`, on by default) is faster than the system allocator on the
 // call path's many small allocations; see docs/performance.md.
 #[cfg(feature = "mimalloc")]
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+mod allocator {
+    #[global_allocator]
+    static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+}
 
 #[tokio::main]
 async fn main() -> ExitCode {

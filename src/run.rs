@@ -2,7 +2,7 @@
 //! Lambda Runtime API or a local port.
 
 use crate::app::{App, AppBuilder};
-use crate::config::{Config, in_lambda};
+use crate::config::{Config, LogFormat};
 use crate::transport::local;
 use oxp_lambda_core::registry::Registry;
 use std::net::SocketAddr;
@@ -13,15 +13,24 @@ use std::process::ExitCode;
 /// else the local server. An invalid configuration fails here with one log line naming the
 /// variable.
 pub async fn run(registry: Registry) -> ExitCode {
+    run_app(App::builder(registry)).await
+}
+
+/// [`run`] for an app with protocols of your own ([`AppBuilder::protocol`]): the configuration
+/// from `OXP_*` variables and the command line (it replaces any the builder was given), the
+/// logging subscriber installed, then Lambda or the local server.
+pub async fn run_app(builder: AppBuilder) -> ExitCode {
     let mut config = match Config::from_env() {
         Ok(config) => config,
         Err(e) => {
+            let runtime = crate::config::Runtime::of_process();
             let _log = crate::logging::init(&Config {
-                log_format: if in_lambda() {
-                    crate::config::LogFormat::Json
+                log_format: if runtime.lambda {
+                    LogFormat::Json
                 } else {
-                    crate::config::LogFormat::Text
+                    LogFormat::Text
                 },
+                runtime,
                 ..Config::default()
             });
             tracing::error!("{e}");
@@ -30,11 +39,12 @@ pub async fn run(registry: Registry) -> ExitCode {
     };
     match crate::args::apply(&mut config, std::env::args().skip(1)) {
         Ok(crate::args::Command::Serve) => {}
-        Ok(crate::args::Command::AgentCoreSchema) => {
-            return print_agentcore_schema(&registry, &config);
+        Ok(crate::args::Command::Help) => {
+            println!("{}", crate::args::USAGE);
+            return ExitCode::SUCCESS;
         }
-        Ok(crate::args::Command::BedrockAgentSchema) => {
-            return print_bedrock_agent_schema(&registry);
+        Ok(crate::args::Command::Schema(protocol)) => {
+            return print_schema(builder.config(config), &protocol);
         }
         Err(message) => {
             eprintln!("{message}");
@@ -43,18 +53,19 @@ pub async fn run(registry: Registry) -> ExitCode {
     }
     // Held to the end of `run`, so every line logged until then is written out.
     let _log = crate::logging::init(&config);
-    run_with(App::builder(registry).config(config)).await
+    run_with(builder.config(config)).await
 }
 
 /// Runs an app the program configured itself, as [`run`] does after reading the environment
-/// and the command line: the Lambda Runtime API when `AWS_LAMBDA_RUNTIME_API` is set, else
-/// the local server on the configuration's host and port until Ctrl-C or SIGTERM. It reads no
-/// argument and no `OXP_*` variable and installs no logging subscriber: for programs that own
-/// their configuration, arguments and logging:
+/// and the command line: the Lambda Runtime API when the configuration says it runs in Lambda
+/// ([`Config::runtime`]), else the local server on the configuration's host and port until
+/// Ctrl-C or SIGTERM. It reads no argument and no `OXP_*` variable and installs no logging
+/// subscriber: for programs that own their configuration, arguments and logging:
 /// `run_with(App::builder(registry).config(config)).await`.
 pub async fn run_with(builder: AppBuilder) -> ExitCode {
     let config = builder.configured();
     let addr = SocketAddr::new(config.host, config.port);
+    let lambda = config.runtime.lambda;
     let app = match builder.build().await {
         Ok(app) => app,
         Err(e) => {
@@ -62,15 +73,8 @@ pub async fn run_with(builder: AppBuilder) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    #[cfg(feature = "lambda")]
-    if in_lambda() {
-        return match app.run_lambda().await {
-            Ok(()) => ExitCode::SUCCESS,
-            Err(e) => {
-                tracing::error!("lambda runtime failed: {e}");
-                ExitCode::FAILURE
-            }
-        };
+    if lambda {
+        return crate::app::lambda::run(app).await;
     }
     let listener = match local::bind(addr).await {
         Ok(listener) => listener,
@@ -91,55 +95,26 @@ pub async fn run_with(builder: AppBuilder) -> ExitCode {
     }
 }
 
-/// `oxp-lambda schema --agentcore`: the tools MCP serves (`OXP_MCP_TOOLS` pins them), as the
-/// gateway target's inline `toolSchema`, on standard output.
-fn print_agentcore_schema(registry: &Registry, config: &Config) -> ExitCode {
-    #[cfg(feature = "agentcore")]
-    {
-        let exported = registry
-            .served(&config.mcp.pins, "OXP_MCP_TOOLS")
-            .and_then(|tools| crate::agentcore::schema::export(&tools));
-        print_schema("--agentcore", exported)
-    }
-    #[cfg(not(feature = "agentcore"))]
-    {
-        let _ = (registry, config);
-        eprintln!("oxp-lambda schema --agentcore: built without the `agentcore` feature");
-        ExitCode::FAILURE
-    }
-}
-
-/// `oxp-lambda schema --bedrock-agent`: the latest version of each tool as the action group's
-/// function schema, on standard output; a tool it cannot express fails, named.
-fn print_bedrock_agent_schema(registry: &Registry) -> ExitCode {
-    #[cfg(feature = "bedrock-agent")]
-    {
-        let exported = registry
-            .served(&[], "")
-            .and_then(|tools| crate::bedrock::schema::export(&tools));
-        print_schema("--bedrock-agent", exported)
-    }
-    #[cfg(not(feature = "bedrock-agent"))]
-    {
-        let _ = registry;
-        eprintln!("oxp-lambda schema --bedrock-agent: built without the `bedrock-agent` feature");
-        ExitCode::FAILURE
-    }
-}
-
-/// Prints an exported schema on standard output, or why `oxp-lambda schema <flag>` cannot.
-#[cfg(any(feature = "agentcore", feature = "bedrock-agent"))]
-fn print_schema(flag: &str, exported: Result<serde_json::Value, String>) -> ExitCode {
-    match exported {
-        Ok(schema) => {
+/// `oxp-lambda schema --<protocol>`: that protocol's export of the tools (the AgentCore
+/// target's inline `toolSchema`, the Bedrock Agents action group's function schema), on
+/// standard output; a tool it cannot express fails, named.
+fn print_schema(mut builder: AppBuilder, protocol: &str) -> ExitCode {
+    match builder.schema(protocol) {
+        Some(Ok(schema)) => {
             println!(
                 "{}",
                 serde_json::to_string_pretty(&schema).unwrap_or_default()
             );
             ExitCode::SUCCESS
         }
-        Err(e) => {
-            eprintln!("oxp-lambda schema {flag}: {e}");
+        Some(Err(e)) => {
+            eprintln!("oxp-lambda schema --{protocol}: {e}");
+            ExitCode::FAILURE
+        }
+        None => {
+            eprintln!(
+                "oxp-lambda schema --{protocol}: no protocol of this build exports a schema by that name"
+            );
             ExitCode::FAILURE
         }
     }

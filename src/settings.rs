@@ -1,6 +1,9 @@
 //! Reading `OXP_*` variables: one lookup, typed parsing, and the error that names the variable.
-//! Each subsystem reads its own settings with these; [`crate::Config`] puts them together.
+//! Each subsystem and each protocol reads its own settings with these ([`Env`]); [`crate::Config`]
+//! puts the server's together, and each [`Protocol`](crate::protocol::Protocol) reads its own
+//! section from the same variables.
 
+use crate::config::Vars;
 use std::fmt;
 use std::time::Duration;
 
@@ -25,29 +28,47 @@ impl fmt::Display for ConfigError {
 
 impl std::error::Error for ConfigError {}
 
-/// The variables, as one lookup, and whether the process runs in Lambda (which picks defaults).
-pub(crate) struct Env<'a> {
-    pub(crate) lambda: bool,
-    lookup: &'a dyn Fn(&str) -> Option<String>,
+impl ConfigError {
+    /// `variable` has an invalid value: `reason` says why (never the value itself when it may
+    /// be a secret).
+    pub fn new(variable: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            variable,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// The configuration variables, read once at start; and whether the process runs in Lambda
+/// (which picks some defaults). What a protocol reads its settings from.
+pub struct Env<'a> {
+    lambda: bool,
+    vars: &'a Vars,
 }
 
 impl<'a> Env<'a> {
-    pub(crate) fn new(lambda: bool, lookup: &'a dyn Fn(&str) -> Option<String>) -> Self {
-        Self { lambda, lookup }
+    /// `vars`; `lambda`: the defaults of a Lambda function.
+    pub fn new(lambda: bool, vars: &'a Vars) -> Self {
+        Self { lambda, vars }
+    }
+
+    /// Whether the process runs in Lambda.
+    pub fn in_lambda(&self) -> bool {
+        self.lambda
     }
 
     /// The value of `name`; set but blank counts as unset.
-    pub(crate) fn get(&self, name: &str) -> Option<String> {
-        (self.lookup)(name).filter(|v| !v.trim().is_empty())
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.vars.get(name).filter(|v| !v.trim().is_empty())
     }
 
     /// The value of `name` as it is, blank included.
-    pub(crate) fn raw(&self, name: &str) -> Option<String> {
-        (self.lookup)(name)
+    pub fn raw(&self, name: &str) -> Option<String> {
+        self.vars.get(name)
     }
 
     /// `name` parsed, when set.
-    pub(crate) fn parsed<T>(&self, name: &'static str) -> Result<Option<T>, ConfigError>
+    pub fn parsed<T>(&self, name: &'static str) -> Result<Option<T>, ConfigError>
     where
         T: std::str::FromStr,
         T::Err: fmt::Display,
@@ -56,7 +77,7 @@ impl<'a> Env<'a> {
     }
 
     /// `name` as a number greater than zero, when set.
-    pub(crate) fn positive<T>(&self, name: &'static str) -> Result<Option<T>, ConfigError>
+    pub fn positive<T>(&self, name: &'static str) -> Result<Option<T>, ConfigError>
     where
         T: std::str::FromStr + Default + PartialEq,
         T::Err: fmt::Display,
@@ -68,18 +89,14 @@ impl<'a> Env<'a> {
     }
 
     /// `name` in milliseconds, `0` meaning "no limit", when set.
-    pub(crate) fn limit_ms(
-        &self,
-        name: &'static str,
-    ) -> Result<Option<Option<Duration>>, ConfigError> {
+    pub fn limit_ms(&self, name: &'static str) -> Result<Option<Option<Duration>>, ConfigError> {
         Ok(self
             .parsed::<u64>(name)?
             .map(|ms| (ms > 0).then(|| Duration::from_millis(ms))))
     }
 
     /// `name` as `true` or `false` (default `false`).
-    #[cfg_attr(not(feature = "rap"), allow(dead_code))]
-    pub(crate) fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
+    pub fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
         match self.get(name).as_deref().map(str::trim) {
             None | Some("false") => Ok(false),
             Some("true") => Ok(true),
@@ -88,7 +105,7 @@ impl<'a> Env<'a> {
     }
 
     /// `name` as a comma-separated list (empty when unset).
-    pub(crate) fn list(&self, name: &str) -> Vec<String> {
+    pub fn list(&self, name: &str) -> Vec<String> {
         self.get(name)
             .map(|v| {
                 v.split(',')

@@ -48,7 +48,7 @@ fn ec_key() -> EncodingKey {
 
 fn rsa_key() -> EncodingKey {
     let pair = aws_lc_rs::rsa::KeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
-    let der = AsDer::<aws_lc_rs::encoding::Pkcs8V1Der>::as_der(&pair).unwrap();
+    let der = AsDer::<aws_lc_rs::encoding::Pkcs8V1Der<'_>>::as_der(&pair).unwrap();
     EncodingKey::from_rsa_pem(pem("PRIVATE KEY", der.as_ref()).as_bytes()).unwrap()
 }
 

@@ -25,7 +25,7 @@ fn app() -> App {
         ("OXP_OAUTH_PENDING_SECS", "2"),
         ("OXP_RAP_DELIVERY_ATTEMPTS", "1"),
     ]);
-    let mut config = Config::from_lookup(false, |k| vars.get(k).map(|v| (*v).to_owned())).unwrap();
+    let mut config = Config::from_vars(false, vars).unwrap();
     config.auth = hs256_auth(true);
     let registry = Registry::builder()
         .tools(example_tools::tools())
@@ -306,7 +306,7 @@ async fn no_tool_may_declare_the_sealing_key_or_a_client_secret() {
             ("OXP_OAUTH_DEMO_ISSUER", "https://idp.example"),
             ("OXP_OAUTH_DEMO_CLIENT_ID", "c"),
         ]);
-        let config = Config::from_lookup(false, |k| vars.get(k).map(|v| (*v).to_owned())).unwrap();
+        let config = Config::from_vars(false, vars).unwrap();
         let built = App::builder(registry).config(config).build().await;
         let error = built.map(|_| ()).unwrap_err().to_string();
         assert!(error.contains("tools never get it"), "{id}: {error}");

@@ -25,10 +25,9 @@ use tower::ServiceExt;
 
 /// The example tools with one execution slot and a 1.5 s limit per call.
 fn one_slot(edit: impl FnOnce(&mut Config)) -> App {
-    let mut config = test_config();
+    let mut config = test_config_with(&[("OXP_RAP_TOOL_TIMEOUT_MS", "1500")]);
     config.max_concurrent_calls = 1;
     config.tool_timeout = Some(Duration::from_millis(1500));
-    config.rap.tool_timeout = Some(Duration::from_millis(1500));
     edit(&mut config);
     app_with(example_tools::registry().unwrap(), config)
 }

@@ -2,6 +2,9 @@
 //! working directory (`Config::from_env()` does). One test in this binary, because it sets
 //! process-wide state (variables, working directory) before any other thread runs.
 
+// Setting process variables is unsafe in edition 2024; this test does it before any thread runs.
+#![allow(unsafe_code)]
+
 mod common;
 
 use common::*;

@@ -199,8 +199,8 @@ async fn hosts_are_checked_when_configured_as_behind_api_gateway() {
         post_mcp_through_api_gateway(&example_app(), &ping, "abc.execute-api.aws").await;
     assert_eq!(status, 200);
 
-    let mut config = Config::default();
-    config.mcp.allowed_hosts = vec!["tools.example.com".into()];
+    let config =
+        Config::from_vars(false, [("OXP_MCP_ALLOWED_HOSTS", "tools.example.com")]).unwrap();
     let app = app_with(example_tools::registry().unwrap(), config);
     let (status, _) = post_mcp_through_api_gateway(&app, &ping, "tools.example.com").await;
     assert_eq!(status, 200);
@@ -237,8 +237,7 @@ async fn the_handshake_free_2026_07_28_revision_is_served_per_request() {
 
 #[tokio::test]
 async fn mcp_can_be_turned_off() {
-    let mut config = Config::default();
-    config.mcp.enabled = false;
+    let config = Config::from_vars(false, [("OXP_MCP", "off")]).unwrap();
     let app = app_with(example_tools::registry().unwrap(), config);
     let (status, _, _) = post_mcp(&app, &rpc(1, "ping", json!({})).to_string(), &[]).await;
     assert_eq!(status, 404);

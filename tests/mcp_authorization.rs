@@ -9,8 +9,8 @@ use axum::body::Body;
 use axum::http::Request;
 use common::*;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use oxp_lambda::Registry;
 use oxp_lambda::config::{AuthConfig, JwtConfig, JwtKeys};
-use oxp_lambda::{Config, Registry};
 use serde_json::{Value, json};
 
 const KEY: &str = "an-hs256-signing-key-of-32-bytes!!";
@@ -29,10 +29,16 @@ fn token(claims: Value) -> String {
     .unwrap()
 }
 
-/// The example tools with JWT auth for audience `http://127.0.0.1:8080/mcp`; `edit` changes the
-/// configuration.
-fn app(edit: impl FnOnce(&mut Config)) -> App {
-    let mut config = test_config();
+/// The example tools with JWT auth for audience `http://127.0.0.1:8080/mcp` (unless `vars` set
+/// `OXP_AUTH`), and the variables `vars`.
+fn app(vars: &[(&str, &str)]) -> App {
+    let mut vars = vars.to_vec();
+    vars.extend([
+        ("OXP_MCP_AUTHORIZATION_SERVERS", ISSUER),
+        ("OXP_MCP_SCOPES", "tools:call"),
+    ]);
+    let auth_off = vars.iter().any(|(k, _)| *k == "OXP_AUTH");
+    let mut config = test_config_with(&vars);
     config.auth = AuthConfig::Jwt(JwtConfig {
         keys: JwtKeys::Hs256 {
             secret_id: "JWT_KEY".into(),
@@ -44,9 +50,9 @@ fn app(edit: impl FnOnce(&mut Config)) -> App {
         leeway_secs: 5,
         bind_user_id: false,
     });
-    config.mcp.authorization_servers = vec![ISSUER.into()];
-    config.mcp.scopes = vec!["tools:call".into()];
-    edit(&mut config);
+    if auth_off {
+        config.auth = AuthConfig::None { explicit: true };
+    }
     let registry = Registry::new(common::example_tools::tools()).unwrap();
     build(App::builder(registry).config(config).secret("JWT_KEY", KEY))
 }
@@ -79,7 +85,7 @@ fn challenge(reply: &Reply) -> String {
 
 #[tokio::test]
 async fn a_401_names_the_protected_resource_metadata_and_the_scopes() {
-    let reply = request(&app(|_| {}), "POST", "/mcp", None).await;
+    let reply = request(&app(&[]), "POST", "/mcp", None).await;
     assert_eq!(reply.status, 401);
     assert_eq!(
         challenge(&reply),
@@ -89,7 +95,7 @@ async fn a_401_names_the_protected_resource_metadata_and_the_scopes() {
 
 #[tokio::test]
 async fn the_metadata_is_served_without_a_token_at_both_well_known_paths() {
-    let app = app(|_| {});
+    let app = app(&[]);
     let want = json!({
         "resource": "http://127.0.0.1:8080/mcp",
         "authorization_servers": [ISSUER],
@@ -117,7 +123,7 @@ async fn the_metadata_is_served_without_a_token_at_both_well_known_paths() {
 
 #[tokio::test]
 async fn behind_a_base_path_the_resource_and_the_challenge_keep_it() {
-    let app = app(|c| c.base_path = Some("/prod".into()));
+    let app = app(&[("OXP_BASE_PATH", "/prod")]);
     let reply = request(&app, "POST", "/prod/mcp", None).await;
     assert!(
         challenge(&reply).starts_with(
@@ -147,7 +153,10 @@ async fn behind_a_base_path_the_resource_and_the_challenge_keep_it() {
 
 #[tokio::test]
 async fn a_configured_resource_url_is_the_resource_with_its_metadata_beside_it() {
-    let app = app(|c| c.mcp.resource_url = Some("https://tools.example.com/agents/mcp".into()));
+    let app = app(&[(
+        "OXP_MCP_RESOURCE_URL",
+        "https://tools.example.com/agents/mcp",
+    )]);
     let meta = request(
         &app,
         "GET",
@@ -167,7 +176,7 @@ async fn a_configured_resource_url_is_the_resource_with_its_metadata_beside_it()
 
 #[tokio::test]
 async fn a_token_without_the_required_scope_is_a_403_insufficient_scope() {
-    let app = app(|_| {});
+    let app = app(&[]);
     let aud = "http://127.0.0.1:8080/mcp";
     let narrow = token(json!({"aud": aud, "scope": "tools:list other"}));
     let reply = request(&app, "POST", "/mcp", Some(&narrow)).await;
@@ -192,7 +201,7 @@ async fn a_token_without_the_required_scope_is_a_403_insufficient_scope() {
 
 #[tokio::test]
 async fn a_token_for_another_audience_is_refused() {
-    let app = app(|_| {});
+    let app = app(&[]);
     let other = token(json!({"aud": "https://other.example/mcp", "scope": "tools:call"}));
     let reply = request(&app, "POST", "/mcp", Some(&other)).await;
     assert_eq!(reply.status, 401);
@@ -201,7 +210,7 @@ async fn a_token_for_another_audience_is_refused() {
 
 #[tokio::test]
 async fn without_authentication_there_is_no_metadata_to_discover() {
-    let app = app(|c| c.auth = AuthConfig::None { explicit: true });
+    let app = app(&[("OXP_AUTH", "none")]);
     let reply = request(
         &app,
         "GET",

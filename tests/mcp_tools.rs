@@ -56,14 +56,12 @@ async fn each_tool_serves_its_latest_release_unless_pinned() {
     let reply = call_tool(&latest, "Echo_Version", json!({})).await;
     assert_eq!(reply["result"]["content"][0]["text"], "2.0.0");
 
-    let mut config = Config::default();
-    config.mcp.pins = vec!["Echo.Version@1.0.0".into()];
+    let config = Config::from_vars(false, [("OXP_MCP_TOOLS", "Echo.Version@1.0.0")]).unwrap();
     let pinned = app_with(versioned(), config);
     let reply = call_tool(&pinned, "Echo_Version", json!({})).await;
     assert_eq!(reply["result"]["content"][0]["text"], "1.0.0");
 
-    let mut config = Config::default();
-    config.mcp.pins = vec!["Echo.Version@3.0.0".into()];
+    let config = Config::from_vars(false, [("OXP_MCP_TOOLS", "Echo.Version@3.0.0")]).unwrap();
     let error = oxp_lambda::App::builder(versioned())
         .config(config)
         .build()

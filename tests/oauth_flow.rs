@@ -129,10 +129,10 @@ async fn setup() -> Setup {
         ("OXP_OAUTH_DEMO_SCOPES", "openid offline_access".into()),
         ("OXP_PUBLIC_URL", base.clone()),
         ("OXP_OAUTH_PENDING_SECS", "60".into()),
+        ("OXP_RAP_DELIVERY_ATTEMPTS", "1".into()),
     ]);
-    let mut config = Config::from_lookup(false, |k| vars.get(k).cloned()).unwrap();
+    let mut config = Config::from_vars(false, vars).unwrap();
     config.auth = hs256_auth(false);
-    config.rap.retry.max_attempts = 1;
     let registry = Registry::builder()
         .tools(common::example_tools::tools())
         .tool(common::example_tools::profile_tool())

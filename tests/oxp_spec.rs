@@ -63,8 +63,7 @@ async fn listed_definitions_match_the_spec_example() {
 #[tokio::test]
 async fn with_no_tools_available_the_tools_array_is_empty() {
     // The async adapter needs at least one tool, so it is off for an empty registry.
-    let mut config = Config::default();
-    config.rap.enabled = false;
+    let config = Config::from_vars(false, [("OXP_RAP", "off")]).unwrap();
     let app = app_with(Registry::builder().build().unwrap(), config);
     let reply = get(&app, "/tools").await;
     assert_eq!(reply.status, 200);

@@ -7,7 +7,8 @@ use axum::body::Body;
 use axum::http::Request;
 use common::receiver::Receiver;
 use common::*;
-use oxp_lambda::config::{AuthConfig, RetryPolicy};
+use oxp_lambda::config::{AuthConfig, RapConfig, RetryPolicy};
+use oxp_lambda::protocols::Rap;
 use oxp_lambda::{Config, RapThread, Registry, Tool, ToolContext, ToolError};
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -119,22 +120,40 @@ impl Rig {
     }
 
     async fn with(edit: impl FnOnce(&mut Config)) -> Self {
+        Self::build(edit, |_| {}).await
+    }
+
+    async fn with_rap(edit: impl FnOnce(&mut RapConfig) + Send + 'static) -> Self {
+        Self::build(|_| {}, edit).await
+    }
+
+    /// The server's configuration edited by `edit`, RAP's settings by `rap`.
+    async fn build(
+        edit: impl FnOnce(&mut Config),
+        rap: impl FnOnce(&mut RapConfig) + Send + 'static,
+    ) -> Self {
         let dead_letter_file =
             std::env::temp_dir().join(format!("oxp-dead-{}.jsonl", uuid::Uuid::new_v4()));
         let mut config = Config::default();
-        config.rap.dead_letter_file = dead_letter_file.clone();
-        config.rap.retry = RetryPolicy {
-            max_attempts: 4,
-            base: Duration::from_millis(20),
-            max_delay: Duration::from_secs(3),
-            total: Duration::from_secs(20),
-            attempt_timeout: Duration::from_secs(2),
-        };
         edit(&mut config);
+        let file = dead_letter_file.clone();
         let tools = Tools::default();
         let registry = tools.registry();
+        let builder = App::builder(registry)
+            .config(config)
+            .configure::<Rap>(move |r| {
+                r.dead_letter_file = file;
+                r.retry = RetryPolicy {
+                    max_attempts: 4,
+                    base: Duration::from_millis(20),
+                    max_delay: Duration::from_secs(3),
+                    total: Duration::from_secs(20),
+                    attempt_timeout: Duration::from_secs(2),
+                };
+                rap(r);
+            });
         Self {
-            app: app_with(registry, config),
+            app: build(builder),
             tools,
             dead_letter_file,
         }
@@ -251,7 +270,7 @@ async fn discovery_serves_the_latest_version_of_each_tool_under_its_listing_name
 
 #[tokio::test]
 async fn a_deployer_pins_a_version_with_oxp_rap_tools() {
-    let rig = Rig::with(|c| c.rap.pins = vec!["Versioned.Tool@1.0.0".into()]).await;
+    let rig = Rig::with_rap(|r| r.pins = vec!["Versioned.Tool@1.0.0".into()]).await;
     let reply = get(&rig.app, "/.well-known/rap-toolset").await;
     let tools = reply.json["tools"].as_array().unwrap();
     let versioned = tools
@@ -666,9 +685,9 @@ async fn a_receiver_that_never_succeeds_leaves_a_dead_letter_with_the_reason() {
 
 #[tokio::test]
 async fn delivery_is_bounded_in_total_time() {
-    let rig = Rig::with(|c| {
-        c.rap.retry.max_attempts = 1000;
-        c.rap.retry.total = Duration::from_millis(300);
+    let rig = Rig::with_rap(|r| {
+        r.retry.max_attempts = 1000;
+        r.retry.total = Duration::from_millis(300);
     })
     .await;
     let receiver = Receiver::start(&[], 500).await;
@@ -790,9 +809,9 @@ async fn invocations_still_pending_at_shutdown_are_dead_lettered_not_dropped() {
 
 #[tokio::test]
 async fn in_lambda_mode_callbacks_must_be_https_to_a_public_address() {
-    let rig = Rig::with(|c| {
-        c.rap.callbacks.lambda = true;
-        c.rap.callbacks.allow_loopback = false;
+    let rig = Rig::with_rap(|r| {
+        r.callbacks.lambda = true;
+        r.callbacks.allow_loopback = false;
     })
     .await;
     let receiver = Receiver::ok().await;
@@ -817,10 +836,10 @@ async fn in_lambda_mode_callbacks_must_be_https_to_a_public_address() {
 #[tokio::test]
 async fn a_host_name_that_resolves_to_a_refused_address_is_refused_when_connecting() {
     // Lambda rules with plain http allowed, so only the resolved-address check can refuse.
-    let rig = Rig::with(|c| {
-        c.rap.callbacks.lambda = true;
-        c.rap.callbacks.allow_http = true;
-        c.rap.callbacks.allow_loopback = false;
+    let rig = Rig::with_rap(|r| {
+        r.callbacks.lambda = true;
+        r.callbacks.allow_http = true;
+        r.callbacks.allow_loopback = false;
     })
     .await;
     let receiver = Receiver::ok().await;
@@ -846,10 +865,10 @@ async fn a_host_name_that_resolves_to_a_refused_address_is_refused_when_connecti
 
 #[tokio::test]
 async fn loopback_callbacks_are_allowed_in_lambda_only_when_configured() {
-    let rig = Rig::with(|c| {
-        c.rap.callbacks.lambda = true;
-        c.rap.callbacks.allow_http = true;
-        c.rap.callbacks.allow_loopback = true;
+    let rig = Rig::with_rap(|r| {
+        r.callbacks.lambda = true;
+        r.callbacks.allow_http = true;
+        r.callbacks.allow_loopback = true;
     })
     .await;
     let receiver = Receiver::ok().await;
@@ -866,7 +885,7 @@ async fn loopback_callbacks_are_allowed_in_lambda_only_when_configured() {
 
 #[tokio::test]
 async fn the_callback_host_allow_list_is_enforced() {
-    let rig = Rig::with(|c| c.rap.callbacks.allowed_hosts = vec!["agent.example.com".into()]).await;
+    let rig = Rig::with_rap(|r| r.callbacks.allowed_hosts = vec!["agent.example.com".into()]).await;
     let receiver = Receiver::ok().await;
     let reply = rig
         .invoke(invocation(
@@ -886,15 +905,19 @@ async fn the_callback_host_allow_list_is_enforced() {
 
 #[tokio::test]
 async fn invocations_are_rate_limited_per_caller() {
-    let rig = Rig::with(|c| {
-        c.auth = AuthConfig::ApiGateway {
-            bind_user_id: false,
-        };
-        c.rap.rate_limit = Some(oxp_lambda::config::RateLimit {
-            invocations: 2,
-            per: Duration::from_secs(60),
-        })
-    })
+    let rig = Rig::build(
+        |c| {
+            c.auth = AuthConfig::ApiGateway {
+                bind_user_id: false,
+            }
+        },
+        |r| {
+            r.rate_limit = Some(oxp_lambda::config::RateLimit {
+                invocations: 2,
+                per: Duration::from_secs(60),
+            })
+        },
+    )
     .await;
     let receiver = Receiver::ok().await;
     // The third of Alice's invocations is over the limit, whatever user_id it names: refused
@@ -925,13 +948,17 @@ async fn invocations_are_rate_limited_per_caller() {
 
 #[tokio::test]
 async fn each_caller_holds_at_most_its_share_of_the_pending_invocations() {
-    let rig = Rig::with(|c| {
-        c.auth = AuthConfig::ApiGateway {
-            bind_user_id: false,
-        };
-        c.rap.max_pending = 4;
-        c.rap.max_pending_per_caller = Some(2);
-    })
+    let rig = Rig::build(
+        |c| {
+            c.auth = AuthConfig::ApiGateway {
+                bind_user_id: false,
+            }
+        },
+        |r| {
+            r.max_pending = 4;
+            r.max_pending_per_caller = Some(2);
+        },
+    )
     .await;
     let receiver = Receiver::ok().await;
     let wait = |id: &str| with_id(invocation(&receiver.url, "Test_Wait", json!({})), id);
@@ -962,8 +989,8 @@ async fn each_caller_holds_at_most_its_share_of_the_pending_invocations() {
 
 #[tokio::test]
 async fn an_invocation_over_the_rate_limit_is_a_429_with_retry_after_and_runs_nothing() {
-    let rig = Rig::with(|c| {
-        c.rap.rate_limit = Some(oxp_lambda::config::RateLimit {
+    let rig = Rig::with_rap(|r| {
+        r.rate_limit = Some(oxp_lambda::config::RateLimit {
             invocations: 1,
             per: Duration::from_secs(60),
         })
@@ -1217,11 +1244,13 @@ async fn a_repeat_of_a_dead_lettered_invocation_tries_the_callback_again() {
 
 #[tokio::test]
 async fn one_concurrency_limit_holds_for_every_protocol_together() {
-    let rig = Rig::with(|c| {
-        c.max_concurrent_calls = 1;
-        c.tool_timeout = Some(Duration::from_millis(300));
-        c.rap.tool_timeout = Some(Duration::from_secs(20));
-    })
+    let rig = Rig::build(
+        |c| {
+            c.max_concurrent_calls = 1;
+            c.tool_timeout = Some(Duration::from_millis(300));
+        },
+        |r| r.tool_timeout = Some(Duration::from_secs(20)),
+    )
     .await;
     let receiver = Receiver::ok().await;
     // An async run takes the only slot and holds it.

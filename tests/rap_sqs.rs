@@ -9,12 +9,10 @@ mod common;
 use common::aws::{moto_url, sdk_config};
 use common::receiver::Receiver;
 use common::*;
-use oxp_lambda::config::{LambdaRole, RetryPolicy};
 use oxp_lambda::{App, Config, NoInput, Registry, Tool, ToolContext, ToolError};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 /// The HTTP side (`/invoke` enqueues to SQS) and the worker side (`handle_sqs_batch`) of one
 /// deployment, as the two functions of the template run them.
@@ -44,15 +42,20 @@ async fn rig() -> Rig {
     };
     let queue_url = create(name.clone()).await;
     let dead_letter_queue_url = create(format!("{name}-dlq")).await;
-    let mut config = Config::default();
-    config.rap.queue_url = Some(queue_url.clone());
-    config.rap.dead_letter_queue_url = Some(dead_letter_queue_url.clone());
-    config.rap.retry = RetryPolicy {
-        max_attempts: 3,
-        base: Duration::from_millis(20),
-        ..RetryPolicy::default()
-    };
-    config.lambda_role = LambdaRole::Worker;
+    let mut config = Config::from_vars(
+        false,
+        [
+            ("OXP_RAP_QUEUE_URL", queue_url.as_str()),
+            (
+                "OXP_RAP_DEAD_LETTER_QUEUE_URL",
+                dead_letter_queue_url.as_str(),
+            ),
+            ("OXP_RAP_DELIVERY_ATTEMPTS", "3"),
+            ("OXP_RAP_RETRY_BASE_MS", "20"),
+        ],
+    )
+    .unwrap();
+    config.lambda_role = "worker".into();
     let runs = Arc::new(AtomicUsize::new(0));
     let counted = runs.clone();
     let count =

@@ -283,11 +283,7 @@ async fn with_authentication_on_a_caller_acts_for_itself_by_default() {
 
 #[tokio::test]
 async fn the_rate_limit_counts_malformed_invocations_and_a_varying_user_id_does_not_reset_it() {
-    let mut config = test_config();
-    config.rap.rate_limit = Some(oxp_lambda::config::RateLimit {
-        invocations: 2,
-        per: Duration::from_secs(60),
-    });
+    let config = test_config_with(&[("OXP_RAP_RATE_LIMIT", "2/min")]);
     let app = app_with(common::example_tools::registry().unwrap(), config);
     let receiver = Receiver::ok().await;
     let invocation = |id: &str, user: &str, operation: &str| {
@@ -324,8 +320,7 @@ async fn a_full_in_process_queue_refuses_with_503_and_retry_after() {
             Ok::<_, ToolError>(())
         }
     });
-    let mut config = test_config();
-    config.rap.max_pending = 1;
+    let config = test_config_with(&[("OXP_RAP_MAX_PENDING", "1")]);
     let app = app_with(Registry::builder().tool(wait).build().unwrap(), config);
     let receiver = Receiver::ok().await;
     let invocation = |id: &str| json!({"operation": "T_Wait", "arguments": {}, "id": id, "group_id": "g", "callback_url": receiver.url});

@@ -12,10 +12,85 @@
 pub(crate) mod schema;
 
 use crate::mcp::{Served, result};
-use oxp_lambda_core::invoke::{Call, Target};
+use crate::server::{BoxFuture, CallContext, DirectHandler};
+use crate::settings::{ConfigError, Env};
+use oxp_lambda_core::invoke::{Invoker, Target};
 use oxp_lambda_core::tool::ToolError;
 use serde_json::Value;
-use std::time::Instant;
+use std::sync::{Arc, OnceLock};
+
+/// The AgentCore Gateway target's settings.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentCoreConfig {
+    /// `OXP_MCP_TOOLS`: the versions served, as for MCP (the gateway's tools are MCP tools).
+    pub pins: Vec<String>,
+    /// `OXP_AGENTCORE_USER_ARGUMENT`: the argument (e.g. `oxp_user_id`) that carries the end
+    /// user to the target, set by the gateway's request interceptor from the caller's token;
+    /// taken out of the arguments before the tool sees them. None by default: the gateway's
+    /// Lambda events name no user.
+    pub user_argument: Option<String>,
+}
+
+impl AgentCoreConfig {
+    pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            pins: env.list("OXP_MCP_TOOLS"),
+            user_argument: env
+                .get("OXP_AGENTCORE_USER_ARGUMENT")
+                .map(|a| a.trim().to_owned()),
+        })
+    }
+}
+
+/// The target as the Lambda role runs it: its tools built by the first invocation (or at start
+/// when the function serves the role, so a bad `OXP_MCP_TOOLS` fails there).
+#[derive(Debug)]
+pub(crate) struct GatewayTarget {
+    invoker: Arc<Invoker>,
+    config: AgentCoreConfig,
+    served: OnceLock<Result<Arc<Served>, String>>,
+}
+
+impl GatewayTarget {
+    pub(crate) fn new(invoker: Arc<Invoker>, config: AgentCoreConfig) -> Self {
+        Self {
+            invoker,
+            config,
+            served: OnceLock::new(),
+        }
+    }
+
+    /// The served tools; `Err` names what in the configuration is wrong.
+    pub(crate) fn served(&self) -> Result<&Arc<Served>, &str> {
+        self.served
+            .get_or_init(|| crate::mcp::served(self.invoker.clone(), &self.config.pins))
+            .as_ref()
+            .map_err(String::as_str)
+    }
+}
+
+impl DirectHandler for GatewayTarget {
+    fn handle<'a>(
+        &'a self,
+        event: &'a [u8],
+        client_context: Option<&'a [u8]>,
+        context: CallContext,
+    ) -> BoxFuture<'a, Value> {
+        Box::pin(async move {
+            match self.served() {
+                Ok(served) => {
+                    let user_argument = self.config.user_argument.as_deref();
+                    invoke(served, user_argument, event, client_context, context).await
+                }
+                Err(_) => refused("The AgentCore target is misconfigured (OXP_MCP_TOOLS)".into()),
+            }
+        })
+    }
+
+    fn too_large(&self) -> Value {
+        refused("The event is too large".into())
+    }
+}
 
 /// The separator between the gateway target's name and the tool's.
 const TARGET_SEPARATOR: &str = "___";
@@ -36,7 +111,7 @@ pub(crate) async fn invoke(
     user_argument: Option<&str>,
     event: &[u8],
     client_context: Option<&[u8]>,
-    deadline: Option<Instant>,
+    context: CallContext,
 ) -> Value {
     let custom = client_context
         .and_then(|raw| serde_json::from_slice::<Value>(raw).ok())
@@ -67,14 +142,13 @@ pub(crate) async fn invoke(
         .and_then(|(name, args)| args.remove(name))
         .and_then(|v| v.as_str().map(str::to_owned))
         .filter(|u| !u.is_empty() && u.chars().count() <= MAX_USER_ID_CHARS);
-    let mut call = Call::new("agentcore", Target::Tool(tool.clone()), input);
+    let mut call = context.call("agentcore", Target::Tool(tool.clone()), input);
     call.user_id = user_id;
     // The gateway's request id ties the call's log line to the gateway's.
     call.trace_id = custom
         .get(REQUEST_ID)
         .and_then(Value::as_str)
         .map(|id| id.chars().take(256).collect());
-    call.deadline = deadline;
     let answer = served.invoker().invoke(call).await;
     to_json(&result::from_invoke(answer))
 }

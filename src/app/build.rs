@@ -1,20 +1,21 @@
 //! Building the app: the parts the configuration names, each built once, wired around one
 //! [`Invoker`]; what cannot be built is a [`StartError`] naming the part.
 
-use super::protocol::{self, Protocol};
+use super::protocol::{self, Assembly, Configured, Entry, Protocol};
 use super::{App, Parts};
 use crate::auth::Authenticator;
-use crate::config::{Config, in_lambda};
+use crate::config::Config;
 use crate::server;
 use oxp_lambda_core::idempotency::{Idempotency, IdempotencyStore};
 use oxp_lambda_core::invoke::Invoker;
 use oxp_lambda_core::registry::Registry;
 use oxp_lambda_core::secrets::SecretSource;
+use oxp_lambda_core::tokens::UserTokens;
 use std::fmt;
 use std::sync::Arc;
 
 /// Why the app could not start: the part at fault and why (configuration errors name their
-/// variable).
+/// variable, a protocol's errors name the protocol).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StartError {
@@ -26,16 +27,15 @@ pub enum StartError {
     Auth(String),
     /// The idempotency store could not be set up.
     Idempotency(String),
-    /// The async adapter could not be set up.
-    Rap(String),
-    /// The MCP adapter could not be set up.
-    Mcp(String),
-    /// The Bedrock Agents action group role could not be set up.
-    BedrockAgent(String),
-    /// A protocol given to [`AppBuilder::protocol`] could not be set up.
-    Protocol(String),
     /// The users' authorization (OAuth providers, the token vault) could not be set up.
     OAuth(String),
+    /// A protocol (built in, or given to [`AppBuilder::protocol`]) could not be set up.
+    Protocol {
+        /// Its name ([`Protocol::name`]).
+        protocol: &'static str,
+        /// Why.
+        reason: String,
+    },
 }
 
 impl fmt::Display for StartError {
@@ -45,19 +45,18 @@ impl fmt::Display for StartError {
             Self::Secrets(why) => write!(f, "invalid configuration: secrets: {why}"),
             Self::Auth(why) => write!(f, "invalid configuration: authentication: {why}"),
             Self::Idempotency(why) => write!(f, "invalid configuration: idempotency: {why}"),
-            Self::Rap(why) => write!(f, "invalid configuration: async invocation: {why}"),
-            Self::Mcp(why) => write!(f, "invalid configuration: MCP: {why}"),
-            Self::BedrockAgent(why) => write!(f, "invalid configuration: Bedrock agent: {why}"),
-            Self::Protocol(why) => write!(f, "invalid configuration: protocol: {why}"),
             Self::OAuth(why) => write!(f, "invalid configuration: OAuth: {why}"),
+            Self::Protocol { protocol, reason } => {
+                write!(f, "invalid configuration: {protocol}: {reason}")
+            }
         }
     }
 }
 
 impl std::error::Error for StartError {}
 
-/// Builds an [`App`]: the tools, the configuration, and what the embedding program holds
-/// itself.
+/// Builds an [`App`]: the tools, the configuration, the protocols, and what the embedding
+/// program holds itself.
 ///
 /// ```
 /// # async fn example() -> Result<(), oxp_lambda::StartError> {
@@ -78,9 +77,8 @@ pub struct AppBuilder {
     secrets: Vec<(String, String)>,
     secret_source: Option<Arc<dyn SecretSource>>,
     idempotency_store: Option<Arc<dyn IdempotencyStore>>,
-    protocols: Vec<Box<dyn Protocol>>,
-    #[cfg(feature = "aws")]
-    aws: Option<aws_config::SdkConfig>,
+    protocols: Vec<Box<dyn Entry>>,
+    pub(super) aws: crate::aws::SharedSdk,
 }
 
 impl fmt::Debug for AppBuilder {
@@ -88,6 +86,10 @@ impl fmt::Debug for AppBuilder {
         f.debug_struct("AppBuilder")
             .field("registry", &self.registry)
             .field("config", &self.config)
+            .field(
+                "protocols",
+                &self.protocols.iter().map(|p| p.name()).collect::<Vec<_>>(),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -101,13 +103,12 @@ impl AppBuilder {
             secret_source: None,
             idempotency_store: None,
             protocols: super::protocols::all(),
-            #[cfg(feature = "aws")]
-            aws: None,
+            aws: crate::aws::SharedSdk::default(),
         }
     }
 
     /// The configuration (default: [`Config::default`], not the environment; see
-    /// [`Config::from_env`]).
+    /// [`Config::from_env`]). The protocols read their own settings from its variables.
     pub fn config(mut self, config: Config) -> Self {
         self.config = config;
         self
@@ -142,43 +143,76 @@ impl AppBuilder {
     }
 
     /// Serves `protocol` beside the built-in ones (those the Cargo features compile in): a
-    /// protocol of your own, built over the same call path, authentication and plumbing.
-    pub fn protocol(mut self, protocol: impl Protocol + 'static) -> Self {
-        self.protocols.push(Box::new(protocol));
+    /// protocol of your own, built over the same call path, authentication and plumbing. A
+    /// protocol of a type the app already serves replaces it (its settings edits too).
+    pub fn protocol<P: Protocol>(mut self, protocol: P) -> Self {
+        match self.find::<P>() {
+            Some(served) => *served = Configured::new(protocol),
+            None => self.protocols.push(Box::new(Configured::new(protocol))),
+        }
         self
     }
 
-    /// The AWS configuration for the parts that talk to AWS, instead of the one loaded from
-    /// the environment (for example a local emulator's endpoint).
-    #[cfg(feature = "aws")]
-    pub fn aws_config(mut self, sdk: aws_config::SdkConfig) -> Self {
-        self.aws = Some(sdk);
+    /// Edits protocol `P`'s settings once they are read from the configuration's variables
+    /// (`P` is added with its default value if the app does not serve it yet):
+    ///
+    /// ```
+    /// # #[cfg(feature = "mcp")]
+    /// # fn example(registry: oxp_lambda::Registry) -> oxp_lambda::AppBuilder {
+    /// oxp_lambda::App::builder(registry)
+    ///     .configure::<oxp_lambda::protocols::Mcp>(|mcp| mcp.pins = vec!["Calculator.Add@1.0.0".into()])
+    /// # }
+    /// ```
+    pub fn configure<P: Protocol + Default>(
+        mut self,
+        edit: impl FnOnce(&mut P::Settings) + Send + 'static,
+    ) -> Self {
+        if self.find::<P>().is_none() {
+            self.protocols.push(Box::new(Configured::new(P::default())));
+        }
+        if let Some(served) = self.find::<P>() {
+            served.edits.push(Box::new(edit));
+        }
         self
+    }
+
+    fn find<P: Protocol>(&mut self) -> Option<&mut Configured<P>> {
+        self.protocols
+            .iter_mut()
+            .find_map(|p| p.as_any_mut().downcast_mut::<Configured<P>>())
+    }
+
+    /// `oxp-lambda schema --<name>`: protocol `name`'s export of the tools; `None` when no
+    /// protocol of that name exports one.
+    pub(crate) fn schema(&mut self, name: &str) -> Option<Result<serde_json::Value, String>> {
+        let (config, registry) = (&self.config, &self.registry);
+        self.protocols
+            .iter_mut()
+            .filter(|p| p.name() == name)
+            .find_map(|p| p.schema(config, registry))
     }
 
     /// Builds every part the configuration names. Nothing is fetched yet: secrets, keys and
     /// AWS clients are first used by the first request that needs them.
-    pub async fn build(self) -> Result<App, StartError> {
+    pub async fn build(mut self) -> Result<App, StartError> {
         let config = self.config;
+        // Every protocol's settings are read first: a bad variable fails before anything is
+        // built.
+        for protocol in &mut self.protocols {
+            protocol.settle(&config)?;
+        }
         // Nothing AWS is loaded here: the first request that needs AWS loads the configuration.
-        #[cfg(feature = "aws")]
-        let sdk = crate::aws::SharedSdk::new(self.aws);
-        let secrets = crate::secrets::build(
-            &config.secrets,
-            &self.secrets,
-            self.secret_source,
-            #[cfg(feature = "aws")]
-            &sdk,
-        )
-        .map_err(StartError::Secrets)?;
-        signing_key_kept_from_tools(&config.auth, &self.registry)?;
-        #[cfg(feature = "oauth")]
-        oauth_secrets_kept_from_tools(&config.oauth, &self.registry)?;
+        let sdk = self.aws;
+        let secrets =
+            crate::secrets::build(&config.secrets, &self.secrets, self.secret_source, &sdk)
+                .map_err(StartError::Secrets)?;
+        super::guards::signing_key_kept_from_tools(&config.auth, &self.registry)?;
+        super::guards::oauth_secrets_kept_from_tools(&config.oauth, &self.registry)?;
         let auth = Arc::new(
             Authenticator::from_config(&config.auth, secrets.clone()).map_err(StartError::Auth)?,
         );
         if let crate::config::AuthConfig::None { explicit } = config.auth
-            && !in_lambda()
+            && !config.runtime.lambda
         {
             tracing::warn!(
                 explicit,
@@ -190,24 +224,18 @@ impl AppBuilder {
                 store,
                 keep: config.idempotency.ttl,
             }),
-            None => crate::idempotency::build(
-                &config.idempotency,
-                #[cfg(feature = "aws")]
-                &sdk,
-            )
-            .map_err(StartError::Idempotency)?,
+            None => crate::idempotency::build(&config.idempotency, &sdk)
+                .map_err(StartError::Idempotency)?,
         };
-        #[cfg(feature = "oauth")]
         let broker = crate::oauth::build(
             &config.oauth,
             (config.host, config.port),
-            in_lambda(),
+            config.runtime.lambda,
             &secrets,
-            #[cfg(feature = "aws")]
             &sdk,
         )
         .map_err(StartError::OAuth)?;
-        #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
+        let user_tokens = broker.clone().map(|b| b as Arc<dyn UserTokens>);
         let mut invoker = Invoker::new(
             Arc::new(self.registry),
             secrets,
@@ -215,111 +243,47 @@ impl AppBuilder {
             config.max_concurrent_calls,
             config.tool_timeout,
         );
-        #[cfg(feature = "oauth")]
-        if let Some(broker) = &broker {
-            invoker = invoker.with_user_tokens(broker.clone());
+        if let Some(tokens) = &user_tokens {
+            invoker = invoker.with_user_tokens(tokens.clone());
         }
         let invoker = Arc::new(invoker);
-        // The parts every protocol may share, by type: the AWS configuration, and the users'
-        // authorizations for the routes and the async adapter's waiting invocations.
-        #[cfg_attr(not(any(feature = "aws", feature = "oauth")), allow(unused_mut))]
-        let mut shared = http::Extensions::new();
-        #[cfg(feature = "aws")]
-        shared.insert(sdk);
-        #[cfg(feature = "oauth")]
-        if let Some(broker) = broker {
-            shared.insert(broker);
-        }
-        let assembly = protocol::Assembly {
+        let assembly = Assembly {
             invoker: &invoker,
             auth: &auth,
             config: &config,
-            shared: &shared,
+            aws: &sdk,
+            user_tokens: user_tokens.as_ref(),
         };
-        let built = protocol::build_all(&self.protocols, &assembly)?;
+        let mut built = protocol::build_all(self.protocols, &assembly)?;
+        // The users' authorization flow, when the server runs one: its routes beside the
+        // protocols' (`forget` behind authentication, like every route that acts for a user).
+        if let Some(broker) = broker {
+            let auth = auth.clone();
+            built.routes =
+                built
+                    .routes
+                    .merge(crate::oauth::routes::router(broker, move |forget| {
+                        server::guard(forget, &auth, |_| {
+                            server::json(
+                                http::StatusCode::UNAUTHORIZED,
+                                &serde_json::json!({"error": "authentication failed"}),
+                            )
+                        })
+                    }));
+        }
         let http = server::assemble(
             built.routes,
             config.max_body_bytes,
             config.base_path.as_deref(),
         );
         Ok(App {
-            #[cfg(feature = "lambda")]
-            service: crate::transport::lambda::http::LambdaHttp {
-                app: http,
-                margin: config.deadline_margin,
-            },
-            #[cfg(not(feature = "lambda"))]
             service: http,
             parts: Arc::new(Parts {
                 browser: crate::transport::local::BrowserRules::from_config(&config),
                 config,
-                lambda_role: built.lambda_role,
+                roles: built.roles,
                 drains: built.drains,
-                state: built.state,
             }),
         })
     }
-}
-
-/// The JWT signing key is the server's, never a tool's: a tool declaring a secret of the same
-/// id would be handed the key that mints every caller's identity.
-fn signing_key_kept_from_tools(
-    auth: &crate::config::AuthConfig,
-    registry: &Registry,
-) -> Result<(), StartError> {
-    let crate::config::AuthConfig::Jwt(jwt) = auth else {
-        return Ok(());
-    };
-    let crate::config::JwtKeys::Hs256 { secret_id } = &jwt.keys else {
-        return Ok(());
-    };
-    // The local source reads an id from `OXP_SECRET_<ID>` with its case and punctuation folded,
-    // so `jwt-key` names the same value as `JWT_KEY` there: compared as the local source sees
-    // them.
-    let key = crate::secrets::local::env_var_for(secret_id);
-    match registry.tools().iter().find(|t| {
-        t.requirements
-            .secrets
-            .iter()
-            .any(|id| id == secret_id || crate::secrets::local::env_var_for(id) == key)
-    }) {
-        Some(tool) => Err(StartError::Auth(format!(
-            "tool {} requires secret '{secret_id}', the JWT signing key (OXP_JWT_HS256_SECRET_ID): tools never get it",
-            tool.id
-        ))),
-        None => Ok(()),
-    }
-}
-
-/// The sealing key and the providers' client secrets are the server's: a tool declaring one
-/// would be handed what opens every user's tokens (compared as the local source folds ids).
-#[cfg(feature = "oauth")]
-fn oauth_secrets_kept_from_tools(
-    oauth: &crate::config::OAuthConfig,
-    registry: &Registry,
-) -> Result<(), StartError> {
-    if oauth.providers.is_empty() {
-        return Ok(());
-    }
-    let fold = crate::secrets::local::env_var_for;
-    let kept: Vec<String> = oauth
-        .providers
-        .iter()
-        .map(|p| p.client_secret_id.clone())
-        .chain([crate::oauth::KEY_SECRET_ID.to_owned()])
-        .collect();
-    for tool in registry.tools() {
-        if let Some(id) = tool
-            .requirements
-            .secrets
-            .iter()
-            .find(|id| kept.iter().any(|k| fold(k) == fold(id)))
-        {
-            return Err(StartError::OAuth(format!(
-                "tool {} requires secret '{id}', which the OAuth flow keeps (OAUTH_KEY, client secrets): tools never get it",
-                tool.id
-            )));
-        }
-    }
-    Ok(())
 }

@@ -3,10 +3,11 @@
 //! adapters over it, and the plumbing and transports around them.
 
 use crate::config::Config;
-use crate::server::HttpApp;
+use crate::server::{CallContext, HttpApp, LambdaRole, RoleKind};
 use crate::transport::local;
 use http::Request;
 use oxp_lambda_core::registry::Registry;
+use serde_json::Value;
 use std::convert::Infallible;
 use std::fmt;
 use std::sync::Arc;
@@ -14,16 +15,19 @@ use std::task::{Context, Poll};
 use tokio::net::TcpListener;
 use tower::Service;
 
+#[cfg(feature = "aws")]
+mod aws;
 mod build;
+mod guards;
+#[cfg(feature = "lambda")]
+pub(crate) mod lambda;
+#[cfg(not(feature = "lambda"))]
+#[path = "lambda_off.rs"]
+pub(crate) mod lambda;
 pub(crate) mod protocol;
-mod protocols;
+pub mod protocols;
 
 pub use build::{AppBuilder, StartError};
-
-#[cfg(feature = "lambda")]
-type Inner = crate::transport::lambda::http::LambdaHttp;
-#[cfg(not(feature = "lambda"))]
-type Inner = HttpApp;
 
 /// The app: every route of every adapter, as one `tower` service for the local server, the
 /// Lambda runtime or tests (`tower::ServiceExt::oneshot`).
@@ -36,7 +40,7 @@ type Inner = HttpApp;
 /// Function URL or a load balancer, not a browser on this machine, and are not checked.
 #[derive(Clone)]
 pub struct App {
-    service: Inner,
+    service: HttpApp,
     parts: Arc<Parts>,
 }
 
@@ -44,15 +48,10 @@ struct Parts {
     config: Config,
     /// The browser guard's rules, for [`App`] used as a service outside [`App::serve`].
     browser: local::BrowserRules,
-    /// The runner of `OXP_LAMBDA_ROLE` when a protocol serves the role (not `http`); read by
-    /// the Lambda transport, when compiled in.
-    #[allow(dead_code)]
-    lambda_role: Option<protocol::RoleRunner>,
+    /// The Lambda roles the protocols serve besides HTTP, by name.
+    roles: Vec<LambdaRole>,
     /// Work the protocols finish at shutdown.
     drains: Vec<Arc<dyn protocol::Drain>>,
-    /// What the protocols' own entry points read back, by type (read by those compiled in).
-    #[allow(dead_code)]
-    state: http::Extensions,
 }
 
 impl fmt::Debug for App {
@@ -86,7 +85,7 @@ impl App {
             max_connections: config.max_connections,
             header_read_timeout: config.header_read_timeout,
         };
-        let served = local::serve(listener, self.http(), rules, limits, shutdown).await;
+        let served = local::serve(listener, self.service.clone(), rules, limits, shutdown).await;
         let abandoned = self.drain_within(None).await;
         if abandoned > 0 {
             tracing::warn!(
@@ -110,6 +109,8 @@ impl App {
         for drain in &self.parts.drains {
             abandoned += drain.drain(timeout).await;
         }
+        // The spans of the calls that just finished, before the process ends.
+        crate::observe::otel::flush().await;
         abandoned
     }
 
@@ -118,29 +119,31 @@ impl App {
         &self.parts.config
     }
 
-    /// A protocol's state, as it stored it when the app was built.
-    #[allow(dead_code)] // used by the protocols compiled in
-    pub(crate) fn protocol_state<T: Clone + Send + Sync + 'static>(&self) -> Option<&T> {
-        self.parts.state.get::<T>()
+    /// The Lambda role `name` a protocol serves (`None` for `http`, or a role none serves).
+    pub(crate) fn role(&self, name: &str) -> Option<&LambdaRole> {
+        self.parts.roles.iter().find(|r| r.name == name)
     }
 
-    fn http(&self) -> HttpApp {
-        #[cfg(feature = "lambda")]
-        return self.service.app.clone();
-        #[cfg(not(feature = "lambda"))]
-        return self.service.clone();
-    }
-
-    /// Serves the Lambda Runtime API in the configured role (`OXP_LAMBDA_ROLE`) until the
-    /// environment ends: the entry point of a Lambda function built around this app, for
-    /// programs that start the runtime themselves rather than through [`crate::run`].
-    #[cfg(feature = "lambda")]
-    pub async fn run_lambda(self) -> Result<(), lambda_http::Error> {
-        if let Some(runner) = &self.parts.lambda_role {
-            let config = &self.parts.config;
-            return runner(config.deadline_margin, config.max_body_bytes).await;
+    /// Answers one direct invocation of role `role` as that Lambda role does: `event` is the
+    /// raw event, `client_context` the raw client context JSON. `None` when no protocol of
+    /// this app answers direct invocations of that role.
+    pub async fn handle_direct(
+        &self,
+        role: &str,
+        event: &[u8],
+        client_context: Option<&[u8]>,
+    ) -> Option<Value> {
+        let Some(RoleKind::Direct(handler)) = self.role(role).map(|r| &r.kind) else {
+            return None;
+        };
+        if event.len() > self.config().max_body_bytes {
+            return Some(handler.too_large());
         }
-        crate::transport::lambda::http::run(self.service).await
+        Some(
+            handler
+                .handle(event, client_context, CallContext::default())
+                .await,
+        )
     }
 }
 
@@ -160,11 +163,17 @@ where
         Service::<Request<B>>::poll_ready(&mut self.service, cx)
     }
 
-    fn call(&mut self, request: Request<B>) -> Self::Future {
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
         use futures_util::future::Either;
+        // A request made from a Lambda event comes through API Gateway, a Function URL or a
+        // load balancer (its stage comes off the path here), not from a browser on this machine.
+        let from_lambda = crate::transport::lambda::http::prepare(
+            &mut request,
+            self.parts.config.deadline_margin,
+        );
         let rules = &self.parts.browser;
         if rules.auth_off
-            && !from_lambda(&request)
+            && !from_lambda
             && let Err(refusal) = local::check_browser(request.headers(), rules)
         {
             tracing::info!(target: "oxp::server", outcome = "forbidden", reason = refusal.reason());
@@ -173,19 +182,5 @@ where
             )));
         }
         Either::Right(self.service.call(request))
-    }
-}
-
-/// Whether `request` was made from a Lambda event (the runtime adds its request context).
-fn from_lambda<B>(request: &Request<B>) -> bool {
-    #[cfg(feature = "lambda")]
-    return request
-        .extensions()
-        .get::<lambda_http::request::RequestContext>()
-        .is_some();
-    #[cfg(not(feature = "lambda"))]
-    {
-        let _ = request;
-        false
     }
 }

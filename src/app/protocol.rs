@@ -1,34 +1,64 @@
-//! Protocols plug in: each is a [`Protocol`] value the app takes, built over the one call path
-//! into a [`Contribution`] (HTTP routes, the runner of its own Lambda role, work to finish at
-//! shutdown, state its entry points read back). The assembly iterates over the values and
-//! knows none of them; Cargo features only decide which values exist (`super::protocols`), and
-//! [`super::AppBuilder::protocol`] adds one written outside the crate.
+//! Protocols plug in: each is a [`Protocol`] value the app takes. It owns everything about
+//! itself: its settings (read from the same `OXP_*` variables as the server's), its HTTP routes,
+//! the Lambda role it serves, its schema export and its start errors. The assembly iterates
+//! over the values and knows none of them; Cargo features only decide which values exist
+//! (`super::protocols::all`), and [`AppBuilder::protocol`](super::AppBuilder::protocol) adds
+//! one written outside the crate.
 
 use super::StartError;
 use crate::auth::Authenticator;
-use crate::config::{Config, LambdaRole};
+use crate::config::{Config, ConfigError, Env};
+use crate::server::{LambdaRole, RoleKind};
 use axum::Router;
-use http::Extensions;
 use oxp_lambda_core::invoke::Invoker;
-use std::future::Future;
-use std::pin::Pin;
+use oxp_lambda_core::registry::Registry;
+use oxp_lambda_core::tokens::UserTokens;
+use serde_json::Value;
+use std::any::Any;
+use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// A boxed, sendable future.
-pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub use crate::server::BoxFuture;
 
-/// Why a Lambda role's loop ended (the Runtime API stopped answering).
-pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
+/// A protocol the app serves. OXP, MCP, RAP, the AgentCore target and Bedrock Agents are values
+/// of this trait, and [`AppBuilder::protocol`](super::AppBuilder::protocol) takes one of your own.
+///
+/// Its [`Settings`](Protocol::Settings) are read once at start from the variables the server's
+/// configuration was read from ([`Protocol::settings`]); [`Protocol::build`] turns them and an
+/// [`Assembly`] (the call path, authentication, the server's configuration) into a
+/// [`Contribution`]: routes, a Lambda role, work to finish at shutdown. Whatever fails is a
+/// [`StartError`] naming the protocol.
+pub trait Protocol: Send + Sync + 'static {
+    /// What the protocol reads from `OXP_*` variables.
+    type Settings: Clone + fmt::Debug + Send + Sync + 'static;
 
-/// A protocol the app serves: OXP, MCP, RAP, the AgentCore target and Bedrock Agents are
-/// values of this trait, and [`AppBuilder::protocol`](super::AppBuilder::protocol) takes one of
-/// your own. It turns an [`Assembly`] (the call path, authentication, the configuration) into
-/// a [`Contribution`]: for an HTTP protocol, its routes.
-pub trait Protocol: Send + Sync {
-    /// Builds what the protocol adds, over `assembly`'s call path and authentication. An error
-    /// names what in the configuration is wrong.
-    fn build(&self, assembly: &Assembly<'_>) -> Result<Contribution, StartError>;
+    /// Its name, in start errors (`invalid configuration: <name>: ...`) and
+    /// `oxp-lambda schema --<name>`.
+    fn name(&self) -> &'static str;
+
+    /// Reads its settings from `env` (the server's own settings are in `server`). An invalid
+    /// value names its variable.
+    fn settings(&self, env: &Env<'_>, server: &Config) -> Result<Self::Settings, ConfigError>;
+
+    /// Builds what the protocol adds over `assembly`; an error says what in the configuration
+    /// is wrong.
+    fn build(
+        &self,
+        settings: Self::Settings,
+        assembly: &Assembly<'_>,
+    ) -> Result<Contribution, String>;
+
+    /// What `oxp-lambda schema --<name>` prints: the tools as this protocol declares them to
+    /// the service that calls it (`None`: the protocol exports nothing).
+    fn schema(
+        &self,
+        settings: &Self::Settings,
+        registry: &Registry,
+    ) -> Option<Result<Value, String>> {
+        let _ = (settings, registry);
+        None
+    }
 }
 
 /// What a protocol is given to build on.
@@ -37,12 +67,68 @@ pub struct Assembly<'a> {
     pub(crate) invoker: &'a Arc<Invoker>,
     /// How callers authenticate (HTTP protocols guard their routes with it).
     pub(crate) auth: &'a Arc<Authenticator>,
-    /// The configuration.
+    /// The server's configuration.
     pub(crate) config: &'a Config,
-    /// Parts built once and shared by every protocol that needs them (the AWS configuration),
-    /// by type; read by those compiled in.
-    #[allow(dead_code)]
-    pub(crate) shared: &'a Extensions,
+    /// The AWS configuration every AWS part shares, loaded by the first that needs it.
+    pub(crate) aws: &'a crate::aws::SharedSdk,
+    /// The users' tokens the server holds, when it runs providers' OAuth flows.
+    pub(crate) user_tokens: Option<&'a Arc<dyn UserTokens>>,
+}
+
+impl Assembly<'_> {
+    /// The one call path: build a [`Call`](oxp_lambda_core::invoke::Call) (with the request's
+    /// [`CallContext`](crate::protocol::CallContext)), invoke it, format the
+    /// [`Outcome`](oxp_lambda_core::invoke::Outcome) or the
+    /// [`Rejection`](oxp_lambda_core::refusal::Rejection).
+    pub fn invoker(&self) -> &Arc<Invoker> {
+        self.invoker
+    }
+
+    /// The server's configuration.
+    pub fn config(&self) -> &Config {
+        self.config
+    }
+
+    /// The users' tokens the server holds (`OXP_OAUTH_PROVIDERS`), for a protocol that waits
+    /// on a user's authorization.
+    pub fn user_tokens(&self) -> Option<&Arc<dyn UserTokens>> {
+        self.user_tokens
+    }
+
+    /// `router` behind the configured authentication (`OXP_AUTH`): an authenticated request
+    /// carries its caller in its [`CallContext`](crate::protocol::CallContext); any other gets
+    /// `refuse(&request)`.
+    pub fn authenticate<S, R>(&self, router: Router<S>, refuse: R) -> Router<S>
+    where
+        S: Clone + Send + Sync + 'static,
+        R: Fn(&axum::extract::Request) -> axum::response::Response + Clone + Send + Sync + 'static,
+    {
+        crate::server::guard(router, self.auth, refuse)
+    }
+}
+
+impl Assembly<'_> {
+    /// `router` accepting a request body only as JSON: a `POST`, `PUT` or `PATCH` whose content
+    /// type is not JSON gets `refuse()`. A browser sends a cross-origin request without asking
+    /// first only with a form or text content type, so every route that acts on a body should
+    /// take JSON alone: a web page the developer has open then cannot call a local server.
+    pub fn json_only<S: Clone + Send + Sync + 'static>(
+        &self,
+        router: Router<S>,
+        refuse: fn() -> axum::response::Response,
+    ) -> Router<S> {
+        crate::server::json_only(router, refuse)
+    }
+}
+
+impl fmt::Debug for Assembly<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Assembly")
+            .field("config", self.config)
+            .field("aws", self.aws)
+            .field("user_tokens", &self.user_tokens.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// What a protocol adds to the app.
@@ -50,12 +136,10 @@ pub struct Assembly<'a> {
 pub struct Contribution {
     /// HTTP routes, served under the plumbing (body limit, base path, 404).
     pub(crate) routes: Option<Router>,
-    /// The Lambda role this protocol answers (`OXP_LAMBDA_ROLE`) and how to run it.
-    pub(crate) lambda_role: Option<(LambdaRole, RoleRunner)>,
+    /// The Lambda roles this protocol serves (`OXP_LAMBDA_ROLE`).
+    pub(crate) roles: Vec<LambdaRole>,
     /// Work to finish before the process ends (accepted async invocations).
     pub(crate) drain: Option<Arc<dyn Drain>>,
-    /// State the protocol's own entry points on [`super::App`] read back, by type.
-    pub(crate) state: Extensions,
 }
 
 impl Contribution {
@@ -68,49 +152,124 @@ impl Contribution {
             ..Self::default()
         }
     }
-}
 
-impl Assembly<'_> {
-    /// The one call path: build a [`Call`](oxp_lambda_core::invoke::Call), invoke it, format the
-    /// [`Outcome`](oxp_lambda_core::invoke::Outcome) or the [`Rejection`](oxp_lambda_core::refusal::Rejection).
-    pub fn invoker(&self) -> &Arc<Invoker> {
-        self.invoker
+    /// Adds a Lambda role this protocol serves (`OXP_LAMBDA_ROLE=<its name>`). A role several
+    /// protocols serve with records is fed to each in turn; two direct handlers of one role
+    /// are a start error.
+    #[must_use]
+    pub fn lambda_role(mut self, role: LambdaRole) -> Self {
+        self.roles.push(role);
+        self
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &Config {
-        self.config
-    }
-
-    /// `router` behind the configured authentication (`OXP_AUTH`): an authenticated request
-    /// carries its [`Principal`](oxp_lambda_core::principal::Principal) in its extensions (put it on the
-    /// `Call`); any other gets `refuse(&request)`.
-    pub fn authenticate<S, R>(&self, router: Router<S>, refuse: R) -> Router<S>
-    where
-        S: Clone + Send + Sync + 'static,
-        R: Fn(&axum::extract::Request) -> axum::response::Response + Clone + Send + Sync + 'static,
-    {
-        crate::server::guard(router, self.auth, refuse)
+    /// Adds work to finish at shutdown (`App::drain`, the local server's graceful stop).
+    #[must_use]
+    pub fn drain(mut self, drain: Arc<dyn Drain>) -> Self {
+        self.drain = Some(drain);
+        self
     }
 }
-
-/// Runs a Lambda role until the environment ends: `margin` is taken off each invocation's
-/// deadline, `max_bytes` bounds an event. The future need not be `Send` (the runtime's own
-/// loop cannot be shown to be): it is awaited where it is made, on the main task.
-pub(crate) type RoleRunner = Arc<
-    dyn Fn(Duration, usize) -> Pin<Box<dyn Future<Output = Result<(), BoxError>>>> + Send + Sync,
->;
 
 /// Work a protocol finishes at shutdown.
-pub(crate) trait Drain: Send + Sync {
+pub trait Drain: Send + Sync {
     /// Waits up to `timeout` (`None`: the protocol's own) for the work to finish, gives up on
     /// the rest, and returns how much was given up.
     fn drain(&self, timeout: Option<Duration>) -> BoxFuture<'_, usize>;
 }
 
-/// Builds every protocol of `protocols` over one assembly.
+/// A protocol with its settings, as the app holds it until it is built.
+pub(crate) trait Entry: Send {
+    /// The protocol's name.
+    fn name(&self) -> &'static str;
+    /// Its settings read (once) and edited.
+    fn settle(&mut self, server: &Config) -> Result<(), StartError>;
+    /// Builds it over `assembly`.
+    fn build(self: Box<Self>, assembly: &Assembly<'_>) -> Result<Contribution, StartError>;
+    /// Its schema export.
+    fn schema(&mut self, server: &Config, registry: &Registry) -> Option<Result<Value, String>>;
+    /// For [`super::AppBuilder::configure`] and replacing a protocol of the same type.
+    fn as_any_mut(&mut self) -> &mut dyn Any;
+}
+
+/// An edit of a protocol's settings, applied after they are read.
+pub(crate) type Edit<S> = Box<dyn FnOnce(&mut S) + Send>;
+
+/// A [`Protocol`] and the edits of its settings the program made.
+pub(crate) struct Configured<P: Protocol> {
+    pub(crate) protocol: P,
+    pub(crate) edits: Vec<Edit<P::Settings>>,
+    settled: Option<P::Settings>,
+}
+
+impl<P: Protocol> Configured<P> {
+    pub(crate) fn new(protocol: P) -> Self {
+        Self {
+            protocol,
+            edits: Vec::new(),
+            settled: None,
+        }
+    }
+
+    fn settings(&mut self, server: &Config) -> Result<&P::Settings, StartError> {
+        if self.settled.is_none() {
+            let env = server.env();
+            let mut settings = self
+                .protocol
+                .settings(&env, server)
+                .map_err(StartError::Config)?;
+            for edit in self.edits.drain(..) {
+                edit(&mut settings);
+            }
+            self.settled = Some(settings);
+        }
+        Ok(self.settled.as_ref().expect("settled above"))
+    }
+}
+
+impl<P: Protocol> Entry for Configured<P> {
+    fn name(&self) -> &'static str {
+        self.protocol.name()
+    }
+
+    fn settle(&mut self, server: &Config) -> Result<(), StartError> {
+        self.settings(server).map(drop)
+    }
+
+    fn build(mut self: Box<Self>, assembly: &Assembly<'_>) -> Result<Contribution, StartError> {
+        let settings = self.settings(assembly.config)?.clone();
+        self.protocol
+            .build(settings, assembly)
+            .map_err(|reason| StartError::Protocol {
+                protocol: self.protocol.name(),
+                reason,
+            })
+    }
+
+    fn schema(&mut self, server: &Config, registry: &Registry) -> Option<Result<Value, String>> {
+        let settings = match self.settings(server) {
+            Ok(settings) => settings.clone(),
+            Err(e) => return Some(Err(e.to_string())),
+        };
+        self.protocol.schema(&settings, registry)
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        self
+    }
+}
+
+/// Every protocol's contribution, put together.
+#[derive(Default)]
+pub(crate) struct Built {
+    pub(crate) routes: Router,
+    pub(crate) roles: Vec<LambdaRole>,
+    pub(crate) drains: Vec<Arc<dyn Drain>>,
+}
+
+/// Builds every protocol of `protocols` over one assembly: their routes merged, their Lambda
+/// roles put together by name, the configured role (`OXP_LAMBDA_ROLE`) checked against them.
 pub(crate) fn build_all(
-    protocols: &[Box<dyn Protocol>],
+    protocols: Vec<Box<dyn Entry>>,
     assembly: &Assembly<'_>,
 ) -> Result<Built, StartError> {
     let mut built = Built::default();
@@ -119,28 +278,50 @@ pub(crate) fn build_all(
         if let Some(routes) = contribution.routes {
             built.routes = built.routes.merge(routes);
         }
-        if let Some((role, runner)) = contribution.lambda_role
-            && role == assembly.config.lambda_role
-        {
-            built.lambda_role = Some(runner);
+        for role in contribution.roles {
+            match built.roles.iter_mut().find(|r| r.name == role.name) {
+                Some(served) => served.join(role).map_err(|name| {
+                    StartError::Config(ConfigError::new(
+                        "OXP_LAMBDA_ROLE",
+                        format!("two protocols answer the direct invocations of role '{name}'"),
+                    ))
+                })?,
+                None => built.roles.push(role),
+            }
         }
         built.drains.extend(contribution.drain);
-        built.state.extend(contribution.state);
     }
-    if built.lambda_role.is_none() && assembly.config.lambda_role != LambdaRole::Http {
-        return Err(StartError::Config(crate::settings::invalid(
+    let role = assembly.config.lambda_role.as_str();
+    let served = built.roles.iter().find(|r| r.name == role);
+    // A direct invocation carries no token and no authorizer's claims: only the invoking
+    // service's IAM permission guards the function, so any `OXP_AUTH` but `none` would refuse
+    // every call (or suggest a check that does not happen).
+    if let Some(LambdaRole {
+        kind: RoleKind::Direct(_),
+        ..
+    }) = served
+        && !assembly.auth.is_none()
+    {
+        return Err(StartError::Config(ConfigError::new(
+            "OXP_AUTH",
+            format!(
+                "must be 'none' for OXP_LAMBDA_ROLE={role}: direct invocations carry no token (the invoke permission guards the function)"
+            ),
+        )));
+    }
+    if role != crate::config::HTTP_ROLE && served.is_none() {
+        let served: Vec<&str> = built.roles.iter().map(|r| r.name).collect();
+        return Err(StartError::Config(ConfigError::new(
             "OXP_LAMBDA_ROLE",
-            "no protocol compiled into this binary serves this role",
+            format!(
+                "no protocol of this app serves this role (it serves '{}'{})",
+                crate::config::HTTP_ROLE,
+                served
+                    .iter()
+                    .map(|r| format!(", '{r}'"))
+                    .collect::<String>()
+            ),
         )));
     }
     Ok(built)
-}
-
-/// Every protocol's contribution, put together.
-#[derive(Default)]
-pub(crate) struct Built {
-    pub(crate) routes: Router,
-    pub(crate) lambda_role: Option<RoleRunner>,
-    pub(crate) drains: Vec<Arc<dyn Drain>>,
-    pub(crate) state: Extensions,
 }

@@ -3,6 +3,11 @@
 
 use lambda_http::request::RequestContext;
 
+/// `OXP_AUTH=apigateway` is available in this build.
+pub(crate) fn available() -> Result<(), String> {
+    Ok(())
+}
+
 /// The caller's subject as an API Gateway authorizer verified it: `None` when the request has
 /// no authorizer context at all, `Some(sub)` otherwise (`sub` itself may be absent).
 ///

@@ -5,7 +5,13 @@
 
 #[cfg(feature = "lambda")]
 pub(crate) mod apigateway;
+#[cfg(not(feature = "lambda"))]
+#[path = "apigateway_off.rs"]
+pub(crate) mod apigateway;
 #[cfg(feature = "jwt")]
+pub(crate) mod jwt;
+#[cfg(not(feature = "jwt"))]
+#[path = "jwt_off.rs"]
 pub(crate) mod jwt;
 
 use crate::settings::{ConfigError, Env, invalid};
@@ -13,7 +19,6 @@ use http::{Extensions, HeaderMap};
 use oxp_lambda_core::principal::Principal;
 use oxp_lambda_core::secrets::Secrets;
 use std::net::IpAddr;
-#[cfg(feature = "jwt")]
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -85,7 +90,7 @@ impl AuthConfig {
             Some(_) => return Err(invalid("OXP_BIND_USER_ID", "must be 'true' or 'false'")),
         };
         match env.get("OXP_AUTH").as_deref().map(str::trim) {
-            None if env.lambda => Err(invalid(
+            None if env.in_lambda() => Err(invalid(
                 "OXP_AUTH",
                 "must be set in Lambda: 'jwt', 'apigateway', or 'none' to serve without authentication",
             )),
@@ -186,10 +191,8 @@ pub(crate) enum Authenticator {
     /// Every request passes.
     None,
     /// Bearer JWTs.
-    #[cfg(feature = "jwt")]
     Jwt(Arc<jwt::JwtVerifier>),
     /// Claims from an API Gateway authorizer.
-    #[cfg(feature = "lambda")]
     ApiGateway {
         /// Whether the call's user id is bound to the caller.
         bind_user_id: bool,
@@ -199,24 +202,18 @@ pub(crate) enum Authenticator {
 impl Authenticator {
     /// The authenticator `config` describes; HS256 keys are read through `secrets`.
     pub(crate) fn from_config(config: &AuthConfig, secrets: Secrets) -> Result<Self, String> {
-        let _ = &secrets;
         match config {
             AuthConfig::None { .. } => Ok(Self::None),
-            #[cfg(feature = "lambda")]
-            AuthConfig::ApiGateway { bind_user_id } => Ok(Self::ApiGateway {
-                bind_user_id: *bind_user_id,
-            }),
-            #[cfg(not(feature = "lambda"))]
-            AuthConfig::ApiGateway { .. } => {
-                Err("OXP_AUTH=apigateway needs the `lambda` feature of oxp-lambda".into())
+            AuthConfig::ApiGateway { bind_user_id } => {
+                apigateway::available()?;
+                Ok(Self::ApiGateway {
+                    bind_user_id: *bind_user_id,
+                })
             }
-            #[cfg(feature = "jwt")]
             AuthConfig::Jwt(jwt) => Ok(Self::Jwt(Arc::new(jwt::JwtVerifier::new(
                 jwt.clone(),
                 secrets,
             )?))),
-            #[cfg(not(feature = "jwt"))]
-            AuthConfig::Jwt(_) => Err("OXP_AUTH=jwt needs the `jwt` feature of oxp-lambda".into()),
         }
     }
 
@@ -231,12 +228,9 @@ impl Authenticator {
         headers: &HeaderMap,
         extensions: &Extensions,
     ) -> Result<Authenticated, AuthError> {
-        let _ = (headers, extensions);
         let principal = match self {
             Self::None => Principal::default(),
-            #[cfg(feature = "jwt")]
             Self::Jwt(verifier) => return verifier.verify_headers(headers).await,
-            #[cfg(feature = "lambda")]
             Self::ApiGateway { bind_user_id } => {
                 let subject = apigateway::authorizer_subject(extensions).ok_or_else(|| {
                     AuthError("no API Gateway authorizer claims on the request".into())

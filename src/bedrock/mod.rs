@@ -15,15 +15,15 @@
 mod params;
 pub(crate) mod schema;
 
-use oxp_lambda_core::invoke::{Call, Invoker, Outcome, Target};
+use crate::server::{BoxFuture, CallContext, DirectHandler};
+use oxp_lambda_core::invoke::{Invoker, Outcome, Target};
 use oxp_lambda_core::refusal::{ErrorClass, Rejection};
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::{Content, ResourceBody, ToolError, ToolOutput};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, OnceLock};
 
 /// The session attribute naming the end user (`sessionState.sessionAttributes.user_id` of
 /// InvokeAgent): the call's user id, for tools that need one or the user's own tokens.
@@ -53,7 +53,7 @@ impl BedrockAgent {
     }
 
     /// Answers one raw event.
-    pub(crate) async fn invoke(&self, event: &[u8], deadline: Option<Instant>) -> Value {
+    pub(crate) async fn invoke(&self, event: &[u8], context: CallContext) -> Value {
         let event: Event = match serde_json::from_slice(event) {
             Ok(event) => event,
             Err(_) => {
@@ -73,12 +73,11 @@ impl BedrockAgent {
             );
         };
         let input = params::to_input(&event.parameters, &tool.input_schema);
-        let mut call = Call::new("bedrock-agent", Target::Tool(tool.clone()), input);
+        let mut call = context.call("bedrock-agent", Target::Tool(tool.clone()), input);
         call.trace_id = event
             .session_id
             .as_deref()
             .map(|id| id.chars().take(MAX_TRACE_ID).collect());
-        call.deadline = deadline;
         // The end user, as the application calling InvokeAgent names it in the session's
         // attributes (set by that application with its AWS credentials, never by the model).
         call.user_id = event
@@ -94,14 +93,71 @@ impl BedrockAgent {
         };
         respond(&event, state, body)
     }
+}
 
-    /// The answer to an event too large to read.
-    pub(crate) fn too_large(&self) -> Value {
+/// The answer to an event too large to read.
+fn too_large() -> Value {
+    respond(
+        &Event::default(),
+        Some(State::Failure),
+        "Error: the event is too large".into(),
+    )
+}
+
+/// The action group as the Lambda role runs it: its tools built by the first invocation (or at
+/// start when the function serves the role, so a tool it cannot serve fails there).
+pub(crate) struct ActionGroup {
+    invoker: Arc<Invoker>,
+    agent: OnceLock<Result<BedrockAgent, String>>,
+}
+
+impl ActionGroup {
+    pub(crate) fn new(invoker: Arc<Invoker>) -> Self {
+        Self {
+            invoker,
+            agent: OnceLock::new(),
+        }
+    }
+
+    /// The documented failure response, for an app that does not serve the action group.
+    pub(crate) fn not_served() -> Value {
         respond(
             &Event::default(),
             Some(State::Failure),
-            "Error: the event is too large".into(),
+            "Error: this function does not serve a Bedrock Agents action group".into(),
         )
+    }
+
+    /// The agent's tools; `Err` says which tool cannot be served.
+    pub(crate) fn agent(&self) -> Result<&BedrockAgent, &str> {
+        self.agent
+            .get_or_init(|| BedrockAgent::new(self.invoker.clone()))
+            .as_ref()
+            .map_err(String::as_str)
+    }
+}
+
+impl DirectHandler for ActionGroup {
+    fn handle<'a>(
+        &'a self,
+        event: &'a [u8],
+        _client_context: Option<&'a [u8]>,
+        context: CallContext,
+    ) -> BoxFuture<'a, Value> {
+        Box::pin(async move {
+            match self.agent() {
+                Ok(agent) => agent.invoke(event, context).await,
+                Err(_) => respond(
+                    &Event::default(),
+                    Some(State::Failure),
+                    "Error: the action group's tools cannot be served".into(),
+                ),
+            }
+        })
+    }
+
+    fn too_large(&self) -> Value {
+        too_large()
     }
 }
 

@@ -11,6 +11,17 @@ use std::collections::HashMap;
 use std::fmt;
 use std::time::{Duration, SystemTime};
 
+/// The DynamoDB store of table `table` (`OXP_IDEMPOTENCY_TABLE`).
+pub(crate) fn store(
+    sdk: &crate::aws::SharedSdk,
+    table: String,
+) -> Result<std::sync::Arc<dyn IdempotencyStore>, String> {
+    Ok(std::sync::Arc::new(DynamoStore::new(
+        AwsClient::lazy(sdk, aws_sdk_dynamodb::Client::new),
+        table,
+    )))
+}
+
 /// DynamoDB store. Items: `call_id` (partition key, S), `status` (`IN_PROGRESS` or
 /// `COMPLETED`), `fingerprint`, `outcome` (JSON), and `expires_at` (epoch seconds, the table's
 /// TTL attribute). Claims are conditional writes that succeed only on a missing or expired item;

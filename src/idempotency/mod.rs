@@ -1,9 +1,11 @@
-//! Where idempotency records live: in memory ([`memory`], the default) or in a DynamoDB table
+//! Where idempotency records live: in memory (the core's `MemoryStore`, the default) or in a DynamoDB table
 //! shared by every execution environment ([`dynamodb`], feature `dynamodb`).
 
 #[cfg(feature = "dynamodb")]
 pub(crate) mod dynamodb;
-pub(crate) mod memory;
+#[cfg(not(feature = "dynamodb"))]
+#[path = "dynamodb_off.rs"]
+pub(crate) mod dynamodb;
 
 use crate::settings::{ConfigError, Env, invalid};
 use oxp_lambda_core::idempotency::Idempotency;
@@ -81,27 +83,17 @@ impl IdempotencyConfig {
 }
 
 /// The store `config` describes (`None`: off); `sdk` is the AWS configuration, for DynamoDB.
-#[cfg_attr(not(feature = "dynamodb"), allow(unused_variables))]
 pub(crate) fn build(
     config: &IdempotencyConfig,
-    #[cfg(feature = "aws")] sdk: &crate::aws::SharedSdk,
+    sdk: &crate::aws::SharedSdk,
 ) -> Result<Option<Idempotency>, String> {
     let store: Arc<dyn oxp_lambda_core::idempotency::IdempotencyStore> = match config.mode {
         IdempotencyMode::Off => return Ok(None),
-        IdempotencyMode::Memory => Arc::new(memory::MemoryStore::new(config.max_bytes)),
-        #[cfg(feature = "dynamodb")]
+        IdempotencyMode::Memory => Arc::new(
+            oxp_lambda_core::idempotency::memory::MemoryStore::new(config.max_bytes),
+        ),
         IdempotencyMode::DynamoDb => {
-            let table = config.table.clone().unwrap_or_default();
-            Arc::new(dynamodb::DynamoStore::new(
-                crate::aws::AwsClient::lazy(sdk, aws_sdk_dynamodb::Client::new),
-                table,
-            ))
-        }
-        #[cfg(not(feature = "dynamodb"))]
-        IdempotencyMode::DynamoDb => {
-            return Err(
-                "OXP_IDEMPOTENCY=dynamodb needs the `dynamodb` feature of oxp-lambda".into(),
-            );
+            dynamodb::store(sdk, config.table.clone().unwrap_or_default())?
         }
     };
     Ok(Some(Idempotency {

@@ -9,7 +9,7 @@ mod batched;
 mod fields;
 mod time;
 
-use crate::config::{Config, LogFormat, in_lambda};
+use crate::config::{Config, LogFormat};
 use tracing::{Level, Metadata};
 use tracing_subscriber::filter::{self, FilterExt};
 use tracing_subscriber::prelude::*;
@@ -38,7 +38,6 @@ fn allowed(target: &str, level: Level) -> bool {
 #[must_use = "the buffered log lines are written out when this is dropped"]
 pub(crate) struct LogGuard {
     _writer: Option<batched::Guard>,
-    #[cfg(feature = "otel")]
     _otel: Option<crate::observe::otel::Guard>,
 }
 
@@ -48,13 +47,12 @@ pub(crate) struct LogGuard {
 /// writer thread writes out in batches ([`batched`]): the per-call line then costs the request
 /// a copy, not a write system call nor a wake-up. The buffer is bounded (back-pressure, never
 /// a dropped line) and written out when the guard drops.
-fn writer() -> (Out, LogGuard) {
-    if in_lambda() {
+fn writer(lambda: bool) -> (Out, LogGuard) {
+    if lambda {
         return (
             Out::Stderr,
             LogGuard {
                 _writer: None,
-                #[cfg(feature = "otel")]
                 _otel: None,
             },
         );
@@ -64,7 +62,6 @@ fn writer() -> (Out, LogGuard) {
         Out::Lines(lines),
         LogGuard {
             _writer: Some(guard),
-            #[cfg(feature = "otel")]
             _otel: None,
         },
     )
@@ -261,26 +258,21 @@ pub fn local_text_log(
 pub(crate) fn init(config: &Config) -> LogGuard {
     let env = EnvFilter::try_new(&config.log_filter).unwrap_or_else(|_| EnvFilter::new("info"));
     let filter = env.and(filter::filter_fn(below_payloads));
-    #[cfg_attr(not(feature = "otel"), allow(unused_mut))]
-    let (writer, mut guard) = writer();
-    #[cfg_attr(not(feature = "otel"), allow(unused_mut))]
+    let (writer, mut guard) = writer(config.runtime.lambda);
     let mut layers = vec![lines(config.log_format, writer).with_filter(filter).boxed()];
-    // Spans are made of call lines whatever OXP_LOG lets the log keep.
-    #[cfg(feature = "otel")]
     if let Some((spans, otel)) = config
         .otel_endpoint
         .as_deref()
-        .and_then(crate::observe::otel::install)
+        .and_then(crate::observe::otel::layer)
     {
-        let calls = filter::Targets::new().with_target("oxp::call", Level::TRACE);
-        layers.push(spans.with_filter(calls).boxed());
+        layers.push(spans);
         guard._otel = Some(otel);
     }
     let installed = tracing_subscriber::registry().with(layers).try_init();
     // In Lambda every invocation writes its metrics before answering; a local server (with
     // OXP_METRICS=emf) writes them each second.
     if crate::observe::install_metrics(&config.metrics)
-        && !in_lambda()
+        && !config.runtime.lambda
         && let Ok(runtime) = tokio::runtime::Handle::try_current()
     {
         runtime.spawn(async {
@@ -294,7 +286,6 @@ pub(crate) fn init(config: &Config) -> LogGuard {
     if installed.is_err() {
         return LogGuard {
             _writer: None,
-            #[cfg(feature = "otel")]
             _otel: None,
         };
     }

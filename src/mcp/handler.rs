@@ -3,9 +3,8 @@
 //! translates.
 
 use super::result;
-use crate::server::Deadline;
-use oxp_lambda_core::invoke::{Call, Invoker, Target};
-use oxp_lambda_core::principal::Principal;
+use crate::server::CallContext;
+use oxp_lambda_core::invoke::{Invoker, Target};
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::running::Running;
 use rmcp::model::{
@@ -64,7 +63,6 @@ impl Served {
     }
 
     /// The invoker.
-    #[cfg(feature = "agentcore")]
     pub(crate) fn invoker(&self) -> &Arc<Invoker> {
         &self.invoker
     }
@@ -133,14 +131,8 @@ impl McpServer {
             ));
         };
         let input = Value::Object(arguments.unwrap_or_default());
-        let mut call = Call::new("mcp", Target::Tool(tool.clone()), input);
-        if let Some(parts) = parts {
-            if let Some(principal) = parts.extensions.get::<Principal>() {
-                call.principal = principal.clone();
-            }
-            call.deadline = parts.extensions.get::<Deadline>().map(|d| d.0);
-            call.traceparent = crate::server::traceparent(&parts.headers);
-        }
+        let context = parts.map(CallContext::of).unwrap_or_default();
+        let mut call = context.call("mcp", Target::Tool(tool.clone()), input);
         // The request's own `_meta.traceparent` (SEP-414) before the HTTP header's.
         if let Some(sent) = traceparent.and_then(oxp_lambda_core::invoke::traceparent) {
             call.traceparent = Some(sent);
@@ -158,7 +150,7 @@ impl McpServer {
                 call.cancellation = Some(signal);
                 registered
             });
-        let answer = self.0.invoker.invoke(call).await;
+        let answer = self.0.invoker().invoke(call).await;
         // A client that can open a URL for its user (it declared URL-mode elicitation) is asked
         // to (-32042); any other gets the tool error naming the link.
         if url_elicitation

@@ -55,11 +55,6 @@ pub struct McpConfig {
     /// `OXP_MCP_SCOPES`: comma-separated scopes a token must grant to call `/mcp` (checked
     /// with `OXP_AUTH=jwt`; advertised in the metadata and the 401's challenge).
     pub scopes: Vec<String>,
-    /// `OXP_AGENTCORE_USER_ARGUMENT`: the argument (e.g. `oxp_user_id`) that carries the end
-    /// user to the AgentCore Gateway target, set by the gateway's request interceptor from the
-    /// caller's token; taken out of the arguments before the tool sees them. None by default:
-    /// the gateway's Lambda events name no user.
-    pub agentcore_user_argument: Option<String>,
 }
 
 impl Default for McpConfig {
@@ -71,7 +66,6 @@ impl Default for McpConfig {
             resource_url: None,
             authorization_servers: Vec::new(),
             scopes: Vec::new(),
-            agentcore_user_argument: None,
         }
     }
 }
@@ -115,9 +109,6 @@ impl McpConfig {
             resource_url,
             authorization_servers,
             scopes,
-            agentcore_user_argument: env
-                .get("OXP_AGENTCORE_USER_ARGUMENT")
-                .map(|a| a.trim().to_owned()),
         })
     }
 }
@@ -133,12 +124,13 @@ struct Mcp {
     any_host: bool,
 }
 
-/// The tools MCP (and the AgentCore target) serve: one version of each, as `config` pins them.
+/// The tools MCP (and the AgentCore target) serve: one version of each, as `pins`
+/// (`OXP_MCP_TOOLS`) pin them.
 pub(crate) fn served(
     invoker: Arc<oxp_lambda_core::invoke::Invoker>,
-    config: &McpConfig,
+    pins: &[String],
 ) -> Result<Arc<Served>, String> {
-    let tools = invoker.registry().served(&config.pins, "OXP_MCP_TOOLS")?;
+    let tools = invoker.registry().served(pins, "OXP_MCP_TOOLS")?;
     Ok(Arc::new(Served::new(invoker, tools)))
 }
 

@@ -138,6 +138,12 @@ pub(crate) fn prefix(id: &str) -> String {
 
 const PROVIDERS: &str = "OXP_OAUTH_PROVIDERS";
 
+/// `url` when it is absolute (a scheme and a host).
+fn absolute(url: &str) -> Option<http::Uri> {
+    let parsed: http::Uri = url.parse().ok()?;
+    (parsed.scheme().is_some() && parsed.host().is_some_and(|h| !h.is_empty())).then_some(parsed)
+}
+
 impl OAuthConfig {
     pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
         let mut config = Self {
@@ -154,10 +160,11 @@ impl OAuthConfig {
             providers: Vec::new(),
         };
         if let Some(url) = &config.public_url {
-            let parsed = url::Url::parse(url)
-                .map_err(|_| invalid("OXP_PUBLIC_URL", "must be an absolute http(s) URL"))?;
-            let local = matches!(parsed.host_str(), Some("127.0.0.1" | "localhost" | "[::1]"));
-            if parsed.scheme() != "https" && !(parsed.scheme() == "http" && local) {
+            let parsed = absolute(url)
+                .ok_or_else(|| invalid("OXP_PUBLIC_URL", "must be an absolute http(s) URL"))?;
+            let local = matches!(parsed.host(), Some("127.0.0.1" | "localhost" | "[::1]"));
+            let scheme = parsed.scheme_str().unwrap_or_default();
+            if scheme != "https" && !(scheme == "http" && local) {
                 return Err(invalid(
                     "OXP_PUBLIC_URL",
                     "must be https (http only for 127.0.0.1 or localhost): authorization codes travel through it",
@@ -167,13 +174,13 @@ impl OAuthConfig {
         for id in env.list(PROVIDERS) {
             config.providers.push(provider(env, &id)?);
         }
-        if env.lambda && !config.providers.is_empty() && config.table.is_none() {
+        if env.in_lambda() && !config.providers.is_empty() && config.table.is_none() {
             return Err(invalid(
                 "OXP_OAUTH_TABLE",
                 "required in Lambda when OXP_OAUTH_PROVIDERS is set: execution environments share the token vault",
             ));
         }
-        if env.lambda && !config.providers.is_empty() && config.public_url.is_none() {
+        if env.in_lambda() && !config.providers.is_empty() && config.public_url.is_none() {
             return Err(invalid(
                 "OXP_PUBLIC_URL",
                 "required in Lambda when OXP_OAUTH_PROVIDERS is set (the URL browsers reach the API at)",
@@ -216,7 +223,7 @@ fn provider(env: &Env<'_>, id: &str) -> Result<ProviderConfig, ConfigError> {
         ));
     }
     for url in [&issuer, &authorize_url, &token_url].into_iter().flatten() {
-        url::Url::parse(url).map_err(|_| {
+        absolute(url).ok_or_else(|| {
             invalid(
                 PROVIDERS,
                 &format!("a URL of provider '{id}' is not an absolute URL"),
@@ -273,12 +280,8 @@ mod tests {
     use super::*;
 
     fn config(vars: &[(&str, &str)], lambda: bool) -> Result<OAuthConfig, ConfigError> {
-        let lookup = |name: &str| {
-            vars.iter()
-                .find(|(k, _)| *k == name)
-                .map(|(_, v)| (*v).to_owned())
-        };
-        OAuthConfig::from_env(&Env::new(lambda, &lookup))
+        let vars: crate::config::Vars = vars.iter().copied().collect();
+        OAuthConfig::from_env(&Env::new(lambda, &vars))
     }
 
     #[test]

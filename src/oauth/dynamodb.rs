@@ -11,6 +11,17 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use oxp_lambda_core::tokens::{Sealed, TokenError, TokenFuture, TokenStore};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+/// The vault in DynamoDB table `table` (`OXP_OAUTH_TABLE`).
+pub(crate) fn vault(
+    sdk: &crate::aws::SharedSdk,
+    table: String,
+) -> Result<std::sync::Arc<dyn TokenStore>, String> {
+    Ok(std::sync::Arc::new(DynamoVault::new(
+        AwsClient::lazy(sdk, aws_sdk_dynamodb::Client::new),
+        table,
+    )))
+}
+
 /// A DynamoDB [`TokenStore`].
 #[derive(Debug, Clone)]
 pub(crate) struct DynamoVault {

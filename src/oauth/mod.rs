@@ -12,6 +12,9 @@
 pub mod config;
 #[cfg(feature = "dynamodb")]
 pub(crate) mod dynamodb;
+#[cfg(not(feature = "dynamodb"))]
+#[path = "dynamodb_off.rs"]
+pub(crate) mod dynamodb;
 mod flow;
 pub(crate) mod memory;
 pub(crate) mod routes;
@@ -21,7 +24,7 @@ use config::OAuthConfig;
 use flow::{Failed, Granted, Provider};
 use oxp_lambda_core::secrets::Secrets;
 use oxp_lambda_core::tokens::{
-    Challenge, Held, Sealed, TokenError, TokenFuture, TokenStore, UserTokens,
+    Authorized, Challenge, Held, Sealed, TokenError, TokenFuture, TokenStore, UserTokens,
 };
 use oxp_lambda_core::tool::Secret;
 use seal::Keys;
@@ -36,19 +39,6 @@ pub const KEY_SECRET_ID: &str = "OAUTH_KEY";
 
 /// An access token this close to its expiry is refreshed before use.
 const REFRESH_AHEAD: Duration = Duration::from_secs(60);
-
-/// A user finished (or refused) an authorization (read by the async adapter's waiting
-/// invocations).
-#[cfg_attr(not(feature = "rap"), allow(dead_code))]
-#[derive(Debug, Clone)]
-pub(crate) struct Authorized {
-    /// The provider.
-    pub(crate) provider: String,
-    /// The user whose token it is.
-    pub(crate) user: String,
-    /// `false`: the user (or the provider) refused; nothing was stored.
-    pub(crate) granted: bool,
-}
 
 /// The server's side of users' authorizations.
 #[derive(Debug)]
@@ -128,12 +118,6 @@ impl Broker {
             http: OnceCell::new(),
             events: broadcast::channel(256).0,
         }
-    }
-
-    /// Authorizations as users complete them (for async invocations waiting on one).
-    #[cfg_attr(not(feature = "rap"), allow(dead_code))]
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Authorized> {
-        self.events.subscribe()
     }
 
     /// Where the provider sends the user back.
@@ -264,17 +248,6 @@ impl Broker {
         Ok(record.is_some_and(|r| scopes.iter().all(|s| r.s.contains(s))))
     }
 
-    /// `true` the first time `marker` is passed before `until` (in every execution environment
-    /// sharing the vault): an async invocation asks its user once, however often it is
-    /// delivered. A vault that cannot answer says `true` (asking twice beats never asking).
-    #[cfg_attr(not(feature = "rap"), allow(dead_code))]
-    pub(crate) async fn first_time(&self, marker: &str, until: SystemTime) -> bool {
-        self.store
-            .spend(&format!("asked#{}", hashed(marker)), until)
-            .await
-            .unwrap_or(true)
-    }
-
     /// Forgets `user`'s tokens for `provider`.
     pub(crate) async fn forget(&self, provider: &str, user: &str) -> Result<(), TokenError> {
         self.store.delete(&Self::vault_key(provider, user)).await
@@ -342,20 +315,14 @@ pub(crate) fn build(
     (host, port): (std::net::IpAddr, u16),
     lambda: bool,
     secrets: &Secrets,
-    #[cfg(feature = "aws")] sdk: &crate::aws::SharedSdk,
+    sdk: &crate::aws::SharedSdk,
 ) -> Result<Option<Arc<Broker>>, String> {
     if oauth.providers.is_empty() {
         return Ok(None);
     }
     let store: Arc<dyn TokenStore> = match &oauth.table {
         None => Arc::new(memory::MemoryVault::default()),
-        #[cfg(feature = "dynamodb")]
-        Some(table) => Arc::new(dynamodb::DynamoVault::new(
-            crate::aws::AwsClient::lazy(sdk, aws_sdk_dynamodb::Client::new),
-            table.clone(),
-        )),
-        #[cfg(not(feature = "dynamodb"))]
-        Some(_) => return Err("OXP_OAUTH_TABLE needs the `dynamodb` feature of oxp-lambda".into()),
+        Some(table) => dynamodb::vault(sdk, table.clone())?,
     };
     let public_url = oauth.public_url.clone().unwrap_or_else(|| {
         let host = match host {
@@ -378,6 +345,31 @@ pub(crate) fn build(
 impl UserTokens for Broker {
     fn serves(&self, provider: &str) -> bool {
         self.provider(provider).is_some()
+    }
+
+    fn holds<'a>(
+        &'a self,
+        provider: &'a str,
+        user: &'a str,
+        scopes: &'a [String],
+    ) -> TokenFuture<'a, Result<bool, TokenError>> {
+        Box::pin(Broker::holds(self, provider, user, scopes))
+    }
+
+    fn completions(&self) -> broadcast::Receiver<Authorized> {
+        self.events.subscribe()
+    }
+
+    /// `true` the first time `marker` is passed before `until` (in every execution environment
+    /// sharing the vault): an async invocation asks its user once, however often it is
+    /// delivered.
+    fn first_time<'a>(&'a self, marker: &'a str, until: SystemTime) -> TokenFuture<'a, bool> {
+        Box::pin(async move {
+            self.store
+                .spend(&format!("asked#{}", hashed(marker)), until)
+                .await
+                .unwrap_or(true)
+        })
     }
 
     fn token<'a>(

@@ -9,7 +9,7 @@
 //!
 //! The pages say nothing the request carried, and no token or code is ever logged.
 
-use super::{Authorized, Broker, Link, flow, seal, unix};
+use super::{Broker, Link, flow, seal, unix};
 use crate::server::json;
 use axum::Router;
 use axum::extract::{Path, RawQuery, State};
@@ -17,6 +17,7 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use oxp_lambda_core::principal::Principal;
+use oxp_lambda_core::tokens::Authorized;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::sync::Arc;

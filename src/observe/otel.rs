@@ -22,6 +22,9 @@ use std::time::{Duration, SystemTime};
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context as LayerContext, Layer};
 
+/// Whether this build exports spans.
+pub(crate) const AVAILABLE: bool = true;
+
 /// The provider, for flushes and shutdown (one per process).
 static PROVIDER: OnceLock<SdkTracerProvider> = OnceLock::new();
 
@@ -42,8 +45,20 @@ impl Drop for Guard {
 
 /// The layer that turns call lines into spans exported to `endpoint` (an OTLP/HTTP base URL
 /// such as `http://localhost:4318`, or the full `.../v1/traces`), and its guard; `None` when
-/// the exporter cannot be built (said on stderr: logging is not installed yet).
-pub(crate) fn install(endpoint: &str) -> Option<(CallSpans, Guard)> {
+/// the exporter cannot be built (said on stderr: logging is not installed yet). Spans are made
+/// of call lines whatever `OXP_LOG` lets the log keep.
+pub(crate) fn layer(endpoint: &str) -> Option<(SpanLayer, Guard)> {
+    use tracing_subscriber::Layer as _;
+    let (spans, guard) = install(endpoint)?;
+    let calls =
+        tracing_subscriber::filter::Targets::new().with_target("oxp::call", tracing::Level::TRACE);
+    Some((spans.with_filter(calls).boxed(), guard))
+}
+
+/// The span layer as the log installs it.
+pub(crate) type SpanLayer = Box<dyn Layer<tracing_subscriber::Registry> + Send + Sync>;
+
+fn install(endpoint: &str) -> Option<(CallSpans, Guard)> {
     let url = if endpoint.trim_end_matches('/').ends_with("/v1/traces") {
         endpoint.to_owned()
     } else {

@@ -7,15 +7,13 @@ use super::wire::{
     self, CallToolRequest, CallToolResponse, CallToolResponseEnvelope, OXP_1_0, Object,
     ToolCallError,
 };
-use crate::server::{Deadline, json};
-use axum::Extension;
+use crate::server::{CallContext, json};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::response::Response;
 use http::StatusCode;
 use oxp_lambda_core::invoke::{Call, Outcome, Rejection, Target};
-use oxp_lambda_core::principal::Principal;
 use oxp_lambda_core::tool::{Secret, ToolError};
 use serde::Deserialize;
 use serde_json::Value;
@@ -51,17 +49,13 @@ pub(super) async fn list_tools(
 
 pub(super) async fn call_tool(
     State(state): State<Arc<Oxp>>,
-    principal: Option<Extension<Principal>>,
-    deadline: Option<Extension<Deadline>>,
-    headers: http::HeaderMap,
+    context: CallContext,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<Response, ApiError> {
     let body = body.map_err(ApiError::from)?;
     let request = parse_call(&body)?;
     let mut call = to_call(request);
-    call.traceparent = crate::server::traceparent(&headers);
-    call.principal = principal.map(|Extension(p)| p).unwrap_or_default();
-    call.deadline = deadline.map(|Extension(Deadline(at))| at);
+    context.apply(&mut call);
     let call_id = call.call_id.clone();
     match state.invoker.invoke(call).await {
         Ok(outcome) => Ok(json(StatusCode::OK, &response(outcome))),

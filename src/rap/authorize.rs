@@ -8,7 +8,6 @@
 //! in another process (in Lambda the provider's redirect reaches the HTTP function, the
 //! invocation waits in the worker), and wakes at once on one completed in this process.
 
-use crate::oauth::Broker;
 use crate::rap::deliver::{Deliverer, Delivery};
 use crate::rap::job::Kept;
 use crate::rap::job::{Job, error};
@@ -16,7 +15,7 @@ use crate::rap::toolset::ServedToolset;
 use crate::rap::wire::ErrorBody;
 use axum::body::Bytes;
 use oxp_lambda_core::content::ToolOutput;
-use oxp_lambda_core::tokens::Challenge;
+use oxp_lambda_core::tokens::{Challenge, UserTokens};
 use serde::Serialize;
 use serde_json::Value;
 use std::future::Future;
@@ -29,7 +28,7 @@ const POLL: Duration = Duration::from_secs(2);
 /// The users' authorizations, for the worker.
 #[derive(Debug, Clone)]
 pub(crate) struct Authorizing {
-    pub(crate) broker: Arc<Broker>,
+    pub(crate) broker: Arc<dyn UserTokens>,
     /// How long after its arrival an invocation waits for the user.
     pub(crate) timeout: Duration,
 }
@@ -83,7 +82,7 @@ impl Authorizing {
                 "This tool requires a user ID".into(),
             ));
         };
-        let mut events = self.broker.subscribe();
+        let mut events = self.broker.completions();
         let arrived = UNIX_EPOCH + Duration::from_millis(job.received_at_ms);
         // Asked once per invocation, even when the queue delivers it again (SQS, after the
         // worker's time ran out while waiting).

@@ -106,7 +106,7 @@ impl RapConfig {
         tool_timeout: Option<Duration>,
         host: std::net::IpAddr,
     ) -> Result<Self, ConfigError> {
-        let lambda = env.lambda;
+        let lambda = env.in_lambda();
         let mut c = RapConfig {
             tool_timeout,
             queue_url: env.get("OXP_RAP_QUEUE_URL"),
@@ -219,3 +219,7 @@ fn rate_limit(value: &str) -> Option<RateLimit> {
     };
     Some(RateLimit { invocations, per })
 }
+
+#[cfg(test)]
+#[path = "config_tests.rs"]
+mod tests;

@@ -45,10 +45,9 @@ pub(crate) enum DeadLetters {
         dropped: std::sync::atomic::AtomicU64,
     },
     /// Sends each letter as a message to an SQS queue.
-    #[cfg(feature = "rap-sqs")]
     Sqs {
         /// The SQS client.
-        client: crate::aws::AwsClient<aws_sdk_sqs::Client>,
+        client: crate::rap::sqs::Sqs,
         /// The queue URL.
         queue_url: String,
     },
@@ -70,7 +69,6 @@ impl DeadLetters {
     fn dropped(&self) -> u64 {
         match self {
             Self::File { dropped, .. } => dropped.load(std::sync::atomic::Ordering::Relaxed),
-            #[cfg(feature = "rap-sqs")]
             Self::Sqs { .. } => 0,
         }
     }
@@ -123,22 +121,13 @@ impl DeadLetters {
                     .and(file.sync_data().await)
                     .map_err(|e| format!("dead-letter file {}: {e}", path.display()))
             }
-            #[cfg(feature = "rap-sqs")]
             Self::Sqs { client, queue_url } => client
-                .get()
+                .send(
+                    queue_url,
+                    String::from_utf8(line).map_err(|e| e.to_string())?,
+                )
                 .await
-                .send_message()
-                .queue_url(queue_url)
-                .message_body(String::from_utf8(line).map_err(|e| e.to_string())?)
-                .send()
-                .await
-                .map(drop)
-                .map_err(|e| {
-                    format!(
-                        "dead-letter queue: {}",
-                        aws_sdk_sqs::error::DisplayErrorContext(e)
-                    )
-                }),
+                .map_err(|e| format!("dead-letter queue: {e}")),
         }
     }
 }

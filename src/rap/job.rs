@@ -71,10 +71,8 @@ pub(crate) enum Kept {
     NotRecorded(String),
     /// The user has not authorized yet and the worker's time is up: a later delivery of the
     /// job waits on.
-    #[cfg(feature = "oauth")]
     AwaitingAuthorization,
     /// The tool needs the user's authorization (handled inside the worker's processing).
-    #[cfg(feature = "oauth")]
     Authorize(Box<oxp_lambda_core::tokens::Challenge>),
 }
 
@@ -83,9 +81,7 @@ impl std::fmt::Display for Kept {
         match self {
             Self::Duplicate => f.write_str("the same invocation is still running"),
             Self::NotRecorded(why) => f.write_str(why),
-            #[cfg(feature = "oauth")]
             Self::AwaitingAuthorization => f.write_str("the user has not authorized yet"),
-            #[cfg(feature = "oauth")]
             Self::Authorize(_) => f.write_str("the user must authorize"),
         }
     }

@@ -17,7 +17,6 @@
 //! pool), and [`deliver::Deliverer`] POSTs the result with retries; what cannot be delivered is
 //! recorded by [`dead_letter::DeadLetters`].
 
-#[cfg(feature = "oauth")]
 pub(crate) mod authorize;
 pub(crate) mod callback;
 pub(crate) mod config;
@@ -26,8 +25,14 @@ pub(crate) mod deliver;
 pub(crate) mod job;
 mod once;
 pub(crate) mod queue;
+mod records;
 pub(crate) mod result;
 pub(crate) mod routes;
+#[cfg(feature = "rap-sqs")]
+pub(crate) mod sqs;
+#[cfg(not(feature = "rap-sqs"))]
+#[path = "sqs_off.rs"]
+pub(crate) mod sqs;
 pub(crate) mod toolset;
 pub(crate) mod wire;
 pub(crate) mod worker;
@@ -116,7 +121,6 @@ impl Rap {
     pub(crate) async fn drain(&self, timeout: Duration) -> usize {
         match &self.queue {
             Queue::InProcess(queue) => queue.drain(timeout).await,
-            #[cfg(feature = "rap-sqs")]
             Queue::Sqs { .. } => 0,
         }
     }
@@ -141,12 +145,13 @@ impl Rap {
 }
 
 /// Builds the worker `config` describes: the served toolset, the deliverer and the
-/// dead-letter store (the SQS one when `OXP_RAP_DEAD_LETTER_QUEUE_URL` is set, with `sqs`).
+/// dead-letter store (the SQS one when `OXP_RAP_DEAD_LETTER_QUEUE_URL` is set, with `rap-sqs`);
+/// `authorizing`: the users' authorizations, when the server runs providers' flows.
 pub(crate) fn build_worker(
     invoker: Arc<Invoker>,
     config: &RapConfig,
-    #[cfg(feature = "rap-sqs")] sqs: &crate::aws::AwsClient<aws_sdk_sqs::Client>,
-    #[cfg(feature = "oauth")] authorizing: Option<authorize::Authorizing>,
+    sdk: &crate::aws::SharedSdk,
+    authorizing: Option<authorize::Authorizing>,
 ) -> Result<Worker, String> {
     let toolset = Arc::new(ServedToolset::new(invoker.registry(), config)?);
     let deliverer = deliver::Deliverer::new(config.callbacks.clone(), config.retry.clone());
@@ -154,19 +159,11 @@ pub(crate) fn build_worker(
         None => {
             dead_letter::DeadLetters::file(&config.dead_letter_file, config.dead_letter_max_bytes)
         }
-        #[cfg(feature = "rap-sqs")]
         Some(url) => dead_letter::DeadLetters::Sqs {
-            client: sqs.clone(),
+            client: sqs::Sqs::connect(sdk)?,
             queue_url: url.clone(),
         },
-        #[cfg(not(feature = "rap-sqs"))]
-        Some(_) => {
-            return Err(
-                "OXP_RAP_DEAD_LETTER_QUEUE_URL needs the `rap-sqs` feature of oxp-lambda".into(),
-            );
-        }
     };
-    #[cfg_attr(not(feature = "oauth"), allow(unused_mut))]
     let mut worker = Worker::new(
         invoker,
         toolset,
@@ -174,31 +171,21 @@ pub(crate) fn build_worker(
         dead_letters,
         config.tool_timeout,
     );
-    #[cfg(feature = "oauth")]
-    {
-        worker.authorizing = authorizing;
-    }
+    worker.authorizing = authorizing;
     Ok(worker)
 }
 
 /// Builds the adapter `config` describes: enqueuing to SQS when `OXP_RAP_QUEUE_URL` is set
-/// (with `sqs`), else to an in-process queue with its own worker.
+/// (with `rap-sqs`), else to an in-process queue with its own worker.
 pub(crate) fn build(
     invoker: Arc<Invoker>,
     config: &RapConfig,
-    #[cfg(feature = "rap-sqs")] sqs: &crate::aws::AwsClient<aws_sdk_sqs::Client>,
-    #[cfg(feature = "oauth")] authorizing: Option<authorize::Authorizing>,
+    sdk: &crate::aws::SharedSdk,
+    authorizing: Option<authorize::Authorizing>,
 ) -> Result<Rap, String> {
     let (toolset, queue, running) = match &config.queue_url {
         None => {
-            let worker = Arc::new(build_worker(
-                invoker,
-                config,
-                #[cfg(feature = "rap-sqs")]
-                sqs,
-                #[cfg(feature = "oauth")]
-                authorizing,
-            )?);
+            let worker = Arc::new(build_worker(invoker, config, sdk, authorizing)?);
             (
                 worker.toolset().clone(),
                 Queue::InProcess(InProcessQueue::new(
@@ -209,19 +196,14 @@ pub(crate) fn build(
                 worker.running().clone(),
             )
         }
-        #[cfg(feature = "rap-sqs")]
         Some(url) => (
             Arc::new(ServedToolset::new(invoker.registry(), config)?),
             Queue::Sqs {
-                client: sqs.clone(),
+                client: sqs::Sqs::connect(sdk)?,
                 queue_url: url.clone(),
             },
             Arc::default(),
         ),
-        #[cfg(not(feature = "rap-sqs"))]
-        Some(_) => {
-            return Err("OXP_RAP_QUEUE_URL needs the `rap-sqs` feature of oxp-lambda".into());
-        }
     };
     Ok(Rap::new(toolset, queue, running, config))
 }

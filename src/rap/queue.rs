@@ -9,13 +9,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 
-/// Largest SQS message body.
-#[cfg(feature = "rap-sqs")]
-const SQS_MAX_MESSAGE_BYTES: usize = 256 * 1024;
-
 /// Why a job could not be enqueued (the invocation is then refused, not acknowledged).
 #[derive(Debug, Clone, PartialEq, Eq)]
-#[cfg_attr(not(feature = "rap-sqs"), allow(dead_code))]
 pub(crate) enum EnqueueError {
     /// The in-process queue holds as many invocations as it may (`OXP_RAP_MAX_PENDING`).
     Full,
@@ -34,10 +29,9 @@ pub(crate) enum Queue {
     /// Jobs run on this process's runtime, at most `OXP_MAX_CONCURRENT_CALLS` at once.
     InProcess(InProcessQueue),
     /// Jobs are sent to an SQS queue whose consumer is the worker function.
-    #[cfg(feature = "rap-sqs")]
     Sqs {
         /// The SQS client.
-        client: crate::aws::AwsClient<aws_sdk_sqs::Client>,
+        client: crate::rap::sqs::Sqs,
         /// The queue URL.
         queue_url: String,
     },
@@ -48,26 +42,15 @@ impl Queue {
     pub(crate) async fn enqueue(&self, job: Job) -> Result<(), EnqueueError> {
         match self {
             Self::InProcess(queue) => queue.spawn(job),
-            #[cfg(feature = "rap-sqs")]
             Self::Sqs { client, queue_url } => {
                 let body = serde_json::to_string(&job).expect("jobs serialize");
-                if body.len() > SQS_MAX_MESSAGE_BYTES {
+                if body.len() > crate::rap::sqs::MAX_MESSAGE_BYTES {
                     return Err(EnqueueError::TooLarge);
                 }
                 client
-                    .get()
+                    .send(queue_url, body)
                     .await
-                    .send_message()
-                    .queue_url(queue_url)
-                    .message_body(body)
-                    .send()
-                    .await
-                    .map(drop)
-                    .map_err(|e| {
-                        EnqueueError::Unavailable(
-                            aws_sdk_sqs::error::DisplayErrorContext(e).to_string(),
-                        )
-                    })
+                    .map_err(EnqueueError::Unavailable)
             }
         }
     }
@@ -178,7 +161,6 @@ impl InProcessQueue {
                     tracing::error!(target: "oxp::rap", error = %e, "result neither delivered nor dead-lettered");
                 }
                 // The in-process worker has no deadline of its own: not reached.
-                #[cfg(feature = "oauth")]
                 Err(other) => {
                     tracing::error!(target: "oxp::rap", reason = %other, "invocation ended without a result");
                 }

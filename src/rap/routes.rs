@@ -12,7 +12,7 @@ use crate::rap::Rap;
 use crate::rap::job::{Job, Rejection, error, rfc3339};
 use crate::rap::queue::EnqueueError;
 use crate::rap::wire::{CancelToolCall, CloseThread, ErrorBody, ErrorText, MAX_ID_CHARS, ReplyTo};
-use crate::server::{StrippedPrefix, guard, json, json_only, json_response, only};
+use crate::server::{CallContext, StrippedPrefix, guard, json, json_only, json_response, only};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -83,13 +83,10 @@ fn derived_endpoint(headers: &HeaderMap, prefix: Option<&str>, lambda: bool) -> 
 
 async fn invoke(
     State(rap): State<Arc<Rap>>,
-    principal: Option<Extension<Principal>>,
-    headers: http::HeaderMap,
+    context: CallContext,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let principal = principal.map(|Extension(p)| p).unwrap_or_default();
-    let traceparent = crate::server::traceparent(&headers);
-    match accept(&rap, principal, traceparent, body).await {
+    match accept(&rap, context.principal, context.traceparent, body).await {
         Ok(()) => json_response(
             StatusCode::OK,
             Bytes::from_static(br#"{"status":"accepted"}"#),
@@ -252,10 +249,10 @@ fn is_loggable_id(id: &str) -> bool {
 /// found, as the published spec requires (the notification is advisory and fire-and-forget).
 async fn cancel_tool_call(
     State(rap): State<Arc<Rap>>,
-    principal: Option<Extension<Principal>>,
+    context: CallContext,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    let subject = principal.as_ref().and_then(|p| p.subject.as_deref());
+    let subject = context.principal.subject.as_deref();
     let request = body
         .ok()
         .and_then(|b| serde_json::from_slice::<CancelToolCall>(&b).ok())

@@ -31,7 +31,6 @@ pub(crate) struct Worker {
     tool_timeout: Option<Duration>,
     running: Arc<Running>,
     /// Users' authorizations the server runs (feature `oauth`, with a provider configured).
-    #[cfg(feature = "oauth")]
     pub(crate) authorizing: Option<crate::rap::authorize::Authorizing>,
 }
 
@@ -62,7 +61,6 @@ impl Worker {
             dead_letters,
             tool_timeout,
             running: Arc::default(),
-            #[cfg(feature = "oauth")]
             authorizing: None,
         }
     }
@@ -257,9 +255,8 @@ impl Worker {
         &self,
         job: &Job,
         deadline: Option<Instant>,
-        #[cfg_attr(not(feature = "oauth"), allow(unused_variables))] auth_deadline: Option<Instant>,
+        auth_deadline: Option<Instant>,
     ) -> Result<Result<ToolOutput<Value>, ErrorBody>, Kept> {
-        #[cfg(feature = "oauth")]
         if let Some(authorizing) = &self.authorizing {
             let (deliverer, toolset) = (&self.deliverer, &self.toolset);
             return authorizing
@@ -293,7 +290,7 @@ impl Worker {
         call.traceparent = job.traceparent.clone();
         call.principal = job.principal.clone();
         call.deadline = deadline;
-        call.timeout = Some(self.tool_timeout);
+        call.timeout = self.tool_timeout.into();
         call.extensions.insert(RapThread {
             group_id: job.reply_to.group_id.clone(),
             thread_ancestors: job.thread_ancestors.clone(),
@@ -313,7 +310,6 @@ impl Worker {
                 let class = outcome.error_class().unwrap_or(ErrorClass::ToolError);
                 Ok(outcome.result.map_err(|e| tool_error(e, class)))
             }
-            #[cfg(feature = "oauth")]
             Err(Rejection::Missing(oxp_lambda_core::refusal::Missing::Authorization {
                 challenge: Some(challenge),
                 ..

@@ -8,6 +8,16 @@ use oxp_lambda_core::tool::Secret;
 use std::collections::HashMap;
 use std::fmt;
 
+/// The AWS Secrets Manager source `config` describes.
+pub(crate) fn source(
+    sdk: &SharedSdk,
+    config: &SecretsConfig,
+) -> Result<std::sync::Arc<dyn SecretSource>, String> {
+    Ok(std::sync::Arc::new(AwsSecretsManager::from_sdk(
+        sdk, config,
+    )))
+}
+
 /// AWS Secrets Manager. Secret id `X` is read from the secret named in the explicit map, else
 /// `<prefix>X`. A mapped name may end in `#key` to take one key of a JSON secret.
 #[derive(Debug, Clone)]

@@ -4,6 +4,9 @@
 
 #[cfg(feature = "aws-secrets")]
 pub(crate) mod aws;
+#[cfg(not(feature = "aws-secrets"))]
+#[path = "aws_off.rs"]
+pub(crate) mod aws;
 pub(crate) mod local;
 
 use crate::settings::{ConfigError, Env, invalid};
@@ -66,7 +69,7 @@ impl Default for SecretsConfig {
 impl SecretsConfig {
     pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
         let source = match env.get("OXP_SECRETS_SOURCE").as_deref().map(str::trim) {
-            None if env.lambda => SecretSourceKind::Aws,
+            None if env.in_lambda() => SecretSourceKind::Aws,
             None | Some("local") => SecretSourceKind::Local,
             Some("aws") => SecretSourceKind::Aws,
             Some(_) => return Err(invalid("OXP_SECRETS_SOURCE", "must be 'aws' or 'local'")),
@@ -119,12 +122,11 @@ const DEFAULT_FILE: &str = "oxp-secrets.json";
 /// The secrets `config` describes, or `custom`'s when the embedding program gives a source.
 /// `embedded` are secrets the program holds itself: they answer before any source, whichever
 /// it is. `sdk` is the AWS configuration, for the AWS source.
-#[cfg_attr(not(feature = "aws-secrets"), allow(unused_variables))]
 pub(crate) fn build(
     config: &SecretsConfig,
     embedded: &[(String, String)],
     custom: Option<Arc<dyn SecretSource>>,
-    #[cfg(feature = "aws")] sdk: &crate::aws::SharedSdk,
+    sdk: &crate::aws::SharedSdk,
 ) -> Result<Secrets, String> {
     let source: Arc<dyn SecretSource> = match (custom, config.source) {
         (Some(custom), _) => custom,
@@ -141,14 +143,7 @@ pub(crate) fn build(
                 .flatten();
             Arc::new(local::LocalSecrets::from_parts(file, vars)?)
         }
-        #[cfg(feature = "aws-secrets")]
-        (None, SecretSourceKind::Aws) => Arc::new(aws::AwsSecretsManager::from_sdk(sdk, config)),
-        #[cfg(not(feature = "aws-secrets"))]
-        (None, SecretSourceKind::Aws) => {
-            return Err(
-                "OXP_SECRETS_SOURCE=aws needs the `aws-secrets` feature of oxp-lambda".into(),
-            );
-        }
+        (None, SecretSourceKind::Aws) => aws::source(sdk, config)?,
     };
     let source = if embedded.is_empty() {
         source
@@ -249,8 +244,7 @@ mod tests {
             &SecretsConfig::default(),
             &[("API.KEY".into(), "embedded".into())],
             None,
-            #[cfg(feature = "aws")]
-            &crate::aws::SharedSdk::new(None),
+            &crate::aws::SharedSdk::default(),
         )
         .unwrap();
         assert_eq!(s.get("API.KEY").await.unwrap().expose(), "embedded");

@@ -1,8 +1,16 @@
 //! HTTP plumbing that knows no protocol: JSON responses, the content-type check, the body
-//! limit, the authentication layer, path-prefix stripping, `/health` and the 404. Protocol
-//! adapters bring their own routers and error shapes; [`assemble`] puts them behind this.
+//! limit, the authentication layer, path-prefix stripping, `/health` and the 404; the call
+//! context every protocol reads from a request ([`CallContext`]) and the Lambda roles a protocol
+//! may serve ([`LambdaRole`]). Protocol adapters bring their own routers and error shapes;
+//! [`assemble`] puts them behind this.
 
+mod context;
+mod roles;
 mod strip;
+
+pub use context::{CallContext, Deadline};
+pub(crate) use roles::RoleKind;
+pub use roles::{BoxFuture, DirectHandler, Handled, LambdaRole, RecordHandler};
 
 pub(crate) use strip::StripPrefix;
 #[cfg(any(feature = "rap", feature = "mcp"))]
@@ -20,20 +28,6 @@ use axum::routing::{MethodRouter, get};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use serde::Serialize;
 use std::sync::Arc;
-use std::time::Instant;
-
-/// When a transport stops waiting for the answer (Lambda: the invocation deadline less
-/// `OXP_DEADLINE_MARGIN_MS`), set on the request by the transport.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Deadline(pub(crate) Instant);
-
-/// The caller's W3C trace context from a `traceparent` header, when it is well-formed.
-pub(crate) fn traceparent(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get("traceparent")
-        .and_then(|v| v.to_str().ok())
-        .and_then(oxp_lambda_core::invoke::traceparent)
-}
 
 /// The complete HTTP app: every adapter's routes behind the plumbing.
 pub(crate) type HttpApp = StripPrefix<Router>;

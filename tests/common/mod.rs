@@ -101,11 +101,22 @@ pub fn example_app() -> App {
 /// The defaults, with undeliverable async results going to a dead-letter file in the temporary
 /// directory and a single delivery attempt.
 pub fn test_config() -> Config {
-    let mut config = Config::default();
-    config.rap.dead_letter_file =
+    test_config_with(&[])
+}
+
+/// [`test_config`] with the variables `vars` set too (a protocol's settings, say).
+pub fn test_config_with(vars: &[(&str, &str)]) -> Config {
+    let dead_letters =
         std::env::temp_dir().join(format!("oxp-dead-{}.jsonl", uuid::Uuid::new_v4()));
-    config.rap.retry.max_attempts = 1;
-    config
+    let mut all = vec![
+        (
+            "OXP_RAP_DEAD_LETTER_FILE".to_owned(),
+            dead_letters.display().to_string(),
+        ),
+        ("OXP_RAP_DELIVERY_ATTEMPTS".to_owned(), "1".to_owned()),
+    ];
+    all.extend(vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    Config::from_vars(false, all).expect("valid test configuration")
 }
 
 /// The example tools with the async adapter on an in-process queue.

@@ -163,8 +163,24 @@ impl Bootstrap {
         Self::spawn(api, env, file.try_clone().unwrap().into(), file.into())
     }
 
+    /// `program` (a binary built on this crate, an example's) polling `api` with `env`.
+    pub fn start_program(program: &std::path::Path, api: SocketAddr, env: &[(&str, &str)]) -> Self {
+        Self::spawn_program(program, api, env, Stdio::null(), Stdio::inherit())
+    }
+
     fn spawn(api: SocketAddr, env: &[(&str, &str)], stdout: Stdio, stderr: Stdio) -> Self {
-        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_oxp-lambda"));
+        let program = std::path::Path::new(env!("CARGO_BIN_EXE_oxp-lambda"));
+        Self::spawn_program(program, api, env, stdout, stderr)
+    }
+
+    fn spawn_program(
+        program: &std::path::Path,
+        api: SocketAddr,
+        env: &[(&str, &str)],
+        stdout: Stdio,
+        stderr: Stdio,
+    ) -> Self {
+        let mut command = std::process::Command::new(program);
         command
             .env_clear()
             .env("AWS_LAMBDA_RUNTIME_API", api.to_string())

@@ -11,7 +11,6 @@
 //! hand it to [`Invoker::invoke`] and format the [`Outcome`] or [`Rejection`]; secret sources
 //! ([`SecretSource`]) and idempotency stores ([`IdempotencyStore`]) plug in through the traits
 //! defined here. Tool authors use the `oxp-lambda` crate, which re-exports what they need.
-#![warn(missing_docs)]
 
 pub mod content;
 pub mod declare;
@@ -35,11 +34,11 @@ pub use content::{
 };
 pub use declare::{Annotations, AuthorizationProvider, NoInput, Requirements, Tool, ToolBuilder};
 pub use idempotency::{IdempotencyStore, StoreError};
-pub use invoke::{Call, Disposition, Invoker, Outcome, Target};
+pub use invoke::{Call, Disposition, Invoker, Outcome, Target, TimeLimit};
 pub use principal::Principal;
 pub use refusal::{ErrorClass, Rejection};
 pub use registry::{RegisteredTool, Registry, RegistryBuilder, RegistryError, ResolveError};
 pub use secrets::{SecretError, SecretErrorKind, SecretSource};
 pub use state::{Input, SecretKey, SharedState, State};
-pub use tokens::{Challenge, TokenStore, UserTokens};
+pub use tokens::{Authorized, Challenge, TokenStore, UserTokens};
 pub use tool::{Cancellation, Extensions, Secret, ToolContext, ToolError};

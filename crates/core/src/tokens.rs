@@ -46,10 +46,40 @@ pub enum Held {
     Authorize(Challenge),
 }
 
+/// A user finished (or refused) an authorization in this process: what a call waiting on the
+/// user's authorization wakes on ([`UserTokens::completions`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Authorized {
+    /// The provider.
+    pub provider: String,
+    /// The user whose token it is.
+    pub user: String,
+    /// `false`: the user (or the provider) refused; nothing was stored.
+    pub granted: bool,
+}
+
 /// The users' tokens the server holds for the providers it runs the OAuth flow for.
 pub trait UserTokens: Send + Sync + fmt::Debug {
     /// Whether the server runs the flow for `provider` (no I/O: decided by configuration).
     fn serves(&self, provider: &str) -> bool;
+
+    /// Whether `user` holds a token for `provider` granting at least `scopes` (no refresh):
+    /// what a call waiting on the user polls, so it sees an authorization completed in another
+    /// process.
+    fn holds<'a>(
+        &'a self,
+        provider: &'a str,
+        user: &'a str,
+        scopes: &'a [String],
+    ) -> TokenFuture<'a, Result<bool, TokenError>>;
+
+    /// Authorizations completed (or refused) in this process from now on, to wake a waiting
+    /// call at once.
+    fn completions(&self) -> tokio::sync::broadcast::Receiver<Authorized>;
+
+    /// Spends the one-time `marker` until `until`: `true` the first time (ask the user then),
+    /// `false` after; `true` too when the store cannot tell (asking twice beats never asking).
+    fn first_time<'a>(&'a self, marker: &'a str, until: SystemTime) -> TokenFuture<'a, bool>;
 
     /// The token `user` granted for `provider` with at least `scopes`, refreshed when it is
     /// about to expire; else the challenge that asks the user to authorize.

@@ -1,69 +1,48 @@
 //! Amazon Bedrock Agents action groups (`OXP_LAMBDA_ROLE=bedrock-agent`) as the value the app
-//! takes: a direct-invocation role, and `App::handle_bedrock_agent`.
+//! takes: a direct-invocation role, its schema export (`oxp-lambda schema --bedrock-agent`)
+//! and `App::handle_bedrock_agent`.
 
 use crate::app::App;
-use crate::app::StartError;
-use crate::app::protocol::{Assembly, BoxFuture, Contribution, Protocol};
-use crate::bedrock::BedrockAgent;
-use crate::config::LambdaRole;
-use crate::transport::lambda::direct::DirectHandler;
-use oxp_lambda_core::invoke::Invoker;
+use crate::app::protocol::{Assembly, Contribution, Protocol};
+use crate::bedrock::ActionGroup;
+use crate::config::{Config, ConfigError, Env};
+use crate::server::LambdaRole;
+use oxp_lambda_core::registry::Registry;
 use serde_json::Value;
-use std::sync::{Arc, OnceLock};
-use std::time::Instant;
+use std::sync::Arc;
 
-/// Bedrock Agents: built for the role at start, and for [`App::handle_bedrock_agent`] on its
-/// first call.
-pub(crate) struct BedrockAgentsProtocol;
+/// The role's name.
+const ROLE: &str = "bedrock-agent";
 
-/// The agent's tools, built once.
-struct Lazy {
-    invoker: Arc<Invoker>,
-    agent: OnceLock<Option<Arc<BedrockAgent>>>,
-}
+/// Bedrock Agents action groups (function details).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct BedrockAgents;
 
-impl Lazy {
-    fn agent(&self) -> Option<&Arc<BedrockAgent>> {
-        self.agent
-            .get_or_init(|| BedrockAgent::new(self.invoker.clone()).ok().map(Arc::new))
-            .as_ref()
-    }
-}
+impl Protocol for BedrockAgents {
+    type Settings = ();
 
-/// The agent as the direct Runtime API loop runs it.
-struct Direct(BedrockAgent);
-
-impl DirectHandler for Direct {
-    fn handle<'a>(
-        &'a self,
-        event: &'a [u8],
-        _client_context: Option<&'a [u8]>,
-        deadline: Option<Instant>,
-    ) -> BoxFuture<'a, Value> {
-        Box::pin(self.0.invoke(event, deadline))
+    fn name(&self) -> &'static str {
+        ROLE
     }
 
-    fn too_large(&self) -> Value {
-        self.0.too_large()
+    fn settings(&self, _env: &Env<'_>, _server: &Config) -> Result<(), ConfigError> {
+        Ok(())
     }
-}
 
-impl Protocol for BedrockAgentsProtocol {
-    fn build(&self, assembly: &Assembly<'_>) -> Result<Contribution, StartError> {
-        let mut contribution = Contribution::default();
-        if assembly.config.lambda_role == LambdaRole::BedrockAgent {
-            let agent =
-                BedrockAgent::new(assembly.invoker.clone()).map_err(StartError::BedrockAgent)?;
-            contribution.lambda_role = Some((
-                LambdaRole::BedrockAgent,
-                super::direct_runner(Arc::new(Direct(agent))),
-            ));
+    fn build(&self, (): (), assembly: &Assembly<'_>) -> Result<Contribution, String> {
+        let group = Arc::new(ActionGroup::new(assembly.invoker.clone()));
+        if assembly.config.lambda_role == ROLE {
+            group.agent().map_err(str::to_owned)?;
         }
-        contribution.state.insert(Arc::new(Lazy {
-            invoker: assembly.invoker.clone(),
-            agent: OnceLock::new(),
-        }));
-        Ok(contribution)
+        Ok(Contribution::default().lambda_role(LambdaRole::direct(ROLE, group)))
+    }
+
+    fn schema(&self, (): &(), registry: &Registry) -> Option<Result<Value, String>> {
+        Some(
+            registry
+                .served(&[], "")
+                .and_then(|tools| crate::bedrock::schema::export(&tools)),
+        )
     }
 }
 
@@ -74,15 +53,11 @@ impl App {
     /// documented response (`response.functionResponse.responseBody.TEXT.body`, with
     /// `responseState` `REPROMPT` or `FAILURE` when the call failed).
     pub async fn handle_bedrock_agent(&self, event: &[u8]) -> Value {
-        let Some(agent) = self
-            .protocol_state::<Arc<Lazy>>()
-            .and_then(|lazy| lazy.agent())
-        else {
-            return Value::Null;
-        };
-        if event.len() > self.config().max_body_bytes {
-            return agent.too_large();
+        match self.handle_direct(ROLE, event, None).await {
+            Some(answer) => answer,
+            // Not served by this app (a program that replaced the protocol): still the
+            // documented response shape, never `null`.
+            None => ActionGroup::not_served(),
         }
-        agent.invoke(event, None).await
     }
 }

@@ -1,26 +1,37 @@
-//! MCP at `/mcp` (`OXP_MCP`) as the value the app takes.
+//! MCP at `/mcp` (`OXP_MCP`, `OXP_MCP_*`) as the value the app takes.
 
-use crate::app::StartError;
 use crate::app::protocol::{Assembly, Contribution, Protocol};
+use crate::config::{Config, ConfigError, Env};
+use crate::mcp::McpConfig;
 
 /// MCP (Streamable HTTP, stateless).
-pub(crate) struct McpProtocol;
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Mcp;
 
-impl Protocol for McpProtocol {
-    fn build(&self, assembly: &Assembly<'_>) -> Result<Contribution, StartError> {
-        let config = assembly.config;
-        if !config.mcp.enabled {
+impl Protocol for Mcp {
+    type Settings = McpConfig;
+
+    fn name(&self) -> &'static str {
+        "mcp"
+    }
+
+    fn settings(&self, env: &Env<'_>, _server: &Config) -> Result<McpConfig, ConfigError> {
+        McpConfig::from_env(env)
+    }
+
+    fn build(&self, settings: McpConfig, assembly: &Assembly<'_>) -> Result<Contribution, String> {
+        if !settings.enabled {
             return Ok(Contribution::default());
         }
-        let served =
-            crate::mcp::served(assembly.invoker.clone(), &config.mcp).map_err(StartError::Mcp)?;
+        let config = assembly.config;
+        let served = crate::mcp::served(assembly.invoker.clone(), &settings.pins)?;
         Ok(Contribution::routes(crate::mcp::router(
             served,
             assembly.auth,
-            &config.mcp,
+            &settings,
             &config.allowed_origins,
             config.max_body_bytes,
-            crate::config::in_lambda(),
+            config.runtime.lambda,
         )))
     }
 }

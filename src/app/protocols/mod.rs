@@ -1,7 +1,11 @@
 //! The protocols this build serves, as values: the Cargo features decide which exist, the app
 //! takes them all and knows none of them (`super::protocol`). Each file here is the glue of one
-//! protocol adapter: how it is built over the assembly, the Lambda role it runs, and its own
-//! entry points on [`super::App`].
+//! protocol adapter: its settings, how it is built over the assembly, the Lambda role it
+//! serves, its schema export and its own entry points on [`super::App`].
+//!
+//! A program edits a built-in protocol's settings with
+//! [`AppBuilder::configure`](super::AppBuilder::configure) (`configure::<Mcp>(|mcp| ...)`) or
+//! replaces it with [`AppBuilder::protocol`](super::AppBuilder::protocol).
 
 #[cfg(feature = "agentcore")]
 mod agentcore;
@@ -9,41 +13,33 @@ mod agentcore;
 mod bedrock;
 #[cfg(feature = "mcp")]
 mod mcp;
-#[cfg(feature = "oauth")]
-mod oauth;
 mod oxp;
 #[cfg(feature = "rap")]
 mod rap;
 
-use super::protocol::Protocol;
+#[cfg(feature = "agentcore")]
+pub use agentcore::AgentCore;
+#[cfg(feature = "bedrock-agent")]
+pub use bedrock::BedrockAgents;
+#[cfg(feature = "mcp")]
+pub use mcp::Mcp;
+pub use oxp::Oxp;
+#[cfg(feature = "rap")]
+pub use rap::Rap;
 
-/// The Lambda role runner of a direct-invocation protocol (AgentCore, Bedrock Agents): the
-/// direct Runtime API loop over `handler`.
-#[cfg(any(feature = "agentcore", feature = "bedrock-agent"))]
-fn direct_runner(
-    handler: std::sync::Arc<dyn crate::transport::lambda::direct::DirectHandler>,
-) -> super::protocol::RoleRunner {
-    std::sync::Arc::new(move |margin, max_bytes| {
-        let handler = handler.clone();
-        Box::pin(
-            async move { crate::transport::lambda::direct::run(handler, margin, max_bytes).await },
-        )
-    })
-}
+use super::protocol::{Configured, Entry};
 
 /// Every protocol compiled in, in the order their routes are merged.
-pub(crate) fn all() -> Vec<Box<dyn Protocol>> {
+pub(crate) fn all() -> Vec<Box<dyn Entry>> {
     vec![
-        Box::new(oxp::OxpProtocol),
+        Box::new(Configured::new(Oxp)),
         #[cfg(feature = "mcp")]
-        Box::new(mcp::McpProtocol),
+        Box::new(Configured::new(Mcp)),
         #[cfg(feature = "rap")]
-        Box::new(rap::RapProtocol),
+        Box::new(Configured::new(Rap)),
         #[cfg(feature = "agentcore")]
-        Box::new(agentcore::AgentCoreProtocol),
+        Box::new(Configured::new(AgentCore)),
         #[cfg(feature = "bedrock-agent")]
-        Box::new(bedrock::BedrockAgentsProtocol),
-        #[cfg(feature = "oauth")]
-        Box::new(oauth::OAuthRoutes),
+        Box::new(Configured::new(BedrockAgents)),
     ]
 }

@@ -1,17 +1,46 @@
-//! The AWS Lambda transport: HTTP events through `lambda_http` ([`http`]: API Gateway REST and
-//! HTTP APIs, Function URLs, ALB) and SQS batches of async invocations ([`sqs`]).
+//! The AWS Lambda transport: one [`invocation`] layer (Lambda's fields on every line, the
+//! deadline computed once, metrics and spans flushed before the answer) over HTTP events
+//! through `lambda_http` ([`http`]: API Gateway REST and HTTP APIs, Function URLs, ALB), SQS
+//! batches ([`sqs`]) and direct invocations ([`direct`]). It runs the role a protocol serves as
+//! a value ([`LambdaRole`]) and knows no protocol.
 
-#[cfg(any(feature = "agentcore", feature = "bedrock-agent"))]
 pub(crate) mod direct;
 pub(crate) mod http;
-#[cfg(feature = "rap-sqs")]
+pub(crate) mod invocation;
 pub(crate) mod sqs;
 
-use std::time::{Duration, Instant, SystemTime};
+use crate::config::Config;
+use crate::server::{LambdaRole, RoleKind};
+use invocation::InvocationLayer;
+use std::convert::Infallible;
+use tower::Service;
 
-/// When a call must have finished: the invocation deadline minus `margin`, so the caller gets
-/// an answer before Lambda stops the function.
-pub(crate) fn deadline(ctx: &lambda_http::Context, margin: Duration) -> Option<Instant> {
-    let remaining = ctx.deadline().duration_since(SystemTime::now()).ok()?;
-    Some(Instant::now() + remaining.saturating_sub(margin))
+/// Serves the Lambda Runtime API until the execution environment ends: `role`'s events, or
+/// (`None`, `OXP_LAMBDA_ROLE=http`) HTTP events for `app`.
+pub(crate) async fn run<S>(
+    app: S,
+    role: Option<&LambdaRole>,
+    config: &Config,
+) -> Result<(), lambda_http::Error>
+where
+    S: Service<lambda_http::Request, Response = axum::response::Response, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
+    let layer = InvocationLayer::new(config);
+    match role.map(|r| &r.kind) {
+        None => http::run(app, layer).await,
+        Some(RoleKind::Direct(handler)) => {
+            direct::run(
+                handler.clone(),
+                layer,
+                config.max_body_bytes,
+                config.runtime.max_concurrency,
+            )
+            .await
+        }
+        Some(RoleKind::Records(handlers)) => sqs::run(handlers.clone(), layer).await,
+    }
 }

@@ -1,40 +1,41 @@
-//! SQS batches of async invocations (`OXP_LAMBDA_ROLE=worker`): each record is a job for the
-//! RAP worker; what must be retried goes back in `batchItemFailures`.
+//! SQS batches (a role whose protocols are fed queued records, such as RAP's
+//! `OXP_LAMBDA_ROLE=worker`): each record goes to the role's [`RecordHandler`]s; what must be
+//! retried goes back in `batchItemFailures`. The transport knows no protocol: a record no
+//! handler takes is kept for redelivery (and moved to the queue's dead-letter queue after its
+//! `maxReceiveCount`).
 
-use crate::rap::job::Job;
-use crate::rap::worker::Worker;
+use super::invocation::{Event, InvocationLayer, Meta};
+use crate::server::{CallContext, Handled, RecordHandler};
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_http::{LambdaEvent, service_fn};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use tower::{Layer, ServiceExt};
 
-/// Handles one SQS batch: every record runs concurrently; a record whose body is not a job,
-/// whose invocation is still running elsewhere, or whose result could be neither delivered nor
-/// dead-lettered, is reported in `batchItemFailures` so SQS redelivers it (and moves it to the
-/// queue's dead-letter queue after its `maxReceiveCount`).
+/// Handles one SQS batch: every record runs concurrently; a record that no handler takes, or
+/// that its handler could not finish, is reported in `batchItemFailures` so SQS redelivers it.
 pub(crate) async fn handle_batch(
-    worker: &Worker,
+    handlers: &[Arc<dyn RecordHandler>],
     event: SqsEvent,
-    deadline: Option<Instant>,
+    context: CallContext,
 ) -> SqsBatchResponse {
-    let records = event.records.into_iter().map(|record| async move {
-        let id = record.message_id.unwrap_or_default();
-        let job = match record.body.as_deref().map(serde_json::from_str::<Job>) {
-            Some(Ok(job)) => job,
-            Some(Err(e)) => {
-                tracing::error!(target: "oxp::rap", message_id = %id, error = %e, "queue message is not an invocation job");
+    let records = event.records.into_iter().map(|record| {
+        let context = context.clone();
+        async move {
+            let id = record.message_id.unwrap_or_default();
+            let Some(body) = record.body else {
+                tracing::error!(target: "oxp::lambda", message_id = %id, "queue message has no body");
                 return Some(id);
-            }
-            None => {
-                tracing::error!(target: "oxp::rap", message_id = %id, "queue message has no body");
-                return Some(id);
-            }
-        };
-        match worker.process(job, deadline).await {
-            Ok(_) => None,
-            Err(kept) => {
-                tracing::warn!(target: "oxp::rap", message_id = %id, reason = %kept, "record kept for redelivery");
-                Some(id)
+            };
+            match first_taker(handlers, &body, context).await {
+                Handled::Done => None,
+                Handled::Retry(reason) => {
+                    tracing::warn!(target: "oxp::lambda", message_id = %id, reason = reason.as_str(), "record kept for redelivery");
+                    Some(id)
+                }
+                Handled::NotMine => {
+                    tracing::error!(target: "oxp::lambda", message_id = %id, "queue message is no record this role handles");
+                    Some(id)
+                }
             }
         }
     });
@@ -51,37 +52,37 @@ pub(crate) async fn handle_batch(
     response
 }
 
-/// Reports every record of `event` for redelivery: no worker runs here.
-pub(crate) fn refuse_batch(event: SqsEvent) -> SqsBatchResponse {
-    tracing::error!(target: "oxp::rap", "an SQS batch reached an app without the worker role (OXP_LAMBDA_ROLE=worker)");
-    let mut response = SqsBatchResponse::default();
-    for record in event.records {
-        let mut failure = BatchItemFailure::default();
-        failure.item_identifier = record.message_id.unwrap_or_default();
-        response.batch_item_failures.push(failure);
+/// Each record to the first of the role's handlers that takes it.
+async fn first_taker(
+    handlers: &[Arc<dyn RecordHandler>],
+    body: &str,
+    context: CallContext,
+) -> Handled {
+    for handler in handlers {
+        match handler.handle(body, context.clone()).await {
+            Handled::NotMine => continue,
+            handled => return handled,
+        }
     }
-    response
+    Handled::NotMine
 }
 
 /// Serves SQS batches until the execution environment ends, `AWS_LAMBDA_MAX_CONCURRENCY` of
-/// them at once under Lambda Managed Instances (one at a time otherwise). Results must be
-/// delivered or dead-lettered `margin` before the invocation deadline.
-pub(crate) async fn run(worker: Arc<Worker>, margin: Duration) -> Result<(), lambda_http::Error> {
-    lambda_http::lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<SqsEvent>| {
-        let worker = worker.clone();
+/// them at once under Lambda Managed Instances (one at a time otherwise).
+pub(crate) async fn run(
+    handlers: Vec<Arc<dyn RecordHandler>>,
+    layer: InvocationLayer,
+) -> Result<(), lambda_http::Error> {
+    let handlers: Arc<[Arc<dyn RecordHandler>]> = handlers.into();
+    let batches = layer.layer(service_fn(move |event: Event<SqsEvent>| {
+        let handlers = handlers.clone();
         async move {
-            let context = event.context;
-            let deadline = super::deadline(&context, margin);
-            let batch = handle_batch(&worker, event.payload, deadline);
-            let answer = crate::observe::invocation(
-                &context.request_id,
-                context.xray_trace_id.as_deref(),
-                context.tenant_id.as_deref(),
-                batch,
-            )
-            .await;
-            Ok::<_, lambda_http::Error>(answer)
+            Ok::<_, lambda_http::Error>(handle_batch(&handlers, event.payload, event.context).await)
         }
+    }));
+    lambda_http::lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<SqsEvent>| {
+        let meta = Meta::of_context(&event.context);
+        batches.clone().oneshot(Event::new(event.payload, meta))
     }))
     .await
 }

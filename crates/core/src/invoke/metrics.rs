@@ -17,6 +17,9 @@ pub const ERRORS: &str = "errors";
 pub const DURATION: &str = "duration";
 /// The `tool` dimension of a call that named no registered tool.
 pub const UNRESOLVED: &str = "unresolved";
+/// Cold starts of Lambda execution environments (a counter, dimension `service` only): counted
+/// by the transport that starts invocations, described here with the call metrics.
+pub const COLD_STARTS: &str = "cold_starts";
 
 fn tool_label(tool: Option<&RegisteredTool>) -> metrics::SharedString {
     tool.map_or(metrics::SharedString::const_str(UNRESOLVED), |t| {

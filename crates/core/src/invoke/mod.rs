@@ -53,6 +53,26 @@ pub enum Target {
     Tool(Arc<RegisteredTool>),
 }
 
+/// How long a call may run, besides the transport's deadline and the tool's own limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TimeLimit {
+    /// The invoker's limit (`OXP_TOOL_TIMEOUT_MS`).
+    #[default]
+    Server,
+    /// This limit instead of the invoker's.
+    Within(Duration),
+    /// No limit of the protocol's or the server's (the tool's own and the transport's still
+    /// apply).
+    Unlimited,
+}
+
+impl From<Option<Duration>> for TimeLimit {
+    /// A configured limit, `None` meaning "no limit".
+    fn from(limit: Option<Duration>) -> Self {
+        limit.map_or(Self::Unlimited, Self::Within)
+    }
+}
+
 /// One call of one tool, whatever protocol it came over.
 #[derive(Debug)]
 pub struct Call {
@@ -79,8 +99,9 @@ pub struct Call {
     pub secrets: Vec<(String, Secret)>,
     /// When the transport stops waiting (the Lambda deadline less its margin).
     pub deadline: Option<Instant>,
-    /// The protocol's own time limit, instead of the invoker's.
-    pub timeout: Option<Option<Duration>>,
+    /// The time limit of this call's run: the invoker's (`OXP_TOOL_TIMEOUT_MS`) unless the
+    /// protocol has its own (RAP's `OXP_RAP_TOOL_TIMEOUT_MS`).
+    pub timeout: TimeLimit,
     /// The protocol's cancellation signal for this call (RAP `/cancel_tool_call`, MCP
     /// `notifications/cancelled`); `None`: the call gets a signal of its own.
     pub cancellation: Option<Cancellation>,
@@ -103,7 +124,7 @@ impl Call {
             authorization: Vec::new(),
             secrets: Vec::new(),
             deadline: None,
-            timeout: None,
+            timeout: TimeLimit::Server,
             cancellation: None,
             extensions: Extensions::new(),
         }
@@ -221,7 +242,11 @@ impl Invoker {
         let deadline = deadline_of(
             arrived,
             call.deadline,
-            call.timeout.unwrap_or(self.timeout),
+            match call.timeout {
+                TimeLimit::Server => self.timeout,
+                TimeLimit::Within(limit) => Some(limit),
+                TimeLimit::Unlimited => None,
+            },
             tool.timeout,
         );
         // Hashed before the requirements take what the tool declared: a repeat with other

@@ -5,9 +5,9 @@
 //! claims live apart, so eviction never takes one (a duplicate would then run the tool again);
 //! they are few, since a call claims its key only once it holds an execution slot.
 
+use super::{Claim, IdempotencyStore, StoreFuture, StoredOutcome};
 use moka::Expiry;
 use moka::sync::Cache;
-use oxp_lambda_core::idempotency::{Claim, IdempotencyStore, StoreFuture, StoredOutcome};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -38,7 +38,7 @@ impl Expiry<String, Arc<Completed>> for KeepFor {
 type Claimed = (String, Instant);
 
 /// In-memory store: completed outcomes bounded by bytes, in-progress claims apart.
-pub(crate) struct MemoryStore {
+pub struct MemoryStore {
     in_progress: Mutex<HashMap<String, Claimed>>,
     completed: Cache<String, Arc<Completed>>,
 }
@@ -59,7 +59,7 @@ fn weight(key: &String, value: &Arc<Completed>) -> u32 {
 
 impl MemoryStore {
     /// A store whose completed outcomes take at most about `max_bytes`.
-    pub(crate) fn new(max_bytes: u64) -> Self {
+    pub fn new(max_bytes: u64) -> Self {
         Self {
             in_progress: Mutex::new(HashMap::new()),
             completed: Cache::builder()

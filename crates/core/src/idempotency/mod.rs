@@ -1,12 +1,14 @@
 //! Idempotent calls by call id, as the invoker sees them: one small [`IdempotencyStore`] trait
-//! (two implementations in [`crate::idempotency`]: memory and DynamoDB), the stored outcome and
-//! the call's fingerprint.
+//! (the in-memory store here, [`memory::MemoryStore`]; DynamoDB in `oxp-lambda`), the stored
+//! outcome and the call's fingerprint.
 //!
 //! The first call with a given key claims it (an in-progress record that expires with the
 //! call's own time limit, so a crashed invocation does not block the key for long), runs the tool
 //! and stores the outcome for a while. A repeat with the same tool, input and user gets the
 //! stored outcome without running the tool; a repeat with anything else is refused; a repeat
 //! while the first still runs is told to retry later. Retryable failures are not stored.
+
+pub mod memory;
 
 use crate::content::{Content, DisplaySegment, ToolOutput};
 use crate::tool::ToolError;

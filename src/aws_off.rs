@@ -1,0 +1,6 @@
+//! Without the AWS parts (features `aws-secrets`, `dynamodb`, `rap-sqs`) no AWS configuration
+//! exists: the parts that would use it refuse at start, naming their feature.
+
+/// The AWS configuration the AWS parts would share: none in this build.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SharedSdk;

@@ -1,0 +1,33 @@
+//! SQS (feature `rap-sqs`): in Lambda, acknowledged invocations go to a queue whose consumer is
+//! the worker function (the HTTP function freezes once it has answered, so nothing may run
+//! after the 200), and undeliverable results to a dead-letter queue.
+
+use crate::aws::{AwsClient, SharedSdk};
+
+/// Largest SQS message body.
+pub(crate) const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+
+/// An SQS client, built by its first message.
+#[derive(Debug, Clone)]
+pub(crate) struct Sqs(AwsClient<aws_sdk_sqs::Client>);
+
+impl Sqs {
+    /// A client over the shared AWS configuration.
+    pub(crate) fn connect(sdk: &SharedSdk) -> Result<Self, String> {
+        Ok(Self(AwsClient::lazy(sdk, aws_sdk_sqs::Client::new)))
+    }
+
+    /// Sends `body` to `queue_url`.
+    pub(crate) async fn send(&self, queue_url: &str, body: String) -> Result<(), String> {
+        self.0
+            .get()
+            .await
+            .send_message()
+            .queue_url(queue_url)
+            .message_body(body)
+            .send()
+            .await
+            .map(drop)
+            .map_err(|e| aws_sdk_sqs::error::DisplayErrorContext(e).to_string())
+    }
+}
