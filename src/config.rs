@@ -18,14 +18,11 @@ pub use crate::rap::config::{RapConfig, RateLimit};
 #[cfg(feature = "rap")]
 pub use crate::rap::deliver::RetryPolicy;
 pub use crate::secrets::{SecretSourceKind, SecretsConfig};
-pub use crate::settings::{ConfigError, Env};
+pub use crate::settings::{ConfigError, Env, Vars};
 pub use oxp_lambda_core::secrets::ClientSecrets;
 
 use crate::settings::invalid;
-use std::collections::BTreeMap;
-use std::fmt;
 use std::net::IpAddr;
-use std::sync::Arc;
 use std::time::Duration;
 
 /// Server configuration: what the server itself reads from `OXP_*` variables. Each protocol
@@ -134,36 +131,6 @@ impl Runtime {
             function_name: None,
             function_version: None,
         }
-    }
-}
-
-/// The configuration variables as they were read (names starting `OXP_` or `AWS_`, without the
-/// local secret values `OXP_SECRET_*`): each protocol reads its own section from them. `Debug`
-/// names the variables and never shows a value.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Vars(Arc<BTreeMap<String, String>>);
-
-impl Vars {
-    /// The value of `name`, as it was read.
-    pub fn get(&self, name: &str) -> Option<String> {
-        self.0.get(name).cloned()
-    }
-}
-
-impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Vars {
-    fn from_iter<I: IntoIterator<Item = (K, V)>>(pairs: I) -> Self {
-        Self(Arc::new(
-            pairs
-                .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
-        ))
-    }
-}
-
-impl fmt::Debug for Vars {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.0.keys()).finish()
     }
 }
 

@@ -3,8 +3,9 @@
 //! puts the server's together, and each [`Protocol`](crate::protocol::Protocol) reads its own
 //! section from the same variables.
 
-use crate::config::Vars;
+use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// A configuration variable with an invalid value.
@@ -136,5 +137,35 @@ pub(crate) fn invalid(variable: &'static str, reason: &str) -> ConfigError {
     ConfigError {
         variable,
         reason: reason.to_owned(),
+    }
+}
+
+/// The configuration variables as they were read (names starting `OXP_` or `AWS_`, without the
+/// local secret values `OXP_SECRET_*`): each protocol reads its own section from them. `Debug`
+/// names the variables and never shows a value.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Vars(Arc<BTreeMap<String, String>>);
+
+impl Vars {
+    /// The value of `name`, as it was read.
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.0.get(name).cloned()
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Vars {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(pairs: I) -> Self {
+        Self(Arc::new(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        ))
+    }
+}
+
+impl fmt::Debug for Vars {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.0.keys()).finish()
     }
 }
