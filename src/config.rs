@@ -19,6 +19,9 @@ pub use crate::rap::config::{RapConfig, RateLimit};
 pub use crate::rap::deliver::RetryPolicy;
 pub use crate::secrets::{SecretSourceKind, SecretsConfig};
 pub use crate::settings::{ConfigError, Env, Vars};
+pub use crate::state::StateConfig;
+#[cfg(feature = "webhooks")]
+pub use crate::webhooks::{Kind as WebhookKind, Source as WebhookSource, WebhooksConfig};
 pub use oxp_lambda_core::secrets::ClientSecrets;
 
 use crate::settings::invalid;
@@ -72,6 +75,9 @@ pub struct Config {
     pub deadline_margin: Duration,
     /// Users' authorization with OAuth providers, run by the server (feature `oauth`).
     pub oauth: OAuthConfig,
+    /// Where state that outlives a call lives (`OXP_STATE`): subscriptions, questions waiting
+    /// for the user, cancellation marks, the local queue's acknowledged jobs.
+    pub state: StateConfig,
     /// `OXP_LAMBDA_ROLE` (default `http`): what a Lambda function built from this binary
     /// handles: HTTP events, or the role a protocol serves (`worker`, `agentcore`,
     /// `bedrock-agent`, or one of your own).
@@ -177,6 +183,7 @@ impl Default for Config {
             max_concurrent_calls: 256,
             deadline_margin: Duration::from_millis(500),
             oauth: OAuthConfig::default(),
+            state: StateConfig::default(),
             lambda_role: HTTP_ROLE.into(),
             metrics: MetricsConfig::default(),
             otel_endpoint: None,
@@ -208,8 +215,10 @@ impl Config {
         let lambda = Runtime::of(&vars).lambda;
         let mut config = Self::read(lambda, vars)?;
         // The local secret source then reads the process's `OXP_SECRET_*` variables and
-        // `./oxp-secrets.json` too; a configuration built any other way reads neither.
+        // `./oxp-secrets.json` too, and the embedded state store keeps its file
+        // (`./oxp-state.redb`); a configuration built any other way does neither.
         config.secrets.environment = true;
+        config.state = StateConfig::from_env(&config.env(), true)?;
         Ok(config)
     }
 
@@ -255,6 +264,7 @@ impl Config {
         config.metrics = MetricsConfig::from_env(&env)?;
         config.otel_endpoint = crate::observe::otel_endpoint(&env)?;
         config.oauth = OAuthConfig::from_env(&env)?;
+        config.state = StateConfig::from_env(&env, false)?;
         config.lambda_role = env
             .get("OXP_LAMBDA_ROLE")
             .map_or_else(|| HTTP_ROLE.to_owned(), |r| r.trim().to_owned());

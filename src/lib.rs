@@ -87,7 +87,15 @@ mod run;
 mod secrets;
 mod server;
 mod settings;
+mod state;
+#[cfg(feature = "rap")]
+mod subscriptions;
+#[cfg(not(feature = "rap"))]
+#[path = "subscriptions_off.rs"]
+mod subscriptions;
 mod transport;
+#[cfg(feature = "webhooks")]
+mod webhooks;
 
 pub use app::protocols;
 pub use app::{App, AppBuilder, StartError};
@@ -107,6 +115,8 @@ pub use oxp_lambda_core::registry::{
     RegisteredTool, Registry, RegistryBuilder, RegistryError, ResolveError,
 };
 pub use oxp_lambda_core::state::{Input, SecretKey, SharedState, State};
+pub use oxp_lambda_core::talk;
+pub use oxp_lambda_core::talk::{Ask, Choice, Reported, Subscribe, Subscription, TalkError};
 pub use oxp_lambda_core::tool::{Cancellation, Extensions, Secret, ToolContext, ToolError};
 pub use oxp_lambda_macros::tool;
 #[cfg(feature = "rap")]
@@ -143,6 +153,7 @@ pub mod invoke {
 /// and where idempotent outcomes are kept ([`IdempotencyStore`](stores::IdempotencyStore):
 /// memory and DynamoDB here; [`AppBuilder::idempotency_store`] takes another).
 pub mod stores {
+    pub use oxp_lambda_core::durable::{Item, StateError, StateFuture, StateStore};
     pub use oxp_lambda_core::idempotency::memory::MemoryStore;
     pub use oxp_lambda_core::idempotency::{
         Claim, IdempotencyStore, StoreError, StoreFuture, StoredError, StoredOutcome,

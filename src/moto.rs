@@ -130,3 +130,40 @@ pub(crate) async fn table_keyed_by(key: &str) -> (aws_sdk_dynamodb::Client, Stri
         .unwrap();
     (client, table)
 }
+
+/// A table like the template's state table (partition key `pk`, sort key `sk`, TTL attribute
+/// `expires_at`), and a client for it.
+#[cfg(feature = "dynamodb")]
+pub(crate) async fn state_table() -> (aws_sdk_dynamodb::Client, String) {
+    use aws_sdk_dynamodb::types::{
+        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+    };
+    let client = aws_sdk_dynamodb::Client::new(&sdk_config(&moto_url()).await);
+    let table = format!("oxp-state-{}", uuid::Uuid::new_v4().simple());
+    let attribute = |name: &str| {
+        AttributeDefinition::builder()
+            .attribute_name(name)
+            .attribute_type(ScalarAttributeType::S)
+            .build()
+            .unwrap()
+    };
+    let key = |name: &str, kind: KeyType| {
+        KeySchemaElement::builder()
+            .attribute_name(name)
+            .key_type(kind)
+            .build()
+            .unwrap()
+    };
+    client
+        .create_table()
+        .table_name(&table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .attribute_definitions(attribute("pk"))
+        .attribute_definitions(attribute("sk"))
+        .key_schema(key("pk", KeyType::Hash))
+        .key_schema(key("sk", KeyType::Range))
+        .send()
+        .await
+        .expect("moto creates the table");
+    (client, table)
+}

@@ -118,12 +118,8 @@ async fn rap_a_call_that_waited_for_the_slot_still_answers_within_its_deadline()
         post(&app, "/invoke", invoke("b").to_string()).await.status,
         200
     );
-    let hits = receiver.wait_for(2).await;
-    let second = hits
-        .iter()
-        .map(|h| h.body.clone())
-        .find(|m| m["id"] == "b")
-        .unwrap();
+    let results = receiver.wait_kind("tool_result", 2).await;
+    let second = results.into_iter().find(|m| m["id"] == "b").unwrap();
     let error = rap_error(second["text"].as_str().unwrap()).unwrap();
     assert_eq!(error["error"]["kind"], "timeout", "{second}");
     within_its_deadline(sent.elapsed() - Duration::from_millis(100));

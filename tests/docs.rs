@@ -35,7 +35,11 @@ fn source(dir: &std::path::Path) -> String {
         let name = path.file_name().unwrap().to_str().unwrap().to_owned();
         if path.is_dir() {
             text += &source(&path);
-        } else if name.ends_with(".rs") && !name.ends_with("_tests.rs") && name != "moto.rs" {
+        } else if name.ends_with(".rs")
+            && !name.ends_with("_tests.rs")
+            && name != "tests.rs"
+            && name != "moto.rs"
+        {
             let file = read(path.to_str().unwrap());
             text += file.split("#[cfg(test)]\nmod tests").next().unwrap();
         }

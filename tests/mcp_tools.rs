@@ -17,8 +17,10 @@ async fn tools_list_serves_listing_names_and_object_output_schemas() {
         names,
         [
             "Calculator_Add",
+            "Demo_Confirm",
             "Demo_Image",
             "Demo_Sleep",
+            "Demo_Watch",
             "Doorbell_Ring",
             "SMS_Send",
             "System_GetTimestamp"
@@ -32,7 +34,7 @@ async fn tools_list_serves_listing_names_and_object_output_schemas() {
         add.get("outputSchema").is_none(),
         "a number output has no MCP output schema"
     );
-    let timestamp = &tools[5];
+    let timestamp = &tools[7];
     assert_eq!(timestamp["outputSchema"]["type"], "object");
 }
 

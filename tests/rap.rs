@@ -777,11 +777,11 @@ async fn at_shutdown_running_tools_are_cancelled_and_their_results_delivered() {
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(rig.app.drain(Duration::from_millis(100)).await, 0);
-    let mut hits = receiver.hits();
-    hits.sort_by(|a, b| a.body["id"].as_str().cmp(&b.body["id"].as_str()));
-    let slept: Value = serde_json::from_str(hits[0].body["text"].as_str().unwrap()).unwrap();
-    assert_eq!(slept["cancelled"], true, "{}", hits[0].body);
-    assert_eq!(error_of(&hits[1].body)["kind"], "cancelled");
+    let mut results = receiver.of_kind("tool_result");
+    results.sort_by(|a, b| a["id"].as_str().cmp(&b["id"].as_str()));
+    let slept: Value = serde_json::from_str(results[0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(slept["cancelled"], true, "{}", results[0]);
+    assert_eq!(error_of(&results[1])["kind"], "cancelled");
     assert!(rig.dead_letters().is_empty());
 }
 

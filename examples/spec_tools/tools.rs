@@ -7,9 +7,16 @@
 //! - `SMS.Send@0.1.2`: requires secret `TWILIO_API_KEY`. **A demo: it sends nothing**; it checks
 //!   that the secret reached it and answers `{"status": "sent"}`.
 //!
-//! Beside them, two showcase tools for what the specification's examples do not show:
+//! Beside them, showcase tools for what the specification's examples do not show:
 //! - `Demo.Sleep@1.0.0`: waits `ms` milliseconds unless cancelled (or stopped at its deadline)
 //!   and answers `{"slept_ms", "cancelled"}`: watch cancellation and deadlines on each protocol.
+//!   It reports its progress at each tenth of its run and publishes the view `sleep`
+//!   (`{"slept_ms"}`) where the protocol carries them.
+//! - `Demo.Watch@1.0.0`: subscribes to `topic` of the webhook event source `demo` (its events
+//!   are signed with the secret `DEMO_WEBHOOK_SECRET`); the call answers at once, naming the
+//!   subscription, and each event follows (the `max_events`-th is the last).
+//! - `Demo.Confirm@1.0.0`: asks the user to choose one of `choices` and answers
+//!   `{"selected", "choice"}`.
 //! - `Demo.Image@1.0.0`: answers a PNG it draws and a text item describing it: content items.
 //! - `Demo.Profile@1.0.0` (feature `oauth`, served when `OXP_OAUTH_PROVIDERS` names `demo`):
 //!   needs the user's authorization with provider `demo` and a user id; answers what the
@@ -20,7 +27,9 @@
 //! file, so it uses the public API only.
 
 use oxp_lambda::RegistryError;
-use oxp_lambda::{Content, NoInput, Registry, Tool, ToolContext, ToolError, ToolOutput};
+use oxp_lambda::{
+    Ask, Content, NoInput, Registry, Subscribe, Tool, ToolContext, ToolError, ToolOutput,
+};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Number;
@@ -150,17 +159,113 @@ pub struct Slept {
     pub cancelled: bool,
 }
 
-/// `Demo.Sleep`: waits unless cancelled. At the call's deadline the server stops it and
-/// answers that it did not finish in time.
+/// `Demo.Sleep`: waits unless cancelled, reporting its progress at each tenth of the wait, and
+/// publishes the view `sleep`. At the call's deadline the server stops it and answers that it
+/// did not finish in time.
 pub async fn sleep(input: SleepInput, ctx: ToolContext) -> Result<Slept, ToolError> {
     let start = Instant::now();
-    let cancelled = tokio::select! {
-        () = tokio::time::sleep(Duration::from_millis(input.ms.into())) => false,
-        () = ctx.cancelled() => true,
-    };
+    let total = u64::from(input.ms);
+    let mut cancelled = false;
+    for tenth in 1..=10u64 {
+        let until = start + Duration::from_millis(total * tenth / 10);
+        tokio::select! {
+            () = tokio::time::sleep_until(until.into()) => {}
+            () = ctx.cancelled() => {
+                cancelled = true;
+                break;
+            }
+        }
+        if total > 0 {
+            let done = total * tenth / 10;
+            ctx.progress(
+                done as f64,
+                Some(total as f64),
+                &format!("slept {done} of {total} ms"),
+            )
+            .await;
+        }
+    }
+    let slept_ms = u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX);
+    ctx.view("sleep", serde_json::json!({"slept_ms": slept_ms}))
+        .await;
     Ok(Slept {
-        slept_ms: u64::try_from(start.elapsed().as_millis()).unwrap_or(u64::MAX),
+        slept_ms,
         cancelled,
+    })
+}
+
+/// Input of `Demo.Watch`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct WatchInput {
+    /// The topic of the `demo` event source to receive events of.
+    #[schemars(length(min = 1, max = 128))]
+    pub topic: String,
+    /// After this many events the subscription ends (the last says so).
+    #[schemars(range(min = 1))]
+    pub max_events: Option<u32>,
+}
+
+/// Output of `Demo.Watch`: the subscription that follows the answer.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Watching {
+    /// The subscription's id.
+    pub subscription: String,
+    /// The topic it receives.
+    pub topic: String,
+    /// What happens next, for the model.
+    pub message: String,
+}
+
+/// `Demo.Watch`: opens a subscription to `topic` of the `demo` event source; its events follow
+/// this answer.
+pub async fn watch(input: WatchInput, ctx: ToolContext) -> Result<Watching, ToolError> {
+    let subscription = ctx
+        .subscribe(Subscribe {
+            source: "demo".into(),
+            topic: input.topic.clone(),
+            max_events: input.max_events,
+        })
+        .await?;
+    Ok(Watching {
+        message: format!(
+            "Subscribed to '{}' of the demo event source (subscription {}); its events follow.",
+            input.topic, subscription.id
+        ),
+        subscription: subscription.id,
+        topic: input.topic,
+    })
+}
+
+/// Input of `Demo.Confirm`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct ConfirmInput {
+    /// What the user is asked.
+    #[schemars(length(min = 1, max = 1024))]
+    pub prompt: String,
+    /// The choices' labels.
+    #[schemars(length(min = 1, max = 32))]
+    pub choices: Vec<String>,
+    /// The index of the choice taken when the user dismisses the question.
+    pub default: usize,
+}
+
+/// Output of `Demo.Confirm`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Confirmed {
+    /// The index the user chose.
+    pub selected: usize,
+    /// Its label.
+    pub choice: String,
+}
+
+/// `Demo.Confirm`: asks the user and answers what they chose.
+pub async fn confirm(input: ConfirmInput, ctx: ToolContext) -> Result<Confirmed, ToolError> {
+    let choice = ctx
+        .ask(Ask::new(input.prompt, input.choices).default(input.default))
+        .await?;
+    Ok(Confirmed {
+        selected: choice.index,
+        choice: choice.label,
     })
 }
 
@@ -300,6 +405,23 @@ pub fn tools() -> Vec<Tool> {
             .read_only()
             .open_world(false)
             .handler(image),
+        Tool::builder("Demo.Watch", "1.0.0")
+            .description(
+                "Subscribes to a topic of the demo event source: answers at once with the \
+                 subscription, then each event of the topic follows (over RAP).",
+            )
+            .title("Watch a topic")
+            .read_only()
+            .handler(watch),
+        Tool::builder("Demo.Confirm", "1.0.0")
+            .description(
+                "Asks the user to choose one of several options and answers the choice \
+                 (over RAP).",
+            )
+            .title("Ask the user")
+            .read_only()
+            .open_world(false)
+            .handler(confirm),
     ]
 }
 

@@ -6,6 +6,7 @@ use super::{App, Parts};
 use crate::auth::Authenticator;
 use crate::config::Config;
 use crate::server;
+use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::idempotency::{Idempotency, IdempotencyStore};
 use oxp_lambda_core::invoke::Invoker;
 use oxp_lambda_core::registry::Registry;
@@ -21,6 +22,8 @@ use std::sync::Arc;
 pub enum StartError {
     /// An `OXP_*` variable has an invalid value.
     Config(crate::config::ConfigError),
+    /// The durable state store could not be set up.
+    State(String),
     /// The secret source could not be set up.
     Secrets(String),
     /// Authentication could not be set up.
@@ -42,6 +45,7 @@ impl fmt::Display for StartError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Self::Config(e) => write!(f, "{e}"),
+            Self::State(why) => write!(f, "invalid configuration: state: {why}"),
             Self::Secrets(why) => write!(f, "invalid configuration: secrets: {why}"),
             Self::Auth(why) => write!(f, "invalid configuration: authentication: {why}"),
             Self::Idempotency(why) => write!(f, "invalid configuration: idempotency: {why}"),
@@ -77,6 +81,7 @@ pub struct AppBuilder {
     secrets: Vec<(String, String)>,
     secret_source: Option<Arc<dyn SecretSource>>,
     idempotency_store: Option<Arc<dyn IdempotencyStore>>,
+    state_store: Option<Arc<dyn StateStore>>,
     protocols: Vec<Box<dyn Entry>>,
     pub(super) aws: crate::aws::SharedSdk,
 }
@@ -102,6 +107,7 @@ impl AppBuilder {
             secrets: Vec::new(),
             secret_source: None,
             idempotency_store: None,
+            state_store: None,
             protocols: super::protocols::all(),
             aws: crate::aws::SharedSdk::default(),
         }
@@ -134,6 +140,14 @@ impl AppBuilder {
     /// configuration turns idempotency off.
     pub fn idempotency_store(mut self, store: Arc<dyn IdempotencyStore>) -> Self {
         self.idempotency_store = Some(store);
+        self
+    }
+
+    /// Where state that outlives a call is kept, instead of the configured store
+    /// (`OXP_STATE`): subscriptions, questions waiting for the user, cancellation marks, the
+    /// local queue's acknowledged jobs.
+    pub fn state_store(mut self, store: Arc<dyn StateStore>) -> Self {
+        self.state_store = Some(store);
         self
     }
 
@@ -227,6 +241,17 @@ impl AppBuilder {
             None => crate::idempotency::build(&config.idempotency, &sdk)
                 .map_err(StartError::Idempotency)?,
         };
+        // Whether an earlier run left state to resume: looked at before anything opens it.
+        let recovering = matches!(
+            &config.state,
+            crate::state::StateConfig::Embedded { path: Some(path) } if path.exists()
+        );
+        let state = match self.state_store {
+            Some(store) => Some(store),
+            None => crate::state::build(&config.state, &sdk).map_err(StartError::State)?,
+        };
+        let subscriptions = crate::subscriptions::build(state.as_ref(), &config.env())
+            .map_err(StartError::Config)?;
         let broker = crate::oauth::build(
             &config.oauth,
             (config.host, config.port),
@@ -253,6 +278,9 @@ impl AppBuilder {
             config: &config,
             aws: &sdk,
             user_tokens: user_tokens.as_ref(),
+            state: state.as_ref(),
+            subscriptions: subscriptions.as_ref(),
+            recovering,
         };
         let mut built = protocol::build_all(self.protocols, &assembly)?;
         // The users' authorization flow, when the server runs one: its routes beside the

@@ -10,6 +10,7 @@ use crate::auth::Authenticator;
 use crate::config::{Config, ConfigError, Env};
 use crate::server::{LambdaRole, RoleKind};
 use axum::Router;
+use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::invoke::Invoker;
 use oxp_lambda_core::registry::Registry;
 use oxp_lambda_core::tokens::UserTokens;
@@ -73,6 +74,14 @@ pub struct Assembly<'a> {
     pub(crate) aws: &'a crate::aws::SharedSdk,
     /// The users' tokens the server holds, when it runs providers' OAuth flows.
     pub(crate) user_tokens: Option<&'a Arc<dyn UserTokens>>,
+    /// Where state that outlives a call lives (`OXP_STATE`), unless it is off.
+    pub(crate) state: Option<&'a Arc<dyn StateStore>>,
+    /// The subscriptions (over the state store), for the protocol that carries them and the
+    /// event sources that feed them.
+    pub(crate) subscriptions: Option<&'a Arc<crate::subscriptions::Subscriptions>>,
+    /// Whether durable state of an earlier run of this server exists (the embedded store's
+    /// file was there at start).
+    pub(crate) recovering: bool,
 }
 
 impl Assembly<'_> {
@@ -93,6 +102,20 @@ impl Assembly<'_> {
     /// on a user's authorization.
     pub fn user_tokens(&self) -> Option<&Arc<dyn UserTokens>> {
         self.user_tokens
+    }
+
+    /// Where state that outlives a call lives (`OXP_STATE`: embedded locally, DynamoDB in
+    /// Lambda), unless it is off: what a protocol keeps across requests, processes and
+    /// execution environments.
+    pub fn state(&self) -> Option<&Arc<dyn StateStore>> {
+        self.state
+    }
+
+    /// Whether an earlier run of this server left durable state (the embedded store's file was
+    /// there at start): a protocol resumes what it acknowledged and did not finish. Never in
+    /// Lambda, where a queue's redelivery does it.
+    pub fn recovering(&self) -> bool {
+        self.recovering
     }
 
     /// `router` behind the configured authentication (`OXP_AUTH`): an authenticated request
@@ -127,6 +150,8 @@ impl fmt::Debug for Assembly<'_> {
             .field("config", self.config)
             .field("aws", self.aws)
             .field("user_tokens", &self.user_tokens.is_some())
+            .field("state", &self.state)
+            .field("subscriptions", &self.subscriptions)
             .finish_non_exhaustive()
     }
 }

@@ -91,7 +91,16 @@ async fn a_forged_altered_expired_or_foreign_state_is_refused_with_nothing_store
         StatusCode::BAD_REQUEST
     );
     let valid = sealed_state(&broker, "demo", later, "n4").await;
-    let altered = format!("{}A", &valid[..valid.len() - 1]);
+    // One character in the middle changed (every one there carries data bits, unlike the
+    // last, whose low bits may be padding): always another state.
+    let middle = valid.len() / 2;
+    let other = if &valid[middle..=middle] == "A" {
+        "B"
+    } else {
+        "A"
+    };
+    let altered = format!("{}{other}{}", &valid[..middle], &valid[middle + 1..]);
+    assert_ne!(altered, valid);
     assert_eq!(
         callback(&broker, &altered, "n4").await,
         StatusCode::BAD_REQUEST

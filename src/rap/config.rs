@@ -56,6 +56,11 @@ pub struct RapConfig {
     /// `OXP_RAP_TOOL_TIMEOUT_MS` (default: `OXP_TOOL_TIMEOUT_MS`; `0` disables): longest an
     /// async tool run may take. In Lambda the worker's deadline bounds it too.
     pub tool_timeout: Option<Duration>,
+    /// `OXP_RAP_CHOICE_TIMEOUT_SECS` (default 600): how long a question to the user
+    /// (`user_choice`) waits for the answer, counted from the invocation's arrival. Locally the
+    /// call's own time limit (`OXP_RAP_TOOL_TIMEOUT_MS`) bounds it too; in Lambda a call still
+    /// waiting when its worker's time is up waits on in a later delivery of the job.
+    pub choice_timeout: Duration,
 }
 
 /// A number of invocations per period.
@@ -86,6 +91,7 @@ impl Default for RapConfig {
             max_pending_per_caller: None,
             drain_timeout: Duration::from_secs(30),
             tool_timeout: Some(Duration::from_secs(30)),
+            choice_timeout: Duration::from_secs(600),
         }
     }
 }
@@ -157,6 +163,9 @@ impl RapConfig {
             return Err(invalid("OXP_RAP_ENDPOINT", "must be an http(s) URL"));
         }
         c.pins = env.list("OXP_RAP_TOOLS");
+        if let Some(secs) = env.positive::<u64>("OXP_RAP_CHOICE_TIMEOUT_SECS")? {
+            c.choice_timeout = Duration::from_secs(secs);
+        }
         c.callbacks = CallbackPolicy {
             lambda,
             allowed_hosts: env.list("OXP_RAP_CALLBACK_HOSTS"),

@@ -1,7 +1,6 @@
 //! Where results that could not be delivered are recorded, with the reason, so that none is
 //! silently lost: a JSON-lines file locally, an SQS queue in Lambda.
 
-use crate::rap::wire::ToolResult;
 use serde::{Deserialize, Serialize};
 use std::path::PathBuf;
 use tokio::io::AsyncWriteExt;
@@ -23,8 +22,9 @@ pub(crate) struct DeadLetter {
     pub(crate) received_at: String,
     /// When delivery was given up (RFC 3339).
     pub(crate) failed_at: String,
-    /// The message that was not delivered, ready to be sent again.
-    pub(crate) message: ToolResult,
+    /// The message that was not delivered (a `tool_result`, a `subscription_event`), ready to
+    /// be sent again.
+    pub(crate) message: serde_json::Value,
 }
 
 /// A dead-letter store.
@@ -151,7 +151,8 @@ mod tests {
             operation: None,
             received_at: "2026-01-01T00:00:00Z".into(),
             failed_at: "2026-01-01T00:00:01Z".into(),
-            message: ToolResult::new(&to, "x".repeat(200)),
+            message: serde_json::to_value(crate::rap::wire::ToolResult::new(&to, "x".repeat(200)))
+                .unwrap(),
         }
     }
 

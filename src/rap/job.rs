@@ -33,6 +33,10 @@ pub(crate) struct Job {
     /// the result's callback carry it on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) traceparent: Option<String>,
+    /// This server's base URL as the caller reached it (`https://host/stage`), for the URLs a
+    /// call gives out (a question's `response_url`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) base_url: Option<String>,
     /// When the invocation was acknowledged, in Unix milliseconds.
     pub(crate) received_at_ms: u64,
     /// Why the invocation cannot run, found at acknowledgement.
@@ -51,6 +55,7 @@ impl Job {
             user_id: None,
             principal: Principal::default(),
             traceparent: None,
+            base_url: None,
             received_at_ms: unix_ms(SystemTime::now()),
             rejected: None,
         }
@@ -74,6 +79,9 @@ pub(crate) enum Kept {
     AwaitingAuthorization,
     /// The tool needs the user's authorization (handled inside the worker's processing).
     Authorize(Box<oxp_lambda_core::tokens::Challenge>),
+    /// The tool waits for the user's answer to its question and the worker's time is up: a
+    /// later delivery of the job finds the question and waits on.
+    AwaitingAnswer,
 }
 
 impl std::fmt::Display for Kept {
@@ -83,6 +91,7 @@ impl std::fmt::Display for Kept {
             Self::NotRecorded(why) => f.write_str(why),
             Self::AwaitingAuthorization => f.write_str("the user has not authorized yet"),
             Self::Authorize(_) => f.write_str("the user must authorize"),
+            Self::AwaitingAnswer => f.write_str("the user has not answered yet"),
         }
     }
 }

@@ -17,12 +17,16 @@
 //! pool), and [`deliver::Deliverer`] POSTs the result with retries; what cannot be delivered is
 //! recorded by [`dead_letter::DeadLetters`].
 
+pub(crate) mod answers;
 pub(crate) mod authorize;
 pub(crate) mod callback;
+pub(crate) mod choice;
 pub(crate) mod config;
 pub(crate) mod dead_letter;
 pub(crate) mod deliver;
+pub(crate) mod events;
 pub(crate) mod job;
+pub(crate) mod messages;
 mod once;
 pub(crate) mod queue;
 mod records;
@@ -33,6 +37,7 @@ pub(crate) mod sqs;
 #[cfg(not(feature = "rap-sqs"))]
 #[path = "sqs_off.rs"]
 pub(crate) mod sqs;
+pub(crate) mod talk;
 pub(crate) mod toolset;
 pub(crate) mod wire;
 pub(crate) mod worker;
@@ -80,6 +85,8 @@ pub(crate) struct Rap {
     /// Invocations running in this process (none when the queue is SQS: another function
     /// runs them).
     running: Arc<oxp_lambda_core::running::Running>,
+    /// How calls talk back (questions' answers, cancellations, threads' subscriptions).
+    talk: Arc<talk::Talkback>,
 }
 
 #[derive(Debug)]
@@ -94,6 +101,7 @@ impl Rap {
         toolset: Arc<ServedToolset>,
         queue: Queue,
         running: Arc<oxp_lambda_core::running::Running>,
+        talk: Arc<talk::Talkback>,
         config: &RapConfig,
     ) -> Self {
         let limiter = config.rate_limit.map(|limit| {
@@ -113,6 +121,7 @@ impl Rap {
             limiter,
             lambda: config.callbacks.lambda,
             running,
+            talk,
         }
     }
 
@@ -123,6 +132,24 @@ impl Rap {
             Queue::InProcess(queue) => queue.drain(timeout).await,
             Queue::Sqs { .. } => 0,
         }
+    }
+
+    /// After a restart: runs the invocations the in-process queue acknowledged and did not
+    /// finish, and delivers the subscription events accepted and not delivered (nothing to do
+    /// with an SQS queue, whose redelivery does it). What was resumed.
+    pub(crate) async fn resume(&self) -> (usize, usize) {
+        let Queue::InProcess(queue) = &self.queue else {
+            return (0, 0);
+        };
+        let invocations = queue.resume().await;
+        let subscriptions = match &self.talk.subscriptions {
+            Some(subscriptions) => subscriptions.resume().await.unwrap_or_else(|e| {
+                tracing::error!(target: "oxp::rap", error = %e, "subscriptions not resumed");
+                0
+            }),
+            None => 0,
+        };
+        (invocations, subscriptions)
     }
 
     /// `Err(wait)` when the caller is over the rate limit. The caller is the authenticated
@@ -144,18 +171,28 @@ impl Rap {
     }
 }
 
-/// Builds the worker `config` describes: the served toolset, the deliverer and the
-/// dead-letter store (the SQS one when `OXP_RAP_DEAD_LETTER_QUEUE_URL` is set, with `rap-sqs`);
-/// `authorizing`: the users' authorizations, when the server runs providers' flows.
-pub(crate) fn build_worker(
-    invoker: Arc<Invoker>,
+/// What the adapter's HTTP side and its worker share: the delivery of callbacks, the
+/// dead-letter store, how calls talk back, and the delivery of subscription events.
+#[derive(Debug, Clone)]
+pub(crate) struct Shared {
+    pub(crate) deliverer: deliver::Deliverer,
+    pub(crate) dead_letters: Arc<dead_letter::DeadLetters>,
+    pub(crate) talk: Arc<talk::Talkback>,
+    pub(crate) events: Option<Arc<events::EventDelivery>>,
+}
+
+/// The parts `config` describes over `state` and `subscriptions` (registering RAP as the
+/// delivery of subscription events); `parks`: whether a call waiting for the user past its
+/// worker's deadline stays queued (the worker role).
+pub(crate) fn shared(
     config: &RapConfig,
     sdk: &crate::aws::SharedSdk,
-    authorizing: Option<authorize::Authorizing>,
-) -> Result<Worker, String> {
-    let toolset = Arc::new(ServedToolset::new(invoker.registry(), config)?);
+    state: Option<Arc<dyn oxp_lambda_core::durable::StateStore>>,
+    subscriptions: Option<Arc<crate::subscriptions::Subscriptions>>,
+    parks: bool,
+) -> Result<Shared, String> {
     let deliverer = deliver::Deliverer::new(config.callbacks.clone(), config.retry.clone());
-    let dead_letters = match &config.dead_letter_queue_url {
+    let dead_letters = Arc::new(match &config.dead_letter_queue_url {
         None => {
             dead_letter::DeadLetters::file(&config.dead_letter_file, config.dead_letter_max_bytes)
         }
@@ -163,13 +200,53 @@ pub(crate) fn build_worker(
             client: sqs::Sqs::connect(sdk)?,
             queue_url: url.clone(),
         },
+    });
+    let queue = match &config.queue_url {
+        Some(url) => Some((sqs::Sqs::connect(sdk)?, url.clone())),
+        None => None,
     };
+    let events = subscriptions.clone().map(|subscriptions| {
+        let events = events::EventDelivery::new(
+            subscriptions.clone(),
+            deliverer.clone(),
+            dead_letters.clone(),
+            queue,
+        );
+        subscriptions.deliver_with(events.clone());
+        events
+    });
+    let talk = Arc::new(talk::Talkback {
+        state,
+        subscriptions,
+        waiting: choice::Waiting::default(),
+        choice_timeout: config.choice_timeout,
+        parks,
+    });
+    Ok(Shared {
+        deliverer,
+        dead_letters,
+        talk,
+        events,
+    })
+}
+
+/// Builds the worker `config` describes over `shared`: the served toolset, the deliverer and
+/// the dead-letter store; `authorizing`: the users' authorizations, when the server runs
+/// providers' flows.
+pub(crate) fn build_worker(
+    invoker: Arc<Invoker>,
+    config: &RapConfig,
+    shared: &Shared,
+    authorizing: Option<authorize::Authorizing>,
+) -> Result<Worker, String> {
+    let toolset = Arc::new(ServedToolset::new(invoker.registry(), config)?);
     let mut worker = Worker::new(
         invoker,
         toolset,
-        deliverer,
-        dead_letters,
+        shared.deliverer.clone(),
+        shared.dead_letters.clone(),
         config.tool_timeout,
+        shared.talk.clone(),
     );
     worker.authorizing = authorizing;
     Ok(worker)
@@ -181,17 +258,19 @@ pub(crate) fn build(
     invoker: Arc<Invoker>,
     config: &RapConfig,
     sdk: &crate::aws::SharedSdk,
+    shared: &Shared,
     authorizing: Option<authorize::Authorizing>,
 ) -> Result<Rap, String> {
     let (toolset, queue, running) = match &config.queue_url {
         None => {
-            let worker = Arc::new(build_worker(invoker, config, sdk, authorizing)?);
+            let worker = Arc::new(build_worker(invoker, config, shared, authorizing)?);
             (
                 worker.toolset().clone(),
                 Queue::InProcess(InProcessQueue::new(
                     worker.clone(),
                     config.max_pending,
                     config.pending_share(),
+                    shared.talk.state.clone(),
                 )),
                 worker.running().clone(),
             )
@@ -205,5 +284,11 @@ pub(crate) fn build(
             Arc::default(),
         ),
     };
-    Ok(Rap::new(toolset, queue, running, config))
+    Ok(Rap::new(
+        toolset,
+        queue,
+        running,
+        shared.talk.clone(),
+        config,
+    ))
 }

@@ -31,7 +31,11 @@ pub(crate) fn router(rap: Arc<Rap>, auth: &Arc<Authenticator>) -> Router {
         .route("/.well-known/rap-toolset", only(get(discover), "GET, HEAD"))
         .route("/invoke", only(post(invoke), "POST"))
         .route("/close_thread", only(post(close_thread), "POST"))
-        .route("/cancel_tool_call", only(post(cancel_tool_call), "POST"));
+        .route("/cancel_tool_call", only(post(cancel_tool_call), "POST"))
+        .route(
+            "/user_choice_response/{token}",
+            only(post(crate::rap::answers::user_choice_response), "POST"),
+        );
     let routes = json_only(routes, || Refusal::UnsupportedMediaType.into_response());
     guard(routes, auth, |_: &_| {
         Refusal::Unauthenticated.into_response()
@@ -44,16 +48,18 @@ async fn discover(
     prefix: Option<Extension<StrippedPrefix>>,
     headers: HeaderMap,
 ) -> Response {
-    let endpoint = match rap.toolset.endpoint() {
-        Some(endpoint) => endpoint.to_owned(),
-        None => derived_endpoint(
-            &headers,
-            prefix.as_ref().map(|Extension(p)| p.0.as_str()),
-            rap.lambda,
-        ),
-    };
-    let definition = rap.toolset.definition(endpoint);
+    let definition = rap
+        .toolset
+        .definition(endpoint(&rap, &headers, prefix.as_ref()));
     json(StatusCode::OK, &definition)
+}
+
+/// Where invocations go: `OXP_RAP_ENDPOINT`, else derived from the request.
+fn endpoint(rap: &Rap, headers: &HeaderMap, prefix: Option<&Extension<StrippedPrefix>>) -> String {
+    match rap.toolset.endpoint() {
+        Some(endpoint) => endpoint.to_owned(),
+        None => derived_endpoint(headers, prefix.map(|Extension(p)| p.0.as_str()), rap.lambda),
+    }
 }
 
 /// `<scheme>://<host><stage and base path>/invoke`, from the discovery request. The host is the
@@ -84,9 +90,16 @@ fn derived_endpoint(headers: &HeaderMap, prefix: Option<&str>, lambda: bool) -> 
 async fn invoke(
     State(rap): State<Arc<Rap>>,
     context: CallContext,
+    prefix: Option<Extension<StrippedPrefix>>,
+    headers: HeaderMap,
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
-    match accept(&rap, context.principal, context.traceparent, body).await {
+    // This server's URL as the caller reached it, for the URLs a call gives out.
+    let base_url = endpoint(&rap, &headers, prefix.as_ref())
+        .strip_suffix("/invoke")
+        .filter(|b| b.starts_with("http"))
+        .map(str::to_owned);
+    match accept(&rap, context.principal, context.traceparent, base_url, body).await {
         Ok(()) => json_response(
             StatusCode::OK,
             Bytes::from_static(br#"{"status":"accepted"}"#),
@@ -110,6 +123,7 @@ async fn accept(
     rap: &Rap,
     principal: Principal,
     traceparent: Option<String>,
+    base_url: Option<String>,
     body: Result<Bytes, BytesRejection>,
 ) -> Result<(), Refusal> {
     // First, before anything is read or queued: an invocation over the caller's allowance is
@@ -145,6 +159,7 @@ async fn accept(
     let mut job = Job::new(reply_to);
     job.principal = principal;
     job.traceparent = traceparent;
+    job.base_url = base_url;
     if job.rejected.is_none() {
         job.rejected = read_invocation(&fields, &mut job).err();
     }
@@ -221,18 +236,32 @@ fn read_invocation(fields: &Map<String, Value>, job: &mut Job) -> Result<(), Rej
 
 /// `/close_thread`: the runtime closed a thread. The published spec's body is
 /// `{"thread_id"}` (this adapter's first reading took `{"group_id"}`, still accepted); the answer
-/// is 200 whatever the body, as the spec requires. No per-thread state is kept: tools keep their
-/// own.
-async fn close_thread(body: Result<Bytes, BytesRejection>) -> Response {
+/// is 200 whatever the body, as the spec requires. The subscriptions the caller opened in the
+/// thread end; tools keep their own state.
+async fn close_thread(
+    State(rap): State<Arc<Rap>>,
+    context: CallContext,
+    body: Result<Bytes, BytesRejection>,
+) -> Response {
     let thread = body
         .ok()
         .and_then(|b| serde_json::from_slice::<CloseThread>(&b).ok())
         .and_then(|c| c.thread_id.or(c.group_id))
         .filter(|id| is_loggable_id(id));
+    // The thread's subscriptions end with it.
+    let ended = match &thread {
+        Some(thread) => {
+            rap.talk
+                .close(context.principal.subject.as_deref(), thread)
+                .await
+        }
+        None => 0,
+    };
     tracing::info!(
         target: "oxp::rap",
         thread_id = thread.as_deref(),
         outcome = if thread.is_some() { "closed" } else { "malformed" },
+        subscriptions_ended = ended,
         "thread closed"
     );
     json_response(StatusCode::OK, Bytes::from_static(br#"{"status":"ok"}"#))
@@ -259,8 +288,21 @@ async fn cancel_tool_call(
         .filter(|c| is_loggable_id(&c.thread_id) && is_loggable_id(&c.tool_call_id));
     let outcome = match &request {
         None => "malformed",
-        Some(c) if rap.running.cancel(subject, &c.thread_id, &c.tool_call_id) => "cancelled",
-        Some(_) => "not_running",
+        Some(c) => {
+            // Marked for a call another process runs, and its subscriptions ended, whatever
+            // runs here.
+            let subscribed = rap
+                .talk
+                .cancel(subject, &c.thread_id, &c.tool_call_id)
+                .await;
+            if rap.running.cancel(subject, &c.thread_id, &c.tool_call_id) {
+                "cancelled"
+            } else if subscribed {
+                "subscription_cancelled"
+            } else {
+                "not_running"
+            }
+        }
     };
     // Ids only when well-formed (bounded); never the body.
     tracing::info!(

@@ -121,6 +121,10 @@ pub(crate) struct ToolResult {
     /// How to show the result to a person, when the tool said.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) display_as: Option<Vec<Segment>>,
+    /// `true` when the call opened a subscription: the runtime tracks it, and its events
+    /// (`subscription_event`) follow.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) subscription: Option<bool>,
 }
 
 impl ToolResult {
@@ -134,6 +138,7 @@ impl ToolResult {
             text,
             content: None,
             display_as: None,
+            subscription: None,
         }
     }
 }

@@ -8,6 +8,7 @@ use crate::rap::deliver::{Deliverer, Delivery};
 pub(crate) use crate::rap::job::Kept;
 use crate::rap::job::{Job, error, rfc3339, unix_ms, unknown_operation};
 use crate::rap::once::{self, Delivered};
+use crate::rap::talk::{RapTalk, Talkback};
 use crate::rap::toolset::ServedToolset;
 use crate::rap::wire::{ErrorBody, ErrorText, ToolResult};
 use axum::body::Bytes;
@@ -27,11 +28,13 @@ pub(crate) struct Worker {
     invoker: Arc<Invoker>,
     toolset: Arc<ServedToolset>,
     deliverer: Deliverer,
-    dead_letters: DeadLetters,
+    dead_letters: Arc<DeadLetters>,
     tool_timeout: Option<Duration>,
     running: Arc<Running>,
     /// Users' authorizations the server runs (feature `oauth`, with a provider configured).
     pub(crate) authorizing: Option<crate::rap::authorize::Authorizing>,
+    /// How calls talk back: questions, views, subscriptions.
+    pub(crate) talk: Arc<Talkback>,
 }
 
 /// What became of a job.
@@ -51,8 +54,9 @@ impl Worker {
         invoker: Arc<Invoker>,
         toolset: Arc<ServedToolset>,
         deliverer: Deliverer,
-        dead_letters: DeadLetters,
+        dead_letters: Arc<DeadLetters>,
         tool_timeout: Option<Duration>,
+        talk: Arc<Talkback>,
     ) -> Self {
         Self {
             invoker,
@@ -62,6 +66,7 @@ impl Worker {
             tool_timeout,
             running: Arc::default(),
             authorizing: None,
+            talk,
         }
     }
 
@@ -93,16 +98,23 @@ impl Worker {
                 .unwrap_or(d)
                 .max(Instant::now())
         });
-        let (outcome, message) = match self.run_authorized(&job, tool_deadline, deadline).await? {
-            Ok(output) => (
-                "success".to_owned(),
-                crate::rap::result::success(&job.reply_to, output),
-            ),
-            Err(e) => (
-                e.kind.clone(),
-                ToolResult::new(&job.reply_to, error_text(e)),
-            ),
-        };
+        let (outcome, mut message) =
+            match self.run_authorized(&job, tool_deadline, deadline).await? {
+                Ok(output) => (
+                    "success".to_owned(),
+                    crate::rap::result::success(&job.reply_to, output),
+                ),
+                Err(e) => (
+                    e.kind.clone(),
+                    ToolResult::new(&job.reply_to, error_text(e)),
+                ),
+            };
+        // A call that opened subscriptions says so, and they start once its answer arrived.
+        let owner = RapTalk::owner(&job);
+        let opened = self.talk.opened(&owner).await;
+        if opened && outcome == "success" {
+            message.subscription = Some(true);
+        }
         let body = Bytes::from(serde_json::to_vec(&message).expect("results serialize"));
         let marker = match once::claim(&self.invoker, &job, &body, self.deliverer.longest()).await {
             Delivered::Elsewhere => return Err(Kept::Duplicate),
@@ -124,7 +136,12 @@ impl Worker {
             Delivered::Claimed(mark) => Some(mark),
             Delivered::Untracked => None,
         };
+        let confirmed = message.subscription.is_some();
         let report = self.deliver(job, message, body, outcome, deadline).await;
+        if opened {
+            let delivered = matches!(&report, Ok(r) if r.delivered);
+            self.talk.settle(&owner, confirmed && delivered).await;
+        }
         if let Some(mark) = marker {
             once::settle(
                 &self.invoker,
@@ -168,7 +185,7 @@ impl Worker {
                 operation: job.operation.clone(),
                 received_at: rfc3339(job.received_at_ms),
                 failed_at: rfc3339(completed_at_ms),
-                message,
+                message: serde_json::to_value(&message).expect("results serialize"),
             };
             recorded = self.dead_letters.record(&letter).await;
         }
@@ -228,7 +245,7 @@ impl Worker {
             operation: job.operation.clone(),
             received_at: rfc3339(job.received_at_ms),
             failed_at: rfc3339(unix_ms(SystemTime::now())),
-            message,
+            message: serde_json::to_value(&message).expect("results serialize"),
         };
         self.dead_letters.record(&letter).await?;
         tracing::warn!(
@@ -301,8 +318,22 @@ impl Worker {
             &job.reply_to.group_id,
             &job.reply_to.id,
         );
+        let talk = Arc::new(RapTalk::new(
+            self.talk.clone(),
+            self.deliverer.clone(),
+            Arc::new(job.clone()),
+            deadline,
+            cancellation.clone(),
+        ));
+        call.talk = Some(talk.clone());
+        // A cancellation sent to another process (the HTTP function) reaches this one too.
+        let _watch = self.talk.watch_cancel(job, cancellation.clone());
         call.cancellation = Some(cancellation);
-        match self.invoker.invoke(call).await {
+        let answer = self.invoker.invoke(call).await;
+        if talk.parked() {
+            return Err(Kept::AwaitingAnswer);
+        }
+        match answer {
             Ok(outcome) if matches!(outcome.disposition, Disposition::InProgress) => {
                 Err(Kept::Duplicate)
             }

@@ -87,9 +87,40 @@ impl Receiver {
         hits
     }
 
-    /// The single result delivered for one invocation.
+    /// The single result (`tool_result`) delivered for one invocation.
     pub async fn result(&self) -> Value {
-        self.wait_for(1).await.remove(0).body
+        self.wait_kind("tool_result", 1).await.remove(0)
+    }
+
+    /// The messages of type `kind` (`tool_result`, `subscription_event`, ...) so far.
+    pub fn of_kind(&self, kind: &str) -> Vec<Value> {
+        self.hits()
+            .into_iter()
+            .filter(|h| h.body["type"] == kind)
+            .map(|h| h.body)
+            .collect()
+    }
+
+    /// Waits (up to 20 s) until `n` messages of type `kind` have arrived, and returns them.
+    pub async fn wait_kind(&self, kind: &str, n: usize) -> Vec<Value> {
+        let waited = tokio::time::timeout(Duration::from_secs(20), async {
+            loop {
+                let arrived = self.inner.arrived.notified();
+                if self.of_kind(kind).len() >= n {
+                    return;
+                }
+                arrived.await;
+            }
+        })
+        .await;
+        let got = self.of_kind(kind);
+        assert!(
+            waited.is_ok(),
+            "expected {n} {kind} messages, got {}: {:?}",
+            got.len(),
+            self.hits()
+        );
+        got
     }
 }
 

@@ -14,6 +14,7 @@
 
 pub mod content;
 pub mod declare;
+pub mod durable;
 pub mod idempotency;
 pub mod invoke;
 pub mod naming;
@@ -25,6 +26,7 @@ pub mod running;
 pub mod schema;
 pub mod secrets;
 pub mod state;
+pub mod talk;
 pub mod tokens;
 pub mod tool;
 
@@ -40,5 +42,6 @@ pub use refusal::{ErrorClass, Rejection};
 pub use registry::{RegisteredTool, Registry, RegistryBuilder, RegistryError, ResolveError};
 pub use secrets::{SecretError, SecretErrorKind, SecretSource};
 pub use state::{Input, SecretKey, SharedState, State};
+pub use talk::{Ask, Choice, Reported, Subscribe, Subscription, TalkError};
 pub use tokens::{Authorized, Challenge, TokenStore, UserTokens};
 pub use tool::{Cancellation, Extensions, Secret, ToolContext, ToolError};

@@ -45,6 +45,9 @@ pub enum ErrorClass {
     Internal,
     /// The tool's output does not fit its output schema or the result bounds.
     InvalidOutput,
+    /// The tool asked for something the protocol the call came over cannot carry (asking the
+    /// user over OXP 1.0, a subscription over a protocol without callbacks).
+    Unsupported,
 }
 
 impl ErrorClass {
@@ -64,6 +67,7 @@ impl ErrorClass {
             Self::Cancelled => "cancelled",
             Self::Internal => "internal",
             Self::InvalidOutput => "invalid_output",
+            Self::Unsupported => "unsupported",
         }
     }
 

@@ -3,6 +3,8 @@
 //! Nothing here is specific to a protocol: every adapter translates to and from these.
 
 pub use http::Extensions;
+
+use crate::talk::{Ask, Choice, Reported, Subscribe, Subscription, TalkBack, TalkError};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -63,6 +65,10 @@ pub struct ToolContext {
     pub extensions: Extensions,
     /// The values the registry shares with every call ([`ToolContext::state`]).
     pub state: SharedState,
+    /// How the call talks back before it answers, and what it leaves running after: progress,
+    /// views, questions for the user, subscriptions ([`crate::talk`]), as far as its protocol
+    /// carries them.
+    pub talk: TalkBack,
 }
 
 impl ToolContext {
@@ -124,6 +130,33 @@ impl ToolContext {
     pub fn is_cancelled(&self) -> bool {
         self.cancellation.is_cancelled()
     }
+
+    /// Reports how far the call got (`done` of `total`, in the tool's own unit) with a message
+    /// for the user: MCP's progress notifications, RAP's `progress` view. Never fails the call:
+    /// the answer says whether it was carried.
+    pub async fn progress(&self, done: f64, total: Option<f64>, message: &str) -> Reported {
+        self.talk.progress(done, total, Some(message)).await
+    }
+
+    /// Publishes view `view_type` with `content` (a JSON object): RAP's `view_update`, the
+    /// latest of each type winning. Never fails the call.
+    pub async fn view(&self, view_type: &str, content: serde_json::Value) -> Reported {
+        self.talk.view(view_type, content).await
+    }
+
+    /// Asks the user to choose and waits for the answer (the default when they dismiss the
+    /// question): RAP's `user_choice`, MCP's elicitation. A protocol that cannot ask (OXP 1.0)
+    /// fails with [`TalkError::NotCarried`], which `?` turns into an `unsupported` tool error.
+    pub async fn ask(&self, ask: Ask) -> Result<Choice, TalkError> {
+        self.talk.ask(ask).await
+    }
+
+    /// Opens a subscription to `subscribe.topic` of an event source: the call answers now and
+    /// the events keep coming (RAP's `subscription_event`) until the subscription is cancelled,
+    /// its thread closed, or its last event sent.
+    pub async fn subscribe(&self, subscribe: Subscribe) -> Result<Subscription, TalkError> {
+        self.talk.subscribe(subscribe).await
+    }
 }
 
 /// A call's cancellation signal, shared by every clone: cancelling one cancels all. A tool can
@@ -183,6 +216,10 @@ pub struct ToolError {
     pub additional_prompt_content: Option<String>,
     /// How long to wait before retrying, in milliseconds.
     pub retry_after_ms: Option<u64>,
+    /// The failure's class when it is not the tool's own ([`ErrorClass::ToolError`]): a tool
+    /// that asked for something its protocol cannot carry fails as
+    /// [`ErrorClass::Unsupported`] ([`TalkError`](crate::talk::TalkError) converts so).
+    pub class: Option<crate::refusal::ErrorClass>,
 }
 
 impl ToolError {
@@ -194,6 +231,7 @@ impl ToolError {
             can_retry: false,
             additional_prompt_content: None,
             retry_after_ms: None,
+            class: None,
         }
     }
 

@@ -16,6 +16,8 @@ mod mcp;
 mod oxp;
 #[cfg(feature = "rap")]
 mod rap;
+#[cfg(feature = "webhooks")]
+mod webhooks;
 
 #[cfg(feature = "agentcore")]
 pub use agentcore::AgentCore;
@@ -26,6 +28,8 @@ pub use mcp::Mcp;
 pub use oxp::Oxp;
 #[cfg(feature = "rap")]
 pub use rap::Rap;
+#[cfg(feature = "webhooks")]
+pub use webhooks::EventSources;
 
 use super::protocol::{Configured, Entry};
 
@@ -41,5 +45,7 @@ pub(crate) fn all() -> Vec<Box<dyn Entry>> {
         Box::new(Configured::new(AgentCore)),
         #[cfg(feature = "bedrock-agent")]
         Box::new(Configured::new(BedrockAgents)),
+        #[cfg(feature = "webhooks")]
+        Box::new(Configured::new(EventSources)),
     ]
 }

@@ -39,12 +39,26 @@ impl Protocol for Rap {
         if !settings.enabled {
             return Ok(Contribution::default());
         }
+        let shared = crate::rap::shared(
+            &settings,
+            assembly.aws,
+            assembly.state().cloned(),
+            assembly.subscriptions.cloned(),
+            worker_role,
+        )?;
         let adapter = Arc::new(crate::rap::build(
             assembly.invoker.clone(),
             &settings,
             assembly.aws,
+            &shared,
             authorizing(assembly),
         )?);
+        if assembly.recovering()
+            && let Ok(runtime) = tokio::runtime::Handle::try_current()
+        {
+            let adapter = adapter.clone();
+            runtime.spawn(async move { adapter.resume().await });
+        }
         let mut contribution =
             Contribution::routes(crate::rap::routes::router(adapter.clone(), assembly.auth)).drain(
                 Arc::new(Draining {
@@ -53,15 +67,20 @@ impl Protocol for Rap {
                 }),
             );
         // The worker runs only where the role is served: an HTTP function enqueues, it does
-        // not deliver.
+        // not deliver. Its records are invocation jobs and subscriptions' events to deliver.
         if worker_role {
             let worker = crate::rap::build_worker(
                 assembly.invoker.clone(),
                 &settings,
-                assembly.aws,
+                &shared,
                 authorizing(assembly),
             )?;
             contribution = contribution.lambda_role(LambdaRole::records(WORKER, Arc::new(worker)));
+            if let Some(events) = &shared.events {
+                let records = crate::rap::events::EventRecords(events.clone());
+                contribution =
+                    contribution.lambda_role(LambdaRole::records(WORKER, Arc::new(records)));
+            }
         }
         Ok(contribution)
     }

@@ -100,6 +100,7 @@ impl StoredOutcome {
                 can_retry: false,
                 additional_prompt_content: e.additional_prompt_content.clone(),
                 retry_after_ms: None,
+                class: None,
             }),
         }
     }

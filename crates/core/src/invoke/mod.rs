@@ -26,6 +26,7 @@ use crate::principal::Principal;
 use crate::refusal::ErrorClass;
 use crate::registry::{RegisteredTool, Registry};
 use crate::secrets::Secrets;
+use crate::talk::{Silent, Talk, TalkBack};
 use crate::tokens::UserTokens;
 use crate::tool::{Cancellation, Secret, ToolContext, ToolError};
 use http::Extensions;
@@ -107,6 +108,8 @@ pub struct Call {
     pub cancellation: Option<Cancellation>,
     /// Protocol metadata for the tool ([`ToolContext::extension`]).
     pub extensions: Extensions,
+    /// How the call talks back ([`crate::talk`]); `None`: its protocol carries nothing back.
+    pub talk: Option<Arc<dyn Talk>>,
 }
 
 impl Call {
@@ -127,6 +130,7 @@ impl Call {
             timeout: TimeLimit::Server,
             cancellation: None,
             extensions: Extensions::new(),
+            talk: None,
         }
     }
 }
@@ -213,6 +217,12 @@ impl Invoker {
         &self.registry
     }
 
+    /// The server-held secrets (cached), for a protocol that needs one of its own (an event
+    /// source's signing key): tools get only those they declare.
+    pub fn secrets(&self) -> &Secrets {
+        &self.secrets
+    }
+
     /// The idempotency store calls with a call id claim, and how long outcomes are kept.
     pub fn idempotency(&self) -> Option<&Idempotency> {
         self.idempotency.as_ref()
@@ -296,6 +306,7 @@ impl Invoker {
             cancellation,
             extensions: call.extensions,
             state: self.registry.state().clone(),
+            talk: TalkBack::new(call.talk.unwrap_or_else(|| Arc::new(Silent(call.protocol)))),
         };
         let Some(idem) = idempotency else {
             return run::execute(tool, call.input, ctx, deadline).await;

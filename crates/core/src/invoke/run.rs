@@ -29,7 +29,7 @@ enum Failure {
 impl Failure {
     fn class(&self) -> ErrorClass {
         match self {
-            Self::Tool(_) => ErrorClass::ToolError,
+            Self::Tool(e) => e.class.unwrap_or(ErrorClass::ToolError),
             Self::Panic(_) => ErrorClass::Internal,
             Self::InvalidOutput(_) => ErrorClass::InvalidOutput,
             Self::Timeout => ErrorClass::Timeout,

@@ -1,0 +1,82 @@
+//! State that outlives a call and a process: subscriptions, questions waiting for the user,
+//! cancellation marks, acknowledged jobs. One small [`StateStore`] trait, a partitioned
+//! key-value store with expiry and compare-and-swap, that an embedded database implements
+//! locally and DynamoDB in Lambda (both in `oxp-lambda`), so any execution environment can
+//! answer for a call another one started.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::SystemTime;
+
+/// A boxed future borrowing the store.
+pub type StateFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StateError>> + Send + 'a>>;
+
+/// Why the store did not answer. Never holds a value or a key (they may name a user).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StateError(pub String);
+
+impl fmt::Display for StateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StateError {}
+
+/// One stored value and when the store may forget it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Item {
+    /// The value (opaque bytes; the callers store JSON).
+    pub value: Vec<u8>,
+    /// After this the item reads as absent and may be dropped (`None`: kept).
+    pub expires: Option<SystemTime>,
+}
+
+impl Item {
+    /// An item holding `value` until `expires`.
+    pub fn new(value: Vec<u8>, expires: Option<SystemTime>) -> Self {
+        Self { value, expires }
+    }
+
+    /// Whether it expired at `now`.
+    pub fn expired(&self, now: SystemTime) -> bool {
+        self.expires.is_some_and(|at| at <= now)
+    }
+}
+
+/// The largest value a store must take (DynamoDB's item limit is 400 KB).
+pub const MAX_VALUE_BYTES: usize = 256 * 1024;
+
+/// A partitioned key-value store with expiry: what outlives a call. Keys are opaque strings
+/// the callers make (hashing what names a user); an expired item reads as absent everywhere.
+pub trait StateStore: Send + Sync + fmt::Debug {
+    /// The item at `key` of `partition`, if there is one that has not expired.
+    fn get<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, Option<Item>>;
+
+    /// Writes `item` at `key` of `partition` if the value there now is `expected` (`None`:
+    /// there is none, or it expired); whether it was written. What makes an answer count once
+    /// and a counter move one step at a time, whichever process writes.
+    fn put_if<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+        item: Item,
+        expected: Option<&'a [u8]>,
+    ) -> StateFuture<'a, bool>;
+
+    /// Writes `item` at `key` of `partition`, replacing what was there.
+    fn put<'a>(&'a self, partition: &'a str, key: &'a str, item: Item) -> StateFuture<'a, ()>;
+
+    /// Removes the item at `key` of `partition` (nothing if none).
+    fn delete<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, ()>;
+
+    /// The items of `partition` that have not expired, in key order, at most `limit` of them,
+    /// starting after key `after` (to read on from the last page's last key).
+    fn list<'a>(
+        &'a self,
+        partition: &'a str,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> StateFuture<'a, Vec<(String, Item)>>;
+}

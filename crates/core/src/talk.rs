@@ -1,0 +1,431 @@
+//! Calls that talk back and outlive their answer: what a tool can say or ask before it answers
+//! (progress, a view, a question for the user) and what it can leave running after (a
+//! subscription to an event source). Protocol-free: the protocol a call came over gives it a
+//! [`Talk`] channel, and says plainly what it cannot carry.
+//!
+//! A tool uses them through its [`ToolContext`](crate::ToolContext):
+//!
+//! ```
+//! use oxp_lambda_core::talk::Ask;
+//! use oxp_lambda_core::{ToolContext, ToolError};
+//!
+//! async fn deploy(ctx: ToolContext) -> Result<String, ToolError> {
+//!     ctx.progress(0.0, Some(3.0), "checking").await;
+//!     let choice = ctx
+//!         .ask(Ask::new("Deploy to production?", ["Yes", "No"]).default(1))
+//!         .await?; // over OXP 1.0: a clear `unsupported` error, never a hang
+//!     ctx.view("deploy", serde_json::json!({"target": choice.label})).await;
+//!     Ok(format!("chose {}", choice.label))
+//! }
+//! ```
+//!
+//! Progress and views are notifications: a protocol that cannot carry them says so in the
+//! [`Reported`] answer and the call goes on. A question and a subscription change what the call
+//! does, so a protocol that cannot carry them fails the call with [`TalkError::NotCarried`]
+//! (class [`ErrorClass::Unsupported`]).
+
+use crate::refusal::ErrorClass;
+use crate::tool::ToolError;
+use serde_json::{Map, Value};
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+/// A boxed future borrowing the channel.
+pub type TalkFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Longest progress message and question prompt, in characters (longer is cut).
+pub const MAX_TEXT_CHARS: usize = 1024;
+/// Most choices a question offers.
+pub const MAX_CHOICES: usize = 32;
+/// Longest choice label, in characters.
+pub const MAX_CHOICE_CHARS: usize = 256;
+/// Longest view type, source or topic name, in characters.
+pub const MAX_NAME_CHARS: usize = 128;
+
+/// How far a call got.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Progress {
+    /// Done so far (in the tool's own unit).
+    pub done: f64,
+    /// The whole, when the tool knows it.
+    pub total: Option<f64>,
+    /// What is happening, for the user.
+    pub message: Option<String>,
+}
+
+/// A question for the user: one of several labelled choices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ask {
+    /// What the user is asked.
+    pub prompt: String,
+    /// The labels, at least one.
+    pub choices: Vec<String>,
+    /// The choice taken when the user dismisses the question (an index into `choices`).
+    pub default: usize,
+    /// How long to wait for the answer at most (`None`: until the call's deadline).
+    pub within: Option<Duration>,
+}
+
+impl Ask {
+    /// Asks `prompt` with `choices`; the first is the default until [`Ask::default`] says
+    /// otherwise.
+    pub fn new<S: Into<String>>(
+        prompt: impl Into<String>,
+        choices: impl IntoIterator<Item = S>,
+    ) -> Self {
+        Self {
+            prompt: prompt.into(),
+            choices: choices.into_iter().map(Into::into).collect(),
+            default: 0,
+            within: None,
+        }
+    }
+
+    /// The choice taken when the user dismisses the question.
+    #[must_use]
+    pub fn default(mut self, index: usize) -> Self {
+        self.default = index;
+        self
+    }
+
+    /// Waits at most `limit` for the answer (never past the call's deadline).
+    #[must_use]
+    pub fn within(mut self, limit: Duration) -> Self {
+        self.within = Some(limit);
+        self
+    }
+
+    /// Checks the question: at least one choice, at most [`MAX_CHOICES`], a default among them,
+    /// texts within bounds.
+    pub fn check(&self) -> Result<(), TalkError> {
+        let invalid = |why: &str| Err(TalkError::Invalid(why.to_owned()));
+        if self.choices.is_empty() || self.choices.len() > MAX_CHOICES {
+            return invalid("a question needs 1 to 32 choices");
+        }
+        if self.default >= self.choices.len() {
+            return invalid("the default must be the index of a choice");
+        }
+        if self.prompt.chars().count() > MAX_TEXT_CHARS
+            || self
+                .choices
+                .iter()
+                .any(|c| c.is_empty() || c.chars().count() > MAX_CHOICE_CHARS)
+        {
+            return invalid("the prompt or a choice label is empty or too long");
+        }
+        Ok(())
+    }
+}
+
+/// The user's answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Choice {
+    /// The index of the choice.
+    pub index: usize,
+    /// Its label.
+    pub label: String,
+}
+
+/// A named view the protocol keeps for the user: the latest content of each type wins.
+#[derive(Debug, Clone, PartialEq)]
+pub struct View {
+    /// The view's type (`"diff"`, `"sleep"`): what a client renders it as.
+    pub view_type: String,
+    /// Its content, a JSON object.
+    pub content: Map<String, Value>,
+}
+
+/// A subscription to open: events of `topic` from event source `source` keep coming after the
+/// call answered, until the subscription is cancelled, its thread closed, or its last event
+/// (`max_events`) sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscribe {
+    /// The event source (`demo`, `github`: `POST /webhooks/{source}`).
+    pub source: String,
+    /// What to receive of it (the source decides what a topic is).
+    pub topic: String,
+    /// The number of events after which the subscription ends (the last one says `final`).
+    pub max_events: Option<u32>,
+}
+
+/// An open subscription.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subscription {
+    /// Its id, to name in the call's answer (the runtime cancels it by the call's id).
+    pub id: String,
+}
+
+/// Whether a notification reached the protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reported {
+    /// Sent to the caller.
+    Sent,
+    /// The protocol the call came over has no way to carry it (OXP 1.0: none).
+    NotCarried,
+    /// It could not be sent (the caller's endpoint did not take it): the call goes on.
+    Failed,
+}
+
+/// Why a question or a subscription did not go through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TalkError {
+    /// The protocol the call came over cannot carry it: `what` the tool asked for, over
+    /// `protocol`.
+    NotCarried {
+        /// What the tool asked for (`"asking the user"`, `"a subscription"`).
+        what: &'static str,
+        /// The protocol's name.
+        protocol: &'static str,
+    },
+    /// The tool's request is malformed (no choices, a default out of range, ...).
+    Invalid(String),
+    /// The user's answer is not one of the choices.
+    InvalidAnswer,
+    /// No answer came in time.
+    TimedOut,
+    /// The call was cancelled while it waited.
+    Cancelled,
+    /// The state the exchange needs could not be read or written; it may work later.
+    Unavailable(String),
+    /// The call is still waiting and its executor's time is up: the queue hands the call
+    /// over again later (a Lambda worker's deadline); never seen by a local call.
+    Parked,
+}
+
+impl fmt::Display for TalkError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::NotCarried { what, protocol } => {
+                write!(f, "{protocol} cannot carry {what}")
+            }
+            Self::Invalid(why) => write!(f, "invalid request: {why}"),
+            Self::InvalidAnswer => f.write_str("the answer is not one of the choices"),
+            Self::TimedOut => f.write_str("no answer in time"),
+            Self::Cancelled => f.write_str("the call was cancelled"),
+            Self::Unavailable(why) => write!(f, "unavailable: {why}"),
+            Self::Parked => f.write_str("parked until the queue hands the call over again"),
+        }
+    }
+}
+
+impl From<TalkError> for ToolError {
+    /// The tool error a call ends with when its question or subscription failed; `?` in a
+    /// tool does this.
+    fn from(e: TalkError) -> Self {
+        let developer = e.to_string();
+        let error = match &e {
+            TalkError::NotCarried { what, protocol } => ToolError::new(format!(
+                "This tool needs {what}, which the {protocol} protocol cannot carry; call it over a protocol that can (RAP)"
+            )),
+            TalkError::Invalid(_) => ToolError::new("The tool asked something it cannot ask"),
+            TalkError::InvalidAnswer => ToolError::new(
+                "User choice flow failed: the selection is not one of the choices. Please try again.",
+            ),
+            TalkError::TimedOut => ToolError::new("The user did not answer in time"),
+            TalkError::Cancelled => {
+                ToolError::new("The call was cancelled while it waited for the user")
+            }
+            TalkError::Unavailable(_) => {
+                ToolError::new("The tool server could not keep the exchange; try again").retryable()
+            }
+            TalkError::Parked => ToolError::new("The call is waiting for the user").retryable(),
+        };
+        let mut error = error.developer_message(developer);
+        error.class = match e {
+            TalkError::NotCarried { .. } => Some(ErrorClass::Unsupported),
+            TalkError::Unavailable(_) => Some(ErrorClass::Unavailable),
+            TalkError::Cancelled => Some(ErrorClass::Cancelled),
+            TalkError::TimedOut => Some(ErrorClass::Timeout),
+            _ => None,
+        };
+        error
+    }
+}
+
+/// What a protocol gives a call to talk back over. Each method has a default that says the
+/// protocol cannot carry it, so a protocol implements what it has.
+pub trait Talk: Send + Sync + fmt::Debug {
+    /// The protocol's name, for errors (`oxp`, `rap`, `mcp`).
+    fn protocol(&self) -> &'static str;
+
+    /// Reports progress.
+    fn progress(&self, progress: Progress) -> TalkFuture<'_, Reported> {
+        let _ = progress;
+        Box::pin(std::future::ready(Reported::NotCarried))
+    }
+
+    /// Publishes a view.
+    fn view(&self, view: View) -> TalkFuture<'_, Reported> {
+        let _ = view;
+        Box::pin(std::future::ready(Reported::NotCarried))
+    }
+
+    /// Asks the user; `seq` numbers the questions of one call (0, 1, ...), so a call that runs
+    /// again (a redelivered job) finds the question it asked before and its answer.
+    fn ask(&self, ask: Ask, seq: u32) -> TalkFuture<'_, Result<Choice, TalkError>> {
+        let _ = (ask, seq);
+        let protocol = self.protocol();
+        Box::pin(std::future::ready(Err(TalkError::NotCarried {
+            what: "asking the user",
+            protocol,
+        })))
+    }
+
+    /// Opens a subscription; `seq` numbers the subscriptions of one call.
+    fn subscribe(
+        &self,
+        subscribe: Subscribe,
+        seq: u32,
+    ) -> TalkFuture<'_, Result<Subscription, TalkError>> {
+        let _ = (subscribe, seq);
+        let protocol = self.protocol();
+        Box::pin(std::future::ready(Err(TalkError::NotCarried {
+            what: "a subscription",
+            protocol,
+        })))
+    }
+}
+
+/// A protocol that carries nothing back (OXP 1.0's request and answer).
+#[derive(Debug, Clone, Copy)]
+pub struct Silent(pub &'static str);
+
+impl Talk for Silent {
+    fn protocol(&self) -> &'static str {
+        self.0
+    }
+}
+
+/// A call's channel as its tool holds it: the protocol's [`Talk`] and the numbering of its
+/// questions and subscriptions. Clones share both.
+#[derive(Clone)]
+pub struct TalkBack {
+    channel: Arc<dyn Talk>,
+    asked: Arc<AtomicU32>,
+    subscribed: Arc<AtomicU32>,
+}
+
+impl TalkBack {
+    /// The channel of a call over a protocol that gives `channel`.
+    pub fn new(channel: Arc<dyn Talk>) -> Self {
+        Self {
+            channel,
+            asked: Arc::default(),
+            subscribed: Arc::default(),
+        }
+    }
+
+    /// Reports progress (`message` cut to [`MAX_TEXT_CHARS`]).
+    pub async fn progress(&self, done: f64, total: Option<f64>, message: Option<&str>) -> Reported {
+        let progress = Progress {
+            done,
+            total,
+            message: message.map(|m| m.chars().take(MAX_TEXT_CHARS).collect()),
+        };
+        self.channel.progress(progress).await
+    }
+
+    /// Publishes view `view_type` with `content` (a JSON object; anything else is wrapped as
+    /// `{"value": ...}`).
+    pub async fn view(&self, view_type: &str, content: Value) -> Reported {
+        let content = match content {
+            Value::Object(map) => map,
+            other => Map::from_iter([("value".to_owned(), other)]),
+        };
+        let view = View {
+            view_type: view_type.chars().take(MAX_NAME_CHARS).collect(),
+            content,
+        };
+        self.channel.view(view).await
+    }
+
+    /// Asks the user and waits for the answer.
+    pub async fn ask(&self, ask: Ask) -> Result<Choice, TalkError> {
+        ask.check()?;
+        let seq = self.asked.fetch_add(1, Ordering::Relaxed);
+        self.channel.ask(ask, seq).await
+    }
+
+    /// Opens a subscription.
+    pub async fn subscribe(&self, subscribe: Subscribe) -> Result<Subscription, TalkError> {
+        let named = |s: &str| !s.is_empty() && s.chars().count() <= MAX_NAME_CHARS;
+        if !named(&subscribe.source) || !named(&subscribe.topic) || subscribe.max_events == Some(0)
+        {
+            return Err(TalkError::Invalid(
+                "a subscription names a source and a topic of 1 to 128 characters, and at least one event".into(),
+            ));
+        }
+        let seq = self.subscribed.fetch_add(1, Ordering::Relaxed);
+        self.channel.subscribe(subscribe, seq).await
+    }
+}
+
+impl Default for TalkBack {
+    /// A channel that carries nothing (a call made in process).
+    fn default() -> Self {
+        Self::new(Arc::new(Silent("local")))
+    }
+}
+
+impl fmt::Debug for TalkBack {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TalkBack")
+            .field("protocol", &self.channel.protocol())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_protocol_without_a_channel_says_what_it_cannot_carry() {
+        let talk = TalkBack::new(Arc::new(Silent("oxp")));
+        assert_eq!(
+            talk.progress(1.0, None, Some("x")).await,
+            Reported::NotCarried
+        );
+        assert_eq!(talk.view("v", Value::Null).await, Reported::NotCarried);
+        let asked = talk.ask(Ask::new("Go?", ["Yes", "No"])).await.unwrap_err();
+        assert!(matches!(
+            asked,
+            TalkError::NotCarried {
+                protocol: "oxp",
+                ..
+            }
+        ));
+        let error = ToolError::from(asked);
+        assert_eq!(error.class, Some(ErrorClass::Unsupported));
+        assert!(
+            error.message.contains("oxp protocol cannot carry"),
+            "{}",
+            error.message
+        );
+    }
+
+    #[tokio::test]
+    async fn a_malformed_question_is_refused_before_the_protocol_sees_it() {
+        let talk = TalkBack::default();
+        for ask in [
+            Ask::new("Go?", Vec::<String>::new()),
+            Ask::new("Go?", ["Yes"]).default(1),
+            Ask::new("Go?", [""]),
+        ] {
+            assert!(matches!(talk.ask(ask).await, Err(TalkError::Invalid(_))));
+        }
+        let bad = Subscribe {
+            source: String::new(),
+            topic: "t".into(),
+            max_events: None,
+        };
+        assert!(matches!(
+            talk.subscribe(bad).await,
+            Err(TalkError::Invalid(_))
+        ));
+    }
+}

@@ -1,0 +1,349 @@
+//! How a RAP call talks back (the core's [`Talk`]): progress and views as `view_update`
+//! messages (progress as the view `progress`: RAP has no message of its own for it), questions
+//! as `user_choice` ([`super::choice`]), and subscriptions whose events follow the call's
+//! answer as `subscription_event`s ([`crate::subscriptions`]).
+
+use crate::rap::choice::{self, Waited, Waiting};
+use crate::rap::deliver::{Deliverer, Delivery};
+use crate::rap::job::Job;
+use crate::rap::messages::{UserChoice, ViewUpdate};
+use crate::subscriptions::{Owner, Subscriptions};
+use axum::body::Bytes;
+use oxp_lambda_core::durable::StateStore;
+use oxp_lambda_core::talk::{
+    Ask, Choice, Progress, Reported, Subscribe, Subscription, Talk, TalkError, TalkFuture, View,
+};
+use oxp_lambda_core::tool::Cancellation;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How long a progress or view message may take: a notification must not hold the call up.
+const NOTIFY_WITHIN: Duration = Duration::from_secs(2);
+
+/// What every RAP call's channel shares: the state store, the subscriptions, the calls waiting
+/// on an answer in this process, and how long a question waits.
+#[derive(Debug)]
+pub(crate) struct Talkback {
+    pub(crate) state: Option<Arc<dyn StateStore>>,
+    pub(crate) subscriptions: Option<Arc<Subscriptions>>,
+    pub(crate) waiting: Waiting,
+    /// `OXP_RAP_CHOICE_TIMEOUT_SECS`: how long a question waits for the user at most.
+    pub(crate) choice_timeout: Duration,
+    /// Whether a call waiting past its executor's deadline is parked for the queue to hand
+    /// over again (the SQS worker) rather than ended.
+    pub(crate) parks: bool,
+}
+
+/// Cancellation marks, by call: how `/cancel_tool_call` reaches a call another process runs.
+const CANCELLED: &str = "rap-cancel";
+/// How long a cancellation mark is kept (a call cannot outlive a Lambda worker by more).
+const CANCEL_KEEP: Duration = Duration::from_secs(3600);
+
+impl Talkback {
+    /// Whether the call of `owner` opened subscriptions (its answer then says
+    /// `subscription: true`).
+    pub(crate) async fn opened(&self, owner: &Owner) -> bool {
+        let Some(subscriptions) = &self.subscriptions else {
+            return false;
+        };
+        match subscriptions.of_call(owner).await {
+            Ok(ids) => !ids.is_empty(),
+            Err(e) => {
+                tracing::warn!(target: "oxp::rap", error = %e, "subscriptions of a call not read");
+                false
+            }
+        }
+    }
+
+    /// After the answer of `owner`'s call: its subscriptions start when the answer confirmed
+    /// them to the caller, and are dropped otherwise (an error, or an answer never delivered).
+    pub(crate) async fn settle(&self, owner: &Owner, confirmed: bool) {
+        let Some(subscriptions) = &self.subscriptions else {
+            return;
+        };
+        let settled = if confirmed {
+            subscriptions.activate(owner).await
+        } else {
+            subscriptions.discard(owner).await
+        };
+        if let Err(e) = settled {
+            tracing::error!(target: "oxp::rap", error = %e, confirmed, "subscriptions of a call not settled");
+        }
+    }
+
+    /// `/cancel_tool_call` for the call of `caller` in `thread`: marks it cancelled for the
+    /// process that runs it, and ends the subscriptions it opened. Whether it had any.
+    pub(crate) async fn cancel(&self, caller: Option<&str>, thread: &str, call: &str) -> bool {
+        let key = crate::subscriptions::key_of(&[caller.unwrap_or_default(), thread, call]);
+        if let Some(store) = &self.state {
+            let mark = oxp_lambda_core::durable::Item::new(
+                Vec::new(),
+                Some(std::time::SystemTime::now() + CANCEL_KEEP),
+            );
+            if let Err(e) = store.put(CANCELLED, &key, mark).await {
+                tracing::warn!(target: "oxp::rap", error = %e, "cancellation mark not written");
+            }
+        }
+        let Some(subscriptions) = &self.subscriptions else {
+            return false;
+        };
+        let owner = Owner {
+            caller: caller.map(str::to_owned),
+            group_id: thread.to_owned(),
+            tool_call_id: call.to_owned(),
+            callback_url: String::new(),
+            traceparent: None,
+        };
+        subscriptions.cancel_call(&owner).await.unwrap_or_else(|e| {
+            tracing::warn!(target: "oxp::rap", error = %e, "subscriptions of a call not cancelled");
+            false
+        })
+    }
+
+    /// `/close_thread`: ends every subscription opened in `thread` by `caller`; how many.
+    pub(crate) async fn close(&self, caller: Option<&str>, thread: &str) -> usize {
+        let Some(subscriptions) = &self.subscriptions else {
+            return 0;
+        };
+        let owner = Owner {
+            caller: caller.map(str::to_owned),
+            group_id: thread.to_owned(),
+            tool_call_id: String::new(),
+            callback_url: String::new(),
+            traceparent: None,
+        };
+        subscriptions.cancel_thread(&owner).await.unwrap_or_else(|e| {
+            tracing::warn!(target: "oxp::rap", error = %e, "subscriptions of a thread not cancelled");
+            0
+        })
+    }
+
+    /// While a queued call runs (a worker), fires `cancellation` when a cancellation mark for
+    /// it appears (within a [`choice::POLL`]); the watch ends when the guard drops. Nothing to
+    /// watch in the process that takes the cancellation itself.
+    pub(crate) fn watch_cancel(&self, job: &Job, cancellation: Cancellation) -> Option<Watching> {
+        let store = self.state.clone().filter(|_| self.parks)?;
+        let key = crate::subscriptions::key_of(&[
+            job.principal.subject.as_deref().unwrap_or_default(),
+            &job.reply_to.group_id,
+            &job.reply_to.id,
+        ]);
+        let task = tokio::spawn(async move {
+            loop {
+                if let Ok(Some(_)) = store.get(CANCELLED, &key).await {
+                    cancellation.cancel();
+                    return;
+                }
+                tokio::time::sleep(choice::POLL).await;
+            }
+        });
+        Some(Watching(task))
+    }
+}
+
+/// A cancellation watch, stopped when dropped.
+#[derive(Debug)]
+pub(crate) struct Watching(tokio::task::JoinHandle<()>);
+
+impl Drop for Watching {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// The channel of one RAP call.
+#[derive(Debug)]
+pub(crate) struct RapTalk {
+    parts: Arc<Talkback>,
+    deliverer: Deliverer,
+    job: Arc<Job>,
+    /// When the executor stops (the worker invocation's deadline).
+    deadline: Option<Instant>,
+    cancellation: Cancellation,
+    parked: AtomicBool,
+}
+
+impl RapTalk {
+    pub(crate) fn new(
+        parts: Arc<Talkback>,
+        deliverer: Deliverer,
+        job: Arc<Job>,
+        deadline: Option<Instant>,
+        cancellation: Cancellation,
+    ) -> Self {
+        Self {
+            parts,
+            deliverer,
+            job,
+            deadline,
+            cancellation,
+            parked: AtomicBool::new(false),
+        }
+    }
+
+    /// Whether the call parked, waiting for the user past its executor's deadline.
+    pub(crate) fn parked(&self) -> bool {
+        self.parked.load(Ordering::Relaxed)
+    }
+
+    /// The owner of the subscriptions this call opens.
+    pub(crate) fn owner(job: &Job) -> Owner {
+        Owner {
+            caller: job.principal.subject.clone(),
+            group_id: job.reply_to.group_id.clone(),
+            tool_call_id: job.reply_to.id.clone(),
+            callback_url: job.reply_to.callback_url.clone(),
+            traceparent: job.traceparent.clone(),
+        }
+    }
+
+    async fn notify(&self, view_type: String, content: Map<String, Value>) -> Reported {
+        let message = ViewUpdate {
+            kind: "view_update",
+            group_id: self.job.reply_to.group_id.clone(),
+            view_type,
+            content,
+        };
+        let body = Bytes::from(serde_json::to_vec(&message).expect("messages serialize"));
+        let until = Instant::now() + NOTIFY_WITHIN;
+        let sent = self
+            .deliverer
+            .deliver(
+                &self.job.reply_to.callback_url,
+                body,
+                self.job.traceparent.as_deref(),
+                Some(self.deadline.map_or(until, |d| d.min(until))),
+            )
+            .await;
+        match sent {
+            Delivery::Delivered { .. } => Reported::Sent,
+            Delivery::Failed { .. } => Reported::Failed,
+        }
+    }
+
+    async fn ask_user(&self, ask: Ask, seq: u32) -> Result<Choice, TalkError> {
+        let Some(store) = &self.parts.state else {
+            return Err(TalkError::Unavailable(
+                "asking the user needs durable state (OXP_STATE)".into(),
+            ));
+        };
+        let Some(base) = &self.job.base_url else {
+            return Err(TalkError::Unavailable(
+                "this server's URL is unknown (set OXP_RAP_ENDPOINT)".into(),
+            ));
+        };
+        let unavailable = |e: oxp_lambda_core::durable::StateError| TalkError::Unavailable(e.0);
+        let reply_to = &self.job.reply_to;
+        let asked = choice::record(
+            &**store,
+            self.job.principal.subject.as_deref(),
+            &reply_to.group_id,
+            &reply_to.id,
+            seq,
+            &ask,
+            self.parts.choice_timeout + Duration::from_secs(3600),
+        )
+        .await
+        .map_err(unavailable)?;
+        if asked.new {
+            let message = UserChoice {
+                kind: "user_choice",
+                group_id: reply_to.group_id.clone(),
+                id: reply_to.id.clone(),
+                call_id: reply_to.call_id.clone(),
+                prompt: ask.prompt.clone(),
+                choices: ask.choices.clone(),
+                default: ask.default,
+                response_url: format!("{base}/user_choice_response/{}", asked.token),
+            };
+            let body = Bytes::from(serde_json::to_vec(&message).expect("messages serialize"));
+            let sent = self
+                .deliverer
+                .deliver(
+                    &reply_to.callback_url,
+                    body,
+                    self.job.traceparent.as_deref(),
+                    self.deadline,
+                )
+                .await;
+            tracing::info!(target: "oxp::rap::audit", id = reply_to.id.as_str(), group_id = reply_to.group_id.as_str(), seq, delivery = if matches!(sent, Delivery::Delivered { .. }) { "delivered" } else { "failed" }, "user choice asked");
+            if let Delivery::Failed { .. } = sent {
+                return Err(TalkError::Unavailable(
+                    "the question could not be delivered to the callback".into(),
+                ));
+            }
+        }
+        // The question's own limit counts from when the invocation arrived, so a call handed
+        // over again does not wait anew.
+        let arrived = std::time::UNIX_EPOCH + Duration::from_millis(self.job.received_at_ms);
+        let limit = ask.within.unwrap_or(self.parts.choice_timeout);
+        let left = (arrived + limit)
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or(Duration::ZERO);
+        let give_up = Instant::now() + left;
+        let until = self.deadline.map_or(give_up, |d| d.min(give_up));
+        let waited = choice::wait(
+            &**store,
+            &self.parts.waiting,
+            &asked.token,
+            until.into(),
+            self.cancellation.cancelled(),
+        )
+        .await;
+        match waited {
+            Ok(choice) => Ok(choice),
+            Err(Waited::Failed(e)) => Err(e),
+            Err(Waited::Until) if until < give_up && self.parts.parks => {
+                self.parked.store(true, Ordering::Relaxed);
+                Err(TalkError::Parked)
+            }
+            Err(Waited::Until) => Err(TalkError::TimedOut),
+        }
+    }
+}
+
+impl Talk for RapTalk {
+    fn protocol(&self) -> &'static str {
+        "rap"
+    }
+
+    fn progress(&self, progress: Progress) -> TalkFuture<'_, Reported> {
+        let mut content = Map::new();
+        content.insert("done".into(), json!(progress.done));
+        if let Some(total) = progress.total {
+            content.insert("total".into(), json!(total));
+        }
+        if let Some(message) = progress.message {
+            content.insert("message".into(), Value::String(message));
+        }
+        Box::pin(self.notify("progress".into(), content))
+    }
+
+    fn view(&self, view: View) -> TalkFuture<'_, Reported> {
+        Box::pin(self.notify(view.view_type, view.content))
+    }
+
+    fn ask(&self, ask: Ask, seq: u32) -> TalkFuture<'_, Result<Choice, TalkError>> {
+        Box::pin(self.ask_user(ask, seq))
+    }
+
+    fn subscribe(
+        &self,
+        subscribe: Subscribe,
+        seq: u32,
+    ) -> TalkFuture<'_, Result<Subscription, TalkError>> {
+        Box::pin(async move {
+            let Some(subscriptions) = &self.parts.subscriptions else {
+                return Err(TalkError::Unavailable(
+                    "subscriptions need durable state (OXP_STATE)".into(),
+                ));
+            };
+            subscriptions
+                .open(&Self::owner(&self.job), &subscribe, seq)
+                .await
+                .map_err(|e| TalkError::Unavailable(e.0))
+        })
+    }
+}

@@ -1,0 +1,65 @@
+//! The [`StateStore`] contract, checked the same way against every store (the embedded one in
+//! memory and on disk, DynamoDB on moto).
+
+use oxp_lambda_core::durable::{Item, StateStore};
+use std::time::{Duration, SystemTime};
+
+/// Checks `store` keeps the contract; partitions are fresh per run.
+pub(crate) async fn check(store: &dyn StateStore) {
+    let p = format!("conformance-{}", uuid::Uuid::new_v4().simple());
+    let item = |v: &[u8]| Item::new(v.to_vec(), None);
+    // Absent, then written once by a compare-and-swap on absence; a second such write fails.
+    assert_eq!(store.get(&p, "a").await.unwrap(), None);
+    assert!(store.put_if(&p, "a", item(b"1"), None).await.unwrap());
+    assert!(!store.put_if(&p, "a", item(b"x"), None).await.unwrap());
+    // A swap from the value that is there passes, from another fails.
+    assert!(!store.put_if(&p, "a", item(b"3"), Some(b"2")).await.unwrap());
+    assert!(store.put_if(&p, "a", item(b"2"), Some(b"1")).await.unwrap());
+    assert_eq!(store.get(&p, "a").await.unwrap().unwrap().value, b"2");
+    // An expired item reads as absent, and may be claimed again as absent.
+    let past = SystemTime::now() - Duration::from_secs(60);
+    store
+        .put(&p, "old", Item::new(b"o".to_vec(), Some(past)))
+        .await
+        .unwrap();
+    assert_eq!(store.get(&p, "old").await.unwrap(), None);
+    assert!(store.put_if(&p, "old", item(b"n"), None).await.unwrap());
+    // Listing: key order, only live items, paged.
+    for k in ["c", "b", "d"] {
+        store.put(&p, k, item(k.as_bytes())).await.unwrap();
+    }
+    store
+        .put(&p, "e", Item::new(b"e".to_vec(), Some(past)))
+        .await
+        .unwrap();
+    let keys = |items: Vec<(String, Item)>| items.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+    assert_eq!(
+        keys(store.list(&p, None, 10).await.unwrap()),
+        ["a", "b", "c", "d", "old"]
+    );
+    assert_eq!(keys(store.list(&p, None, 2).await.unwrap()), ["a", "b"]);
+    assert_eq!(
+        keys(store.list(&p, Some("b"), 2).await.unwrap()),
+        ["c", "d"]
+    );
+    // Another partition is another namespace, even with a shared prefix.
+    store
+        .put(&format!("{p}x"), "a", item(b"other"))
+        .await
+        .unwrap();
+    assert_eq!(store.list(&p, None, 10).await.unwrap().len(), 5);
+    // Deleting.
+    store.delete(&p, "a").await.unwrap();
+    store.delete(&p, "never-there").await.unwrap();
+    assert_eq!(store.get(&p, "a").await.unwrap(), None);
+    // The expiry a live item was written with comes back.
+    let later = SystemTime::now() + Duration::from_secs(3600);
+    store
+        .put(&p, "ttl", Item::new(b"t".to_vec(), Some(later)))
+        .await
+        .unwrap();
+    let read = store.get(&p, "ttl").await.unwrap().unwrap();
+    let back = read.expires.unwrap();
+    let apart = back.duration_since(later).unwrap_or_else(|e| e.duration());
+    assert!(apart < Duration::from_secs(2), "{apart:?}");
+}

@@ -1,0 +1,91 @@
+//! Where state that outlives a call lives ([`StateStore`]): subscriptions, questions waiting
+//! for the user, cancellation marks and the local queue's acknowledged jobs. Locally an embedded
+//! database on disk ([`embedded`], redb: no set-up, opened by the first request that needs it);
+//! in Lambda a DynamoDB table every execution environment shares ([`dynamodb`]).
+
+#[cfg(feature = "dynamodb")]
+pub(crate) mod dynamodb;
+#[cfg(not(feature = "dynamodb"))]
+#[path = "dynamodb_off.rs"]
+pub(crate) mod dynamodb;
+#[cfg(feature = "embedded-state")]
+pub(crate) mod embedded;
+#[cfg(not(feature = "embedded-state"))]
+#[path = "embedded_off.rs"]
+pub(crate) mod embedded;
+
+use crate::settings::{ConfigError, Env, invalid};
+use oxp_lambda_core::durable::StateStore;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Where durable state lives (`OXP_STATE`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StateConfig {
+    /// An embedded database: the file `OXP_STATE_PATH` (default `./oxp-state.redb` for the
+    /// binary), or (`None`) memory only, for a configuration not read from the environment.
+    Embedded {
+        /// The database file.
+        path: Option<PathBuf>,
+    },
+    /// The DynamoDB table `OXP_STATE_TABLE`, shared by every execution environment.
+    DynamoDb {
+        /// The table.
+        table: String,
+    },
+    /// None: asking the user and subscriptions are unavailable (the default in Lambda without
+    /// `OXP_STATE_TABLE`, where no disk outlives the environment).
+    Off,
+}
+
+impl Default for StateConfig {
+    /// Memory only: a configuration built in code writes no file.
+    fn default() -> Self {
+        Self::Embedded { path: None }
+    }
+}
+
+/// The binary's database file when `OXP_STATE_PATH` is not set.
+pub(crate) const DEFAULT_PATH: &str = "oxp-state.redb";
+
+impl StateConfig {
+    /// `file_default`: the file an embedded store uses when `OXP_STATE_PATH` is not set (the
+    /// binary's configuration has one; a configuration built in code keeps to memory).
+    pub(crate) fn from_env(env: &Env<'_>, file_default: bool) -> Result<Self, ConfigError> {
+        let table = env.get("OXP_STATE_TABLE").map(|t| t.trim().to_owned());
+        let path = env
+            .get("OXP_STATE_PATH")
+            .map(|p| PathBuf::from(p.trim()))
+            .or_else(|| file_default.then(|| PathBuf::from(DEFAULT_PATH)));
+        match (env.get("OXP_STATE").as_deref().map(str::trim), table) {
+            (None | Some("dynamodb"), Some(table)) => Ok(Self::DynamoDb { table }),
+            (Some("dynamodb"), None) => Err(invalid(
+                "OXP_STATE_TABLE",
+                "must be set for OXP_STATE=dynamodb",
+            )),
+            (None, None) if env.in_lambda() => Ok(Self::Off),
+            (None | Some("embedded"), _) => Ok(Self::Embedded { path }),
+            (Some("off"), _) => Ok(Self::Off),
+            (Some(_), _) => Err(invalid(
+                "OXP_STATE",
+                "must be 'embedded', 'dynamodb' or 'off'",
+            )),
+        }
+    }
+}
+
+/// The store `config` describes (`None`: off); `sdk` is the AWS configuration, for DynamoDB.
+pub(crate) fn build(
+    config: &StateConfig,
+    sdk: &crate::aws::SharedSdk,
+) -> Result<Option<Arc<dyn StateStore>>, String> {
+    match config {
+        StateConfig::Off => Ok(None),
+        StateConfig::Embedded { path } => embedded::store(path.clone()).map(Some),
+        StateConfig::DynamoDb { table } => dynamodb::store(sdk, table.clone()).map(Some),
+    }
+}
+
+#[cfg(test)]
+#[path = "conformance.rs"]
+pub(crate) mod conformance;

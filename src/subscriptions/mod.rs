@@ -1,0 +1,540 @@
+//! Subscriptions that outlive the call that opened them, kept in the durable state store so any
+//! process (any execution environment) can serve them: opened by a tool (`ctx.subscribe`),
+//! active once the call's answer reached the caller, fed by event sources (`publish`), and
+//! ended by a cancellation, their thread's closure, or their last event.
+//!
+//! Every event a subscription accepts is written before the source is answered, numbered, and
+//! delivered in order by one deliverer at a time ([`Subscriptions::drain`]), so a crash or a
+//! restart loses none, and nothing follows the `final` event or a cancellation. The delivery
+//! itself (the message, its retries, the dead letter) is the protocol's: it registers a
+//! [`Deliver`] that schedules draining (a task locally, a queued record in Lambda).
+//!
+//! Knows no protocol and no transport.
+
+mod records;
+
+pub(crate) use records::{Owner, Sub, SubState, key_of};
+
+use crate::settings::{ConfigError, Env};
+use governor::clock::{Clock, DefaultClock};
+use governor::{DefaultKeyedRateLimiter, Quota};
+use oxp_lambda_core::durable::{Item, StateError, StateStore};
+use oxp_lambda_core::talk::{Subscribe, Subscription};
+use records::Keys;
+use std::future::Future;
+use std::num::NonZeroU32;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
+
+/// Most subscriptions one topic fans an event out to in one page of the store.
+const PAGE: usize = 500;
+/// How long a deliverer holds a subscription's lease: another may take over after this.
+const LEASE: Duration = Duration::from_secs(60);
+
+/// Schedules draining a subscription's accepted events (the protocol's delivery).
+pub(crate) trait Deliver: Send + Sync {
+    /// Arranges for [`Subscriptions::drain`] of `subscription` to run soon.
+    fn schedule(&self, subscription: &str) -> crate::server::BoxFuture<'_, Result<(), String>>;
+}
+
+/// One event to deliver to one subscription.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Event {
+    /// The subscription's record (where to deliver).
+    pub(crate) sub: Sub,
+    /// Its id.
+    pub(crate) id: String,
+    /// The event (JSON text, as the source gave it).
+    pub(crate) text: String,
+    /// Whether it is the subscription's last.
+    pub(crate) last: bool,
+}
+
+/// How `publish` went.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Published {
+    /// Subscriptions that accepted the event (or had it already).
+    pub(crate) accepted: usize,
+    /// Subscriptions whose backlog is full: the source should send the event again later.
+    pub(crate) full: usize,
+}
+
+/// The subscriptions of this server.
+pub(crate) struct Subscriptions {
+    store: Arc<dyn StateStore>,
+    deliver: OnceLock<Arc<dyn Deliver>>,
+    limiter: DefaultKeyedRateLimiter<String>,
+    max_backlog: u32,
+    keep: Duration,
+}
+
+impl std::fmt::Debug for Subscriptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscriptions")
+            .field("max_backlog", &self.max_backlog)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The settings of [`Subscriptions`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Limits {
+    /// Events per minute delivered to one subscription (more wait their turn; a second's worth
+    /// go at once).
+    pub(crate) per_minute: u32,
+    /// Events one subscription holds undelivered; beyond, a source is told to retry.
+    pub(crate) max_backlog: u32,
+    /// How long a subscription lives without an event before it is forgotten.
+    pub(crate) keep: Duration,
+}
+
+/// The subscriptions over `store`, paced as the variables say (`OXP_SUBSCRIPTION_*`); none
+/// without a store.
+pub(crate) fn build(
+    store: Option<&Arc<dyn StateStore>>,
+    env: &Env<'_>,
+) -> Result<Option<Arc<Subscriptions>>, ConfigError> {
+    let limits = Limits::from_env(env)?;
+    Ok(store.map(|store| Arc::new(Subscriptions::new(store.clone(), &limits))))
+}
+
+impl Limits {
+    pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+        Ok(Self {
+            per_minute: env
+                .positive("OXP_SUBSCRIPTION_EVENTS_PER_MINUTE")?
+                .unwrap_or(600),
+            max_backlog: env
+                .positive("OXP_SUBSCRIPTION_MAX_BACKLOG")?
+                .unwrap_or(1000),
+            keep: Duration::from_secs(
+                env.positive("OXP_SUBSCRIPTION_TTL_SECS")?
+                    .unwrap_or(30 * 24 * 3600),
+            ),
+        })
+    }
+}
+
+impl Subscriptions {
+    pub(crate) fn new(store: Arc<dyn StateStore>, limits: &Limits) -> Self {
+        // A second's worth at once, then the pace.
+        let rate = NonZeroU32::new(limits.per_minute).unwrap_or(NonZeroU32::MIN);
+        let burst = NonZeroU32::new(limits.per_minute / 60).unwrap_or(NonZeroU32::MIN);
+        let quota = Quota::per_minute(rate).allow_burst(burst);
+        Self {
+            store,
+            deliver: OnceLock::new(),
+            limiter: DefaultKeyedRateLimiter::keyed(quota),
+            max_backlog: limits.max_backlog.max(1),
+            keep: limits.keep,
+        }
+    }
+
+    /// The protocol's delivery (registered once, by the protocol that carries subscriptions).
+    pub(crate) fn deliver_with(&self, deliver: Arc<dyn Deliver>) {
+        let _ = self.deliver.set(deliver);
+    }
+
+    fn expires(&self) -> Option<SystemTime> {
+        Some(SystemTime::now() + self.keep)
+    }
+
+    async fn read(&self, id: &str) -> Result<Option<(Sub, Vec<u8>)>, StateError> {
+        let Some(item) = self.store.get(Keys::SUB, id).await? else {
+            return Ok(None);
+        };
+        let sub = serde_json::from_slice(&item.value)
+            .map_err(|_| StateError("a subscription record does not read".into()))?;
+        Ok(Some((sub, item.value)))
+    }
+
+    /// Writes `sub` over `old` (compare-and-swap); whether it was written.
+    async fn swap(&self, id: &str, sub: &Sub, old: &[u8]) -> Result<bool, StateError> {
+        let bytes = serde_json::to_vec(sub).expect("records serialize");
+        let item = Item::new(bytes, self.expires());
+        self.store.put_if(Keys::SUB, id, item, Some(old)).await
+    }
+
+    /// Changes subscription `id` with `change` (retrying on a concurrent write); the record as
+    /// written, or `None` when there is none or `change` declines.
+    async fn update(
+        &self,
+        id: &str,
+        change: impl Fn(&mut Sub) -> bool,
+    ) -> Result<Option<Sub>, StateError> {
+        for _ in 0..16 {
+            let Some((mut sub, old)) = self.read(id).await? else {
+                return Ok(None);
+            };
+            if !change(&mut sub) {
+                return Ok(None);
+            }
+            if self.swap(id, &sub, &old).await? {
+                return Ok(Some(sub));
+            }
+        }
+        Err(StateError(
+            "a subscription is updated too often at once".into(),
+        ))
+    }
+
+    /// Opens subscription number `seq` of `owner`'s call (pending until [`Self::activate`]).
+    /// The same call opening it again (a redelivered job) gets the same subscription.
+    pub(crate) async fn open(
+        &self,
+        owner: &Owner,
+        subscribe: &Subscribe,
+        seq: u32,
+    ) -> Result<Subscription, StateError> {
+        let id = format!("sub_{}", key_of(&[&owner.call_key(), &seq.to_string()]));
+        let sub = Sub::new(owner.clone(), subscribe);
+        let bytes = serde_json::to_vec(&sub).expect("records serialize");
+        self.store
+            .put_if(Keys::SUB, &id, Item::new(bytes, self.expires()), None)
+            .await?;
+        let index = Item::new(Vec::new(), self.expires());
+        self.store
+            .put(&Keys::of_call(&owner.call_key()), &id, index.clone())
+            .await?;
+        self.store
+            .put(&Keys::of_thread(&owner.thread_key()), &id, index.clone())
+            .await?;
+        // Events are taken from now on, and delivered once the call's answer confirmed the
+        // subscription: none falls between the two.
+        self.store
+            .put(
+                &Keys::of_topic(&subscribe.source, &subscribe.topic),
+                &id,
+                index,
+            )
+            .await?;
+        Ok(Subscription { id })
+    }
+
+    /// The ids of the subscriptions `owner`'s call opened.
+    pub(crate) async fn of_call(&self, owner: &Owner) -> Result<Vec<String>, StateError> {
+        let listed = self
+            .store
+            .list(&Keys::of_call(&owner.call_key()), None, 64)
+            .await?;
+        Ok(listed.into_iter().map(|(id, _)| id).collect())
+    }
+
+    /// Activates the pending subscriptions of `owner`'s call, once its answer reached the
+    /// caller: the events they took meanwhile, and all that follow, are delivered.
+    pub(crate) async fn activate(&self, owner: &Owner) -> Result<(), StateError> {
+        for id in self.of_call(owner).await? {
+            let activated = self
+                .update(&id, |s| {
+                    let pending = s.state == SubState::Pending;
+                    if pending {
+                        s.state = SubState::Active;
+                    }
+                    pending
+                })
+                .await?;
+            if let Some(sub) = activated
+                && sub.delivered < sub.accepted
+            {
+                let marker = Item::new(Vec::new(), self.expires());
+                self.store.put(Keys::BACKLOG, &id, marker).await?;
+                self.schedule(&id).await;
+            }
+        }
+        Ok(())
+    }
+
+    /// Drops the pending subscriptions of `owner`'s call: its answer was an error, so the
+    /// caller knows of none.
+    pub(crate) async fn discard(&self, owner: &Owner) -> Result<(), StateError> {
+        for id in self.of_call(owner).await? {
+            if let Some((sub, _)) = self.read(&id).await?
+                && sub.state == SubState::Pending
+            {
+                self.end(&id, SubState::Cancelled).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Cancels the subscriptions `owner`'s call opened (RAP `/cancel_tool_call` naming it):
+    /// nothing more is sent. Whether there were any.
+    pub(crate) async fn cancel_call(&self, owner: &Owner) -> Result<bool, StateError> {
+        let ids = self.of_call(owner).await?;
+        for id in &ids {
+            self.end(id, SubState::Cancelled).await?;
+        }
+        Ok(!ids.is_empty())
+    }
+
+    /// Cancels every subscription opened in `owner`'s thread (its closure).
+    pub(crate) async fn cancel_thread(&self, owner: &Owner) -> Result<usize, StateError> {
+        let partition = Keys::of_thread(&owner.thread_key());
+        let mut ended = 0;
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.store.list(&partition, after.as_deref(), PAGE).await?;
+            for (id, _) in &page {
+                self.end(id, SubState::Cancelled).await?;
+                ended += 1;
+            }
+            match page.last() {
+                Some((last, _)) if page.len() == PAGE => after = Some(last.clone()),
+                _ => return Ok(ended),
+            }
+        }
+    }
+
+    /// Ends subscription `id` (`state`: cancelled or done): out of its topic's fan-out, its
+    /// undelivered events forgotten.
+    async fn end(&self, id: &str, state: SubState) -> Result<(), StateError> {
+        let ended = self
+            .update(id, |s| {
+                let live = matches!(s.state, SubState::Pending | SubState::Active);
+                if live {
+                    s.state = state;
+                }
+                live
+            })
+            .await?;
+        if let Some(sub) = ended {
+            self.store
+                .delete(&Keys::of_topic(&sub.source, &sub.topic), id)
+                .await?;
+            for seq in sub.delivered + 1..=sub.accepted {
+                self.store
+                    .delete(&Keys::events(id), &Keys::seq(seq))
+                    .await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands `text` (an event of `topic` from `source`, identified by `event_id` so a source
+    /// sending it again is not delivered twice) to every active subscription of the topic,
+    /// and schedules their delivery.
+    pub(crate) async fn publish(
+        &self,
+        source: &str,
+        topic: &str,
+        event_id: &str,
+        text: &str,
+    ) -> Result<Published, StateError> {
+        let partition = Keys::of_topic(source, topic);
+        let mut published = Published::default();
+        let mut after: Option<String> = None;
+        loop {
+            let page = self.store.list(&partition, after.as_deref(), PAGE).await?;
+            for (id, _) in &page {
+                match self.accept(id, event_id, text).await? {
+                    Accepted::Yes => {
+                        published.accepted += 1;
+                        let marker = Item::new(Vec::new(), self.expires());
+                        self.store.put(Keys::BACKLOG, id, marker).await?;
+                        self.schedule(id).await;
+                    }
+                    Accepted::Already => published.accepted += 1,
+                    Accepted::Full => published.full += 1,
+                    Accepted::No => {}
+                }
+            }
+            match page.last() {
+                Some((last, _)) if page.len() == PAGE => after = Some(last.clone()),
+                _ => return Ok(published),
+            }
+        }
+    }
+
+    /// Schedules draining `id` through the protocol's delivery.
+    pub(crate) async fn schedule(&self, id: &str) {
+        let Some(deliver) = self.deliver.get() else {
+            tracing::error!(target: "oxp::subscriptions", "no protocol delivers subscription events");
+            return;
+        };
+        if let Err(e) = deliver.schedule(id).await {
+            // The event is kept: the next event or a restart delivers it.
+            tracing::warn!(target: "oxp::subscriptions", error = %e, "delivery not scheduled");
+        }
+    }
+
+    /// Writes the event as the next of subscription `id`, unless it had it already, is no
+    /// longer active, or holds its whole backlog.
+    async fn accept(&self, id: &str, event_id: &str, text: &str) -> Result<Accepted, StateError> {
+        let seen = Item::new(Vec::new(), self.expires());
+        if !self
+            .store
+            .put_if(&Keys::seen(id), event_id, seen, None)
+            .await?
+        {
+            return Ok(Accepted::Already);
+        }
+        for _ in 0..16 {
+            let Some((mut sub, old)) = self.read(id).await? else {
+                return Ok(Accepted::No);
+            };
+            let live = matches!(sub.state, SubState::Pending | SubState::Active);
+            if !live || sub.max_events.is_some_and(|m| sub.accepted >= m) {
+                return Ok(Accepted::No);
+            }
+            if sub.accepted - sub.delivered >= self.max_backlog {
+                // Not seen after all: the source's retry is accepted once there is room.
+                self.store.delete(&Keys::seen(id), event_id).await?;
+                return Ok(Accepted::Full);
+            }
+            sub.accepted += 1;
+            let seq = sub.accepted;
+            // The event first, then the count: a count never names a missing event.
+            let item = Item::new(text.as_bytes().to_vec(), self.expires());
+            self.store
+                .put(&Keys::events(id), &Keys::seq(seq), item)
+                .await?;
+            if self.swap(id, &sub, &old).await? {
+                return Ok(Accepted::Yes);
+            }
+        }
+        Err(StateError(
+            "a subscription is updated too often at once".into(),
+        ))
+    }
+
+    /// Delivers subscription `id`'s accepted events in order through `send`, one deliverer at
+    /// a time, until none is left or `deadline` comes (then `false`: more remain). `send`
+    /// answers once the event was delivered or dead-lettered; either way it counts as sent.
+    pub(crate) async fn drain<F, Fut>(
+        &self,
+        id: &str,
+        deadline: Option<Instant>,
+        send: F,
+    ) -> Result<bool, StateError>
+    where
+        F: Fn(Event) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        let lease = Keys::lease(id);
+        loop {
+            let until = Item::new(Vec::new(), Some(SystemTime::now() + LEASE));
+            if !self.store.put_if(&lease, "", until, None).await? {
+                // Another deliverer holds it and will see what was accepted meanwhile.
+                return Ok(true);
+            }
+            let drained = self.drain_leased(id, deadline, &send).await;
+            self.store.delete(&lease, "").await?;
+            let drained = drained?;
+            if drained {
+                self.store.delete(Keys::BACKLOG, id).await?;
+            }
+            // An event accepted after the last look, while the lease was still held, is
+            // delivered now rather than by the next event (and marks the backlog again).
+            let more = self
+                .read(id)
+                .await?
+                .is_some_and(|(s, _)| s.state == SubState::Active && s.delivered < s.accepted);
+            if more {
+                let marker = Item::new(Vec::new(), self.expires());
+                self.store.put(Keys::BACKLOG, id, marker).await?;
+            }
+            if !drained || !more {
+                return Ok(drained);
+            }
+        }
+    }
+
+    async fn drain_leased<F, Fut>(
+        &self,
+        id: &str,
+        deadline: Option<Instant>,
+        send: &F,
+    ) -> Result<bool, StateError>
+    where
+        F: Fn(Event) -> Fut,
+        Fut: Future<Output = ()>,
+    {
+        loop {
+            let Some((sub, _)) = self.read(id).await? else {
+                return Ok(true);
+            };
+            if sub.state != SubState::Active || sub.delivered >= sub.accepted {
+                return Ok(true);
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return Ok(false);
+            }
+            // The subscription's pace: wait for its turn (or stop at the deadline).
+            if let Err(not_until) = self.limiter.check_key(&id.to_owned()) {
+                let wait = not_until.wait_time_from(DefaultClock::default().now());
+                if deadline.is_some_and(|d| Instant::now() + wait >= d) {
+                    return Ok(false);
+                }
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            let seq = sub.delivered + 1;
+            let events = Keys::events(id);
+            let text = self
+                .store
+                .get(&events, &Keys::seq(seq))
+                .await?
+                .map(|i| String::from_utf8_lossy(&i.value).into_owned());
+            let last = sub.max_events == Some(seq);
+            if let Some(text) = text {
+                send(Event {
+                    sub: sub.clone(),
+                    id: id.to_owned(),
+                    text,
+                    last,
+                })
+                .await;
+            }
+            let counted = self
+                .update(id, |s| {
+                    let next = s.delivered + 1 == seq;
+                    if next {
+                        s.delivered = seq;
+                        if last {
+                            s.state = SubState::Done;
+                        }
+                    }
+                    next
+                })
+                .await?;
+            self.store.delete(&events, &Keys::seq(seq)).await?;
+            if let Some(sub) = counted
+                && sub.state == SubState::Done
+            {
+                self.store
+                    .delete(&Keys::of_topic(&sub.source, &sub.topic), id)
+                    .await?;
+                return Ok(true);
+            }
+        }
+    }
+
+    /// Schedules every subscription with events accepted and not yet delivered (after a
+    /// restart: they were written before their sources were answered). How many.
+    pub(crate) async fn resume(&self) -> Result<usize, StateError> {
+        let mut resumed = 0;
+        let mut after: Option<String> = None;
+        loop {
+            let page = self
+                .store
+                .list(Keys::BACKLOG, after.as_deref(), PAGE)
+                .await?;
+            for (id, _) in &page {
+                self.schedule(id).await;
+                resumed += 1;
+            }
+            match page.last() {
+                Some((last, _)) if page.len() == PAGE => after = Some(last.clone()),
+                _ => return Ok(resumed),
+            }
+        }
+    }
+}
+
+/// Whether a subscription took an event.
+enum Accepted {
+    Yes,
+    Already,
+    Full,
+    No,
+}

@@ -1,0 +1,143 @@
+//! What the store keeps of a subscription, and under which keys. Keys that name a caller, a
+//! thread or a call hold a hash of them, never the ids themselves.
+
+use oxp_lambda_core::talk::Subscribe;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// Who opened a subscription and where its events go: the call's caller, thread and id, and
+/// its callback.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Owner {
+    /// The authenticated caller (`None` without authentication).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) caller: Option<String>,
+    /// The call's thread (`group_id`).
+    pub(crate) group_id: String,
+    /// The call's id (RAP's invocation `id`: the `tool_call_id` of every event).
+    pub(crate) tool_call_id: String,
+    /// Where events go.
+    pub(crate) callback_url: String,
+    /// The caller's W3C trace context, carried on with every event.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) traceparent: Option<String>,
+}
+
+impl Owner {
+    /// The key of the owner's call.
+    pub(crate) fn call_key(&self) -> String {
+        key_of(&[
+            self.caller.as_deref().unwrap_or_default(),
+            &self.group_id,
+            &self.tool_call_id,
+        ])
+    }
+
+    /// The key of the owner's thread.
+    pub(crate) fn thread_key(&self) -> String {
+        key_of(&[self.caller.as_deref().unwrap_or_default(), &self.group_id])
+    }
+}
+
+/// Where a subscription is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum SubState {
+    /// Opened by a call whose answer has not reached the caller yet: no event yet.
+    Pending,
+    /// Receiving events.
+    Active,
+    /// Its last event was sent.
+    Done,
+    /// Cancelled (by the caller, or by its thread's closure), or its call failed.
+    Cancelled,
+}
+
+/// A subscription as stored.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Sub {
+    pub(crate) owner: Owner,
+    pub(crate) source: String,
+    pub(crate) topic: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) max_events: Option<u32>,
+    /// Events accepted so far (numbered 1, 2, ...).
+    pub(crate) accepted: u32,
+    /// Events delivered (or dead-lettered) so far, in order.
+    pub(crate) delivered: u32,
+    pub(crate) state: SubState,
+}
+
+impl Sub {
+    pub(crate) fn new(owner: Owner, subscribe: &Subscribe) -> Self {
+        Self {
+            owner,
+            source: subscribe.source.clone(),
+            topic: subscribe.topic.clone(),
+            max_events: subscribe.max_events,
+            accepted: 0,
+            delivered: 0,
+            state: SubState::Pending,
+        }
+    }
+}
+
+/// The partitions.
+pub(crate) struct Keys;
+
+impl Keys {
+    /// Subscription records, by id.
+    pub(crate) const SUB: &'static str = "sub";
+    /// Subscriptions with accepted events not yet delivered, by id.
+    pub(crate) const BACKLOG: &'static str = "sub-backlog";
+
+    /// The active subscriptions of a topic of a source.
+    pub(crate) fn of_topic(source: &str, topic: &str) -> String {
+        format!("sub-topic#{}", key_of(&[source, topic]))
+    }
+
+    /// The subscriptions a call opened.
+    pub(crate) fn of_call(call: &str) -> String {
+        format!("sub-call#{call}")
+    }
+
+    /// The subscriptions opened in a thread.
+    pub(crate) fn of_thread(thread: &str) -> String {
+        format!("sub-thread#{thread}")
+    }
+
+    /// A subscription's accepted, undelivered events, by sequence number.
+    pub(crate) fn events(id: &str) -> String {
+        format!("sub-events#{id}")
+    }
+
+    /// The event ids a subscription has accepted (so a source's resend is not taken twice).
+    pub(crate) fn seen(id: &str) -> String {
+        format!("sub-seen#{id}")
+    }
+
+    /// A subscription's delivery lease.
+    pub(crate) fn lease(id: &str) -> String {
+        format!("sub-lease#{id}")
+    }
+
+    /// A sequence number as a key that sorts as the number does.
+    pub(crate) fn seq(seq: u32) -> String {
+        format!("{seq:010}")
+    }
+}
+
+/// The first 160 bits of the SHA-256 of `parts` (each length-prefixed, so no two lists of
+/// parts share a key), in hex.
+pub(crate) fn key_of(parts: &[&str]) -> String {
+    let mut hash = Sha256::new();
+    for part in parts {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    hash.finalize()
+        .iter()
+        .take(20)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}

@@ -1,0 +1,177 @@
+//! Event sources: `POST /webhooks/{source}` takes an event from an outside system, verifies it
+//! came from there (an HMAC-SHA256 of the raw body with a server-held secret, in
+//! `X-Hub-Signature-256: sha256=<hex>`, GitHub's convention), and hands it to every live
+//! subscription of its topic ([`crate::subscriptions`]), which the call that opened it keeps
+//! receiving as `subscription_event`s.
+//!
+//! | case | answer | delivered |
+//! |---|---|---|
+//! | signed, readable | 202 `{"accepted": n}` (n subscriptions took it) | to each, in order |
+//! | a subscription's backlog is full | 429 with `Retry-After` (send it again: the others do not take it twice) | to the others |
+//! | no signature, a wrong one, or no secret held for the source | 401 | nothing |
+//! | over `OXP_WEBHOOK_MAX_BYTES` | 413 | nothing |
+//! | signed but not the source's shape | 400 | nothing |
+//! | unknown source | 404 | nothing |
+//! | subscriptions off (no durable state) | 503 | nothing |
+//!
+//! Two kinds of source: `demo`, whose body is `{"topic": string, "event": any JSON}`, and
+//! `github`, whose events (`X-GitHub-Event`) go to the topics `<owner>/<repo>` and
+//! `<owner>/<repo>/<event>` of their repository.
+
+mod source;
+
+pub use source::{Kind, Source, WebhooksConfig};
+
+use crate::server::{json, only};
+use crate::subscriptions::Subscriptions;
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Path, State};
+use axum::response::Response;
+use axum::routing::post;
+use hmac::{Hmac, Mac};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
+use oxp_lambda_core::secrets::Secrets;
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+
+/// The event sources and what they need.
+pub(crate) struct Webhooks {
+    sources: Vec<Source>,
+    secrets: Secrets,
+    subscriptions: Option<Arc<Subscriptions>>,
+    max_bytes: usize,
+}
+
+impl Webhooks {
+    pub(crate) fn new(
+        config: &WebhooksConfig,
+        secrets: Secrets,
+        subscriptions: Option<Arc<Subscriptions>>,
+    ) -> Self {
+        Self {
+            sources: config.sources.clone(),
+            secrets,
+            subscriptions,
+            max_bytes: config.max_bytes,
+        }
+    }
+}
+
+/// `POST /webhooks/{source}`.
+pub(crate) fn router(webhooks: Arc<Webhooks>) -> Router {
+    Router::new()
+        .route("/webhooks/{source}", only(post(receive), "POST"))
+        .with_state(webhooks)
+}
+
+/// An answer with `status` and `{"error": message}` (or the body given).
+fn answer(status: StatusCode, body: serde_json::Value) -> Response {
+    json(status, &body)
+}
+
+fn refused(status: StatusCode, why: &'static str, source: &str) -> Response {
+    // The source's id is the route's, bounded and plain: never the body.
+    tracing::info!(target: "oxp::webhooks", source, outcome = status.as_u16(), reason = why, "event refused");
+    answer(status, json!({"error": why}))
+}
+
+async fn receive(
+    State(webhooks): State<Arc<Webhooks>>,
+    Path(source): Path<String>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
+    let Some(source) = webhooks.sources.iter().find(|s| s.id == source) else {
+        return refused(StatusCode::NOT_FOUND, "no such event source", "");
+    };
+    let id = source.id.as_str();
+    let Ok(body) = axum::body::to_bytes(body, webhooks.max_bytes).await else {
+        return refused(StatusCode::PAYLOAD_TOO_LARGE, "the event is too large", id);
+    };
+    match verify(&webhooks.secrets, source, &headers, &body).await {
+        Ok(()) => {}
+        Err(why) => return refused(StatusCode::UNAUTHORIZED, why, id),
+    }
+    let Some(subscriptions) = &webhooks.subscriptions else {
+        return refused(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "subscriptions are off: the server keeps no durable state (OXP_STATE)",
+            id,
+        );
+    };
+    let events = match source.kind.events(&headers, &body) {
+        Ok(events) => events,
+        Err(why) => return refused(StatusCode::BAD_REQUEST, why, id),
+    };
+    // A delivery id the source gives (GitHub's), else the body's hash: a resend is the same
+    // event, taken once by each subscription.
+    let event_id = headers
+        .get("x-github-delivery")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty() && v.len() <= 128)
+        .map(str::to_owned)
+        .unwrap_or_else(|| hex::encode(Sha256::digest(&body)));
+    let (mut accepted, mut full) = (0, 0);
+    for (topic, text) in &events {
+        match subscriptions.publish(id, topic, &event_id, text).await {
+            Ok(published) => {
+                accepted += published.accepted;
+                full += published.full;
+            }
+            Err(e) => {
+                tracing::error!(target: "oxp::webhooks", source = id, error = %e, "event not published");
+                return refused(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the event could not be kept; send it again",
+                    id,
+                );
+            }
+        }
+    }
+    tracing::info!(target: "oxp::webhooks", source = id, accepted, full, "event received");
+    if full > 0 {
+        let mut response = answer(
+            StatusCode::TOO_MANY_REQUESTS,
+            json!({"error": "a subscription holds too many undelivered events; send the event again later", "accepted": accepted}),
+        );
+        response
+            .headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("60"));
+        return response;
+    }
+    answer(StatusCode::ACCEPTED, json!({"accepted": accepted}))
+}
+
+/// Checks `X-Hub-Signature-256` against the HMAC-SHA256 of `body` under the source's secret,
+/// in constant time.
+async fn verify(
+    secrets: &Secrets,
+    source: &Source,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<(), &'static str> {
+    let signature = headers
+        .get("x-hub-signature-256")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("sha256="))
+        .and_then(|v| hex::decode(v.trim()).ok())
+        .ok_or("no signature (X-Hub-Signature-256: sha256=<hex>)")?;
+    let secret = match secrets.get(&source.secret_id).await {
+        Ok(secret) => secret,
+        Err(e) => {
+            // For operators: the secret is missing or its source failed. Never its value.
+            tracing::error!(target: "oxp::webhooks", source = source.id.as_str(), secret = source.secret_id.as_str(), error = %e.developer_message(), "no secret to verify events with");
+            return Err("the event's signature cannot be checked");
+        }
+    };
+    let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose().as_bytes())
+        .map_err(|_| "the event's signature cannot be checked")?;
+    mac.update(body);
+    mac.verify_slice(&signature)
+        .map_err(|_| "the signature does not match")
+}
+
+#[cfg(test)]
+mod tests;
