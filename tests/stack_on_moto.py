@@ -119,6 +119,9 @@ def grants(statements):
     return sorted(out)
 
 
+STATE = ["dynamodb:DeleteItem", "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"]
+
+
 def needed(env, has_sqs_trigger):
     """What the binary calls in a function with `env`, as (action, resource) pairs."""
     role = env.get("OXP_LAMBDA_ROLE", "http")
@@ -129,6 +132,10 @@ def needed(env, has_sqs_trigger):
     # and Bedrock Agents events carry none, so those roles never touch the table.
     if env.get("OXP_IDEMPOTENCY_TABLE") == ref("OxpCallsTable") and role in ("http", "worker"):
         calls += [(a, arn_of("OxpCallsTable")) for a in IDEMPOTENCY]
+    # Durable state (questions, cancellation marks, subscriptions): the HTTP function and the
+    # worker; the direct roles carry no call that talks back.
+    if env.get("OXP_STATE_TABLE") == ref("OxpStateTable") and role in ("http", "worker"):
+        calls += [(a, arn_of("OxpStateTable")) for a in STATE]
     # /invoke enqueues (http); the worker records undeliverable results.
     if env.get("OXP_RAP_QUEUE_URL") == ref("OxpInvocationsQueue") and role == "http":
         calls.append(("sqs:SendMessage", arn_of("OxpInvocationsQueue")))

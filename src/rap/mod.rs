@@ -218,6 +218,7 @@ pub(crate) fn shared(
     let talk = Arc::new(talk::Talkback {
         state,
         subscriptions,
+        events: events.clone(),
         waiting: choice::Waiting::default(),
         choice_timeout: config.choice_timeout,
         parks,

@@ -52,6 +52,9 @@ pub(crate) async fn check(store: &dyn StateStore) {
     store.delete(&p, "a").await.unwrap();
     store.delete(&p, "never-there").await.unwrap();
     assert_eq!(store.get(&p, "a").await.unwrap(), None);
+    // An empty partition or key is refused, by every store alike.
+    assert!(store.put(&p, "", item(b"x")).await.is_err());
+    assert!(store.get("", "k").await.is_err());
     // The expiry a live item was written with comes back.
     let later = SystemTime::now() + Duration::from_secs(3600);
     store

@@ -88,8 +88,11 @@ fn failed(what: &str, e: impl Into<redb::Error>) -> StateError {
     StateError(format!("state store: {what}: {}", e.into()))
 }
 
-fn row(partition: &str, key: &str) -> String {
-    format!("{partition}\0{key}")
+fn row(partition: &str, key: &str) -> Result<String, StateError> {
+    if partition.is_empty() || key.is_empty() {
+        return Err(StateError("state store: an empty partition or key".into()));
+    }
+    Ok(format!("{partition}\0{key}"))
 }
 
 fn secs(t: SystemTime) -> u64 {
@@ -122,6 +125,7 @@ impl StateStore for Embedded {
     fn get<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, Option<Item>> {
         let row = row(partition, key);
         Box::pin(self.with(move |db| {
+            let row = row?;
             let txn = db.begin_read().map_err(|e| failed("read", e))?;
             let table = txn.open_table(TABLE).map_err(|e| failed("read", e))?;
             let got = table.get(row.as_str()).map_err(|e| failed("read", e))?;
@@ -139,6 +143,7 @@ impl StateStore for Embedded {
         let row = row(partition, key);
         let expected = expected.map(<[u8]>::to_vec);
         Box::pin(async move {
+            let row = row?;
             let bytes = encode(&item)?;
             self.with(move |db| {
                 let txn = db.begin_write().map_err(|e| failed("write", e))?;
@@ -170,6 +175,7 @@ impl StateStore for Embedded {
     fn put<'a>(&'a self, partition: &'a str, key: &'a str, item: Item) -> StateFuture<'a, ()> {
         let row = row(partition, key);
         Box::pin(async move {
+            let row = row?;
             let bytes = encode(&item)?;
             self.with(move |db| {
                 let txn = db.begin_write().map_err(|e| failed("write", e))?;
@@ -186,6 +192,7 @@ impl StateStore for Embedded {
     fn delete<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, ()> {
         let row = row(partition, key);
         Box::pin(self.with(move |db| {
+            let row = row?;
             let txn = db.begin_write().map_err(|e| failed("delete", e))?;
             txn.open_table(TABLE)
                 .map_err(|e| failed("delete", e))?

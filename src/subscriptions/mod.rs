@@ -221,8 +221,11 @@ impl Subscriptions {
     }
 
     /// Activates the pending subscriptions of `owner`'s call, once its answer reached the
-    /// caller: the events they took meanwhile, and all that follow, are delivered.
-    pub(crate) async fn activate(&self, owner: &Owner) -> Result<(), StateError> {
+    /// caller: the events they took meanwhile, and all that follow, are delivered. The ids of
+    /// those that took events meanwhile, for the caller to drain (it runs where a delivery may
+    /// run: the local queue's task, the worker's invocation).
+    pub(crate) async fn activate(&self, owner: &Owner) -> Result<Vec<String>, StateError> {
+        let mut backlogged = Vec::new();
         for id in self.of_call(owner).await? {
             let activated = self
                 .update(&id, |s| {
@@ -238,10 +241,10 @@ impl Subscriptions {
             {
                 let marker = Item::new(Vec::new(), self.expires());
                 self.store.put(Keys::BACKLOG, &id, marker).await?;
-                self.schedule(&id).await;
+                backlogged.push(id);
             }
         }
-        Ok(())
+        Ok(backlogged)
     }
 
     /// Drops the pending subscriptions of `owner`'s call: its answer was an error, so the
@@ -413,12 +416,12 @@ impl Subscriptions {
         let lease = Keys::lease(id);
         loop {
             let until = Item::new(Vec::new(), Some(SystemTime::now() + LEASE));
-            if !self.store.put_if(&lease, "", until, None).await? {
+            if !self.store.put_if(&lease, "held", until, None).await? {
                 // Another deliverer holds it and will see what was accepted meanwhile.
                 return Ok(true);
             }
             let drained = self.drain_leased(id, deadline, &send).await;
-            self.store.delete(&lease, "").await?;
+            self.store.delete(&lease, "held").await?;
             let drained = drained?;
             if drained {
                 self.store.delete(Keys::BACKLOG, id).await?;

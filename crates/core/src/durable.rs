@@ -48,8 +48,9 @@ impl Item {
 /// The largest value a store must take (DynamoDB's item limit is 400 KB).
 pub const MAX_VALUE_BYTES: usize = 256 * 1024;
 
-/// A partitioned key-value store with expiry: what outlives a call. Keys are opaque strings
-/// the callers make (hashing what names a user); an expired item reads as absent everywhere.
+/// A partitioned key-value store with expiry: what outlives a call. Partitions and keys are
+/// non-empty opaque strings the callers make (hashing what names a user; an empty one is an
+/// error, as DynamoDB has it); an expired item reads as absent everywhere.
 pub trait StateStore: Send + Sync + fmt::Debug {
     /// The item at `key` of `partition`, if there is one that has not expired.
     fn get<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, Option<Item>>;

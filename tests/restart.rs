@@ -1,0 +1,163 @@
+//! A crash loses nothing: the real binary on loopback, killed with SIGKILL (no drain, no flush)
+//! and started again over the same embedded state store. An invocation acknowledged just before
+//! the crash runs after the restart; a subscription opened before it still receives events; a
+//! question asked before it is found again (not asked twice) and its answer completes the call.
+
+mod common;
+
+use common::http_raw_with;
+use common::receiver::Receiver;
+use hmac::{Hmac, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+const SECRET: &str = "restart-webhook-secret";
+
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The binary over the state file `state`, on a free loopback port.
+fn start(state: &Path, dead_letters: &Path) -> Server {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
+        .args(["--port", "0"])
+        .env_clear()
+        .env("OXP_STATE_PATH", state)
+        .env("OXP_RAP_DEAD_LETTER_FILE", dead_letters)
+        .env("OXP_SECRET_DEMO_WEBHOOK_SECRET", SECRET)
+        .env("OXP_RAP_TOOL_TIMEOUT_MS", "60000")
+        .env("OXP_LOG", "warn")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr = line
+        .trim()
+        .strip_prefix("OXP server listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    Server { child, addr }
+}
+
+/// Kills the server at once, as a crash would.
+fn crash(mut server: Server) {
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+}
+
+fn files() -> (PathBuf, PathBuf) {
+    let dir = std::env::temp_dir().join(format!("oxp-restart-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(&dir).unwrap();
+    (dir.join("state.redb"), dir.join("dead.jsonl"))
+}
+
+async fn post(server: &Server, path: &str, body: &str, extra: &str) -> (u16, String) {
+    let headers = format!(
+        "Host: {}\r\nContent-Type: application/json\r\n{extra}",
+        server.addr
+    );
+    http_raw_with(&server.addr, "POST", path, &headers, body).await
+}
+
+fn invocation(receiver: &Receiver, id: &str, operation: &str, arguments: Value) -> String {
+    json!({"operation": operation, "arguments": arguments, "id": id, "group_id": "t",
+           "callback_url": receiver.url})
+    .to_string()
+}
+
+#[tokio::test]
+async fn an_invocation_acknowledged_before_a_crash_runs_after_the_restart() {
+    let (state, dead) = files();
+    let receiver = Receiver::ok().await;
+    let server = start(&state, &dead);
+    let body = invocation(&receiver, "crash-1", "Demo_Sleep", json!({"ms": 1500}));
+    assert_eq!(post(&server, "/invoke", &body, "").await.0, 200);
+    crash(server);
+    assert!(
+        receiver.of_kind("tool_result").is_empty(),
+        "it had not finished"
+    );
+    let _server = start(&state, &dead);
+    let result = receiver.wait_kind("tool_result", 1).await.remove(0);
+    assert_eq!(result["id"], "crash-1");
+    let value: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
+    assert!(value["slept_ms"].as_u64().unwrap() >= 1500, "{result}");
+    // Once done it is forgotten: a second restart does not run it again.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(_server);
+    let _again = start(&state, &dead);
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    assert_eq!(receiver.of_kind("tool_result").len(), 1);
+}
+
+#[tokio::test]
+async fn a_subscription_opened_before_a_crash_receives_events_after_the_restart() {
+    let (state, dead) = files();
+    let receiver = Receiver::ok().await;
+    let server = start(&state, &dead);
+    let body = invocation(
+        &receiver,
+        "watch-1",
+        "Demo_Watch",
+        json!({"topic": "deploys"}),
+    );
+    assert_eq!(post(&server, "/invoke", &body, "").await.0, 200);
+    let confirmation = receiver.wait_kind("tool_result", 1).await.remove(0);
+    assert_eq!(confirmation["subscription"], true);
+    // The confirmation reached the runtime just before the subscription was activated.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    crash(server);
+    let server = start(&state, &dead);
+    let event = json!({"topic": "deploys", "event": {"version": "1.2.3"}}).to_string();
+    let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(event.as_bytes());
+    let signature = format!(
+        "X-Hub-Signature-256: sha256={}\r\n",
+        hex::encode(mac.finalize().into_bytes())
+    );
+    let (status, answer) = post(&server, "/webhooks/demo", &event, &signature).await;
+    assert_eq!(status, 202, "{answer}");
+    let delivered = receiver.wait_kind("subscription_event", 1).await.remove(0);
+    assert_eq!(delivered["tool_call_id"], "watch-1");
+    assert_eq!(delivered["text"], r#"{"version":"1.2.3"}"#);
+}
+
+#[tokio::test]
+async fn a_question_asked_before_a_crash_is_found_again_and_its_answer_completes_the_call() {
+    let (state, dead) = files();
+    let receiver = Receiver::ok().await;
+    let server = start(&state, &dead);
+    let arguments = json!({"prompt": "Ship it?", "choices": ["Yes", "No"], "default": 1});
+    let body = invocation(&receiver, "ask-1", "Demo_Confirm", arguments);
+    assert_eq!(post(&server, "/invoke", &body, "").await.0, 200);
+    let choice = receiver.wait_kind("user_choice", 1).await.remove(0);
+    let url = choice["response_url"].as_str().unwrap().to_owned();
+    let path = url.split_once(&server.addr).unwrap().1.to_owned();
+    crash(server);
+    let server = start(&state, &dead);
+    // The call runs again and waits on the same question: it is not asked twice.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.of_kind("user_choice").len(), 1);
+    let answer = json!({"id": "ask-1", "selected": 0}).to_string();
+    let (status, text) = post(&server, &path, &answer, "").await;
+    assert_eq!(status, 200, "{text}");
+    let result = receiver.wait_kind("tool_result", 1).await.remove(0);
+    let value: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
+    assert_eq!(value, json!({"selected": 0, "choice": "Yes"}));
+}
