@@ -12,6 +12,7 @@
 //! ([`SecretSource`]) and idempotency stores ([`IdempotencyStore`]) plug in through the traits
 //! defined here. Tool authors use the `oxp-lambda` crate, which re-exports what they need.
 
+pub mod class;
 pub mod content;
 pub mod declare;
 pub mod durable;

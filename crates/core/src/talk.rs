@@ -22,10 +22,8 @@
 //! Progress and views are notifications: a protocol that cannot carry them says so in the
 //! [`Reported`] answer and the call goes on. A question and a subscription change what the call
 //! does, so a protocol that cannot carry them fails the call with [`TalkError::NotCarried`]
-//! (class [`ErrorClass::Unsupported`]).
+//! (class [`ErrorClass::Unsupported`](crate::ErrorClass::Unsupported)).
 
-use crate::refusal::ErrorClass;
-use crate::tool::ToolError;
 use serde_json::{Map, Value};
 use std::fmt;
 use std::future::Future;
@@ -212,40 +210,6 @@ impl fmt::Display for TalkError {
     }
 }
 
-impl From<TalkError> for ToolError {
-    /// The tool error a call ends with when its question or subscription failed; `?` in a
-    /// tool does this.
-    fn from(e: TalkError) -> Self {
-        let developer = e.to_string();
-        let error = match &e {
-            TalkError::NotCarried { what, protocol } => ToolError::new(format!(
-                "This tool needs {what}, which the {protocol} protocol cannot carry; call it over a protocol that can (RAP)"
-            )),
-            TalkError::Invalid(_) => ToolError::new("The tool asked something it cannot ask"),
-            TalkError::InvalidAnswer => ToolError::new(
-                "User choice flow failed: the selection is not one of the choices. Please try again.",
-            ),
-            TalkError::TimedOut => ToolError::new("The user did not answer in time"),
-            TalkError::Cancelled => {
-                ToolError::new("The call was cancelled while it waited for the user")
-            }
-            TalkError::Unavailable(_) => {
-                ToolError::new("The tool server could not keep the exchange; try again").retryable()
-            }
-            TalkError::Parked => ToolError::new("The call is waiting for the user").retryable(),
-        };
-        let mut error = error.developer_message(developer);
-        error.class = match e {
-            TalkError::NotCarried { .. } => Some(ErrorClass::Unsupported),
-            TalkError::Unavailable(_) => Some(ErrorClass::Unavailable),
-            TalkError::Cancelled => Some(ErrorClass::Cancelled),
-            TalkError::TimedOut => Some(ErrorClass::Timeout),
-            _ => None,
-        };
-        error
-    }
-}
-
 /// What a protocol gives a call to talk back over. Each method has a default that says the
 /// protocol cannot carry it, so a protocol implements what it has.
 pub trait Talk: Send + Sync + fmt::Debug {
@@ -382,6 +346,7 @@ impl fmt::Debug for TalkBack {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{ErrorClass, ToolError};
 
     #[tokio::test]
     async fn a_protocol_without_a_channel_says_what_it_cannot_carry() {

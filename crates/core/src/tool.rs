@@ -4,6 +4,7 @@
 
 pub use http::Extensions;
 
+use crate::class::ErrorClass;
 use crate::talk::{Ask, Choice, Reported, Subscribe, Subscription, TalkBack, TalkError};
 use std::collections::HashMap;
 use std::fmt;
@@ -219,7 +220,7 @@ pub struct ToolError {
     /// The failure's class when it is not the tool's own ([`ErrorClass::ToolError`]): a tool
     /// that asked for something its protocol cannot carry fails as
     /// [`ErrorClass::Unsupported`] ([`TalkError`](crate::talk::TalkError) converts so).
-    pub class: Option<crate::refusal::ErrorClass>,
+    pub class: Option<ErrorClass>,
 }
 
 impl ToolError {
@@ -340,5 +341,39 @@ impl From<SecretKey> for String {
 impl fmt::Display for SecretKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.0)
+    }
+}
+
+impl From<TalkError> for ToolError {
+    /// The tool error a call ends with when its question or subscription failed; `?` in a
+    /// tool does this.
+    fn from(e: TalkError) -> Self {
+        let developer = e.to_string();
+        let error = match &e {
+            TalkError::NotCarried { what, protocol } => ToolError::new(format!(
+                "This tool needs {what}, which the {protocol} protocol cannot carry; call it over a protocol that can (RAP)"
+            )),
+            TalkError::Invalid(_) => ToolError::new("The tool asked something it cannot ask"),
+            TalkError::InvalidAnswer => ToolError::new(
+                "User choice flow failed: the selection is not one of the choices. Please try again.",
+            ),
+            TalkError::TimedOut => ToolError::new("The user did not answer in time"),
+            TalkError::Cancelled => {
+                ToolError::new("The call was cancelled while it waited for the user")
+            }
+            TalkError::Unavailable(_) => {
+                ToolError::new("The tool server could not keep the exchange; try again").retryable()
+            }
+            TalkError::Parked => ToolError::new("The call is waiting for the user").retryable(),
+        };
+        let mut error = error.developer_message(developer);
+        error.class = match e {
+            TalkError::NotCarried { .. } => Some(ErrorClass::Unsupported),
+            TalkError::Unavailable(_) => Some(ErrorClass::Unavailable),
+            TalkError::Cancelled => Some(ErrorClass::Cancelled),
+            TalkError::TimedOut => Some(ErrorClass::Timeout),
+            _ => None,
+        };
+        error
     }
 }
