@@ -50,6 +50,12 @@ pub struct Config {
     /// `OXP_HEADER_READ_TIMEOUT_MS` (default 10000): longest the local server waits for a
     /// request's headers, on a new connection or an idle kept-alive one, before closing it.
     pub header_read_timeout: Duration,
+    /// `OXP_BODY_READ_TIMEOUT_MS` (default 10000): longest the local server waits for a
+    /// request's body once its head arrived; then 408 and the connection is closed.
+    pub body_read_timeout: Duration,
+    /// `OXP_MAX_CONNECTIONS_PER_PEER` (default a quarter of `OXP_MAX_CONNECTIONS`):
+    /// connections one peer address may hold open at once; more are closed at once.
+    pub max_connections_per_peer: usize,
     /// Largest accepted request body in bytes (`OXP_MAX_BODY_BYTES`, default 1 MiB); larger is 413.
     pub max_body_bytes: usize,
     /// Longest a tool may run (`OXP_TOOL_TIMEOUT_MS`, default 30000; `0` disables).
@@ -65,6 +71,9 @@ pub struct Config {
     pub secrets: SecretsConfig,
     /// How callers of the server authenticate.
     pub auth: AuthConfig,
+    /// `OXP_REQUIRED_SCOPES` (older name `OXP_MCP_SCOPES`): scopes every authenticated
+    /// request's token must grant, on every route (OXP, RAP, MCP): else 403.
+    pub required_scopes: Vec<String>,
     /// Idempotency of calls by call id.
     pub idempotency: IdempotencyConfig,
     /// `OXP_MAX_CONCURRENT_CALLS` (default 256): tool runs at once, for every protocol together;
@@ -172,6 +181,8 @@ impl Default for Config {
             allowed_hosts: Vec::new(),
             max_connections: 1024,
             header_read_timeout: Duration::from_secs(10),
+            body_read_timeout: Duration::from_secs(10),
+            max_connections_per_peer: 256,
             max_body_bytes: 1024 * 1024,
             tool_timeout: Some(Duration::from_secs(30)),
             base_path: None,
@@ -179,6 +190,7 @@ impl Default for Config {
             log_format: LogFormat::Text,
             secrets: SecretsConfig::default(),
             auth: AuthConfig::None { explicit: false },
+            required_scopes: Vec::new(),
             idempotency: IdempotencyConfig::default(),
             max_concurrent_calls: 256,
             deadline_margin: Duration::from_millis(500),
@@ -260,6 +272,7 @@ impl Config {
         config.read_logging(&env)?;
         config.secrets = SecretsConfig::from_env(&env)?;
         config.auth = AuthConfig::from_env(&env, config.host)?;
+        config.required_scopes = crate::auth::required_scopes(&env)?;
         config.idempotency = IdempotencyConfig::from_env(&env)?;
         config.metrics = MetricsConfig::from_env(&env)?;
         config.otel_endpoint = crate::observe::otel_endpoint(&env)?;
@@ -297,6 +310,13 @@ impl Config {
         if let Some(ms) = env.positive::<u64>("OXP_HEADER_READ_TIMEOUT_MS")? {
             self.header_read_timeout = Duration::from_millis(ms);
         }
+        if let Some(ms) = env.positive::<u64>("OXP_BODY_READ_TIMEOUT_MS")? {
+            self.body_read_timeout = Duration::from_millis(ms);
+        }
+        self.max_connections_per_peer = match env.positive("OXP_MAX_CONNECTIONS_PER_PEER")? {
+            Some(n) => n,
+            None => (self.max_connections / 4).max(1),
+        };
         if let Some(n) = env.positive("OXP_MAX_BODY_BYTES")? {
             self.max_body_bytes = n;
         }

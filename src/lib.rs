@@ -132,7 +132,7 @@ pub use run::{run, run_app, run_with};
 pub mod protocol {
     pub use crate::app::protocol::{Assembly, BoxFuture, Contribution, Drain, Protocol};
     pub use crate::server::{
-        CallContext, Deadline, DirectHandler, Handled, LambdaRole, RecordHandler,
+        CallContext, Deadline, DirectHandler, Handled, LambdaRole, RecordHandler, Refused,
     };
 }
 

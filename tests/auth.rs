@@ -793,6 +793,13 @@ async fn apigateway_mode_trusts_the_authorizer_claims() {
         json!({"request": {"tool_id": "Auth.WhoAmI", "context": {"user_id": "mallory"}}});
     let (status, _) = replay_with_authorizer(Some(jwt), &impostor).await;
     assert_eq!(status, 400);
+    // A client-credentials token (no `sub`) is its client; one that names no one is refused.
+    let client = json!({"jwt": {"claims": {"client_id": "svc-7"}, "scopes": null}});
+    let (_, body) = replay_with_authorizer(Some(client), &whoami).await;
+    assert_eq!(body["result"]["value"]["user_id"], "client:svc-7", "{body}");
+    let no_one = json!({"jwt": {"claims": {"iss": "https://issuer.test/"}, "scopes": null}});
+    let (status, _) = replay_with_authorizer(Some(no_one), &whoami).await;
+    assert_eq!(status, 401, "claims that name no caller: not authenticated");
     let (status, body) = replay_with_authorizer(None, &whoami).await;
     assert_eq!(status, 401, "no authorizer context: not authenticated");
     assert_eq!(body["message"], "Authentication failed");

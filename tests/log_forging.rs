@@ -8,9 +8,13 @@ mod common;
 use axum::body::Body;
 use axum::http::Request;
 use common::*;
+use oxp_lambda::stores::{
+    Claim, IdempotencyStore, MemoryStore, StoreError, StoreFuture, StoredOutcome,
+};
 use serde_json::json;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tracing_subscriber::layer::SubscriberExt;
 
 #[derive(Clone, Default)]
@@ -23,6 +27,29 @@ impl Write for Lines {
     }
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
+    }
+}
+
+/// The memory store, except that an outcome is refused as DynamoDB refuses one over its item
+/// size: the path where the invoker logs "outcome not stored" with the caller's call id.
+#[derive(Debug)]
+struct RefusesOutcomes(MemoryStore);
+
+impl IdempotencyStore for RefusesOutcomes {
+    fn claim<'a>(&'a self, key: &'a str, print: &'a str, hold: Duration) -> StoreFuture<'a, Claim> {
+        self.0.claim(key, print, hold)
+    }
+    fn complete<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a str,
+        _: &'a StoredOutcome,
+        _: Duration,
+    ) -> StoreFuture<'a, ()> {
+        Box::pin(async { Err(StoreError("ValidationException".into())) })
+    }
+    fn release<'a>(&'a self, key: &'a str, print: &'a str) -> StoreFuture<'a, ()> {
+        self.0.release(key, print)
     }
 }
 
@@ -58,11 +85,28 @@ async fn a_callers_newline_never_starts_a_log_line_of_its_own() {
         )))
         .unwrap();
     let _ = tower::ServiceExt::oneshot(app.clone(), request).await;
+    // A call whose outcome the store refuses: its call id is in the warning, escaped too.
+    let refusing = build(
+        App::builder(example_tools::registry().unwrap())
+            .config(test_config())
+            .idempotency_store(Arc::new(RefusesOutcomes(MemoryStore::new(1 << 20)))),
+    );
+    call(
+        &refusing,
+        json!({"request": {"tool_id": "Calculator.Add", "call_id": format!("kept{forged}"),
+                           "input": {"a": 1, "b": 2}}}),
+    )
+    .await;
 
     let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
     assert!(
         text.contains("forged=1"),
         "the caller's text was logged: {text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("outcome not stored") && l.contains("kept\\nINFO")),
+        "the unstored outcome's call id is logged, escaped: {text}"
     );
     for line in text.lines() {
         assert!(

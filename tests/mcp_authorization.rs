@@ -8,6 +8,7 @@ mod common;
 use axum::body::Body;
 use axum::http::Request;
 use common::*;
+use futures_util::FutureExt;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use oxp_lambda::Registry;
 use oxp_lambda::config::{AuthConfig, JwtConfig, JwtKeys};
@@ -51,7 +52,9 @@ fn app(vars: &[(&str, &str)]) -> App {
         bind_user_id: false,
     });
     if auth_off {
+        // Required scopes need authentication: without it the server refuses to start.
         config.auth = AuthConfig::None { explicit: true };
+        config.required_scopes.clear();
     }
     let registry = Registry::new(common::example_tools::tools()).unwrap();
     build(App::builder(registry).config(config).secret("JWT_KEY", KEY))
@@ -221,4 +224,66 @@ async fn without_authentication_there_is_no_metadata_to_discover() {
     assert_eq!(reply.status, 404);
     let reply = request(&app, "POST", "/mcp", None).await;
     assert_eq!(reply.status, 200);
+}
+
+/// `path` with `body`, as the client on this machine sends it, with `bearer`.
+async fn post_as(app: &App, path: &str, body: Value, bearer: &str) -> Reply {
+    let request = Request::post(path)
+        .header("host", "127.0.0.1:8080")
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {bearer}"))
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    send(app, request).await
+}
+
+#[tokio::test]
+async fn the_required_scope_guards_every_route_that_reaches_a_tool_not_only_mcp() {
+    let app = app(&[]);
+    let aud = "http://127.0.0.1:8080/mcp";
+    let narrow = token(json!({"aud": aud, "scope": "tools:list"}));
+    let add = json!({"a": 1, "b": 2});
+    let oxp = json!({"request": {"tool_id": "Calculator.Add", "input": add}});
+    let rap = json!({"operation": "Calculator_Add", "arguments": add, "id": "c1",
+                     "group_id": "g1", "callback_url": "http://127.0.0.1:9/callback"});
+    for (path, body) in [("/tools/call", &oxp), ("/call", &oxp), ("/invoke", &rap)] {
+        let reply = post_as(&app, path, body.clone(), &narrow).await;
+        assert_eq!(reply.status, 403, "{path}: {}", reply.text);
+        assert!(
+            challenge(&reply)
+                .starts_with("Bearer error=\"insufficient_scope\", scope=\"tools:call\""),
+            "{path}"
+        );
+    }
+    // Each in its protocol's shape: OXP's error object, RAP's error kind.
+    let reply = post_as(&app, "/tools/call", oxp.clone(), &narrow).await;
+    assert_eq!(reply.json["$schema"], "urn:oxp:1.0", "{}", reply.text);
+    let reply = post_as(&app, "/invoke", rap.clone(), &narrow).await;
+    assert_eq!(
+        reply.json["error"]["kind"], "insufficient_scope",
+        "{}",
+        reply.text
+    );
+    // Listing the tools too.
+    let reply = request(&app, "GET", "/tools", Some(&narrow)).await;
+    assert_eq!(reply.status, 403, "{}", reply.text);
+    // With the scope, every route serves.
+    let granted = token(json!({"aud": aud, "scope": "tools:call"}));
+    let reply = post_as(&app, "/tools/call", oxp, &granted).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let reply = post_as(&app, "/invoke", rap, &granted).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+}
+
+#[test]
+fn required_scopes_without_authentication_stop_the_start() {
+    let config = test_config_with(&[("OXP_AUTH", "none"), ("OXP_REQUIRED_SCOPES", "tools:call")]);
+    let registry = Registry::new(common::example_tools::tools()).unwrap();
+    let error = App::builder(registry)
+        .config(config)
+        .build()
+        .now_or_never()
+        .expect("builds without waiting")
+        .expect_err("required scopes need authentication");
+    assert!(error.to_string().contains("OXP_REQUIRED_SCOPES"), "{error}");
 }

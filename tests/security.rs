@@ -32,7 +32,12 @@ fn counter() -> (Tool, Arc<AtomicUsize>) {
 }
 
 fn token(sub: &str) -> String {
-    let claims = json!({"sub": sub, "exp": jsonwebtoken::get_current_timestamp() + 300});
+    signed(json!({"sub": sub}))
+}
+
+/// A token with `claims` (and an expiry), as the server's key signs it.
+fn signed(mut claims: Value) -> String {
+    claims["exp"] = json!(jsonwebtoken::get_current_timestamp() + 300);
     jsonwebtoken::encode(
         &Header::default(),
         &claims,
@@ -253,6 +258,40 @@ async fn another_caller_replaying_a_call_id_neither_gets_the_result_nor_learns_i
     assert_eq!(again.json["result"]["value"], 1);
     let other_token = call_as(&app, "alice", &body("another-token")).await;
     assert_eq!(other_token.status, 400, "{}", other_token.text);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+/// Calls `body` with the bearer `token`.
+async fn call_with_token(app: &App, token: &str, body: &Value) -> Reply {
+    let request = Request::post("/tools/call")
+        .header("content-type", "application/json")
+        .header("authorization", format!("Bearer {token}"))
+        .body(Body::from(body.to_string()))
+        .unwrap();
+    send(app, request).await
+}
+
+#[tokio::test]
+async fn tokens_without_a_subject_are_their_clients_never_one_shared_caller() {
+    let (tool, runs) = counter();
+    let app = jwt_app(vec![tool]);
+    let body = json!({"request": {"tool_id": "T.Count", "call_id": "nightly-sync",
+        "context": {"authorization": [{"id": "crm", "token": "t"}]}}});
+    // Two client-credentials tokens (no `sub`): each is its own caller, so the second client's
+    // call with the same call id runs, rather than replaying the first client's result.
+    let first = call_with_token(&app, &signed(json!({"client_id": "billing"})), &body).await;
+    assert_eq!(first.json["result"]["value"], 1, "{}", first.text);
+    let second = call_with_token(&app, &signed(json!({"azp": "reports"})), &body).await;
+    assert_eq!(second.json["result"]["value"], 2, "{}", second.text);
+    // The first client's own repeat is its replay.
+    let again = call_with_token(&app, &signed(json!({"client_id": "billing"})), &body).await;
+    assert_eq!(again.json["result"]["value"], 1, "{}", again.text);
+    assert_eq!(runs.load(Ordering::SeqCst), 2);
+    // A token that names no one (no `sub`, `client_id` or `azp`, or empty ones) is refused.
+    for claims in [json!({}), json!({"sub": ""}), json!({"client_id": " "})] {
+        let reply = call_with_token(&app, &signed(claims.clone()), &body).await;
+        assert_eq!(reply.status, 401, "{claims}: {}", reply.text);
+    }
     assert_eq!(runs.load(Ordering::SeqCst), 2);
 }
 

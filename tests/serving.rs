@@ -1,6 +1,8 @@
 //! Serving, by this crate or by a program embedding the app: the local server's connections
 //! are bounded (a connection that sends no request head in time is closed, no more than
-//! `OXP_MAX_CONNECTIONS` are served at once), and an embedded app keeps the browser guard.
+//! `OXP_MAX_CONNECTIONS` are served at once, nor more than `OXP_MAX_CONNECTIONS_PER_PEER` from
+//! one address, a body that trickles in is cut off with a 408), and an embedded app keeps the
+//! browser guard.
 //! Rows of docs/security.md.
 
 mod common;
@@ -186,4 +188,112 @@ async fn lambda_events_through_an_embedded_app_are_not_held_to_loopback_names() 
         .await
         .unwrap();
     assert_eq!(serde_json::to_value(response).unwrap()["statusCode"], 200);
+}
+
+/// Opens a connection and sends the head of a POST announcing a 100,000-byte body (the caller
+/// then sends the body a byte at a time).
+async fn trickle(addr: &str) -> TcpStream {
+    let mut stream = TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST /tools/call HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream
+}
+
+#[tokio::test]
+async fn a_body_that_trickles_in_is_answered_408_and_frees_its_connection() {
+    let config = Config {
+        max_connections: 3,
+        body_read_timeout: Duration::from_millis(500),
+        ..test_config()
+    };
+    let (addr, _stop) = serve_on_loopback(config).await;
+    // Every slot taken by a body that arrives a byte at a time.
+    let mut slow = Vec::new();
+    for _ in 0..3 {
+        slow.push(trickle(&addr).await);
+    }
+    let feeding: Vec<_> = slow
+        .iter_mut()
+        .map(|s| async move {
+            let mut got = Vec::new();
+            let mut buf = [0u8; 1024];
+            for _ in 0..100 {
+                let _ = s.write_all(b"{").await;
+                match tokio::time::timeout(Duration::from_millis(100), s.read(&mut buf)).await {
+                    Ok(Ok(0)) | Ok(Err(_)) => break,
+                    Ok(Ok(n)) => got.extend_from_slice(&buf[..n]),
+                    Err(_) => {}
+                }
+            }
+            got
+        })
+        .collect();
+    // `/health` still answers: the trickling requests are cut off at their deadline.
+    let started = std::time::Instant::now();
+    let health_reply = tokio::spawn({
+        let addr = addr.clone();
+        async move { exchange(&addr, &health(&addr)).await }
+    });
+    let replies = futures_util::future::join_all(feeding).await;
+    for reply in &replies {
+        let text = String::from_utf8_lossy(reply);
+        assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+        assert!(
+            text.to_ascii_lowercase().contains("connection: close"),
+            "{text}"
+        );
+    }
+    let reply = health_reply.await.unwrap();
+    assert!(
+        reply.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&reply)
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn one_peer_address_cannot_hold_every_connection() {
+    let config = Config {
+        max_connections: 4,
+        max_connections_per_peer: 2,
+        ..test_config()
+    };
+    let (addr, _stop) = serve_on_loopback(config).await;
+    // 127.0.0.1 holds its two connections (heads never completed).
+    let mut held = Vec::new();
+    for _ in 0..2 {
+        let mut stream = TcpStream::connect(&addr).await.unwrap();
+        stream.write_all(b"GET /health HTTP/1.1\r\n").await.unwrap();
+        held.push(stream);
+    }
+    // Its third is closed at once, unanswered.
+    let mut third = TcpStream::connect(&addr).await.unwrap();
+    let _ = third.write_all(health(&addr).as_bytes()).await;
+    let closed = closed_within(&mut third, Duration::from_secs(2)).await;
+    assert_eq!(
+        closed.as_deref(),
+        Some(&b""[..]),
+        "closed without an answer"
+    );
+    // Another address on this machine (127.0.0.2, also loopback) is still served.
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket.bind("127.0.0.2:0".parse().unwrap()).unwrap();
+    let mut other = socket.connect(addr.parse().unwrap()).await.unwrap();
+    other.write_all(health(&addr).as_bytes()).await.unwrap();
+    let reply = closed_within(&mut other, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(
+        reply.starts_with(b"HTTP/1.1 200"),
+        "{}",
+        String::from_utf8_lossy(&reply)
+    );
+    // Once one of 127.0.0.1's closes, it may open another.
+    drop(held.pop());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let reply = exchange(&addr, &health(&addr)).await;
+    assert!(reply.starts_with(b"HTTP/1.1 200"));
 }

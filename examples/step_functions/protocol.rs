@@ -18,7 +18,7 @@ use axum::routing::post;
 use oxp_lambda::config::{Config, ConfigError, Env};
 use oxp_lambda::invoke::{Rejection, Target};
 use oxp_lambda::protocol::{
-    Assembly, BoxFuture, CallContext, Contribution, DirectHandler, LambdaRole, Protocol,
+    Assembly, BoxFuture, CallContext, Contribution, DirectHandler, LambdaRole, Protocol, Refused,
 };
 use oxp_lambda::{Invoker, Registry};
 use serde_json::{Value, json};
@@ -79,8 +79,10 @@ impl Protocol for StepFunctions {
                 "the body must be JSON (Content-Type: application/json)",
             )
         });
-        let routes = assembly.authenticate(routes, |_| {
-            failure(401, "Unauthenticated", "send valid credentials")
+        let routes = assembly.authenticate(routes, |_, refused| match refused {
+            Refused::Unauthenticated => failure(401, "Unauthenticated", "send valid credentials"),
+            // A valid token without a scope the server requires of every call.
+            _ => failure(403, "Forbidden", "the token lacks a required scope"),
         });
         Ok(Contribution::routes(routes).lambda_role(LambdaRole::direct("sfn", tasks)))
     }

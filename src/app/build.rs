@@ -223,7 +223,8 @@ impl AppBuilder {
         super::guards::signing_key_kept_from_tools(&config.auth, &self.registry)?;
         super::guards::oauth_secrets_kept_from_tools(&config.oauth, &self.registry)?;
         let auth = Arc::new(
-            Authenticator::from_config(&config.auth, secrets.clone()).map_err(StartError::Auth)?,
+            Authenticator::from_config(&config.auth, &config.required_scopes, secrets.clone())
+                .map_err(StartError::Auth)?,
         );
         if let crate::config::AuthConfig::None { explicit } = config.auth
             && !config.runtime.lambda
@@ -291,11 +292,15 @@ impl AppBuilder {
                 built
                     .routes
                     .merge(crate::oauth::routes::router(broker, move |forget| {
-                        server::guard(forget, &auth, |_| {
-                            server::json(
+                        server::guard(forget, &auth, |_, refused| match refused {
+                            server::Refused::Unauthenticated => server::json(
                                 http::StatusCode::UNAUTHORIZED,
                                 &serde_json::json!({"error": "authentication failed"}),
-                            )
+                            ),
+                            server::Refused::InsufficientScope { .. } => server::json(
+                                http::StatusCode::FORBIDDEN,
+                                &serde_json::json!({"error": "insufficient_scope"}),
+                            ),
                         })
                     }));
         }

@@ -83,7 +83,10 @@ impl App {
         let rules = self.parts.browser.clone();
         let limits = local::Limits {
             max_connections: config.max_connections,
+            max_connections_per_peer: config.max_connections_per_peer,
             header_read_timeout: config.header_read_timeout,
+            body_read_timeout: config.body_read_timeout,
+            max_body_bytes: config.max_body_bytes,
         };
         let served = local::serve(listener, self.service.clone(), rules, limits, shutdown).await;
         let abandoned = self.drain_within(None).await;

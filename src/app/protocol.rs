@@ -118,13 +118,19 @@ impl Assembly<'_> {
         self.recovering
     }
 
-    /// `router` behind the configured authentication (`OXP_AUTH`): an authenticated request
-    /// carries its caller in its [`CallContext`](crate::protocol::CallContext); any other gets
-    /// `refuse(&request)`.
+    /// `router` behind the configured authentication (`OXP_AUTH`) and the scopes every token
+    /// must grant (`OXP_REQUIRED_SCOPES`): an authenticated request carries its caller in its
+    /// [`CallContext`](crate::protocol::CallContext); any other gets `refuse(&request, why)`,
+    /// in the protocol's own shape (401 for [`Refused::Unauthenticated`](crate::protocol::Refused),
+    /// 403 for a missing scope).
     pub fn authenticate<S, R>(&self, router: Router<S>, refuse: R) -> Router<S>
     where
         S: Clone + Send + Sync + 'static,
-        R: Fn(&axum::extract::Request) -> axum::response::Response + Clone + Send + Sync + 'static,
+        R: Fn(&axum::extract::Request, &crate::server::Refused) -> axum::response::Response
+            + Clone
+            + Send
+            + Sync
+            + 'static,
     {
         crate::server::guard(router, self.auth, refuse)
     }

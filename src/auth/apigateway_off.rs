@@ -10,3 +10,8 @@ pub(crate) fn available() -> Result<(), String> {
 pub(crate) fn authorizer_subject(_extensions: &http::Extensions) -> Option<Option<String>> {
     None
 }
+
+/// No authorizer scopes outside Lambda.
+pub(crate) fn authorizer_scopes(_extensions: &http::Extensions) -> Vec<String> {
+    Vec::new()
+}

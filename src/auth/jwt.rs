@@ -135,12 +135,12 @@ impl JwtVerifier {
                 )));
             }
         }
+        let subject = super::caller_of(|claim| data.claims.get(claim).and_then(Value::as_str))
+            .ok_or_else(|| {
+                AuthError("token rejected: no `sub`, `client_id` or `azp` names the caller".into())
+            })?;
         let principal = Principal {
-            subject: data
-                .claims
-                .get("sub")
-                .and_then(Value::as_str)
-                .map(str::to_owned),
+            subject: Some(subject),
             bind_user_id: self.config.bind_user_id,
         };
         Ok(super::Authenticated {

@@ -115,6 +115,24 @@ impl AuthConfig {
     }
 }
 
+/// `OXP_REQUIRED_SCOPES` (or its older name `OXP_MCP_SCOPES`): comma-separated scopes every
+/// authenticated request's token must grant, on every route that reaches a tool.
+pub(crate) fn required_scopes(env: &Env<'_>) -> Result<Vec<String>, ConfigError> {
+    let (name, scopes) = match env.list("OXP_REQUIRED_SCOPES") {
+        scopes if scopes.is_empty() => ("OXP_MCP_SCOPES", env.list("OXP_MCP_SCOPES")),
+        scopes => ("OXP_REQUIRED_SCOPES", scopes),
+    };
+    // A scope is an RFC 6749 scope-token: printable ASCII but space, `"` and `\`.
+    let token = |s: &String| {
+        s.bytes()
+            .all(|b| (0x21..=0x7e).contains(&b) && b != b'"' && b != b'\\')
+    };
+    if !scopes.iter().all(token) {
+        return Err(invalid(name, "must be comma-separated scope names"));
+    }
+    Ok(scopes)
+}
+
 fn jwt_keys(env: &Env<'_>) -> Result<JwtKeys, ConfigError> {
     match (
         env.get("OXP_JWT_HS256_SECRET_ID"),
@@ -163,6 +181,20 @@ fn is_loopback_http(url: &str) -> bool {
             .is_ok_and(|ip| ip.is_loopback())
 }
 
+/// The caller a verified token names, from its claims (`claim` reads one as a string): `sub`;
+/// a token without one (client credentials, a machine) is its client, `client:<client_id>` or
+/// `client:<azp>`, so two clients never share a caller (a key for cancellation, rate limits,
+/// queue shares, idempotency). `None`: the token names no one, and is refused.
+pub(crate) fn caller_of<'a>(claim: impl Fn(&str) -> Option<&'a str>) -> Option<String> {
+    let named = |name: &str| claim(name).filter(|v| !v.trim().is_empty());
+    if let Some(sub) = named("sub") {
+        return Some(sub.to_owned());
+    }
+    named("client_id")
+        .or_else(|| named("azp"))
+        .map(|client| format!("client:{client}"))
+}
+
 /// Why a request was not authenticated. Only logged; the caller gets a generic answer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct AuthError(pub(crate) String);
@@ -173,8 +205,8 @@ impl std::fmt::Display for AuthError {
     }
 }
 
-/// Who the request is from, and the OAuth scopes its token grants (`None` when the mode
-/// carries none: no authentication, or an API Gateway authorizer that checked them itself).
+/// Who the request is from, and the OAuth scopes its token grants (`None` without
+/// authentication).
 #[derive(Debug, Clone)]
 pub(crate) struct Authenticated {
     pub(crate) principal: Principal,
@@ -185,9 +217,17 @@ pub(crate) struct Authenticated {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub(crate) struct GrantedScopes(pub(crate) Vec<String>);
 
-/// Authenticates requests according to the configured mode.
+/// Authenticates requests according to the configured mode, and holds the scopes every
+/// authenticated request's token must grant (`OXP_REQUIRED_SCOPES`).
 #[derive(Debug, Clone)]
-pub(crate) enum Authenticator {
+pub(crate) struct Authenticator {
+    mode: Mode,
+    required_scopes: Vec<String>,
+}
+
+/// The configured mode.
+#[derive(Debug, Clone)]
+enum Mode {
     /// Every request passes.
     None,
     /// Bearer JWTs.
@@ -200,26 +240,55 @@ pub(crate) enum Authenticator {
 }
 
 impl Authenticator {
-    /// The authenticator `config` describes; HS256 keys are read through `secrets`.
-    pub(crate) fn from_config(config: &AuthConfig, secrets: Secrets) -> Result<Self, String> {
-        match config {
-            AuthConfig::None { .. } => Ok(Self::None),
+    /// The authenticator `config` describes, requiring `required_scopes` of every token; HS256
+    /// keys are read through `secrets`.
+    pub(crate) fn from_config(
+        config: &AuthConfig,
+        required_scopes: &[String],
+        secrets: Secrets,
+    ) -> Result<Self, String> {
+        let mode = match config {
+            AuthConfig::None { .. } if !required_scopes.is_empty() => {
+                return Err(
+                    "OXP_REQUIRED_SCOPES needs authentication (OXP_AUTH=jwt or apigateway)".into(),
+                );
+            }
+            AuthConfig::None { .. } => Mode::None,
             AuthConfig::ApiGateway { bind_user_id } => {
                 apigateway::available()?;
-                Ok(Self::ApiGateway {
+                Mode::ApiGateway {
                     bind_user_id: *bind_user_id,
-                })
+                }
             }
-            AuthConfig::Jwt(jwt) => Ok(Self::Jwt(Arc::new(jwt::JwtVerifier::new(
-                jwt.clone(),
-                secrets,
-            )?))),
-        }
+            AuthConfig::Jwt(jwt) => {
+                Mode::Jwt(Arc::new(jwt::JwtVerifier::new(jwt.clone(), secrets)?))
+            }
+        };
+        Ok(Self {
+            mode,
+            required_scopes: required_scopes.to_vec(),
+        })
     }
 
     /// Whether every request passes (no layer is needed).
     pub(crate) fn is_none(&self) -> bool {
-        matches!(self, Self::None)
+        matches!(self.mode, Mode::None)
+    }
+
+    /// The scopes every token must grant.
+    pub(crate) fn required_scopes(&self) -> &[String] {
+        &self.required_scopes
+    }
+
+    /// The scopes of `required_scopes` that `authenticated`'s token does not grant (a mode or
+    /// an authorizer that reports no scopes grants none).
+    pub(crate) fn missing_scopes(&self, authenticated: &Authenticated) -> Vec<String> {
+        let granted = authenticated.scopes.as_ref().map_or(&[][..], |g| &g.0[..]);
+        self.required_scopes
+            .iter()
+            .filter(|s| !granted.contains(s))
+            .cloned()
+            .collect()
     }
 
     /// Authenticates one request.
@@ -228,17 +297,25 @@ impl Authenticator {
         headers: &HeaderMap,
         extensions: &Extensions,
     ) -> Result<Authenticated, AuthError> {
-        let principal = match self {
-            Self::None => Principal::default(),
-            Self::Jwt(verifier) => return verifier.verify_headers(headers).await,
-            Self::ApiGateway { bind_user_id } => {
-                let subject = apigateway::authorizer_subject(extensions).ok_or_else(|| {
-                    AuthError("no API Gateway authorizer claims on the request".into())
-                })?;
-                Principal {
-                    subject,
+        let principal = match &self.mode {
+            Mode::None => Principal::default(),
+            Mode::Jwt(verifier) => return verifier.verify_headers(headers).await,
+            Mode::ApiGateway { bind_user_id } => {
+                let subject = apigateway::authorizer_subject(extensions)
+                    .ok_or_else(|| {
+                        AuthError("no API Gateway authorizer claims on the request".into())
+                    })?
+                    .ok_or_else(|| {
+                        AuthError("the authorizer's claims name no caller (`sub`, `client_id`, `azp`, `principalId`)".into())
+                    })?;
+                let principal = Principal {
+                    subject: Some(subject),
                     bind_user_id: *bind_user_id,
-                }
+                };
+                return Ok(Authenticated {
+                    principal,
+                    scopes: Some(GrantedScopes(apigateway::authorizer_scopes(extensions))),
+                });
             }
         };
         Ok(Authenticated {

@@ -7,7 +7,8 @@
 //!   `scopes_supported`, `bearer_methods_supported`;
 //! - a 401 carries `WWW-Authenticate: Bearer resource_metadata="..."` (and `scope` when scopes
 //!   are required), so the client finds the metadata without guessing;
-//! - a token without the required scopes is a 403 `insufficient_scope` naming them.
+//! - a token without the required scopes is a 403 `insufficient_scope` naming them (the
+//!   authentication layer refuses it on every route; [`insufficient_scope`] is MCP's answer).
 //!
 //! `resource` is `OXP_MCP_RESOURCE_URL` when set (a custom domain with a base-path mapping
 //! rewrites paths the function cannot see); otherwise it is built from the request: `https`
@@ -16,11 +17,9 @@
 //! off the path before routing.
 
 use super::{McpConfig, rpc_error};
-use crate::auth::GrantedScopes;
 use crate::server::StrippedPrefix;
 use axum::Router;
 use axum::extract::Request;
-use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use http::{HeaderValue, StatusCode, header};
@@ -171,46 +170,30 @@ fn metadata(discovery: &Discovery, request: &Request, tail: &str) -> Response {
     crate::server::json(StatusCode::OK, &body)
 }
 
-/// Refuses a token without every required scope: 403 `insufficient_scope`, naming them.
-pub(super) fn require_scopes<S: Clone + Send + Sync + 'static>(
-    router: Router<S>,
-    discovery: Arc<Discovery>,
-) -> Router<S> {
-    if discovery.scopes.is_empty() {
-        return router;
+/// The 403 `insufficient_scope` for a token without every `required` scope, naming them
+/// (MCP's authorization: scope challenge handling).
+pub(super) fn insufficient_scope(
+    discovery: &Discovery,
+    request: &Request,
+    required: &[String],
+) -> Response {
+    let mut response = rpc_error(
+        StatusCode::FORBIDDEN,
+        Value::Null,
+        -32001,
+        "Insufficient scope: the token lacks a scope this server requires",
+    );
+    let value = format!(
+        "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\"",
+        required.join(" "),
+        discovery.metadata_url(request)
+    );
+    if let Ok(value) = HeaderValue::from_str(&value) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
     }
-    router.route_layer(middleware::from_fn(move |request: Request, next: Next| {
-        let discovery = discovery.clone();
-        async move {
-            // Only a mode that reports scopes (OXP_AUTH=jwt) is checked here; an API Gateway
-            // authorizer checks its own.
-            let missing = request
-                .extensions()
-                .get::<GrantedScopes>()
-                .is_some_and(|g| discovery.scopes.iter().any(|s| !g.0.contains(s)));
-            if !missing {
-                return next.run(request).await;
-            }
-            tracing::info!(target: "oxp::auth", outcome = "insufficient_scope");
-            let mut response = rpc_error(
-                StatusCode::FORBIDDEN,
-                Value::Null,
-                -32001,
-                "Insufficient scope: the token lacks a scope this server requires",
-            );
-            let value = format!(
-                "Bearer error=\"insufficient_scope\", scope=\"{}\", resource_metadata=\"{}\"",
-                discovery.scopes.join(" "),
-                discovery.metadata_url(&request)
-            );
-            if let Ok(value) = HeaderValue::from_str(&value) {
-                response
-                    .headers_mut()
-                    .insert(header::WWW_AUTHENTICATE, value);
-            }
-            response
-        }
-    }))
+    response
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@ pub(crate) mod result;
 pub(crate) use handler::Served;
 
 use crate::auth::Authenticator;
-use crate::server::{guard, json, json_only, only};
+use crate::server::{Refused, guard, json, json_only, only};
 use crate::settings::{ConfigError, Env};
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -52,8 +52,9 @@ pub struct McpConfig {
     /// `OXP_MCP_AUTHORIZATION_SERVERS`: comma-separated issuer URLs clients get tokens from;
     /// by default `OXP_JWT_ISSUER`.
     pub authorization_servers: Vec<String>,
-    /// `OXP_MCP_SCOPES`: comma-separated scopes a token must grant to call `/mcp` (checked
-    /// with `OXP_AUTH=jwt`; advertised in the metadata and the 401's challenge).
+    /// The scopes the protected resource metadata and the 401's challenge advertise: those
+    /// every token must grant (`OXP_REQUIRED_SCOPES`, checked on every route by the
+    /// authentication layer).
     pub scopes: Vec<String>,
 }
 
@@ -92,23 +93,13 @@ impl McpConfig {
         if authorization_servers.is_empty() {
             authorization_servers.extend(env.get("OXP_JWT_ISSUER"));
         }
-        let scopes = env.list("OXP_MCP_SCOPES");
-        if scopes
-            .iter()
-            .any(|s| s.contains(['"', '\\']) || s.chars().any(char::is_whitespace))
-        {
-            return Err(crate::settings::invalid(
-                "OXP_MCP_SCOPES",
-                "must be comma-separated scope names",
-            ));
-        }
         Ok(Self {
             enabled,
             pins: env.list("OXP_MCP_TOOLS"),
             allowed_hosts: env.list("OXP_MCP_ALLOWED_HOSTS"),
             resource_url,
             authorization_servers,
-            scopes,
+            scopes: Vec::new(),
         })
     }
 }
@@ -184,10 +175,16 @@ pub(crate) fn router(
     }
     let discovery = discovery::Discovery::new(config, in_lambda);
     let challenge = discovery.clone();
-    let routes = discovery::require_scopes(routes, discovery.clone());
-    guard(routes, auth, move |request: &Request| {
-        unauthenticated(challenge.challenge(request))
-    })
+    guard(
+        routes,
+        auth,
+        move |request: &Request, refused: &Refused| match refused {
+            Refused::Unauthenticated => unauthenticated(challenge.challenge(request)),
+            Refused::InsufficientScope { required } => {
+                discovery::insufficient_scope(&challenge, request, required)
+            }
+        },
+    )
     .merge(discovery::routes(discovery))
     .with_state(state)
 }

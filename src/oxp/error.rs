@@ -33,6 +33,9 @@ pub(crate) enum ApiError {
     /// 401 with `WWW-Authenticate: Bearer`, as the published OpenAPI has it: missing or invalid
     /// credentials (which check failed is never said).
     Unauthenticated,
+    /// 403 with `WWW-Authenticate: Bearer error="insufficient_scope"`: the token is valid but
+    /// lacks scopes the server requires of every call (`OXP_REQUIRED_SCOPES`), named.
+    InsufficientScope(Vec<String>),
 }
 
 impl ApiError {
@@ -134,6 +137,28 @@ impl IntoResponse for ApiError {
                 response
                     .headers_mut()
                     .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+                return response;
+            }
+            Self::InsufficientScope(required) => {
+                let body = ServerErrorResponse {
+                    schema: OXP_1_0.into(),
+                    message: "Not allowed: the credentials lack a required scope".into(),
+                    developer_message: Some(format!(
+                        "this server requires tokens granting the scopes: {}",
+                        required.join(" ")
+                    )),
+                    missing_requirements: None,
+                };
+                let mut response = json(StatusCode::FORBIDDEN, &body);
+                let challenge = format!(
+                    "Bearer error=\"insufficient_scope\", scope=\"{}\"",
+                    required.join(" ")
+                );
+                if let Ok(value) = HeaderValue::from_str(&challenge) {
+                    response
+                        .headers_mut()
+                        .insert(header::WWW_AUTHENTICATE, value);
+                }
                 return response;
             }
             Self::UnsupportedMediaType => (

@@ -14,7 +14,7 @@ mod error;
 pub(crate) mod wire;
 
 use crate::auth::Authenticator;
-use crate::server::{guard, json_only, only};
+use crate::server::{Refused, guard, json_only, only};
 use axum::Router;
 use axum::body::Bytes;
 use axum::response::IntoResponse;
@@ -66,8 +66,11 @@ pub(crate) fn router(invoker: Arc<Invoker>, auth: &Arc<Authenticator>) -> Router
         .route("/tools/call", only(post(call::call_tool), "POST"))
         .route("/call", only(post(call::call_tool), "POST"));
     let routes = json_only(routes, || ApiError::UnsupportedMediaType.into_response());
-    guard(routes, auth, |_: &_| {
-        ApiError::Unauthenticated.into_response()
+    guard(routes, auth, |_: &_, refused: &Refused| match refused {
+        Refused::Unauthenticated => ApiError::Unauthenticated.into_response(),
+        Refused::InsufficientScope { required } => {
+            ApiError::InsufficientScope(required.clone()).into_response()
+        }
     })
     .with_state(state)
 }

@@ -3,8 +3,10 @@
 //! order, one subscription at a time ([`Subscriptions::drain`]).
 //!
 //! Locally a task drains a subscription as soon as an event is accepted; in Lambda the HTTP
-//! function queues a record (`{"events_of": <subscription>}`) that the worker role drains, so
-//! a delivery outlives the request that accepted the event.
+//! function queues a record (`{"events_of": [<subscription>, ...]}`) that the worker role drains, so
+//! a delivery outlives the request that accepted the event. One
+//! schedule names up to [`SCHEDULE_BATCH`] subscriptions, drained [`AT_ONCE`] at a time, so an
+//! event fanned out to thousands is a few queued records, not thousands.
 
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
 use crate::rap::deliver::{Deliverer, Delivery};
@@ -12,16 +14,18 @@ use crate::rap::job::{rfc3339, unix_ms};
 use crate::rap::messages::SubscriptionEvent;
 use crate::rap::sqs::Sqs;
 use crate::server::{BoxFuture, CallContext, Handled, RecordHandler};
-use crate::subscriptions::{Deliver, Event, Subscriptions};
+use crate::subscriptions::{AT_ONCE, Deliver, Event, SCHEDULE_BATCH, Subscriptions};
 use axum::body::Bytes;
+use futures_util::{StreamExt, stream};
 use serde::{Deserialize, Serialize};
 use std::sync::{Arc, Weak};
 use std::time::{Instant, SystemTime};
 
-/// The queued record that asks the worker to drain a subscription.
+/// The queued record that asks the worker to drain subscriptions (at most
+/// [`SCHEDULE_BATCH`] of them).
 #[derive(Debug, Serialize, Deserialize)]
 struct EventsOf {
-    events_of: String,
+    events_of: Vec<String>,
 }
 
 /// RAP's delivery of subscription events.
@@ -69,6 +73,16 @@ impl EventDelivery {
             tracing::warn!(target: "oxp::rap", error = %e, "subscription events not drained");
             false
         })
+    }
+
+    /// Drains each of `ids`, [`AT_ONCE`] at a time (each in its own order); whether every one
+    /// was drained.
+    pub(crate) async fn drain_all(&self, ids: &[String], deadline: Option<Instant>) -> bool {
+        stream::iter(ids.iter().cloned())
+            .map(|id| async move { self.drain(&id, deadline).await })
+            .buffer_unordered(AT_ONCE)
+            .fold(true, |all, drained| async move { all && drained })
+            .await
     }
 
     /// Delivers one event, or dead-letters it.
@@ -130,13 +144,12 @@ impl EventDelivery {
 }
 
 impl Deliver for EventDelivery {
-    fn schedule(&self, subscription: &str) -> BoxFuture<'_, Result<(), String>> {
-        let subscription = subscription.to_owned();
+    fn schedule(&self, subscriptions: Vec<String>) -> BoxFuture<'_, Result<(), String>> {
         Box::pin(async move {
             match &self.queue {
                 Some((sqs, url)) => {
                     let body = serde_json::to_string(&EventsOf {
-                        events_of: subscription,
+                        events_of: subscriptions,
                     })
                     .expect("records serialize");
                     sqs.send(url, body).await
@@ -145,7 +158,7 @@ impl Deliver for EventDelivery {
                     let Some(this) = self.this.upgrade() else {
                         return Err("the delivery is shutting down".into());
                     };
-                    tokio::spawn(async move { this.drain(&subscription, None).await });
+                    tokio::spawn(async move { this.drain_all(&subscriptions, None).await });
                     Ok(())
                 }
             }
@@ -162,7 +175,10 @@ impl RecordHandler for EventRecords {
             let Ok(record) = serde_json::from_str::<EventsOf>(body) else {
                 return Handled::NotMine;
             };
-            if self.0.drain(&record.events_of, context.deadline).await {
+            if record.events_of.len() > SCHEDULE_BATCH {
+                return Handled::NotMine;
+            }
+            if self.0.drain_all(&record.events_of, context.deadline).await {
                 Handled::Done
             } else {
                 Handled::Retry("events of the subscription remain".into())

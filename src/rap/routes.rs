@@ -12,7 +12,9 @@ use crate::rap::Rap;
 use crate::rap::job::{Job, Rejection, error, rfc3339};
 use crate::rap::queue::EnqueueError;
 use crate::rap::wire::{CancelToolCall, CloseThread, ErrorBody, ErrorText, MAX_ID_CHARS, ReplyTo};
-use crate::server::{CallContext, StrippedPrefix, guard, json, json_only, json_response, only};
+use crate::server::{
+    CallContext, Refused, StrippedPrefix, guard, json, json_only, json_response, only,
+};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -37,8 +39,11 @@ pub(crate) fn router(rap: Arc<Rap>, auth: &Arc<Authenticator>) -> Router {
             only(post(crate::rap::answers::user_choice_response), "POST"),
         );
     let routes = json_only(routes, || Refusal::UnsupportedMediaType.into_response());
-    guard(routes, auth, |_: &_| {
-        Refusal::Unauthenticated.into_response()
+    guard(routes, auth, |_: &_, refused: &Refused| match refused {
+        Refused::Unauthenticated => Refusal::Unauthenticated.into_response(),
+        Refused::InsufficientScope { required } => {
+            Refusal::InsufficientScope(required.join(" ")).into_response()
+        }
     })
     .with_state(rap)
 }
@@ -325,6 +330,7 @@ enum Refusal {
     CallbackRefused(String),
     StaleToolset { current: String },
     Unauthenticated,
+    InsufficientScope(String),
     Unavailable,
     Busy,
     CallerBusy,
@@ -350,6 +356,9 @@ impl Refusal {
                 "The toolset has changed; reload /.well-known/rap-toolset (current version {current})"
             ),
             Self::Unauthenticated => "Authentication failed".into(),
+            Self::InsufficientScope(required) => {
+                format!("Not allowed: the token must grant the scopes {required}")
+            }
             Self::Unavailable => "The invocation could not be queued; retry later".into(),
             Self::Busy => "The server has too many invocations in progress; retry shortly".into(),
             Self::CallerBusy => {
@@ -377,6 +386,7 @@ impl IntoResponse for Refusal {
             Self::CallbackRefused(_) => (StatusCode::BAD_REQUEST, "callback_refused"),
             Self::StaleToolset { .. } => (StatusCode::CONFLICT, "stale_toolset"),
             Self::Unauthenticated => (StatusCode::UNAUTHORIZED, "unauthenticated"),
+            Self::InsufficientScope(_) => (StatusCode::FORBIDDEN, "insufficient_scope"),
             Self::Unavailable => (StatusCode::SERVICE_UNAVAILABLE, "unavailable"),
             Self::Busy => (StatusCode::SERVICE_UNAVAILABLE, "busy"),
             Self::RateLimited { .. } => (StatusCode::TOO_MANY_REQUESTS, "rate_limited"),
@@ -415,6 +425,15 @@ impl IntoResponse for Refusal {
                 header::WWW_AUTHENTICATE,
                 header::HeaderValue::from_static("Bearer"),
             );
+        }
+        if let Self::InsufficientScope(required) = &self
+            && let Ok(value) = header::HeaderValue::from_str(&format!(
+                "Bearer error=\"insufficient_scope\", scope=\"{required}\""
+            ))
+        {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, value);
         }
         response
     }

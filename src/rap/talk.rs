@@ -74,9 +74,7 @@ impl Talkback {
         };
         match (settled, &self.events) {
             (Ok(backlogged), Some(events)) => {
-                for id in backlogged {
-                    events.drain(&id, deadline).await;
-                }
+                events.drain_all(&backlogged, deadline).await;
             }
             (Ok(_), None) => {}
             (Err(e), _) => {

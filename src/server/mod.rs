@@ -54,13 +54,28 @@ pub(crate) fn only<S: Clone + Send + Sync + 'static>(
     route.fallback(move || async move { ServerError::MethodNotAllowed { allow } })
 }
 
+/// Why the authentication layer refused a request; each protocol answers it in its own shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Refused {
+    /// No credentials, or credentials that do not verify (401). Says nothing more: the reason
+    /// is logged for the operator.
+    Unauthenticated,
+    /// Valid credentials whose token lacks scopes the server requires of every call
+    /// (`OXP_REQUIRED_SCOPES`): 403, naming them (they are the server's, not the caller's).
+    InsufficientScope {
+        /// Every scope the server requires.
+        required: Vec<String>,
+    },
+}
+
 /// `router` behind authentication: the caller's principal goes into the request extensions,
-/// and a request that fails gets `refuse()` (each protocol has its own answer). Without
-/// authentication there is no layer at all.
+/// and a request that fails, or whose token lacks a required scope, gets `refuse(request, why)`
+/// (each protocol has its own answer). One rule for every route behind it, whichever
+/// protocol's. Without authentication there is no layer at all.
 pub(crate) fn guard<S, R>(router: Router<S>, auth: &Arc<Authenticator>, refuse: R) -> Router<S>
 where
     S: Clone + Send + Sync + 'static,
-    R: Fn(&axum::extract::Request) -> Response + Clone + Send + Sync + 'static,
+    R: Fn(&axum::extract::Request, &Refused) -> Response + Clone + Send + Sync + 'static,
 {
     if auth.is_none() {
         return router;
@@ -76,6 +91,16 @@ where
                     .await
                 {
                     Ok(authenticated) => {
+                        let missing = auth.missing_scopes(&authenticated);
+                        if !missing.is_empty() {
+                            tracing::info!(target: "oxp::auth", outcome = "insufficient_scope", missing = missing.join(" ").as_str());
+                            return refuse(
+                                &request,
+                                &Refused::InsufficientScope {
+                                    required: auth.required_scopes().to_vec(),
+                                },
+                            );
+                        }
                         request.extensions_mut().insert(authenticated.principal);
                         if let Some(scopes) = authenticated.scopes {
                             request.extensions_mut().insert(scopes);
@@ -86,7 +111,7 @@ where
                         // The reason is for operators only; it never includes the token.
                         // A string, escaped by the formatter (a token's header can quote text).
                         tracing::info!(target: "oxp::auth", outcome = "unauthenticated", reason = reason.0.as_str());
-                        refuse(&request)
+                        refuse(&request, &Refused::Unauthenticated)
                     }
                 }
             }
@@ -183,6 +208,8 @@ pub(crate) enum ServerError {
     },
     /// 403: the request is refused for where it comes from (the reason says why).
     Forbidden(&'static str),
+    /// 408: the body did not arrive in time; the connection is closed.
+    RequestTimeout,
 }
 
 impl ServerError {
@@ -192,6 +219,7 @@ impl ServerError {
             Self::NotFound => "no route",
             Self::MethodNotAllowed { .. } => "method not allowed",
             Self::Forbidden(why) => why,
+            Self::RequestTimeout => "the body did not arrive in time",
         }
     }
 }
@@ -219,6 +247,21 @@ impl IntoResponse for ServerError {
                     developer_message: why.to_owned(),
                 },
             ),
+            Self::RequestTimeout => {
+                let mut response = json(
+                    StatusCode::REQUEST_TIMEOUT,
+                    &ErrorBody {
+                        message: "Request timeout",
+                        developer_message:
+                            "the request body did not arrive in time (OXP_BODY_READ_TIMEOUT_MS)"
+                                .into(),
+                    },
+                );
+                response
+                    .headers_mut()
+                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
+                response
+            }
             Self::MethodNotAllowed { allow } => {
                 let mut response = json(
                     StatusCode::METHOD_NOT_ALLOWED,

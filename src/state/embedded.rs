@@ -2,6 +2,11 @@
 //! crash-safe (a committed write survives `kill -9`), needing no set-up. Opened by the first
 //! request that needs it, never at start; every operation runs off the async runtime's threads.
 //! Without a path (a configuration built in code) it lives in memory.
+//!
+//! Writes are committed in groups: one writer thread takes every write waiting when it is free
+//! and applies them, in order, in one transaction with one flush to disk, then answers each.
+//! A write is answered only once it is durable, as before; what changes is that 32 writers at
+//! once (a fan-out) share one flush rather than queueing for 32 (docs/performance.md).
 
 use oxp_lambda_core::durable::{Item, MAX_VALUE_BYTES, StateError, StateFuture, StateStore};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -9,7 +14,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::sync::OnceCell;
+use tokio::sync::{OnceCell, mpsc, oneshot};
 
 /// One table: `partition \0 key` -> expiry (Unix seconds, 0: none) then the value.
 const TABLE: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("state");
@@ -19,10 +24,50 @@ pub(crate) fn store(path: Option<PathBuf>) -> Result<Arc<dyn StateStore>, String
     Ok(Arc::new(Embedded::new(path)))
 }
 
+/// Writes one group commit takes at most.
+const GROUP: usize = 256;
+
 /// The embedded store.
 pub(crate) struct Embedded {
     path: Option<PathBuf>,
-    db: OnceCell<Arc<Database>>,
+    db: OnceCell<Opened>,
+}
+
+/// The open database and its writer.
+struct Opened {
+    db: Arc<Database>,
+    writes: mpsc::Sender<Pending>,
+    writer: Option<std::thread::JoinHandle<()>>,
+}
+
+/// One write and who waits for it.
+struct Pending {
+    row: String,
+    write: Write,
+    done: oneshot::Sender<Result<bool, StateError>>,
+}
+
+enum Write {
+    /// Written when the row holds `expected` (`None`: no live item).
+    PutIf {
+        bytes: Vec<u8>,
+        expected: Option<Vec<u8>>,
+    },
+    Put(Vec<u8>),
+    Delete,
+}
+
+impl Drop for Embedded {
+    fn drop(&mut self) {
+        // The writer ends once its queue closes, and releases the file: the same path may be
+        // opened again right after (a restart in a test, a second app in a process).
+        if let Some(Opened { writes, writer, .. }) = self.db.take() {
+            drop(writes);
+            if let Some(writer) = writer {
+                let _ = writer.join();
+            }
+        }
+    }
 }
 
 impl fmt::Debug for Embedded {
@@ -44,6 +89,10 @@ impl Embedded {
 
     /// The database, opened (or created) now if this is the first use.
     async fn db(&self) -> Result<Arc<Database>, StateError> {
+        Ok(self.opened().await?.db.clone())
+    }
+
+    async fn opened(&self) -> Result<&Opened, StateError> {
         self.db
             .get_or_try_init(|| {
                 let path = self.path.clone();
@@ -58,11 +107,36 @@ impl Embedded {
                     let txn = db.begin_write().map_err(|e| failed("open", e))?;
                     txn.open_table(TABLE).map_err(|e| failed("open", e))?;
                     txn.commit().map_err(|e| failed("open", e))?;
-                    Ok(Arc::new(db))
+                    let db = Arc::new(db);
+                    let (writes, queue) = mpsc::channel(GROUP * 4);
+                    let writer = {
+                        let db = db.clone();
+                        std::thread::Builder::new()
+                            .name("oxp-state-writer".into())
+                            .spawn(move || write_groups(&db, queue))
+                            .map_err(|e| StateError(format!("state store: writer: {e}")))?
+                    };
+                    Ok(Opened {
+                        db,
+                        writes,
+                        writer: Some(writer),
+                    })
                 })
             })
             .await
-            .cloned()
+    }
+
+    /// Queues `write` of `row` for the next group commit; what it answered once durable.
+    async fn write(&self, row: String, write: Write) -> Result<bool, StateError> {
+        let opened = self.opened().await?;
+        let (done, answer) = oneshot::channel();
+        let gone = || StateError("state store: the writer stopped".into());
+        opened
+            .writes
+            .send(Pending { row, write, done })
+            .await
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())?
     }
 
     /// Runs `f` on the database, off the runtime's threads.
@@ -143,63 +217,22 @@ impl StateStore for Embedded {
         let row = row(partition, key);
         let expected = expected.map(<[u8]>::to_vec);
         Box::pin(async move {
-            let row = row?;
-            let bytes = encode(&item)?;
-            self.with(move |db| {
-                let txn = db.begin_write().map_err(|e| failed("write", e))?;
-                let written = {
-                    let mut table = txn.open_table(TABLE).map_err(|e| failed("write", e))?;
-                    let now = table
-                        .get(row.as_str())
-                        .map_err(|e| failed("write", e))?
-                        .and_then(|v| decode(v.value(), SystemTime::now()));
-                    let matches = match (&now, &expected) {
-                        (None, None) => true,
-                        (Some(now), Some(expected)) => now.value == *expected,
-                        _ => false,
-                    };
-                    if matches {
-                        table
-                            .insert(row.as_str(), bytes.as_slice())
-                            .map_err(|e| failed("write", e))?;
-                    }
-                    matches
-                };
-                txn.commit().map_err(|e| failed("write", e))?;
-                Ok(written)
-            })
-            .await
+            let (row, bytes) = (row?, encode(&item)?);
+            self.write(row, Write::PutIf { bytes, expected }).await
         })
     }
 
     fn put<'a>(&'a self, partition: &'a str, key: &'a str, item: Item) -> StateFuture<'a, ()> {
         let row = row(partition, key);
         Box::pin(async move {
-            let row = row?;
-            let bytes = encode(&item)?;
-            self.with(move |db| {
-                let txn = db.begin_write().map_err(|e| failed("write", e))?;
-                txn.open_table(TABLE)
-                    .map_err(|e| failed("write", e))?
-                    .insert(row.as_str(), bytes.as_slice())
-                    .map_err(|e| failed("write", e))?;
-                txn.commit().map_err(|e| failed("write", e))
-            })
-            .await
+            let (row, bytes) = (row?, encode(&item)?);
+            self.write(row, Write::Put(bytes)).await.map(drop)
         })
     }
 
     fn delete<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, ()> {
         let row = row(partition, key);
-        Box::pin(self.with(move |db| {
-            let row = row?;
-            let txn = db.begin_write().map_err(|e| failed("delete", e))?;
-            txn.open_table(TABLE)
-                .map_err(|e| failed("delete", e))?
-                .remove(row.as_str())
-                .map_err(|e| failed("delete", e))?;
-            txn.commit().map_err(|e| failed("delete", e))
-        }))
+        Box::pin(async move { self.write(row?, Write::Delete).await.map(drop) })
     }
 
     fn list<'a>(
@@ -238,6 +271,78 @@ impl StateStore for Embedded {
     }
 }
 
+/// The writer thread: each group of waiting writes in one transaction, one commit.
+fn write_groups(db: &Database, mut queue: mpsc::Receiver<Pending>) {
+    while let Some(first) = queue.blocking_recv() {
+        let mut group = vec![first];
+        while group.len() < GROUP {
+            match queue.try_recv() {
+                Ok(next) => group.push(next),
+                Err(_) => break,
+            }
+        }
+        match commit(db, &group) {
+            Ok(answers) => {
+                for (pending, answer) in group.into_iter().zip(answers) {
+                    let _ = pending.done.send(Ok(answer));
+                }
+            }
+            Err(e) => {
+                // Nothing of the group was committed: each writer hears so.
+                for pending in group {
+                    let _ = pending.done.send(Err(e.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// Applies `group` in order in one transaction (a later write sees an earlier one's result)
+/// and commits it.
+fn commit(db: &Database, group: &[Pending]) -> Result<Vec<bool>, StateError> {
+    let txn = db.begin_write().map_err(|e| failed("write", e))?;
+    let mut answers = Vec::with_capacity(group.len());
+    {
+        let mut table = txn.open_table(TABLE).map_err(|e| failed("write", e))?;
+        let now = SystemTime::now();
+        for pending in group {
+            let row = pending.row.as_str();
+            let answer = match &pending.write {
+                Write::PutIf { bytes, expected } => {
+                    let live = table
+                        .get(row)
+                        .map_err(|e| failed("write", e))?
+                        .and_then(|v| decode(v.value(), now));
+                    let matches = match (&live, expected) {
+                        (None, None) => true,
+                        (Some(live), Some(expected)) => live.value == *expected,
+                        _ => false,
+                    };
+                    if matches {
+                        table
+                            .insert(row, bytes.as_slice())
+                            .map_err(|e| failed("write", e))?;
+                    }
+                    matches
+                }
+                Write::Put(bytes) => {
+                    table
+                        .insert(row, bytes.as_slice())
+                        .map_err(|e| failed("write", e))?;
+                    true
+                }
+                Write::Delete => {
+                    table.remove(row).map_err(|e| failed("delete", e))?;
+                    true
+                }
+            };
+            answers.push(answer);
+        }
+    }
+    txn.commit().map_err(|e| failed("write", e))?;
+    Ok(answers)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,6 +366,47 @@ mod tests {
         let kept = again.get("p", "kept").await.unwrap().unwrap();
         assert_eq!(kept.value, b"v");
         let _ = std::fs::remove_file(path);
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn writes_committed_together_keep_their_order_and_compare_and_swap() {
+        let store = Arc::new(Embedded::new(None));
+        // 64 writers race to create one row: one group or several, exactly one wins.
+        let racers: Vec<_> = (0..64u8)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    store
+                        .put_if("p", "once", Item::new(vec![i], None), None)
+                        .await
+                        .unwrap()
+                })
+            })
+            .collect();
+        let mut won = 0;
+        for racer in racers {
+            won += usize::from(racer.await.unwrap());
+        }
+        assert_eq!(won, 1);
+        // Each writer's own rows, written at once, are all there.
+        let writers: Vec<_> = (0..64)
+            .map(|i| {
+                let store = store.clone();
+                tokio::spawn(async move {
+                    let key = format!("k{i:02}");
+                    store
+                        .put("many", &key, Item::new(key.clone().into_bytes(), None))
+                        .await
+                        .unwrap();
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.await.unwrap();
+        }
+        let listed = store.list("many", None, 100).await.unwrap();
+        assert_eq!(listed.len(), 64);
+        assert!(listed.iter().all(|(k, item)| item.value == k.as_bytes()));
     }
 
     #[test]

@@ -16,6 +16,7 @@ mod records;
 pub(crate) use records::{Owner, Sub, SubState, key_of};
 
 use crate::settings::{ConfigError, Env};
+use futures_util::{StreamExt, TryStreamExt, stream};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
@@ -31,10 +32,20 @@ const PAGE: usize = 500;
 /// How long a deliverer holds a subscription's lease: another may take over after this.
 const LEASE: Duration = Duration::from_secs(60);
 
-/// Schedules draining a subscription's accepted events (the protocol's delivery).
+/// Most subscriptions one scheduling names (one queued record: well under SQS's 256 KiB).
+pub(crate) const SCHEDULE_BATCH: usize = 500;
+/// Subscriptions one publish, or one deliverer, works on at once: the store's round trips
+/// overlap (DynamoDB's milliseconds each), so a fan-out to thousands answers in seconds.
+pub(crate) const AT_ONCE: usize = 32;
+
+/// Schedules draining subscriptions' accepted events (the protocol's delivery).
 pub(crate) trait Deliver: Send + Sync {
-    /// Arranges for [`Subscriptions::drain`] of `subscription` to run soon.
-    fn schedule(&self, subscription: &str) -> crate::server::BoxFuture<'_, Result<(), String>>;
+    /// Arranges for [`Subscriptions::drain`] of each of `subscriptions` (at most
+    /// [`SCHEDULE_BATCH`]) to run soon.
+    fn schedule(
+        &self,
+        subscriptions: Vec<String>,
+    ) -> crate::server::BoxFuture<'_, Result<(), String>>;
 }
 
 /// One event to deliver to one subscription.
@@ -328,18 +339,34 @@ impl Subscriptions {
         let mut after: Option<String> = None;
         loop {
             let page = self.store.list(&partition, after.as_deref(), PAGE).await?;
-            for (id, _) in &page {
-                match self.accept(id, event_id, text).await? {
+            // Each subscription's record is its own: they are written side by side.
+            let ids: Vec<String> = page.iter().map(|(id, _)| id.clone()).collect();
+            let outcomes: Vec<(String, Accepted)> = stream::iter(ids)
+                .map(|id| async move {
+                    let accepted = self.accept(&id, event_id, text).await?;
+                    if accepted == Accepted::Yes {
+                        let marker = Item::new(Vec::new(), self.expires());
+                        self.store.put(Keys::BACKLOG, &id, marker).await?;
+                    }
+                    Ok::<_, StateError>((id, accepted))
+                })
+                .buffer_unordered(AT_ONCE)
+                .try_collect()
+                .await?;
+            let mut due = Vec::new();
+            for (id, accepted) in outcomes {
+                match accepted {
                     Accepted::Yes => {
                         published.accepted += 1;
-                        let marker = Item::new(Vec::new(), self.expires());
-                        self.store.put(Keys::BACKLOG, id, marker).await?;
-                        self.schedule(id).await;
+                        due.push(id);
                     }
                     Accepted::Already => published.accepted += 1,
                     Accepted::Full => published.full += 1,
                     Accepted::No => {}
                 }
+            }
+            for batch in due.chunks(SCHEDULE_BATCH) {
+                self.schedule(batch.to_vec()).await;
             }
             match page.last() {
                 Some((last, _)) if page.len() == PAGE => after = Some(last.clone()),
@@ -348,14 +375,18 @@ impl Subscriptions {
         }
     }
 
-    /// Schedules draining `id` through the protocol's delivery.
-    pub(crate) async fn schedule(&self, id: &str) {
+    /// Schedules draining `ids` through the protocol's delivery.
+    pub(crate) async fn schedule(&self, ids: Vec<String>) {
+        if ids.is_empty() {
+            return;
+        }
         let Some(deliver) = self.deliver.get() else {
             tracing::error!(target: "oxp::subscriptions", "no protocol delivers subscription events");
             return;
         };
-        if let Err(e) = deliver.schedule(id).await {
-            // The event is kept: the next event or a restart delivers it.
+        if let Err(e) = deliver.schedule(ids).await {
+            // The events are kept (and marked in the backlog): the next event or a restart
+            // delivers them.
             tracing::warn!(target: "oxp::subscriptions", error = %e, "delivery not scheduled");
         }
     }
@@ -522,10 +553,9 @@ impl Subscriptions {
                 .store
                 .list(Keys::BACKLOG, after.as_deref(), PAGE)
                 .await?;
-            for (id, _) in &page {
-                self.schedule(id).await;
-                resumed += 1;
-            }
+            resumed += page.len();
+            self.schedule(page.iter().map(|(id, _)| id.clone()).collect())
+                .await;
             match page.last() {
                 Some((last, _)) if page.len() == PAGE => after = Some(last.clone()),
                 _ => return Ok(resumed),
@@ -535,6 +565,7 @@ impl Subscriptions {
 }
 
 /// Whether a subscription took an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Accepted {
     Yes,
     Already,

@@ -219,7 +219,7 @@ pub struct ToolError {
     pub retry_after_ms: Option<u64>,
     /// The failure's class when it is not the tool's own ([`ErrorClass::ToolError`]): a tool
     /// that asked for something its protocol cannot carry fails as
-    /// [`ErrorClass::Unsupported`] ([`TalkError`](crate::talk::TalkError) converts so).
+    /// [`ErrorClass::Unsupported`] ([`TalkError`] converts so).
     pub class: Option<ErrorClass>,
 }
 

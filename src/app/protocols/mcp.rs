@@ -15,8 +15,10 @@ impl Protocol for Mcp {
         "mcp"
     }
 
-    fn settings(&self, env: &Env<'_>, _server: &Config) -> Result<McpConfig, ConfigError> {
-        McpConfig::from_env(env)
+    fn settings(&self, env: &Env<'_>, server: &Config) -> Result<McpConfig, ConfigError> {
+        let mut settings = McpConfig::from_env(env)?;
+        settings.scopes = server.required_scopes.clone();
+        Ok(settings)
     }
 
     fn build(&self, settings: McpConfig, assembly: &Assembly<'_>) -> Result<Contribution, String> {

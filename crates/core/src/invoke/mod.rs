@@ -390,8 +390,9 @@ impl Invoker {
         };
         watch.claim = None;
         if let (Err(e), Ok(outcome)) = (stored, &executed) {
-            // The caller still gets the answer; only a later repeat may run the tool again.
-            tracing::warn!(target: "oxp::call", call_id = %outcome.call_id, error = %e, "outcome not stored");
+            // The caller still gets the answer; only a later repeat may run the tool again. The
+            // call id is the caller's: a string field, escaped as on every call line.
+            tracing::warn!(target: "oxp::call", call_id = outcome.call_id.as_str(), error = e.0.as_str(), "outcome not stored");
         }
         executed
     }

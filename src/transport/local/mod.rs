@@ -10,8 +10,13 @@
 //! pages from calling the tools with the server's secrets.
 //!
 //! Connections are bounded too: at most `OXP_MAX_CONNECTIONS` are open at once (the next waits
-//! in the kernel's backlog), and one that sends no complete request head within
-//! `OXP_HEADER_READ_TIMEOUT_MS` (a slow-loris, or a kept-alive connection left idle) is closed.
+//! in the kernel's backlog), at most `OXP_MAX_CONNECTIONS_PER_PEER` from one address (more are
+//! closed at once, so one client cannot take every slot), one that sends no complete request
+//! head within `OXP_HEADER_READ_TIMEOUT_MS` (a slow-loris, or a kept-alive connection left
+//! idle) is closed, and a request whose body does not arrive within `OXP_BODY_READ_TIMEOUT_MS`
+//! of its head is answered 408 and closed ([`body`]).
+
+mod body;
 
 use crate::server::{HttpApp, ServerError, is_loopback_host, same_loopback_origin};
 use axum::response::{IntoResponse, Response};
@@ -59,13 +64,59 @@ pub(crate) fn guarded(listener: std::net::IpAddr, auth_off: bool) -> bool {
     listener.is_loopback() || auth_off
 }
 
-/// How many connections the server holds and how long it waits for a request head.
+/// How many connections the server holds, from one peer and in all, and how long it waits for
+/// a request's head and body.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Limits {
     /// `OXP_MAX_CONNECTIONS`.
     pub(crate) max_connections: usize,
+    /// `OXP_MAX_CONNECTIONS_PER_PEER`.
+    pub(crate) max_connections_per_peer: usize,
     /// `OXP_HEADER_READ_TIMEOUT_MS`.
     pub(crate) header_read_timeout: Duration,
+    /// `OXP_BODY_READ_TIMEOUT_MS`.
+    pub(crate) body_read_timeout: Duration,
+    /// `OXP_MAX_BODY_BYTES`.
+    pub(crate) max_body_bytes: usize,
+}
+
+/// Open connections by peer address: one peer holds at most its share.
+#[derive(Debug, Default)]
+struct Peers(std::sync::Mutex<std::collections::HashMap<std::net::IpAddr, usize>>);
+
+impl Peers {
+    /// Counts a connection from `peer`, unless it holds `most` already.
+    fn admit(self: &Arc<Self>, peer: std::net::IpAddr, most: usize) -> Option<PeerSlot> {
+        let mut open = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let count = open.entry(peer).or_default();
+        if *count >= most {
+            return None;
+        }
+        *count += 1;
+        Some(PeerSlot {
+            peers: self.clone(),
+            peer,
+        })
+    }
+}
+
+/// A connection counted for its peer until dropped.
+struct PeerSlot {
+    peers: Arc<Peers>,
+    peer: std::net::IpAddr,
+}
+
+impl Drop for PeerSlot {
+    fn drop(&mut self) {
+        let mut open = self.peers.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = open.get_mut(&self.peer) {
+            *count -= 1;
+            if *count == 0 {
+                // The map holds only peers with open connections: bounded by the slots.
+                open.remove(&self.peer);
+            }
+        }
+    }
 }
 
 /// Serves `app` on `listener` until `shutdown` completes; in-flight requests finish first. A
@@ -79,10 +130,15 @@ pub(crate) async fn serve(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let service = LoopbackGuard {
-        inner: app,
+        inner: body::Deadlined {
+            inner: app,
+            timeout: limits.body_read_timeout,
+            max_body_bytes: limits.max_body_bytes,
+        },
         active: guarded(listener.local_addr()?.ip(), rules.auth_off),
         rules,
     };
+    let peers = Arc::new(Peers::default());
     // HTTP/1.1, as before with axum's `serve`; hyper's header-read timeout needs its timer.
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(hyper_util::rt::TokioTimer::new())
@@ -96,9 +152,9 @@ pub(crate) async fn serve(
             slot = slots.clone().acquire_owned() => slot.expect("the semaphore is never closed"),
             () = &mut shutdown => break,
         };
-        let stream = tokio::select! {
+        let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
-                Ok((stream, _)) => stream,
+                Ok(accepted) => accepted,
                 Err(e) => {
                     // Out of file descriptors, or a connection reset before it was accepted:
                     // wait a moment rather than spin (as axum's `serve` does).
@@ -109,6 +165,12 @@ pub(crate) async fn serve(
             },
             () = &mut shutdown => break,
         };
+        let Some(peer_slot) = peers.admit(peer.ip(), limits.max_connections_per_peer) else {
+            // Closed at once: this peer holds its share of the slots already.
+            tracing::info!(target: "oxp::server", outcome = "refused", reason = "the peer holds OXP_MAX_CONNECTIONS_PER_PEER connections");
+            drop(stream);
+            continue;
+        };
         let _ = stream.set_nodelay(true);
         let connection = http.serve_connection(
             hyper_util::rt::TokioIo::new(stream),
@@ -118,6 +180,7 @@ pub(crate) async fn serve(
         tokio::spawn(async move {
             // A closed or timed-out connection is not the server's error.
             let _ = connection.await;
+            drop(peer_slot);
             drop(slot);
         });
     }

@@ -1,0 +1,93 @@
+//! The whole request within a deadline: a body that trickles in (a byte a second after a
+//! complete head) would otherwise hold its connection, and its slot of `OXP_MAX_CONNECTIONS`,
+//! for ever. The body is read here, up to one byte over the limit, before the app sees the
+//! request; one that does not arrive within `OXP_BODY_READ_TIMEOUT_MS` of the head is
+//! answered 408 and its connection closed. Every route reads the whole body anyway (bounded by
+//! `OXP_MAX_BODY_BYTES`), so nothing streams that did before.
+
+use crate::server::ServerError;
+use axum::body::{Body, Bytes, HttpBody};
+use axum::response::{IntoResponse, Response};
+use futures_util::future::BoxFuture;
+use http::Request;
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+use tower::Service;
+
+/// Reads each request's body within `timeout` before handing the request to `inner`.
+#[derive(Debug, Clone)]
+pub(crate) struct Deadlined<S> {
+    pub(crate) inner: S,
+    pub(crate) timeout: Duration,
+    /// The app's body limit: reading stops one byte past it, and the app refuses the body in
+    /// its protocol's shape.
+    pub(crate) max_body_bytes: usize,
+}
+
+impl<S, B> Service<Request<B>> for Deadlined<S>
+where
+    S: Service<Request<Body>, Response = Response, Error = Infallible> + Clone + Send + 'static,
+    S::Future: Send,
+    B: HttpBody<Data = Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display,
+{
+    type Response = Response;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Response, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request<B>) -> Self::Future {
+        // The clone that was polled ready serves this request (tower's clone-and-swap).
+        let clone = self.inner.clone();
+        let mut inner = std::mem::replace(&mut self.inner, clone);
+        let (timeout, limit) = (self.timeout, self.max_body_bytes);
+        Box::pin(async move {
+            let (parts, body) = request.into_parts();
+            if body.is_end_stream() {
+                return inner.call(Request::from_parts(parts, Body::empty())).await;
+            }
+            match tokio::time::timeout(timeout, read_up_to(body, limit.saturating_add(1))).await {
+                Ok(Ok(bytes)) => {
+                    inner
+                        .call(Request::from_parts(parts, Body::from(bytes)))
+                        .await
+                }
+                // The peer reset, or sent a malformed chunk: no one is there to read an answer
+                // that says more.
+                Ok(Err(reason)) => {
+                    tracing::info!(target: "oxp::server", outcome = "bad_body", reason = reason.as_str());
+                    Ok(http::StatusCode::BAD_REQUEST.into_response())
+                }
+                Err(_) => {
+                    tracing::info!(target: "oxp::server", outcome = "request_timeout");
+                    Ok(ServerError::RequestTimeout.into_response())
+                }
+            }
+        })
+    }
+}
+
+/// The body's bytes, stopping once `most` were read.
+async fn read_up_to<B>(mut body: B, most: usize) -> Result<Bytes, String>
+where
+    B: HttpBody<Data = Bytes> + Unpin,
+    B::Error: std::fmt::Display,
+{
+    let mut read = Vec::new();
+    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
+        let frame = frame.map_err(|e| e.to_string())?;
+        if let Ok(data) = frame.into_data() {
+            let room = most - read.len();
+            read.extend_from_slice(&data[..data.len().min(room)]);
+            if read.len() >= most {
+                break;
+            }
+        }
+    }
+    Ok(Bytes::from(read))
+}
