@@ -9,6 +9,7 @@ mod common;
 use common::mcp::text_json;
 use common::runtime_api::{Bootstrap, RuntimeApi};
 use common::*;
+use futures_util::FutureExt;
 use serde_json::{Value, json};
 use std::time::Duration;
 
@@ -152,4 +153,22 @@ async fn an_event_over_the_body_limit_is_refused_as_on_every_transport() {
     let result = invoke(&app, big, Some(context("Calculator_Add"))).await;
     assert_eq!(result["isError"], true, "{result}");
     assert_eq!(text_json(&result)["message"], "The event is too large");
+}
+
+#[test]
+fn a_tool_with_an_input_named_like_the_user_argument_stops_the_start() {
+    // Calculator.Add takes `a` and `b`: naming the user argument `b` would take the tool's own
+    // input away from it.
+    let config = test_config_with(&[("OXP_AGENTCORE_USER_ARGUMENT", "b")]);
+    let error = oxp_lambda::App::builder(common::example_tools::registry().unwrap())
+        .config(config)
+        .build()
+        .now_or_never()
+        .expect("builds without waiting")
+        .expect_err("the clash stops the start");
+    let error = error.to_string();
+    assert!(
+        error.contains("Calculator.Add") && error.contains("OXP_AGENTCORE_USER_ARGUMENT"),
+        "{error}"
+    );
 }

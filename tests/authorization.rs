@@ -19,6 +19,10 @@ fn app() -> App {
             "https://idp.example/authorize",
         ),
         ("OXP_OAUTH_DEMO_TOKEN_URL", "https://idp.example/token"),
+        (
+            "OXP_OAUTH_DEMO_USERINFO_URL",
+            "https://idp.example/userinfo",
+        ),
         ("OXP_OAUTH_DEMO_CLIENT_ID", "oxp-demo"),
         ("OXP_PUBLIC_URL", "https://tools.example.com"),
         ("OXP_AGENTCORE_USER_ARGUMENT", "oxp_user_id"),

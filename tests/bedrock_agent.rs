@@ -132,6 +132,63 @@ async fn string_parameters_are_converted_by_the_tool_schema() {
 }
 
 #[tokio::test]
+async fn an_event_is_bounded_in_the_values_it_expands_to_not_only_in_bytes() {
+    let app = types_app();
+    // 100 KB of commas would become 100,000 values (each far larger than its byte).
+    let commas = format!("[{}]", ",".repeat(100_000));
+    let answer = app
+        .handle_bedrock_agent(&event(
+            "Types_Echo",
+            json!([{"name": "tags", "type": "array", "value": commas}]),
+        ))
+        .await;
+    assert_eq!(
+        answer["response"]["functionResponse"]["responseState"], "REPROMPT",
+        "{answer}"
+    );
+    assert!(
+        body(&answer).contains("more than 10000 values"),
+        "{}",
+        body(&answer)
+    );
+    // So would a JSON array of 20,000 numbers, and 300 parameters.
+    let numbers = serde_json::to_string(&vec![1; 20_000]).unwrap();
+    let answer = app
+        .handle_bedrock_agent(&event(
+            "Types_Echo",
+            json!([{"name": "numbers", "type": "array", "value": numbers}]),
+        ))
+        .await;
+    assert!(body(&answer).contains("more than 10000 values"), "{answer}");
+    let many: Vec<Value> = (0..300)
+        .map(|i| json!({"name": format!("p{i}"), "type": "string", "value": "x"}))
+        .collect();
+    let answer = app
+        .handle_bedrock_agent(&event("Types_Echo", json!(many)))
+        .await;
+    assert!(
+        body(&answer).contains("more than 256 parameters"),
+        "{answer}"
+    );
+    // Within the bounds, a large array converts.
+    let fine = serde_json::to_string(&vec![2; 5_000]).unwrap();
+    let answer = app
+        .handle_bedrock_agent(&event(
+            "Types_Echo",
+            json!([
+                {"name": "text", "type": "string", "value": "x"},
+                {"name": "count", "type": "integer", "value": "1"},
+                {"name": "flag", "type": "boolean", "value": "true"},
+                {"name": "tags", "type": "array", "value": "[]"},
+                {"name": "numbers", "type": "array", "value": fine}
+            ]),
+        ))
+        .await;
+    let value: Value = serde_json::from_str(body(&answer)).unwrap();
+    assert_eq!(value["numbers"].as_array().unwrap().len(), 5_000);
+}
+
+#[tokio::test]
 async fn a_value_that_does_not_convert_reprompts_naming_the_parameter_not_the_value() {
     let answer = types_app()
         .handle_bedrock_agent(&event(

@@ -9,6 +9,7 @@ use common::mcp::*;
 use common::*;
 use oxp_lambda::Config;
 use serde_json::{Value, json};
+use std::time::Duration;
 
 fn initialize(version: &str) -> Value {
     rpc(
@@ -233,6 +234,68 @@ async fn the_handshake_free_2026_07_28_revision_is_served_per_request() {
     assert_eq!(status, 200, "{text}");
     let reply: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(reply["result"]["content"][0]["text"], "3", "{reply}");
+}
+
+#[tokio::test]
+async fn a_2026_07_28_client_closing_its_request_cancels_the_tool_and_frees_its_slot() {
+    // One execution slot: a call left running would hold it.
+    let config = Config {
+        max_concurrent_calls: 1,
+        ..test_config()
+    };
+    let (addr, _stop) = serve_on_loopback(config).await;
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let call = |id: u64, name: &str, arguments: Value| {
+        rpc(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments, "_meta": meta}),
+        )
+        .to_string()
+    };
+    let request = |body: String, name: &str| {
+        format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: {name}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    // A 20 s sleep, whose client gives up after 300 ms by closing the connection.
+    let mut sleeping = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let sleep = request(call(1, "Demo_Sleep", json!({"ms": 20_000})), "Demo_Sleep");
+    tokio::io::AsyncWriteExt::write_all(&mut sleeping, sleep.as_bytes())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(sleeping);
+    // The next call gets the slot within a second.
+    let started = std::time::Instant::now();
+    let add = request(
+        call(2, "Calculator_Add", json!({"a": 1, "b": 2})),
+        "Calculator_Add",
+    );
+    let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stream, add.as_bytes())
+        .await
+        .unwrap();
+    let mut reply = String::new();
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        tokio::io::AsyncReadExt::read_to_string(&mut stream, &mut reply),
+    )
+    .await
+    .expect("answered")
+    .unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.contains("\"text\":\"3\""), "{reply}");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the slot was held {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]

@@ -36,6 +36,14 @@ async fn tools_list_serves_listing_names_and_object_output_schemas() {
     );
     let timestamp = &tools[7];
     assert_eq!(timestamp["outputSchema"]["type"], "object");
+    // A tool without input lists `"properties": {}`: some clients' adapters (smolagents)
+    // require the key.
+    assert_eq!(timestamp["inputSchema"]["type"], "object");
+    assert_eq!(
+        timestamp["inputSchema"]["properties"],
+        json!({}),
+        "{timestamp}"
+    );
 }
 
 fn versioned() -> Registry {

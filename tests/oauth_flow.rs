@@ -273,6 +273,35 @@ async fn a_user_authorizes_once_over_oxp_and_later_calls_use_and_refresh_the_tok
 
 #[tokio::test]
 #[ignore = "needs Node 22 and oidc-provider: scripts/test installs them (OXP_TEST_NODE) and runs this"]
+async fn a_link_forwarded_to_someone_else_links_nothing_and_stays_the_users() {
+    let s = setup().await;
+    let (status, refused) = oxp_call(&s.base, "alice").await;
+    assert_eq!(status, 400, "{refused}");
+    let url = refused["missing_requirements"]["authorization"][0]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    // Alice sends her link to Bob, who consents at the provider as himself.
+    let mut bobs_browser = Browser::new();
+    let (status, page, _) = bobs_browser.open(&url, "bob").await;
+    assert_eq!(status, 403, "{page}");
+    assert!(page.contains("Nothing was linked"), "{page}");
+    // Alice's calls do not act as Bob: she is still asked to authorize.
+    let (status, answer) = oxp_call(&s.base, "alice").await;
+    assert_eq!(status, 400, "{answer}");
+    // The link is still hers to complete.
+    let (status, page, _) = Browser::new().open(&url, "alice").await;
+    assert_eq!(status, 200, "{page}");
+    let (status, answer) = oxp_call(&s.base, "alice").await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["value"]["sub"], "alice");
+    // Completed once: opening it again completes nothing more.
+    let (status, _, _) = Browser::new().open(&url, "alice").await;
+    assert_eq!(status, 400);
+}
+
+#[tokio::test]
+#[ignore = "needs Node 22 and oidc-provider: scripts/test installs them (OXP_TEST_NODE) and runs this"]
 async fn a_rap_invocation_asks_with_an_oauth_message_and_delivers_its_result_once_authorized() {
     let s = setup().await;
     let receiver = Receiver::ok().await;

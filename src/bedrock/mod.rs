@@ -72,7 +72,10 @@ impl BedrockAgent {
                 format!("Error: unknown function {shown}"),
             );
         };
-        let input = params::to_input(&event.parameters, &tool.input_schema);
+        let input = match params::to_input(&event.parameters, &tool.input_schema) {
+            Ok(input) => input,
+            Err(why) => return respond(&event, Some(State::Reprompt), format!("Error: {why}")),
+        };
         let mut call = context.call("bedrock-agent", Target::Tool(tool.clone()), input);
         call.trace_id = event
             .session_id

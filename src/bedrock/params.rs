@@ -80,10 +80,23 @@ pub(crate) fn declared_type(schema: &Value) -> Option<&str> {
     declared_type(only)
 }
 
-/// The tool input of `parameters`, converted by `schema` (the tool's input schema).
-pub(super) fn to_input(parameters: &[Parameter], schema: &Value) -> Value {
+/// Most parameters one event may carry.
+pub(super) const MAX_PARAMETERS: usize = 256;
+/// Most values all the parameters of one event may expand to (each array's elements counted):
+/// a 1 MiB event of commas would otherwise become a million values.
+pub(super) const MAX_VALUES: usize = 10_000;
+
+/// The tool input of `parameters`, converted by `schema` (the tool's input schema); `Err` when
+/// they are more, or expand to more values, than one event may hold.
+pub(super) fn to_input(parameters: &[Parameter], schema: &Value) -> Result<Value, String> {
+    if parameters.len() > MAX_PARAMETERS {
+        return Err(format!(
+            "the event has more than {MAX_PARAMETERS} parameters"
+        ));
+    }
     let properties = schema.get("properties").and_then(Value::as_object);
     let mut input = Map::with_capacity(parameters.len());
+    let mut budget = MAX_VALUES;
     for p in parameters {
         let property = properties.and_then(|props| props.get(&p.name));
         let kind = property
@@ -96,17 +109,21 @@ pub(super) fn to_input(parameters: &[Parameter], schema: &Value) -> Value {
             .and_then(declared_type)
             .and_then(Kind::parse)
             .unwrap_or(Kind::String);
-        input.insert(p.name.clone(), convert(&p.value, kind, items));
+        let value = convert(&p.value, kind, items, &mut budget)
+            .ok_or_else(|| format!("the parameters expand to more than {MAX_VALUES} values"))?;
+        input.insert(p.name.clone(), value);
     }
-    Value::Object(input)
+    Ok(Value::Object(input))
 }
 
-fn convert(value: &Value, kind: Kind, items: Kind) -> Value {
+/// `value` converted to `kind`, counted against `budget`; `None` once the budget is spent.
+fn convert(value: &Value, kind: Kind, items: Kind, budget: &mut usize) -> Option<Value> {
+    *budget = budget.checked_sub(1)?;
     // Bedrock sends strings; a value that is already JSON of another type is taken as it is.
     let Value::String(text) = value else {
-        return value.clone();
+        return Some(value.clone());
     };
-    match kind {
+    Some(match kind {
         Kind::String => value.clone(),
         Kind::Integer => text
             .trim()
@@ -119,8 +136,11 @@ fn convert(value: &Value, kind: Kind, items: Kind) -> Value {
             "false" => Value::Bool(false),
             _ => value.clone(),
         },
-        Kind::Array => array(text, items).unwrap_or_else(|| value.clone()),
-    }
+        Kind::Array => match array(text, items, budget)? {
+            Some(array) => array,
+            None => value.clone(),
+        },
+    })
 }
 
 fn number(text: &str) -> Option<Value> {
@@ -132,16 +152,27 @@ fn number(text: &str) -> Option<Value> {
 }
 
 /// A JSON array (`["a", "b"]`, `[1, 2]`), or the bracketed, comma-separated form the agent
-/// often writes (`[a, b]`); each element converted to the items' type.
-fn array(text: &str, items: Kind) -> Option<Value> {
+/// often writes (`[a, b]`); each element converted to the items' type. `Some(None)`: not an
+/// array; `None`: more elements than `budget` allows.
+fn array(text: &str, items: Kind, budget: &mut usize) -> Option<Option<Value>> {
     let trimmed = text.trim();
     let elements: Vec<Value> = match serde_json::from_str::<Value>(trimmed) {
         Ok(Value::Array(elements)) => elements,
         _ => {
-            let inner = trimmed.strip_prefix('[')?.strip_suffix(']')?.trim();
+            let Some(inner) = trimmed
+                .strip_prefix('[')
+                .and_then(|t| t.strip_suffix(']'))
+                .map(str::trim)
+            else {
+                return Some(None);
+            };
             if inner.is_empty() {
                 Vec::new()
             } else {
+                // Counted before anything is built from them.
+                if inner.bytes().filter(|b| *b == b',').count() >= *budget {
+                    return None;
+                }
                 inner
                     .split(',')
                     .map(|e| {
@@ -156,10 +187,12 @@ fn array(text: &str, items: Kind) -> Option<Value> {
             }
         }
     };
-    Some(Value::Array(
-        elements
-            .iter()
-            .map(|e| convert(e, items, Kind::String))
-            .collect(),
-    ))
+    if elements.len() > *budget {
+        return None;
+    }
+    let converted = elements
+        .iter()
+        .map(|e| convert(e, items, Kind::String, budget))
+        .collect::<Option<Vec<_>>>()?;
+    Some(Some(Value::Array(converted)))
 }

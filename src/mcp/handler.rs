@@ -78,7 +78,7 @@ pub(crate) fn definition(tool: &RegisteredTool) -> Tool {
     let mut definition = Tool::new(
         tool.listing_name.clone(),
         tool.description.clone(),
-        object(&tool.input_schema),
+        input_object(&tool.input_schema),
     );
     let a = &tool.annotations;
     if !a.is_empty() {
@@ -97,6 +97,22 @@ pub(crate) fn definition(tool: &RegisteredTool) -> Tool {
         definition = definition.with_raw_output_schema(object(schema));
     }
     definition
+}
+
+/// A tool's input schema as MCP lists it: an object schema always with `properties` (`{}` for
+/// a tool without input), as the OpenAI and Vercel SDKs add themselves and some clients'
+/// adapters (smolagents) require.
+fn input_object(schema: &Value) -> Arc<Map<String, Value>> {
+    let mut map = match schema {
+        Value::Object(map) => map.clone(),
+        _ => Map::new(),
+    };
+    if map.get("type").and_then(Value::as_str) == Some("object") || map.is_empty() {
+        map.entry("type").or_insert_with(|| Value::from("object"));
+        map.entry("properties")
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    Arc::new(map)
 }
 
 /// One request's server: rmcp builds one per request (stateless), so it is a shared pointer.
@@ -150,7 +166,28 @@ impl McpServer {
                 call.cancellation = Some(signal);
                 registered
             });
-        let answer = self.0.invoker().invoke(call).await;
+        // A request rmcp runs in a task of its own: its client closing the request cancels the
+        // call (the fast path's call is dropped with the request instead).
+        let closed = parts.and_then(|p| p.extensions.get::<super::RequestClosed>());
+        let answer = match closed {
+            Some(closed) => {
+                let signal = call
+                    .cancellation
+                    .get_or_insert_with(Default::default)
+                    .clone();
+                let invoke = self.0.invoker().invoke(call);
+                tokio::pin!(invoke);
+                tokio::select! {
+                    biased;
+                    answer = &mut invoke => answer,
+                    () = closed.0.cancelled() => {
+                        signal.cancel();
+                        invoke.await
+                    }
+                }
+            }
+            None => self.0.invoker().invoke(call).await,
+        };
         // A client that can open a URL for its user (it declared URL-mode elicitation) is asked
         // to (-32042); any other gets the tool error naming the link.
         if url_elicitation

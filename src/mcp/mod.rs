@@ -236,14 +236,49 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
             .headers
             .insert(header::HOST, HeaderValue::from_static("localhost"));
     }
+    // rmcp runs the request in a task of its own, which a client closing its request (the
+    // 2026-07-28 way to cancel, and any client's timeout) does not stop: the signal fires when
+    // this future is dropped unanswered, and the call's tool sees it.
+    let closed = RequestClosed::default();
+    parts.extensions.insert(closed.clone());
+    let mut guard = closed.guard();
     let request = http::Request::from_parts(parts, Body::from(bytes.clone()));
     // Boxed: rmcp's future is large, and would make every request's future (the fast path's
     // too) that large.
     let response = Box::pin(mcp.service.handle(request)).await;
+    guard.disarm();
     if response.status().is_client_error() && !is_json(response.headers()) {
         return plain_error_as_rpc(response, &bytes).await;
     }
     response.map(Body::new)
+}
+
+/// Fires when the HTTP request it was made for is dropped before its answer: the client closed
+/// it. Handed to the call through the request's parts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RequestClosed(pub(crate) oxp_lambda_core::tool::Cancellation);
+
+impl RequestClosed {
+    fn guard(&self) -> ClosedGuard {
+        ClosedGuard(Some(self.0.clone()))
+    }
+}
+
+/// Fires its signal when dropped, unless disarmed first.
+struct ClosedGuard(Option<oxp_lambda_core::tool::Cancellation>);
+
+impl ClosedGuard {
+    fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for ClosedGuard {
+    fn drop(&mut self) {
+        if let Some(signal) = self.0.take() {
+            signal.cancel();
+        }
+    }
 }
 
 /// rmcp answers some refusals in plain text; the client gets a JSON-RPC error instead. Its 415

@@ -70,6 +70,11 @@ pub struct ProviderConfig {
     pub client_auth: ClientAuth,
     /// Extra authorization request parameters of the preset (Google: offline access).
     pub extra_params: Vec<(String, String)>,
+    /// `_IDENTITY` (default `sub,email`; `none` to turn it off): the fields of the provider's
+    /// userinfo answer, one of which must equal the user the link was made for before the
+    /// flow completes (`email` only when not marked unverified), so a link opened by someone
+    /// else links nothing (docs/authorization.md).
+    pub identity: Vec<String>,
 }
 
 /// A provider's well-known endpoints.
@@ -254,12 +259,31 @@ fn provider(env: &Env<'_>, id: &str) -> Result<ProviderConfig, ConfigError> {
                 .collect()
         },
     );
+    let identity = match var("IDENTITY").as_deref().map(str::trim) {
+        None => vec!["sub".into(), "email".into()],
+        Some("none") => Vec::new(),
+        Some(fields) => fields
+            .split(',')
+            .map(str::trim)
+            .filter(|f| !f.is_empty())
+            .map(Into::into)
+            .collect(),
+    };
+    let userinfo_url = var("USERINFO_URL").or_else(|| preset.as_ref().map(|p| p.userinfo.into()));
+    if !identity.is_empty() && userinfo_url.is_none() && issuer.is_none() {
+        return Err(invalid(
+            PROVIDERS,
+            &format!(
+                "provider '{id}' checks who completes a flow at its userinfo endpoint: set {prefix}USERINFO_URL (or {prefix}ISSUER), or {prefix}IDENTITY=none"
+            ),
+        ));
+    }
     Ok(ProviderConfig {
         id: id.to_owned(),
         issuer,
         authorize_url,
         token_url,
-        userinfo_url: var("USERINFO_URL").or_else(|| preset.as_ref().map(|p| p.userinfo.into())),
+        userinfo_url,
         client_id,
         client_secret_id: format!("{}CLIENT_SECRET", &prefix["OXP_".len()..]),
         scopes,
@@ -272,6 +296,7 @@ fn provider(env: &Env<'_>, id: &str) -> Result<ProviderConfig, ConfigError> {
                     .collect()
             })
             .unwrap_or_default(),
+        identity,
     })
 }
 
@@ -349,5 +374,40 @@ mod tests {
         );
         vars[3] = ("OXP_PUBLIC_URL", "http://127.0.0.1:8080");
         assert!(config(&vars, false).is_ok());
+    }
+
+    #[test]
+    fn who_completes_a_flow_is_checked_unless_turned_off() {
+        let explicit = [
+            ("OXP_OAUTH_PROVIDERS", "corp"),
+            ("OXP_OAUTH_CORP_CLIENT_ID", "c"),
+            (
+                "OXP_OAUTH_CORP_AUTHORIZE_URL",
+                "https://idp.example/authorize",
+            ),
+            ("OXP_OAUTH_CORP_TOKEN_URL", "https://idp.example/token"),
+        ];
+        // By default the userinfo's `sub` or `email` must be the link's user: without a
+        // userinfo endpoint to ask, the provider is refused at start.
+        assert!(config(&explicit, false).is_err());
+        let mut vars = explicit.to_vec();
+        vars.push((
+            "OXP_OAUTH_CORP_USERINFO_URL",
+            "https://idp.example/userinfo",
+        ));
+        let checked = config(&vars, false).unwrap();
+        assert_eq!(checked.providers[0].identity, ["sub", "email"]);
+        vars.push(("OXP_OAUTH_CORP_IDENTITY", "login, id"));
+        assert_eq!(
+            config(&vars, false).unwrap().providers[0].identity,
+            ["login", "id"]
+        );
+        let mut off = explicit.to_vec();
+        off.push(("OXP_OAUTH_CORP_IDENTITY", "none"));
+        assert!(
+            config(&off, false).unwrap().providers[0]
+                .identity
+                .is_empty()
+        );
     }
 }

@@ -20,6 +20,8 @@ const MAX_ANSWER: usize = 256 * 1024;
 pub(crate) struct Endpoints {
     pub(crate) authorize: String,
     pub(crate) token: String,
+    /// Where the granted token says who the user is (configured, the preset's, or discovery's).
+    pub(crate) userinfo: Option<String>,
 }
 
 /// Tokens a provider granted.
@@ -61,10 +63,14 @@ impl Provider {
         self.endpoints
             .get_or_try_init(|| async {
                 let c = &self.config;
-                if let (Some(a), Some(t)) = (&c.authorize_url, &c.token_url) {
+                // Configured URLs, unless discovery is needed for the userinfo endpoint.
+                if let (Some(a), Some(t)) = (&c.authorize_url, &c.token_url)
+                    && (c.issuer.is_none() || c.userinfo_url.is_some() || c.identity.is_empty())
+                {
                     return Ok(Endpoints {
                         authorize: a.clone(),
                         token: t.clone(),
+                        userinfo: c.userinfo_url.clone(),
                     });
                 }
                 let issuer = c
@@ -90,6 +96,10 @@ impl Provider {
                         .ok_or_else(|| {
                             Failed::Unavailable("discovery has no token_endpoint".into())
                         })?,
+                    userinfo: c
+                        .userinfo_url
+                        .clone()
+                        .or_else(|| field("userinfo_endpoint")),
                 })
             })
             .await
@@ -151,6 +161,46 @@ impl Provider {
             .await
             .map_err(failed)?;
         Ok(granted(&answer, None))
+    }
+
+    /// Whether the account that granted `access` is `user`: one of the provider's
+    /// [`identity`](ProviderConfig::identity) fields of its userinfo answer equals it (an
+    /// `email` only when not marked unverified; letter case aside). `true` when the provider
+    /// checks no identity.
+    pub(crate) async fn is_user(
+        &self,
+        http: &reqwest::Client,
+        access: &str,
+        user: &str,
+    ) -> Result<bool, Failed> {
+        let fields = &self.config.identity;
+        if fields.is_empty() {
+            return Ok(true);
+        }
+        let endpoints = self.endpoints(http).await?;
+        let Some(url) = &endpoints.userinfo else {
+            return Err(Failed::Unavailable(
+                "the provider has no userinfo endpoint".into(),
+            ));
+        };
+        let request = http::Request::get(url.as_str())
+            .header("accept", "application/json")
+            .header("authorization", format!("Bearer {access}"))
+            .header("user-agent", "oxp-lambda")
+            .body(Vec::new())
+            .map_err(|e| Failed::Unavailable(e.to_string()))?;
+        let answer = send(http, request)
+            .await
+            .map_err(|e| Failed::Unavailable(format!("userinfo: {e}")))?;
+        if !answer.status().is_success() {
+            return Err(Failed::Unavailable(format!(
+                "userinfo answered {}",
+                answer.status()
+            )));
+        }
+        let info: serde_json::Value = serde_json::from_slice(answer.body())
+            .map_err(|_| Failed::Unavailable("userinfo: not JSON".into()))?;
+        Ok(identifies(&info, fields, user))
     }
 
     /// New tokens for `refresh`.
@@ -234,6 +284,24 @@ fn failed<RE: std::error::Error + 'static>(
         }
         RequestTokenError::Other(e) => Failed::Unavailable(format!("token endpoint: {e}")),
     }
+}
+
+/// Whether one of `fields` of a userinfo answer names `user`.
+fn identifies(info: &serde_json::Value, fields: &[String], user: &str) -> bool {
+    fields.iter().any(|field| {
+        let value = match info.get(field) {
+            Some(serde_json::Value::String(s)) => s.clone(),
+            // GitHub's numeric `id`.
+            Some(serde_json::Value::Number(n)) => n.to_string(),
+            _ => return false,
+        };
+        if field == "email" {
+            let unverified = info.get("email_verified") == Some(&serde_json::Value::Bool(false));
+            !unverified && value.eq_ignore_ascii_case(user)
+        } else {
+            !value.is_empty() && value == user
+        }
+    })
 }
 
 /// The client the flow talks to providers with: no redirects, bounded time.
@@ -320,6 +388,21 @@ async fn get_json(http: &reqwest::Client, url: &str) -> Result<serde_json::Value
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_user_is_named_by_a_configured_field_and_an_email_only_unless_unverified() {
+        let fields = ["sub".to_owned(), "email".to_owned()];
+        let info = serde_json::json!({"sub": "u-1", "email": "Alice@Example.com"});
+        assert!(identifies(&info, &fields, "u-1"));
+        assert!(identifies(&info, &fields, "alice@example.com"));
+        assert!(!identifies(&info, &fields, "bob@example.com"));
+        assert!(!identifies(&info, &fields[..1], "alice@example.com"));
+        let unverified = serde_json::json!({"sub": "u-2", "email": "alice@example.com", "email_verified": false});
+        assert!(!identifies(&unverified, &fields, "alice@example.com"));
+        assert!(!identifies(&serde_json::json!({"sub": ""}), &fields, ""));
+        let github = serde_json::json!({"id": 42, "login": "alice"});
+        assert!(identifies(&github, &["id".to_owned()], "42"));
+    }
 
     #[test]
     fn granted_scopes_are_read_whether_comma_or_space_separated() {

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::SystemTime;
 
 /// Records (and spent nonces) kept at most; past it, expired ones are swept, and a store still
-/// full refuses new ones rather than grow.
+/// full refuses new records rather than grow (and evicts the spent mark expiring first).
 const MAX_ENTRIES: usize = 100_000;
 
 /// An in-memory [`TokenStore`].
@@ -77,8 +77,18 @@ impl TokenStore for MemoryVault {
         }
         let result = match nonces.get(nonce) {
             Some(spent_until) if *spent_until > now => Ok(false),
-            _ if nonces.len() >= MAX_ENTRIES => Err(full()),
             _ => {
+                // Full of live marks: the one that expires first goes, rather than every
+                // user's next flow failing. (A mark only stops a replay of a completed flow,
+                // whose code the provider refuses anyway.)
+                if nonces.len() >= MAX_ENTRIES
+                    && let Some(first) = nonces
+                        .iter()
+                        .min_by_key(|(_, until)| **until)
+                        .map(|(k, _)| k.clone())
+                {
+                    nonces.remove(&first);
+                }
                 nonces.insert(nonce.to_owned(), until);
                 Ok(true)
             }
@@ -104,5 +114,20 @@ mod tests {
         };
         vault.put("k", past).await.unwrap();
         assert!(vault.get("k").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_vault_full_of_live_marks_evicts_the_first_to_expire_rather_than_refuse() {
+        let vault = MemoryVault::default();
+        let base = SystemTime::now() + Duration::from_secs(600);
+        for i in 0..MAX_ENTRIES {
+            let until = base + Duration::from_secs(i as u64);
+            assert!(vault.spend(&format!("n{i}"), until).await.unwrap());
+        }
+        // Another user's flow completes: its mark is kept, the earliest one goes.
+        assert!(vault.spend("next", base).await.unwrap());
+        assert!(!vault.spend("next", base).await.unwrap());
+        assert_eq!(vault.sizes().1, MAX_ENTRIES);
+        assert!(vault.spend("n0", base).await.unwrap(), "n0 was evicted");
     }
 }

@@ -54,7 +54,14 @@ pub(crate) struct Broker {
     keys: OnceCell<Keys>,
     http: OnceCell<reqwest::Client>,
     events: broadcast::Sender<Authorized>,
+    /// Starts per link (a holder of one link cannot run rounds of flows at will).
+    starts: governor::DefaultKeyedRateLimiter<String>,
 }
+
+/// Flows one link may start per minute.
+const STARTS_PER_MINUTE: u32 = 10;
+/// Links whose starts are counted at most before the idle ones are forgotten.
+const COUNTED_LINKS: usize = 10_000;
 
 /// What a link a user opens carries (sealed).
 #[derive(Debug, Serialize, Deserialize)]
@@ -117,7 +124,24 @@ impl Broker {
             keys: OnceCell::new(),
             http: OnceCell::new(),
             events: broadcast::channel(256).0,
+            starts: governor::RateLimiter::keyed(governor::Quota::per_minute(
+                std::num::NonZeroU32::new(STARTS_PER_MINUTE).expect("not zero"),
+            )),
         }
+    }
+
+    /// Whether `link` may start another flow now (at most [`STARTS_PER_MINUTE`]).
+    pub(crate) fn may_start(&self, link: &Link) -> bool {
+        if self.starts.len() > COUNTED_LINKS {
+            self.starts.retain_recent();
+        }
+        self.starts.check_key(&Self::link_key(link)).is_ok()
+    }
+
+    /// The key a link is known by once its flow completed (spent once, in the vault).
+    fn link_key(link: &Link) -> String {
+        let sealed = serde_json::to_string(link).expect("links serialize");
+        format!("link#{}#{}", link.p, hashed(&sealed))
     }
 
     /// Where the provider sends the user back.

@@ -98,6 +98,14 @@ async fn start(
     let Some(link) = broker.open_link(&provider, &t).await else {
         return expired();
     };
+    if !broker.may_start(&link) {
+        tracing::warn!(target: "oxp::oauth", provider = %provider, "start refused: the link is started too often");
+        return page(
+            StatusCode::TOO_MANY_REQUESTS,
+            "Too many attempts",
+            "This link was opened too often. Wait a minute and open it again.",
+        );
+    }
     let (Ok(keys), Ok(http)) = (broker.keys().await, broker.http().await) else {
         return unavailable();
     };
@@ -147,6 +155,18 @@ async fn start(
     }
 }
 
+/// How a callback that got a code ended, when not with the user's token stored.
+enum Ended {
+    /// The provider refused the code (used before, or expired).
+    Refused(String),
+    /// The link's flow completed before.
+    Replayed,
+    /// Someone other than the link's user consented.
+    AnotherAccount,
+    /// The provider, the secret source or the vault did not answer.
+    Failed(String),
+}
+
 fn unavailable() -> Response {
     page(
         StatusCode::SERVICE_UNAVAILABLE,
@@ -193,26 +213,12 @@ async fn callback(
         tracing::warn!(target: "oxp::oauth", provider = %provider, "callback refused: not the browser that started the flow");
         return expired();
     }
-    let until = SystemTime::now() + broker.link_ttl + Duration::from_secs(60);
-    match broker
-        .store
-        .spend(&format!("{provider}#{}", state.n), until)
-        .await
-    {
-        Ok(true) => {}
-        Ok(false) => {
-            tracing::warn!(target: "oxp::oauth", provider = %provider, "callback refused: state replayed");
-            return expired();
-        }
-        Err(e) => {
-            tracing::warn!(target: "oxp::oauth", provider = %provider, error = %e, "vault unavailable");
-            return unavailable();
-        }
-    }
     let user = state.link.u.clone();
     let code = param(query, "code").filter(|_| param(query, "error").is_none());
     let Some(code) = code else {
         // Denied at the provider: waiting async invocations end with an error result now.
+        // Nothing is spent: a denial leaves no record (one per round would let a link holder
+        // fill the vault).
         let _ = broker.events.send(Authorized {
             provider: provider.clone(),
             user,
@@ -225,36 +231,82 @@ async fn callback(
             "The access was not granted. You may close this page and return to the agent.",
         );
     };
-    let granted = async {
-        let secret = broker.client_secret(p).await.map_err(|e| e.0)?;
-        let http = broker.http().await.map_err(|e| e.0)?;
+    let completed = async {
+        let secret = broker
+            .client_secret(p)
+            .await
+            .map_err(|e| Ended::Failed(e.0))?;
+        let http = broker.http().await.map_err(|e| Ended::Failed(e.0))?;
         let redirect = broker.redirect_url(&provider);
         let granted = p
             .exchange(http, secret.expose(), &redirect, &code, &state.v)
             .await
             .map_err(|e| match e {
-                flow::Failed::Refused(code) => format!("the provider refused the code: {code}"),
-                flow::Failed::Unavailable(why) => why,
+                // A code used before (this callback replayed) or expired.
+                flow::Failed::Refused(code) => Ended::Refused(code),
+                flow::Failed::Unavailable(why) => Ended::Failed(why),
             })?;
+        // The person who consented must be the one the link was made for: a link forwarded to
+        // a colleague would otherwise give the user the colleague's account.
+        if !p
+            .is_user(http, &granted.access, &user)
+            .await
+            .map_err(|e| match e {
+                flow::Failed::Refused(why) | flow::Failed::Unavailable(why) => Ended::Failed(why),
+            })?
+        {
+            return Err(Ended::AnotherAccount);
+        }
+        // Spent only now, once per link: the flow completes once.
+        let until = SystemTime::now() + broker.link_ttl + Duration::from_secs(60);
+        match broker
+            .store
+            .spend(&Broker::link_key(&state.link), until)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return Err(Ended::Replayed),
+            Err(e) => return Err(Ended::Failed(e.0)),
+        }
         let key = Broker::vault_key(&provider, &user);
         broker
             .store_record(&key, granted, &p.all_scopes(&state.link.s))
             .await
-            .map_err(|e| e.0)
+            .map_err(|e| Ended::Failed(e.0))
     }
     .await;
-    if let Err(why) = granted {
-        tracing::warn!(target: "oxp::oauth", provider = %provider, error = %why, "authorization not completed");
-        let _ = broker.events.send(Authorized {
-            provider,
-            user,
-            granted: false,
-        });
-        return page(
-            StatusCode::BAD_GATEWAY,
-            "Authorization failed",
-            "The provider's answer could not be used. Ask the agent to try the tool again.",
-        );
+    match completed {
+        Ok(()) => {}
+        Err(Ended::Refused(code)) => {
+            // A replayed or stale callback: nothing changes for anyone.
+            tracing::warn!(target: "oxp::oauth", provider = %provider, error = %format!("the provider refused the code: {code}"), "callback refused");
+            return expired();
+        }
+        Err(Ended::Replayed) => {
+            tracing::warn!(target: "oxp::oauth", provider = %provider, "callback refused: the link was completed before");
+            return expired();
+        }
+        Err(Ended::AnotherAccount) => {
+            tracing::warn!(target: "oxp::oauth", provider = %provider, "callback refused: another account than the link's user consented");
+            return page(
+                StatusCode::FORBIDDEN,
+                "Another account",
+                "This link was made for someone else, or you signed in to the provider with another account than your own. Nothing was linked. Ask the agent for a link of your own.",
+            );
+        }
+        Err(Ended::Failed(why)) => {
+            tracing::warn!(target: "oxp::oauth", provider = %provider, error = %why, "authorization not completed");
+            let _ = broker.events.send(Authorized {
+                provider,
+                user,
+                granted: false,
+            });
+            return page(
+                StatusCode::BAD_GATEWAY,
+                "Authorization failed",
+                "The provider's answer could not be used. Ask the agent to try the tool again.",
+            );
+        }
     }
     tracing::info!(target: "oxp::oauth", provider = %provider, "authorization completed");
     let _ = broker.events.send(Authorized {

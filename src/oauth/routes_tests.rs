@@ -1,6 +1,7 @@
-//! The callback refuses what it did not seal, what expired, what another browser started and
-//! what was used before, all before anything is stored or exchanged (the provider here is an
-//! unreachable address: reaching it would fail the test with a 502, not a 400).
+//! The callback refuses what it did not seal, what expired and what another browser started,
+//! all before anything is stored or exchanged (the provider here is an unreachable address:
+//! reaching it would fail the test with a 502, not a 400); nothing is spent before a code
+//! exchange succeeds, and one link starts a bounded number of flows.
 
 use super::super::config::{ClientAuth, OAuthConfig, ProviderConfig};
 use super::super::memory::MemoryVault;
@@ -22,6 +23,7 @@ fn broker() -> (Arc<Broker>, Arc<MemoryVault>) {
         scopes: vec![],
         client_auth: ClientAuth::Basic,
         extra_params: vec![],
+        identity: vec![],
     };
     let config = OAuthConfig {
         providers: vec![provider],
@@ -114,7 +116,7 @@ async fn a_forged_altered_expired_or_foreign_state_is_refused_with_nothing_store
 }
 
 #[tokio::test]
-async fn a_state_is_used_once() {
+async fn nothing_is_spent_before_a_code_exchange_succeeds() {
     let (broker, vault) = broker();
     let valid = sealed_state(
         &broker,
@@ -123,16 +125,59 @@ async fn a_state_is_used_once() {
         "n",
     )
     .await;
-    // The first use gets as far as the code exchange (which fails: no client secret here).
-    assert_eq!(
-        callback(&broker, &valid, "n").await,
-        StatusCode::BAD_GATEWAY
-    );
-    assert_eq!(
-        callback(&broker, &valid, "n").await,
-        StatusCode::BAD_REQUEST
-    );
-    assert_eq!(vault.sizes(), (0, 1), "the nonce is spent, no token stored");
+    // The exchange fails (no client secret here): the user may try again with the same link.
+    for _ in 0..2 {
+        assert_eq!(
+            callback(&broker, &valid, "n").await,
+            StatusCode::BAD_GATEWAY
+        );
+    }
+    // A denial at the provider, however often: a page, and no mark in the vault.
+    for _ in 0..1000 {
+        let request = Request::get(format!(
+            "/oauth/demo/callback?error=access_denied&state={valid}"
+        ))
+        .header("cookie", "oxp_oauth_demo=n")
+        .body(Body::empty())
+        .unwrap();
+        let status = router(broker.clone(), |r| r)
+            .oneshot(request)
+            .await
+            .unwrap()
+            .status();
+        assert_eq!(status, StatusCode::OK);
+    }
+    assert_eq!(vault.sizes(), (0, 0), "nothing stored, nothing spent");
+}
+
+#[tokio::test]
+async fn one_link_starts_at_most_ten_flows_a_minute() {
+    let (broker, _) = broker();
+    let link = Link {
+        p: "demo".into(),
+        u: "alice".into(),
+        s: vec![],
+        e: unix(SystemTime::now() + Duration::from_secs(600)),
+    };
+    let t = broker
+        .keys()
+        .await
+        .unwrap()
+        .seal_text("link", &serde_json::to_vec(&link).unwrap());
+    let start = || async {
+        let request = Request::get(format!("/oauth/demo/start?t={t}"))
+            .body(Body::empty())
+            .unwrap();
+        router(broker.clone(), |r| r)
+            .oneshot(request)
+            .await
+            .unwrap()
+            .status()
+    };
+    for _ in 0..10 {
+        assert_eq!(start().await, StatusCode::FOUND);
+    }
+    assert_eq!(start().await, StatusCode::TOO_MANY_REQUESTS);
 }
 
 #[tokio::test]

@@ -34,6 +34,9 @@ impl Protocol for AgentCore {
         settings: AgentCoreConfig,
         assembly: &Assembly<'_>,
     ) -> Result<Contribution, String> {
+        if let Some(name) = &settings.user_argument {
+            user_argument_kept_from_tools(name, assembly.invoker.registry())?;
+        }
         let target = Arc::new(GatewayTarget::new(assembly.invoker.clone(), settings));
         if assembly.config.lambda_role == ROLE {
             target.served().map_err(str::to_owned)?;
@@ -51,6 +54,24 @@ impl Protocol for AgentCore {
                 .served(&settings.pins, "OXP_MCP_TOOLS")
                 .and_then(|tools| crate::agentcore::schema::export(&tools)),
         )
+    }
+}
+
+/// Refuses a tool whose own input has a property named like the user argument: the target takes
+/// that argument out before the tool runs, so the tool would silently lose its value.
+fn user_argument_kept_from_tools(name: &str, registry: &Registry) -> Result<(), String> {
+    let clash = registry.tools().iter().find(|tool| {
+        tool.input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .is_some_and(|properties| properties.contains_key(name))
+    });
+    match clash {
+        Some(tool) => Err(format!(
+            "tool {}@{} has an input property named {name}, which OXP_AGENTCORE_USER_ARGUMENT takes for the user: rename one of them",
+            tool.id, tool.version
+        )),
+        None => Ok(()),
     }
 }
 
