@@ -24,6 +24,9 @@ fn start(envs: &[(&str, &str)], args: &[&str]) -> Server {
         .args(args)
         .env_remove("AWS_LAMBDA_RUNTIME_API")
         .env("OXP_LOG_FORMAT", "json")
+        // Each server its own state file: the default, ./oxp-state.redb, is one process's at a
+        // time, and these tests run side by side.
+        .env("OXP_STATE_PATH", common::temp_state_path())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     for (k, v) in envs {

@@ -65,6 +65,11 @@ fn the_python_sdk_discovers_the_authorization_server_and_calls_with_its_token() 
     server
         .args(["--port", &port.to_string()])
         .env_remove("AWS_LAMBDA_RUNTIME_API")
+        // A state file of its own: ./oxp-state.redb is one process's at a time.
+        .env(
+            "OXP_STATE_PATH",
+            std::env::temp_dir().join(format!("oxp-state-{}.redb", std::process::id())),
+        )
         .env("OXP_AUTH", "jwt")
         .env("OXP_JWT_JWKS_URL", format!("{issuer}/jwks"))
         .env("OXP_JWT_ISSUER", &issuer)

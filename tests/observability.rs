@@ -166,6 +166,7 @@ async fn locally_lines_are_text_without_metrics_unless_asked() {
         command
             .args(["--port", "0"])
             .env_remove("AWS_LAMBDA_RUNTIME_API")
+            .env("OXP_STATE_PATH", common::temp_state_path())
             .env("OXP_AUTH", "none")
             .stdout(file.try_clone().unwrap())
             .stderr(file);

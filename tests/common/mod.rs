@@ -224,6 +224,12 @@ impl Drop for Binary {
 
 /// Starts the binary (`exe`: `env!("CARGO_BIN_EXE_oxp-lambda")`) with `env` outside Lambda, and
 /// its base URL from the line it prints when it listens.
+/// A state file of its own for a server binary: the default, ./oxp-state.redb, is one
+/// process's at a time, and tests run side by side.
+pub fn temp_state_path() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("oxp-state-{}.redb", uuid::Uuid::new_v4()))
+}
+
 pub fn start_binary(exe: &str, env: &[(&str, &str)]) -> (Binary, String) {
     use std::io::BufRead;
     use std::process::{Command, Stdio};
@@ -231,6 +237,7 @@ pub fn start_binary(exe: &str, env: &[(&str, &str)]) -> (Binary, String) {
         Command::new(exe)
             .args(["--port", "0"])
             .env_remove("AWS_LAMBDA_RUNTIME_API")
+            .env("OXP_STATE_PATH", temp_state_path())
             .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
