@@ -18,14 +18,18 @@ fn app() -> &'static App {
     static APP: OnceLock<App> = OnceLock::new();
     APP.get_or_init(|| {
         let registry = tools::registry().expect("valid tools");
-        let mut config = Config {
-            max_body_bytes: 64 * 1024,
-            ..Config::default()
-        };
-        config.rap.callbacks.allow_loopback = false;
-        config.rap.callbacks.allowed_hosts = vec!["callback.invalid".into()];
-        config.rap.retry.max_attempts = 1;
-        config.rap.dead_letter_file = "/dev/null".into();
+        // RAP's settings are its protocol's, read from the variables like the binary's.
+        let config = Config::from_vars(
+            false,
+            [
+                ("OXP_MAX_BODY_BYTES", "65536"),
+                ("OXP_RAP_ALLOW_LOOPBACK_CALLBACKS", "false"),
+                ("OXP_RAP_CALLBACK_HOSTS", "callback.invalid"),
+                ("OXP_RAP_DELIVERY_ATTEMPTS", "1"),
+                ("OXP_RAP_DEAD_LETTER_FILE", "/dev/null"),
+            ],
+        )
+        .expect("a valid configuration");
         runtime()
             .block_on(App::builder(registry).config(config).build())
             .expect("the app builds")
