@@ -214,25 +214,24 @@ async fn mcp(app: &App, message: &Value, modern: bool) -> Value {
 }
 
 #[tokio::test]
-async fn an_mcp_client_that_declared_url_elicitation_gets_error_32042_with_the_link() {
+async fn a_2026_07_28_client_that_declared_url_elicitation_is_asked_to_open_the_link() {
+    // The revision's way (mrtr): an input_required result with a URL-mode elicitation; the
+    // 2025-11-25 error -32042 is not part of it.
     let app = app();
     let answer = mcp(&app, &modern(json!({"elicitation": {"url": {}}})), true).await;
-    let error = &answer["error"];
-    assert_eq!(error["code"], -32042, "{answer}");
-    let elicitation = &error["data"]["elicitations"][0];
-    assert_eq!(elicitation["mode"], "url");
+    let result = &answer["result"];
+    assert_eq!(result["resultType"], "input_required", "{answer}");
+    let request = &result["inputRequests"]["authorize_demo"];
+    assert_eq!(request["method"], "elicitation/create", "{answer}");
+    let params = &request["params"];
+    assert_eq!(params["mode"], "url");
     assert!(
-        elicitation["elicitationId"]
-            .as_str()
-            .is_some_and(|id| !id.is_empty())
-    );
-    assert!(
-        elicitation["url"]
+        params["url"]
             .as_str()
             .unwrap()
             .starts_with("https://tools.example.com/oauth/demo/start?t=")
     );
-    assert!(elicitation["message"].as_str().unwrap().contains("demo"));
+    assert!(params["message"].as_str().unwrap().contains("demo"));
 }
 
 #[tokio::test]

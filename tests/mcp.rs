@@ -299,6 +299,59 @@ async fn a_2026_07_28_client_closing_its_request_cancels_the_tool_and_frees_its_
 }
 
 #[tokio::test]
+async fn at_2026_07_28_a_removed_or_unknown_method_is_404_method_not_found_and_lists_carry_cache_hints()
+ {
+    let app = example_app();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    for method in [
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "tasks/get",
+        "no/such",
+    ] {
+        let message = rpc(5, method, json!({"_meta": meta}));
+        let (status, _, text) = post_mcp(
+            &app,
+            &message.to_string(),
+            &[
+                ("mcp-protocol-version", "2026-07-28"),
+                ("mcp-method", method),
+            ],
+        )
+        .await;
+        assert_eq!(status, 404, "{method}: {text}");
+        let reply: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(reply["error"]["code"], -32601, "{method}: {reply}");
+        assert_eq!(reply["id"], 5);
+    }
+    // The handshake revisions keep their answers: ping is a method there.
+    let (status, _, _) = post_mcp(&app, &rpc(6, "ping", json!({})).to_string(), &[]).await;
+    assert_eq!(status, 200);
+    // tools/list says how long it stays fresh, and for whom.
+    let list = rpc(7, "tools/list", json!({"_meta": meta}));
+    let (status, _, text) = post_mcp(
+        &app,
+        &list.to_string(),
+        &[
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/list"),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let reply: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(reply["result"]["ttlMs"], 300_000, "{reply}");
+    assert_eq!(reply["result"]["cacheScope"], "private", "{reply}");
+    assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+}
+
+#[tokio::test]
 async fn mcp_can_be_turned_off() {
     let config = Config::from_vars(false, [("OXP_MCP", "off")]).unwrap();
     let app = app_with(example_tools::registry().unwrap(), config);

@@ -387,8 +387,8 @@ async fn an_mcp_call_answers_a_tool_error_with_the_link_and_succeeds_once_author
         "{answer}"
     );
 
-    // A 2026-07-28 client that declares URL-mode elicitation is asked with -32042 instead, and
-    // the URL it opens completes the flow the same way.
+    // A 2026-07-28 client that declares URL-mode elicitation is asked with an input_required
+    // result instead, and the URL it opens completes the flow the same way.
     let modern = || {
         let meta = json!({
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -407,8 +407,8 @@ async fn an_mcp_call_answers_a_tool_error_with_the_link_and_succeeds_once_author
             .send()
     };
     let answer: Value = modern().await.unwrap().json().await.unwrap();
-    assert_eq!(answer["error"]["code"], -32042, "{answer}");
-    let url = answer["error"]["data"]["elicitations"][0]["url"]
+    assert_eq!(answer["result"]["resultType"], "input_required", "{answer}");
+    let url = answer["result"]["inputRequests"]["authorize_demo"]["params"]["url"]
         .as_str()
         .unwrap();
     let (status, page, _) = Browser::new().open(url, "gina").await;

@@ -6,11 +6,12 @@
 //! `Origin`, a host list, an unusual header) goes to rmcp, which validates it in full;
 //! `tests/mcp.rs` checks that both ways answer the same bytes.
 
-use super::handler::McpServer;
+use super::handler::{Asking, McpServer};
 use http::request::Parts;
 use http::{HeaderMap, header};
 use rmcp::model::{
-    JsonRpcError, JsonRpcResponse, JsonRpcVersion2_0, RequestId, ServerJsonRpcMessage, ServerResult,
+    CallToolResponse, JsonRpcError, JsonRpcResponse, JsonRpcVersion2_0, RequestId,
+    ServerJsonRpcMessage, ServerResult,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -108,11 +109,12 @@ pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> 
                 .and_then(|m| m.get("traceparent"))
                 .and_then(Value::as_str),
             // Only a request without per-request metadata comes here: no capabilities.
-            false,
+            Asking::Not,
         )
         .await
     {
-        Ok(mut result) => {
+        // Asking nothing, a call completes.
+        Ok(CallToolResponse::Complete(mut result)) => {
             // Handshake revisions know no `resultType`; rmcp drops it for them too.
             result.result_type = None;
             ServerJsonRpcMessage::Response(JsonRpcResponse {
@@ -121,6 +123,7 @@ pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> 
                 result: ServerResult::CallToolResult(result),
             })
         }
+        Ok(_) => return None,
         Err(error) => ServerJsonRpcMessage::Error(JsonRpcError::new(Some(call.id), error)),
     };
     let mut bytes = Vec::with_capacity(256);

@@ -3,13 +3,14 @@
 //! translates.
 
 use super::result;
+use super::round_trip::{self, RoundTrips};
 use crate::server::CallContext;
 use oxp_lambda_core::invoke::{Invoker, Target};
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::running::Running;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
-    ErrorCode, Implementation, ListToolsResult, PaginatedRequestParams, RequestId,
+    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
+    Implementation, InputResponses, ListToolsResult, PaginatedRequestParams, RequestId,
     ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
@@ -17,6 +18,9 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// How long a client may treat `tools/list` as fresh (2026-07-28 caching hints).
+const LISTING_TTL_MS: u64 = 300_000;
 
 /// Longest part of an unknown tool's name an error repeats (listing names are at most 64).
 const MAX_SHOWN_NAME: usize = 64;
@@ -31,6 +35,24 @@ pub(crate) struct Served {
     /// `tools/call` requests running here, by caller and request id, for
     /// `notifications/cancelled`.
     running: Arc<Running>,
+    /// Questions for the user at 2026-07-28 (`/mcp` only; the AgentCore target has none).
+    round_trips: Option<RoundTrips>,
+}
+
+/// How a call may ask its client for input.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) enum Asking<'a> {
+    /// It may not (a handshake revision: the answer is a tool error naming what was needed).
+    #[default]
+    Not,
+    /// At 2026-07-28, by `input_required` results, in the modes the client declared on the
+    /// request; `state` and `responses` continue an earlier round.
+    Rounds {
+        form: bool,
+        url: bool,
+        state: Option<&'a str>,
+        responses: Option<&'a InputResponses>,
+    },
 }
 
 impl Served {
@@ -48,7 +70,14 @@ impl Served {
             by_name,
             listing,
             running: Arc::default(),
+            round_trips: None,
         }
+    }
+
+    /// Lets the tools ask the user at 2026-07-28 (multi round-trip requests).
+    pub(crate) fn with_round_trips(mut self, round_trips: RoundTrips) -> Self {
+        self.round_trips = Some(round_trips);
+        self
     }
 
     /// `notifications/cancelled` for request `id` (its JSON text) of `subject`: fires that
@@ -130,8 +159,8 @@ impl McpServer {
         parts: Option<&http::request::Parts>,
         request_id: Option<&RequestId>,
         traceparent: Option<&str>,
-        url_elicitation: bool,
-    ) -> Result<CallToolResult, ErrorData> {
+        asking: Asking<'_>,
+    ) -> Result<CallToolResponse, ErrorData> {
         // An unknown tool is the one error the spec makes a protocol error (-32602).
         let Some(tool) = self.0.get(name) else {
             // The name is the caller's: bounded and stripped of control characters before it is
@@ -148,7 +177,28 @@ impl McpServer {
         };
         let input = Value::Object(arguments.unwrap_or_default());
         let context = parts.map(CallContext::of).unwrap_or_default();
+        // A 2026-07-28 client that can show a form gets the tool's questions as rounds.
+        let rounds = match (asking, &self.0.round_trips) {
+            (
+                Asking::Rounds {
+                    form: true,
+                    state,
+                    responses,
+                    ..
+                },
+                Some(trips),
+            ) => {
+                let binding =
+                    round_trip::binding(context.principal.subject.as_deref(), name, &input);
+                let exchange = Arc::new(trips.begin(&binding, state, responses).await?);
+                Some((trips, exchange, binding))
+            }
+            _ => None,
+        };
         let mut call = context.call("mcp", Target::Tool(tool.clone()), input);
+        if let Some((_, exchange, _)) = &rounds {
+            call.talk = Some(exchange.clone());
+        }
         // The request's own `_meta.traceparent` (SEP-414) before the HTTP header's.
         if let Some(sent) = traceparent.and_then(oxp_lambda_core::invoke::traceparent) {
             call.traceparent = Some(sent);
@@ -188,15 +238,25 @@ impl McpServer {
             }
             None => self.0.invoker().invoke(call).await,
         };
-        // A client that can open a URL for its user (it declared URL-mode elicitation) is asked
-        // to (-32042); any other gets the tool error naming the link.
-        if url_elicitation
-            && let Err(rejection) = &answer
-            && let Some(error) = result::url_elicitation(rejection)
+        // A question the tool asked: the next round.
+        if let Some((trips, exchange, binding)) = &rounds
+            && let Some(input_required) =
+                trips.input_required(exchange, binding).await.map_err(|e| {
+                    tracing::error!(target: "oxp::mcp", error = %e, "input_required not built");
+                    ErrorData::internal_error("The server cannot ask the user now", None)
+                })?
         {
-            return Err(error);
+            return Ok(CallToolResponse::InputRequired(input_required));
         }
-        Ok(result::from_invoke(answer))
+        // A client that can open a URL for its user (it declared URL-mode elicitation) is asked
+        // to; any other gets the tool error naming the link.
+        if let Asking::Rounds { url: true, .. } = asking
+            && let Err(rejection) = &answer
+            && let Some(input_required) = result::url_elicitation(rejection)
+        {
+            return Ok(CallToolResponse::InputRequired(input_required));
+        }
+        Ok(result::from_invoke(answer).into())
     }
 }
 
@@ -212,7 +272,12 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        Ok(ListToolsResult::with_all_items(self.0.listing.clone()))
+        // The listing changes only with a new deployment: fresh for five minutes, for this
+        // caller (with authentication on, a shared cache must not serve it to another).
+        let mut listed = ListToolsResult::with_all_items(self.0.listing.clone());
+        listed.ttl_ms = Some(LISTING_TTL_MS);
+        listed.cache_scope = Some(rmcp::model::CacheScope::Private);
+        Ok(listed)
     }
 
     async fn call_tool(
@@ -221,17 +286,24 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let parts = context.extensions.get::<http::request::Parts>();
-        let result = self
-            .call(
-                &request.name,
-                request.arguments,
-                parts,
-                Some(&context.id),
-                context.meta.get_traceparent(),
-                declares_url_elicitation(&context.meta),
-            )
-            .await?;
-        Ok(result.into())
+        let asking = match elicitation_modes(&context.meta) {
+            Some((form, url)) => Asking::Rounds {
+                form,
+                url,
+                state: request.request_state.as_deref(),
+                responses: request.input_responses.as_ref(),
+            },
+            None => Asking::Not,
+        };
+        self.call(
+            &request.name,
+            request.arguments,
+            parts,
+            Some(&context.id),
+            context.meta.get_traceparent(),
+            asking,
+        )
+        .await
     }
 
     /// rmcp hands over any method it could not read: an unknown one (-32601), or a known one
@@ -256,15 +328,29 @@ impl ServerHandler for McpServer {
     }
 }
 
-/// Whether the request's client declared URL-mode elicitation: per request from 2026-07-28
-/// (`_meta["io.modelcontextprotocol/clientCapabilities"].elicitation.url`). An earlier client
-/// declares it at `initialize` only, which a stateless server does not see on `tools/call`.
-fn declares_url_elicitation(meta: &rmcp::model::MetaObject) -> bool {
-    meta.0
+/// The elicitation modes (form, URL) a 2026-07-28 request's client declared on the request
+/// (`_meta["io.modelcontextprotocol/clientCapabilities"].elicitation`; an empty object is
+/// form alone); `None` for a request of an earlier revision, which declares them at
+/// `initialize` only, which a stateless server does not see on `tools/call`.
+fn elicitation_modes(meta: &rmcp::model::MetaObject) -> Option<(bool, bool)> {
+    let modern = meta
+        .0
+        .get("io.modelcontextprotocol/protocolVersion")
+        .and_then(Value::as_str)
+        .is_some_and(|v| v >= "2026-07-28");
+    if !modern {
+        return None;
+    }
+    let elicitation = meta
+        .0
         .get("io.modelcontextprotocol/clientCapabilities")
         .and_then(|c| c.get("elicitation"))
-        .and_then(|e| e.get("url"))
-        .is_some_and(Value::is_object)
+        .and_then(Value::as_object);
+    Some(match elicitation {
+        None => (false, false),
+        Some(modes) if modes.is_empty() => (true, false),
+        Some(modes) => (modes.contains_key("form"), modes.contains_key("url")),
+    })
 }
 
 /// The client requests of the MCP revisions rmcp speaks.

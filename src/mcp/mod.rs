@@ -15,7 +15,11 @@
 mod discovery;
 mod fast;
 mod handler;
+mod modern;
 pub(crate) mod result;
+mod round_trip;
+
+pub(crate) use round_trip::KEY_SECRET_ID as STATE_KEY_SECRET_ID;
 
 pub(crate) use handler::Served;
 
@@ -125,6 +129,22 @@ pub(crate) fn served(
     Ok(Arc::new(Served::new(invoker, tools)))
 }
 
+/// The tools `/mcp` serves, whose questions for the user travel as 2026-07-28 round trips:
+/// states sealed under the secret `MCP_STATE_KEY` (required in Lambda, where every execution
+/// environment must open the others' states), spent once in `state` when there is one.
+pub(crate) fn served_with_round_trips(
+    invoker: Arc<oxp_lambda_core::invoke::Invoker>,
+    pins: &[String],
+    state: Option<&Arc<dyn oxp_lambda_core::durable::StateStore>>,
+    in_lambda: bool,
+) -> Result<Arc<Served>, String> {
+    let tools = invoker.registry().served(pins, "OXP_MCP_TOOLS")?;
+    let trips = round_trip::RoundTrips::new(invoker.secrets().clone(), in_lambda, state.cloned());
+    Ok(Arc::new(
+        Served::new(invoker, tools).with_round_trips(trips),
+    ))
+}
+
 /// The `/mcp` route, behind `auth`. `allowed_origins` (`OXP_ALLOWED_ORIGINS`) are the only
 /// browser origins it answers: the MCP spec has servers check `Origin` on every request.
 pub(crate) fn router(
@@ -222,6 +242,10 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
         tracing::info!(target: "oxp::mcp", found, "notifications/cancelled");
         // rmcp answers the notification (202) as any other.
     }
+    let modern = modern::is_modern(&parts.headers);
+    if modern && let Some(removed) = modern::removed_method(&bytes) {
+        return removed;
+    }
     // serde_json stops at 128 levels of nesting, so a deep body is a parse error, not a crash.
     if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
         // A syntax error names a line and column, never the text it found.
@@ -250,7 +274,11 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     if response.status().is_client_error() && !is_json(response.headers()) {
         return plain_error_as_rpc(response, &bytes).await;
     }
-    response.map(Body::new)
+    let response = response.map(Body::new);
+    if modern {
+        return modern::method_not_found_is_404(response).await;
+    }
+    response
 }
 
 /// Fires when the HTTP request it was made for is dropped before its answer: the client closed

@@ -16,7 +16,10 @@ use oxp_lambda_core::invoke::{Outcome, Rejection};
 use oxp_lambda_core::refusal::Missing;
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::tool::ToolError;
-use rmcp::model::{CallToolResult, ContentBlock, Resource, ResourceContents};
+use rmcp::model::{
+    CallToolResult, ContentBlock, InputRequest, InputRequests, InputRequiredResult, Resource,
+    ResourceContents,
+};
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -149,9 +152,10 @@ fn error_result(text: &ErrorText<'_>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
-/// The URL elicitation error (-32042, `URLElicitationRequiredError`) of a call refused for want
-/// of the user's authorization at a provider whose flow the server runs.
-pub(crate) fn url_elicitation(rejection: &Rejection) -> Option<rmcp::ErrorData> {
+/// The `input_required` result of a 2026-07-28 call refused for want of the user's
+/// authorization at a provider whose flow the server runs: a URL-mode `elicitation/create`
+/// with the link. The client opens it for its user and calls again, which then finds the token.
+pub(crate) fn url_elicitation(rejection: &Rejection) -> Option<InputRequiredResult> {
     let Rejection::Missing(Missing::Authorization {
         provider,
         challenge: Some(challenge),
@@ -159,21 +163,19 @@ pub(crate) fn url_elicitation(rejection: &Rejection) -> Option<rmcp::ErrorData> 
     else {
         return None;
     };
-    let data = serde_json::json!({"elicitations": [{
-        "mode": "url",
-        "elicitationId": uuid::Uuid::new_v4().to_string(),
-        "url": challenge.url,
-        "message": format!("Authorize access to '{provider}' to continue, then call the tool again."),
-    }]});
-    Some(rmcp::ErrorData::new(
-        rmcp::model::ErrorCode(URL_ELICITATION_REQUIRED),
-        "Additional user input is required: authorization",
-        Some(data),
-    ))
+    let request = serde_json::json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "url",
+            "url": challenge.url,
+            "message": format!("Authorize access to '{provider}' to continue."),
+        },
+    });
+    let request: InputRequest = serde_json::from_value(request).ok()?;
+    let mut requests = InputRequests::new();
+    requests.insert(format!("authorize_{provider}"), request);
+    Some(InputRequiredResult::from_input_requests(requests))
 }
-
-/// The MCP error code of a request that needs the user to open a URL first.
-pub(crate) const URL_ELICITATION_REQUIRED: i32 = -32042;
 
 /// An answer as a tool result, whatever it was.
 pub(crate) fn from_invoke(answer: Result<Outcome, Rejection>) -> CallToolResult {

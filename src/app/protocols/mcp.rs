@@ -26,7 +26,13 @@ impl Protocol for Mcp {
             return Ok(Contribution::default());
         }
         let config = assembly.config;
-        let served = crate::mcp::served(assembly.invoker.clone(), &settings.pins)?;
+        state_key_kept_from_tools(assembly.invoker.registry())?;
+        let served = crate::mcp::served_with_round_trips(
+            assembly.invoker.clone(),
+            &settings.pins,
+            assembly.state(),
+            config.runtime.lambda,
+        )?;
         Ok(Contribution::routes(crate::mcp::router(
             served,
             assembly.auth,
@@ -36,4 +42,20 @@ impl Protocol for Mcp {
             config.runtime.lambda,
         )))
     }
+}
+
+/// Refuses a tool that declares the secret that seals MCP's `requestState`: it could forge the
+/// answers of any caller's questions.
+fn state_key_kept_from_tools(registry: &oxp_lambda_core::registry::Registry) -> Result<(), String> {
+    let fold = crate::secrets::local::env_var_for;
+    let key = fold(crate::mcp::STATE_KEY_SECRET_ID);
+    for tool in registry.tools() {
+        if let Some(id) = tool.requirements.secrets.iter().find(|id| fold(id) == key) {
+            return Err(format!(
+                "tool {} requires secret '{id}', which seals MCP's requestState: tools never get it",
+                tool.id
+            ));
+        }
+    }
+    Ok(())
 }

@@ -1,0 +1,79 @@
+//! What the 2026-07-28 revision changes at the HTTP layer, for requests that name it
+//! (`MCP-Protocol-Version: 2026-07-28`): a method the server does not implement, or one the
+//! revision removed (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`,
+//! `resources/unsubscribe`, and the tasks methods, which this server does not offer), is
+//! `404 Not Found` with the JSON-RPC error -32601 (Streamable HTTP, "Protocol Version
+//! Header"). Earlier revisions keep their answers.
+
+use axum::body::Body;
+use axum::response::Response;
+use http::{HeaderMap, StatusCode};
+use serde_json::Value;
+
+/// The revision these rules are for.
+pub(super) const REVISION: &str = "2026-07-28";
+
+/// Methods 2026-07-28 removed, or that this server does not offer at it.
+const REMOVED: &[&str] = &[
+    "initialize",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "tasks/get",
+    "tasks/list",
+    "tasks/result",
+    "tasks/update",
+    "tasks/cancel",
+];
+
+/// Whether the request names 2026-07-28 in its header.
+pub(super) fn is_modern(headers: &HeaderMap) -> bool {
+    headers
+        .get("mcp-protocol-version")
+        .is_some_and(|v| v.as_bytes() == REVISION.as_bytes())
+}
+
+/// The 404 of a modern request for a removed method, else `None`.
+pub(super) fn removed_method(body: &[u8]) -> Option<Response> {
+    #[derive(serde::Deserialize)]
+    struct Message {
+        #[serde(default)]
+        id: Value,
+        method: String,
+    }
+    let message: Message = serde_json::from_slice(body).ok()?;
+    REMOVED
+        .contains(&message.method.as_str())
+        .then(|| not_found(message.id, &message.method))
+}
+
+fn not_found(id: Value, method: &str) -> Response {
+    let shown: String = method
+        .chars()
+        .filter(|c| !c.is_control())
+        .take(64)
+        .collect();
+    super::rpc_error(
+        StatusCode::NOT_FOUND,
+        id,
+        -32601,
+        &format!("Method not found: {shown}"),
+    )
+}
+
+/// A modern request's answer, with `404 Not Found` when it is the JSON-RPC error -32601.
+pub(super) async fn method_not_found_is_404(response: Response) -> Response {
+    let (mut parts, body) = response.into_parts();
+    // Answers here are single JSON messages (rmcp's JSON response mode), bounded.
+    let Ok(bytes) = axum::body::to_bytes(body, 4 * 1024 * 1024).await else {
+        return Response::from_parts(parts, Body::empty());
+    };
+    let code = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|m| m.get("error")?.get("code")?.as_i64());
+    if code == Some(-32601) {
+        parts.status = StatusCode::NOT_FOUND;
+    }
+    Response::from_parts(parts, Body::from(bytes))
+}
