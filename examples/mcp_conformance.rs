@@ -6,7 +6,9 @@
 //! scenarios a stateless JSON tool server cannot serve, each with its reason.
 
 use base64::Engine;
-use oxp_lambda::{Content, NoInput, Registry, Tool, ToolContext, ToolError, ToolOutput};
+use oxp_lambda::{
+    Content, Filled, Form, NoInput, Registry, Tool, ToolContext, ToolError, ToolOutput,
+};
 use serde_json::{Value, json};
 
 /// A 1x1 red PNG.
@@ -80,26 +82,111 @@ async fn error(_: NoInput, _: ToolContext) -> Result<(), ToolError> {
     ))
 }
 
-/// The suite's JSON Schema 2020-12 tool: its input schema must be listed as written.
+/// The suite's JSON Schema 2020-12 tool: its input schema must be listed as written, the
+/// broader vocabulary of 2026-07-28 (`$anchor`, `allOf`/`anyOf`, `if`/`then`/`else`) included.
 fn json_schema_2020_12() -> Tool {
     let schema = json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
         "$defs": {
             "address": {
+                "$anchor": "addressDef",
                 "type": "object",
                 "properties": {"street": {"type": "string"}, "city": {"type": "string"}}
             }
         },
         "properties": {
             "name": {"type": "string"},
-            "address": {"$ref": "#/$defs/address"}
+            "address": {"$ref": "#/$defs/address"},
+            "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+            "phone": {"type": "string"},
+            "email": {"type": "string"}
         },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
         "additionalProperties": false
     });
     Tool::builder("json_schema_2020_12_tool", "1.0.0")
         .description("Tool with JSON Schema 2020-12 features")
         .raw_handler(schema, None, |input: Value, _| async move { Ok(input) })
+}
+
+/// A form of one text field `field` under `key`.
+fn text_form(key: &str, message: &str, field: &str) -> Form {
+    let schema =
+        json!({"type": "object", "properties": {field: {"type": "string"}}, "required": [field]});
+    Form::new(key, message, schema)
+}
+
+/// The text of what the user typed into `field` of `filled`.
+fn typed(filled: &Filled, field: &str) -> String {
+    match filled {
+        Filled::Accepted(values) => values
+            .get(field)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned(),
+        Filled::Declined => "(declined)".into(),
+        Filled::Cancelled => "(cancelled)".into(),
+    }
+}
+
+/// Asks the user's name (2026-07-28: an input_required round, key `user_name`).
+async fn elicitation(_: NoInput, ctx: ToolContext) -> Result<String, ToolError> {
+    let filled = ctx
+        .fill(text_form("user_name", "What is your name?", "name"))
+        .await?;
+    Ok(format!("Hello, {}!", typed(&filled, "name")))
+}
+
+/// Asks for a confirmation; the retry that carries the state answers "state-ok".
+async fn confirm(_: NoInput, ctx: ToolContext) -> Result<String, ToolError> {
+    let schema =
+        json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
+    let filled = ctx
+        .fill(Form::new("confirm", "Please confirm", schema))
+        .await?;
+    let ok = matches!(&filled, Filled::Accepted(v) if v.get("ok") == Some(&Value::Bool(true)));
+    Ok(format!("state-ok: confirmed={ok}"))
+}
+
+/// Two rounds: a name, then a colour.
+async fn multi_round(_: NoInput, ctx: ToolContext) -> Result<String, ToolError> {
+    let name = ctx
+        .fill(text_form("step1", "Step 1: What is your name?", "name"))
+        .await?;
+    let color = ctx
+        .fill(text_form(
+            "step2",
+            "Step 2: What is your favorite color?",
+            "color",
+        ))
+        .await?;
+    Ok(format!(
+        "{} likes {}",
+        typed(&name, "name"),
+        typed(&color, "color")
+    ))
+}
+
+/// A tool whose `region` argument travels in the `Mcp-Param-Region` header too (SEP-2243):
+/// rmcp checks the header against the argument.
+fn custom_header() -> Tool {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "query": {"type": "string"}
+        },
+        "required": ["region"]
+    });
+    Tool::builder("test_custom_header", "1.0.0")
+        .description("Echoes its region, which the client also sends as a header")
+        .raw_handler(schema, None, |input: Value, _| async move {
+            Ok(input["region"].clone())
+        })
 }
 
 /// Every fixture tool the suite calls that a stateless server can serve.
@@ -123,6 +210,46 @@ fn registry() -> Registry {
         )
         .tool(tool("test_error_handling", "Always fails").handler(error))
         .tool(json_schema_2020_12())
+        .tool(custom_header())
+        .tool(
+            tool(
+                "test_input_required_result_elicitation",
+                "Asks the user's name",
+            )
+            .handler(elicitation),
+        )
+        .tool(
+            tool(
+                "test_input_required_result_request_state",
+                "Asks for a confirmation",
+            )
+            .handler(confirm),
+        )
+        .tool(
+            tool(
+                "test_input_required_result_tampered_state",
+                "Asks for a confirmation",
+            )
+            .handler(confirm),
+        )
+        .tool(
+            tool(
+                "test_input_required_result_multi_round",
+                "Asks a name, then a colour",
+            )
+            .handler(multi_round),
+        )
+        // The stateless scenario's diagnostics: a question on the response (an input_required
+        // result, never a request of the server's own), a tool that needs the client to show
+        // a form (without it: the missing-capability error), and one that logs nothing to a
+        // request that did not ask for log messages.
+        .tool(tool("test_streaming_elicitation", "Asks the user's name").handler(elicitation))
+        .tool(
+            tool("test_missing_capability", "Needs the client to show a form").handler(elicitation),
+        )
+        .tool(
+            tool("test_logging_tool", "Answers without logging to the client").handler(simple_text),
+        )
         .build()
         .expect("the fixture tools are valid")
 }

@@ -109,6 +109,7 @@ pub use oxp_lambda_core::content::{
 pub use oxp_lambda_core::declare::{
     Annotations, AuthorizationProvider, NoInput, Requirements, Tool, ToolBuilder,
 };
+pub use oxp_lambda_core::form::{Filled, Form};
 pub use oxp_lambda_core::invoke::{Call, Invoker, Outcome};
 pub use oxp_lambda_core::refusal::ErrorClass;
 pub use oxp_lambda_core::registry::{

@@ -4,8 +4,8 @@
 //! client calls again (a new request id) with `inputResponses` and the state echoed, and the
 //! call completes with the user's choice. The state is treated as attacker-controlled input:
 //! altered, replayed, presented by another caller or for other arguments, it is refused and
-//! runs nothing. A client that declared no elicitation, or an earlier revision, gets the tool
-//! error it got before.
+//! runs nothing. A 2026-07-28 client that declared no form elicitation gets the revision's
+//! missing-capability error; an earlier revision the tool error it got before.
 
 mod common;
 
@@ -229,10 +229,11 @@ async fn a_replayed_altered_or_misapplied_state_and_malformed_responses_are_refu
             .await,
         );
     }
-    // Responses without a state, and a forged state: refused.
-    let mut no_state = call(5, "Demo_Confirm", confirm(), Some(json!({})), None);
-    no_state["params"]["inputResponses"] = accept("Yes");
-    refused(&post(&app, &no_state, None).await);
+    // Responses under keys no question has are ignored: the question is asked.
+    let mut unknown = call(5, "Demo_Confirm", confirm(), Some(json!({})), None);
+    unknown["params"]["inputResponses"] = json!({"other": {"action": "accept", "content": {}}});
+    asked(&post(&app, &unknown, None).await);
+    // A forged state: refused.
     refused(
         &post(
             &app,
@@ -293,18 +294,29 @@ async fn a_state_is_refused_when_another_caller_presents_it() {
 }
 
 #[tokio::test]
-async fn a_client_without_elicitation_or_of_an_earlier_revision_gets_a_tool_error() {
+async fn a_client_without_form_elicitation_gets_the_missing_capability_error_and_an_earlier_revision_a_tool_error()
+ {
     let app = example_app();
-    let reply = post(&app, &call(1, "Demo_Confirm", confirm(), None, None), None).await;
-    assert_eq!(reply["result"]["isError"], true, "{reply}");
-    // A URL-only client cannot show a form either.
-    let reply = post(
-        &app,
-        &call(2, "Demo_Confirm", confirm(), Some(json!({"url": {}})), None),
-        None,
-    )
-    .await;
-    assert_eq!(reply["result"]["isError"], true, "{reply}");
+    // 2026-07-28: MissingRequiredClientCapabilityError, HTTP 400, naming what is missing (a
+    // URL-only client cannot show a form either).
+    for elicitation in [None, Some(json!({"url": {}}))] {
+        let body = call(1, "Demo_Confirm", confirm(), elicitation, None);
+        let request = Request::post("/mcp")
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", "tools/call")
+            .header("mcp-name", "Demo_Confirm")
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        let reply = send(&app, request).await;
+        assert_eq!(reply.status, 400, "{}", reply.text);
+        assert_eq!(reply.json["error"]["code"], -32021, "{}", reply.text);
+        assert_eq!(
+            reply.json["error"]["data"]["requiredCapabilities"],
+            json!({"elicitation": {"form": {}}})
+        );
+    }
     let (status, _, text) = common::mcp::post_mcp(
         &app,
         &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call",

@@ -178,10 +178,12 @@ impl McpServer {
         let input = Value::Object(arguments.unwrap_or_default());
         let context = parts.map(CallContext::of).unwrap_or_default();
         // A 2026-07-28 client that can show a form gets the tool's questions as rounds.
+        // A 2026-07-28 request: the tool's questions are rounds (or, from a client that cannot
+        // show a form, the revision's missing-capability error).
         let rounds = match (asking, &self.0.round_trips) {
             (
                 Asking::Rounds {
-                    form: true,
+                    form,
                     state,
                     responses,
                     ..
@@ -191,12 +193,12 @@ impl McpServer {
                 let binding =
                     round_trip::binding(context.principal.subject.as_deref(), name, &input);
                 let exchange = Arc::new(trips.begin(&binding, state, responses).await?);
-                Some((trips, exchange, binding))
+                Some((trips, exchange, binding, form))
             }
             _ => None,
         };
         let mut call = context.call("mcp", Target::Tool(tool.clone()), input);
-        if let Some((_, exchange, _)) = &rounds {
+        if let Some((_, exchange, _, _)) = &rounds {
             call.talk = Some(exchange.clone());
         }
         // The request's own `_meta.traceparent` (SEP-414) before the HTTP header's.
@@ -238,8 +240,14 @@ impl McpServer {
             }
             None => self.0.invoker().invoke(call).await,
         };
+        // A question the tool asked of a client that cannot show it.
+        if let Some((_, exchange, _, false)) = &rounds
+            && exchange.asked_anything()
+        {
+            return Err(round_trip::missing_form_capability());
+        }
         // A question the tool asked: the next round.
-        if let Some((trips, exchange, binding)) = &rounds
+        if let Some((trips, exchange, binding, true)) = &rounds
             && let Some(input_required) =
                 trips.input_required(exchange, binding).await.map_err(|e| {
                     tracing::error!(target: "oxp::mcp", error = %e, "input_required not built");
@@ -265,6 +273,12 @@ impl ServerHandler for McpServer {
         ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
             Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
         )
+    }
+
+    /// The listed definition of `name`: rmcp checks a 2026-07-28 call's `Mcp-Param-*` headers
+    /// against the `x-mcp-header` properties of its input schema.
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.0.by_name.get(name).map(|&i| self.0.listing[i].clone())
     }
 
     async fn list_tools(

@@ -276,7 +276,7 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     }
     let response = response.map(Body::new);
     if modern {
-        return modern::method_not_found_is_404(response).await;
+        return modern::status_of_errors(response).await;
     }
     response
 }

@@ -3,7 +3,8 @@
 //! revision removed (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`,
 //! `resources/unsubscribe`, and the tasks methods, which this server does not offer), is
 //! `404 Not Found` with the JSON-RPC error -32601 (Streamable HTTP, "Protocol Version
-//! Header"). Earlier revisions keep their answers.
+//! Header"), and a missing client capability (-32021) is `400 Bad Request` (Base Protocol,
+//! "Per-request protocol fields"). Earlier revisions keep their answers.
 
 use axum::body::Body;
 use axum::response::Response;
@@ -62,8 +63,9 @@ fn not_found(id: Value, method: &str) -> Response {
     )
 }
 
-/// A modern request's answer, with `404 Not Found` when it is the JSON-RPC error -32601.
-pub(super) async fn method_not_found_is_404(response: Response) -> Response {
+/// A modern request's answer, with the status the revision gives its errors: `404 Not Found`
+/// for -32601 (method not found), `400 Bad Request` for -32021 (a missing client capability).
+pub(super) async fn status_of_errors(response: Response) -> Response {
     let (mut parts, body) = response.into_parts();
     // Answers here are single JSON messages (rmcp's JSON response mode), bounded.
     let Ok(bytes) = axum::body::to_bytes(body, 4 * 1024 * 1024).await else {
@@ -72,8 +74,12 @@ pub(super) async fn method_not_found_is_404(response: Response) -> Response {
     let code = serde_json::from_slice::<Value>(&bytes)
         .ok()
         .and_then(|m| m.get("error")?.get("code")?.as_i64());
-    if code == Some(-32601) {
-        parts.status = StatusCode::NOT_FOUND;
+    match code {
+        Some(-32601) => parts.status = StatusCode::NOT_FOUND,
+        Some(code) if code == i64::from(super::round_trip::MISSING_REQUIRED_CLIENT_CAPABILITY) => {
+            parts.status = StatusCode::BAD_REQUEST;
+        }
+        _ => {}
     }
     Response::from_parts(parts, Body::from(bytes))
 }

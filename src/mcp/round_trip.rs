@@ -13,14 +13,16 @@
 //! forged, altered, expired, foreign or replayed state is refused and runs nothing.
 
 use oxp_lambda_core::durable::{Item, StateStore};
+use oxp_lambda_core::form::{Filled, Form};
 use oxp_lambda_core::secrets::Secrets;
 use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
 use rmcp::ErrorData;
 use rmcp::model::{InputRequest, InputRequests, InputRequiredResult, InputResponses};
 use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use tokio::sync::OnceCell;
@@ -58,8 +60,9 @@ impl std::fmt::Debug for RoundTrips {
 /// What a state carries (signed, not encrypted: it holds no secret).
 #[derive(Debug, Serialize, Deserialize)]
 struct Sealed {
-    /// The answers so far, by question: a choice's label, or `None` when the user declined.
-    a: Vec<Option<String>>,
+    /// The answers so far, by question, as the client's `ElicitResult`s (`action`, and the
+    /// accepted `content`).
+    a: Vec<Value>,
     /// Spent once used.
     n: String,
 }
@@ -119,13 +122,22 @@ impl RoundTrips {
         state: Option<&str>,
         responses: Option<&InputResponses>,
     ) -> Result<Exchange, ErrorData> {
+        // Every response is read now: a malformed one is refused before anything runs. Which
+        // question each answers is known only when the tool asks it (by its key); responses to
+        // no question are ignored, as anything a server does not recognize ("Error Handling").
+        let responses = match responses {
+            None => BTreeMap::new(),
+            Some(r) if r.len() > MAX_ASKS => return Err(refused("too many input responses")),
+            Some(r) => r
+                .iter()
+                .map(|(key, response)| Ok((key.clone(), read_response(response)?)))
+                .collect::<Result<BTreeMap<_, _>, ErrorData>>()?,
+        };
         let Some(state) = state else {
-            if responses.is_some_and(|r| !r.is_empty()) {
-                return Err(refused(
-                    "inputResponses without the requestState they answer",
-                ));
-            }
-            return Ok(Exchange::default());
+            return Ok(Exchange {
+                responses,
+                ..Exchange::default()
+            });
         };
         if state.len() > MAX_STATE_CHARS {
             return Err(refused("the requestState is too long"));
@@ -139,13 +151,6 @@ impl RoundTrips {
             .map_err(|_| refused("forged, altered, expired, or for another caller or call"))?;
         if sealed.a.len() > MAX_ASKS {
             return Err(refused("too many answers"));
-        }
-        let mut answers = sealed.a;
-        let key = question_key(answers.len());
-        match responses.and_then(|r| r.get(&key)) {
-            // The client retried without answering: the question is asked again.
-            None => {}
-            Some(response) => answers.push(read_response(response)?),
         }
         // Used once: a replayed retry would run the tool again with the same answers.
         if let Some(store) = &self.spent {
@@ -161,9 +166,9 @@ impl RoundTrips {
                 return Err(refused("this requestState was used before"));
             }
         }
-
         Ok(Exchange {
-            answers,
+            answers: Mutex::new(sealed.a),
+            responses,
             asked: Mutex::default(),
         })
     }
@@ -174,7 +179,7 @@ impl RoundTrips {
         exchange: &Exchange,
         binding: &[u8],
     ) -> Result<Option<InputRequiredResult>, String> {
-        let Some((seq, ask)) = exchange
+        let Some((seq, question)) = exchange
             .asked
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -183,8 +188,13 @@ impl RoundTrips {
             return Ok(None);
         };
         let codec = self.codec().await?;
+        let key = question.key(seq);
         let sealed = Sealed {
-            a: exchange.answers.clone(),
+            a: exchange
+                .answers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone(),
             n: nonce(),
         };
         let state = codec
@@ -194,7 +204,11 @@ impl RoundTrips {
             )
             .map_err(|e| e.to_string())?;
         let mut requests = InputRequests::new();
-        requests.insert(question_key(seq as usize), form(&ask)?);
+        let request = match &question {
+            Question::Choice(ask) => choice_form(ask),
+            Question::Form(form) => form_request(form),
+        }?;
+        requests.insert(key, request);
         let mut result = InputRequiredResult::from_request_state(state);
         result.input_requests = Some(requests);
         Ok(Some(result))
@@ -206,8 +220,17 @@ fn question_key(seq: usize) -> String {
     format!("ask_{seq}")
 }
 
+/// The `elicitation/create` of a tool's form.
+fn form_request(form: &Form) -> Result<InputRequest, String> {
+    let request = json!({
+        "method": "elicitation/create",
+        "params": {"mode": "form", "message": form.message, "requestedSchema": form.schema},
+    });
+    serde_json::from_value(request).map_err(|e| format!("elicitation request: {e}"))
+}
+
 /// A single-select form for `ask`: one `choice` property, its labels as the enum.
-fn form(ask: &Ask) -> Result<InputRequest, String> {
+fn choice_form(ask: &Ask) -> Result<InputRequest, String> {
     let request = json!({
         "method": "elicitation/create",
         "params": {
@@ -228,25 +251,26 @@ fn form(ask: &Ask) -> Result<InputRequest, String> {
     serde_json::from_value(request).map_err(|e| format!("elicitation request: {e}"))
 }
 
-/// The label an `ElicitResult` carries (`None`: declined or cancelled).
-fn read_response(response: &Value) -> Result<Option<String>, ErrorData> {
+/// Longest accepted `content`, serialized (it travels in every later state).
+const MAX_CONTENT_BYTES: usize = 4096;
+
+/// An `ElicitResult` as a state keeps it: its `action` and, accepted, its `content` object.
+fn read_response(response: &Value) -> Result<Value, ErrorData> {
     let object = response
         .as_object()
         .ok_or_else(|| refused("an input response must be an object"))?;
     match object.get("action").and_then(Value::as_str) {
         Some("accept") => {
-            let label = object
+            let content = object
                 .get("content")
-                .and_then(Value::as_object)
-                .and_then(|c: &Map<String, Value>| c.get("choice"))
-                .and_then(Value::as_str)
-                .ok_or_else(|| refused("an accepted response carries content.choice"))?;
-            if label.chars().count() > 1024 {
-                return Err(refused("the choice is too long"));
+                .filter(|c| c.is_object())
+                .ok_or_else(|| refused("an accepted response carries a content object"))?;
+            if serde_json::to_vec(content).map_or(usize::MAX, |b| b.len()) > MAX_CONTENT_BYTES {
+                return Err(refused("the content is too large"));
             }
-            Ok(Some(label.to_owned()))
+            Ok(json!({"action": "accept", "content": content}))
         }
-        Some("decline" | "cancel") => Ok(None),
+        Some(action @ ("decline" | "cancel")) => Ok(json!({"action": action})),
         _ => Err(refused(
             "an input response's action is accept, decline or cancel",
         )),
@@ -267,12 +291,67 @@ fn random_fill(bytes: &mut [u8]) {
     }
 }
 
+/// A question a tool asked.
+#[derive(Debug)]
+enum Question {
+    Choice(Ask),
+    Form(Form),
+}
+
+impl Question {
+    /// Its `inputRequests` key: a form's own, `ask_<seq>` for a choice.
+    fn key(&self, seq: u32) -> String {
+        match self {
+            Self::Choice(_) => question_key(seq as usize),
+            Self::Form(form) => form.key.clone(),
+        }
+    }
+}
+
 /// One call's questions and the answers it came with; the talk-back channel of the call.
 #[derive(Debug, Default)]
 pub(crate) struct Exchange {
-    answers: Vec<Option<String>>,
+    /// The answers of earlier rounds, by question, as [`read_response`] keeps them; this
+    /// round's are appended as the tool's questions take them.
+    answers: Mutex<Vec<Value>>,
+    /// This request's `inputResponses`, read, by key.
+    responses: BTreeMap<String, Value>,
     /// The question the tool asked that has no answer yet.
-    asked: Mutex<Option<(u32, Ask)>>,
+    asked: Mutex<Option<(u32, Question)>>,
+}
+
+impl Exchange {
+    /// Whether the tool asked a question that has no answer yet.
+    pub(crate) fn asked_anything(&self) -> bool {
+        self.asked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_some()
+    }
+
+    /// Answer `seq`: an earlier round's, this request's response under the question's key,
+    /// or none, and the question is parked as the next round's (the call ends there).
+    fn answer(&self, seq: u32, question: Question) -> Result<Value, TalkError> {
+        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(answer) = answers.get(seq as usize) {
+            return Ok(answer.clone());
+        }
+        if seq as usize >= MAX_ASKS {
+            return Err(TalkError::Invalid(format!(
+                "a call asks at most {MAX_ASKS} questions"
+            )));
+        }
+        let key = question.key(seq);
+        if answers.len() == seq as usize
+            && let Some(response) = self.responses.get(&key)
+        {
+            answers.push(response.clone());
+            return Ok(response.clone());
+        }
+        drop(answers);
+        *self.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some((seq, question));
+        Err(TalkError::Parked)
+    }
 }
 
 impl Talk for Exchange {
@@ -281,33 +360,55 @@ impl Talk for Exchange {
     }
 
     fn ask(&self, ask: Ask, seq: u32) -> TalkFuture<'_, Result<Choice, TalkError>> {
-        let answer = match self.answers.get(seq as usize) {
-            // Declined or cancelled: the question's default.
-            Some(None) => Ok(Choice {
-                index: ask.default,
-                label: ask.choices[ask.default].clone(),
-            }),
-            Some(Some(label)) => ask
-                .choices
-                .iter()
-                .position(|c| c == label)
-                .map(|index| Choice {
-                    index,
-                    label: label.clone(),
-                })
-                .ok_or(TalkError::InvalidAnswer),
-            None if seq as usize >= MAX_ASKS => Err(TalkError::Invalid(format!(
-                "a call asks at most {MAX_ASKS} questions"
-            ))),
-            None => {
-                *self.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some((seq, ask));
-                // The call ends here; the client's retry carries the answer.
-                Err(TalkError::Parked)
+        let (default, choices) = (ask.default, ask.choices.clone());
+        let answer = self.answer(seq, Question::Choice(ask)).and_then(|answer| {
+            match answer["action"].as_str() {
+                // Declined or dismissed: the question's default.
+                Some("decline" | "cancel") => Ok(Choice {
+                    index: default,
+                    label: choices[default].clone(),
+                }),
+                _ => {
+                    let label = answer["content"]["choice"].as_str();
+                    let index = label
+                        .and_then(|l| choices.iter().position(|c| c == l))
+                        .ok_or(TalkError::InvalidAnswer)?;
+                    Ok(Choice {
+                        index,
+                        label: choices[index].clone(),
+                    })
+                }
             }
-        };
+        });
         Box::pin(std::future::ready(answer))
     }
+
+    fn fill(&self, form: Form, seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
+        let filled =
+            self.answer(seq, Question::Form(form))
+                .map(|answer| match answer["action"].as_str() {
+                    Some("decline") => Filled::Declined,
+                    Some("cancel") => Filled::Cancelled,
+                    _ => {
+                        Filled::Accepted(answer["content"].as_object().cloned().unwrap_or_default())
+                    }
+                });
+        Box::pin(std::future::ready(filled))
+    }
 }
+
+/// The revision's `MissingRequiredClientCapabilityError` (-32021, HTTP 400) of a call whose
+/// tool asked the user something a client that declared no form elicitation cannot show.
+pub(crate) fn missing_form_capability() -> ErrorData {
+    ErrorData::new(
+        rmcp::model::ErrorCode(MISSING_REQUIRED_CLIENT_CAPABILITY),
+        "Missing required client capability: the tool asks the user (elicitation, form mode)",
+        Some(json!({"requiredCapabilities": {"elicitation": {"form": {}}}})),
+    )
+}
+
+/// The error code of a request that needs a capability the client did not declare.
+pub(crate) const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
 
 /// What a state is bound to: the caller, the tool and a digest of its arguments.
 pub(crate) fn binding(subject: Option<&str>, tool: &str, arguments: &Value) -> Vec<u8> {
@@ -370,13 +471,20 @@ mod tests {
         altered[middle] = if altered[middle] == b'A' { b'B' } else { b'A' };
         let altered = String::from_utf8(altered).unwrap();
         assert!(trips.begin(&binding, Some(&altered), None).await.is_err());
-        // Responses without a state, a malformed response: refused.
-        assert!(
-            trips
-                .begin(&binding, None, Some(&accept("No")))
-                .await
-                .is_err()
-        );
+        // Without a state, a response under the question's key answers it (the ephemeral
+        // flow), under another key it answers nothing; a malformed one is refused.
+        let fresh = trips
+            .begin(&binding, None, Some(&accept("No")))
+            .await
+            .unwrap();
+        assert_eq!(fresh.ask(ask.clone(), 0).await.unwrap().label, "No");
+        let mut elsewhere = InputResponses::new();
+        elsewhere.insert("other".into(), json!({"action": "decline"}));
+        let fresh = trips.begin(&binding, None, Some(&elsewhere)).await.unwrap();
+        assert!(matches!(
+            fresh.ask(ask.clone(), 0).await,
+            Err(TalkError::Parked)
+        ));
         let mut bad = InputResponses::new();
         bad.insert("ask_0".into(), json!({"action": "maybe"}));
         assert!(

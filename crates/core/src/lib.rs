@@ -16,6 +16,7 @@ pub mod class;
 pub mod content;
 pub mod declare;
 pub mod durable;
+pub mod form;
 pub mod idempotency;
 pub mod invoke;
 pub mod naming;

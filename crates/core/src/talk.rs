@@ -24,6 +24,7 @@
 //! does, so a protocol that cannot carry them fails the call with [`TalkError::NotCarried`]
 //! (class [`ErrorClass::Unsupported`](crate::ErrorClass::Unsupported)).
 
+use crate::form::{Filled, Form};
 use serde_json::{Map, Value};
 use std::fmt;
 use std::future::Future;
@@ -239,6 +240,16 @@ pub trait Talk: Send + Sync + fmt::Debug {
         })))
     }
 
+    /// Asks the user to fill in form number `seq` of the call (numbered with its questions).
+    fn fill(&self, form: Form, seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
+        let _ = (form, seq);
+        let protocol = self.protocol();
+        Box::pin(std::future::ready(Err(TalkError::NotCarried {
+            what: "a form for the user",
+            protocol,
+        })))
+    }
+
     /// Opens a subscription; `seq` numbers the subscriptions of one call.
     fn subscribe(
         &self,
@@ -312,6 +323,14 @@ impl TalkBack {
         ask.check()?;
         let seq = self.asked.fetch_add(1, Ordering::Relaxed);
         self.channel.ask(ask, seq).await
+    }
+
+    /// Asks the user to fill in a form and waits for it.
+    pub async fn fill(&self, form: Form) -> Result<Filled, TalkError> {
+        form.check().map_err(TalkError::Invalid)?;
+        // Numbered with the questions: a call's asks keep one order over its rounds.
+        let seq = self.asked.fetch_add(1, Ordering::Relaxed);
+        self.channel.fill(form, seq).await
     }
 
     /// Opens a subscription.

@@ -5,6 +5,7 @@
 pub use http::Extensions;
 
 use crate::class::ErrorClass;
+use crate::form::{Filled, Form};
 use crate::talk::{Ask, Choice, Reported, Subscribe, Subscription, TalkBack, TalkError};
 use std::collections::HashMap;
 use std::fmt;
@@ -150,6 +151,13 @@ impl ToolContext {
     /// fails with [`TalkError::NotCarried`], which `?` turns into an `unsupported` tool error.
     pub async fn ask(&self, ask: Ask) -> Result<Choice, TalkError> {
         self.talk.ask(ask).await
+    }
+
+    /// Asks the user to fill in a form (named fields: text, numbers, booleans) and waits for it:
+    /// MCP's form elicitation, at 2026-07-28 an `input_required` round. A protocol without forms
+    /// (OXP 1.0, RAP) fails with [`TalkError::NotCarried`]. Never for secrets.
+    pub async fn fill(&self, form: Form) -> Result<Filled, TalkError> {
+        self.talk.fill(form).await
     }
 
     /// Opens a subscription to `subscribe.topic` of an event source: the call answers now and
