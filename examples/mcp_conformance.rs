@@ -189,6 +189,64 @@ fn custom_header() -> Tool {
         })
 }
 
+/// Input of `greet`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Named {
+    /// Who to greet.
+    name: String,
+}
+
+/// The tasks scenarios' synchronous tool.
+async fn greet(input: Named, _: ToolContext) -> Result<String, ToolError> {
+    Ok(format!("Hello, {}!", input.name))
+}
+
+/// Input of `slow_compute`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Seconds {
+    /// How long to compute.
+    #[schemars(range(min = 0, max = 30))]
+    seconds: f64,
+}
+
+/// The tasks scenarios' long-running tool: sleeps `seconds`, stops early when cancelled.
+async fn slow_compute(input: Seconds, ctx: ToolContext) -> Result<String, ToolError> {
+    tokio::select! {
+        () = tokio::time::sleep(std::time::Duration::from_secs_f64(input.seconds)) => {}
+        () = ctx.cancelled() => return Err(ToolError::new("cancelled")),
+    }
+    Ok(format!("computed for {} s", input.seconds))
+}
+
+/// Input of `confirm_delete`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct File {
+    /// The file to delete.
+    filename: String,
+}
+
+/// A long-running tool that asks before it acts (as a task: `input_required` until
+/// `tasks/update` answers).
+async fn confirm_delete(input: File, ctx: ToolContext) -> Result<String, ToolError> {
+    let schema = json!({"type": "object", "properties": {"confirm": {"type": "boolean"}}});
+    let filled = ctx
+        .fill(Form::new(
+            "confirm",
+            format!("Delete {}?", input.filename),
+            schema,
+        ))
+        .await?;
+    let confirmed =
+        matches!(&filled, Filled::Accepted(v) if v.get("confirm") == Some(&Value::Bool(true)));
+    Ok(if confirmed { "deleted" } else { "kept" }.to_owned())
+}
+
+/// A long-running tool that fails after a moment (a tool error: the task completes with it).
+async fn failing_job(_: NoInput, _: ToolContext) -> Result<(), ToolError> {
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    Err(ToolError::new("The job failed"))
+}
+
 /// Every fixture tool the suite calls that a stateless server can serve.
 fn registry() -> Registry {
     let tool = |name: &str, description: &str| {
@@ -238,6 +296,27 @@ fn registry() -> Registry {
                 "Asks a name, then a colour",
             )
             .handler(multi_round),
+        )
+        // The tasks extension's fixtures: a synchronous tool and a long-running one, which a
+        // client declaring the extension gets as a task.
+        .tool(tool("greet", "Greets by name").handler(greet))
+        .tool(
+            Tool::builder("slow_compute", "1.0.0")
+                .description("Computes for a number of seconds")
+                .long_running()
+                .handler(slow_compute),
+        )
+        .tool(
+            Tool::builder("confirm_delete", "1.0.0")
+                .description("Deletes a file once the user confirms")
+                .long_running()
+                .handler(confirm_delete),
+        )
+        .tool(
+            Tool::builder("failing_job", "1.0.0")
+                .description("Fails after a moment")
+                .long_running()
+                .handler(failing_job),
         )
         // The stateless scenario's diagnostics: a question on the response (an input_required
         // result, never a request of the server's own), a tool that needs the client to show

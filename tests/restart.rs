@@ -1,7 +1,8 @@
 //! A crash loses nothing: the real binary on loopback, killed with SIGKILL (no drain, no flush)
 //! and started again over the same embedded state store. An invocation acknowledged just before
 //! the crash runs after the restart; a subscription opened before it still receives events; a
-//! question asked before it is found again (not asked twice) and its answer completes the call.
+//! question asked before it is found again (not asked twice) and its answer completes the call;
+//! an MCP task whose run the crash ended is failed with a message, never forgotten.
 
 mod common;
 
@@ -160,4 +161,52 @@ async fn a_question_asked_before_a_crash_is_found_again_and_its_answer_completes
     let result = receiver.wait_kind("tool_result", 1).await.remove(0);
     let value: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
     assert_eq!(value, json!({"selected": 0, "choice": "Yes"}));
+}
+
+/// A 2026-07-28 MCP request of `method` declaring the tasks extension.
+async fn mcp(server: &Server, method: &str, name: &str, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+    });
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string();
+    let extra = format!(
+        "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: {method}\r\nMcp-Name: {name}\r\n"
+    );
+    let (status, text) = post(server, "/mcp", &body, &extra).await;
+    assert_eq!(status, 200, "{text}");
+    serde_json::from_str(&text).unwrap()
+}
+
+#[tokio::test]
+async fn an_mcp_task_running_at_a_crash_is_failed_with_a_message_after_the_restart_not_forgotten() {
+    let (state, dead) = files();
+    let server = start(&state, &dead);
+    let created = mcp(
+        &server,
+        "tools/call",
+        "Demo_Sleep",
+        json!({"name": "Demo_Sleep", "arguments": {"ms": 60_000}}),
+    )
+    .await;
+    let id = created["result"]["taskId"].as_str().unwrap().to_owned();
+    crash(server);
+    let server = start(&state, &dead);
+    let end = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let task = mcp(&server, "tasks/get", &id, json!({"taskId": id})).await;
+        if task["result"]["status"] == "failed" {
+            let message = task["result"]["statusMessage"].as_str().unwrap();
+            assert!(message.contains("restarted"), "{task}");
+            assert_eq!(task["result"]["error"]["code"], -32603, "{task}");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "the task was not ended: {task}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }

@@ -4,14 +4,16 @@
 
 use super::result;
 use super::round_trip::{self, RoundTrips};
+use super::tasks::Tasks;
 use crate::server::CallContext;
 use oxp_lambda_core::invoke::{Invoker, Target};
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::running::Running;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CustomRequest, CustomResult, ErrorCode,
-    Implementation, InputResponses, ListToolsResult, PaginatedRequestParams, RequestId,
-    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
+    ErrorCode, GetTaskParams, GetTaskResult, Implementation, InputResponses, ListToolsResult,
+    PaginatedRequestParams, RequestId, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -37,6 +39,8 @@ pub(crate) struct Served {
     running: Arc<Running>,
     /// Questions for the user at 2026-07-28 (`/mcp` only; the AgentCore target has none).
     round_trips: Option<RoundTrips>,
+    /// The tasks extension, where the server offers it (`/mcp` with a state store).
+    tasks: Option<Arc<Tasks>>,
 }
 
 /// How a call may ask its client for input.
@@ -71,7 +75,19 @@ impl Served {
             listing,
             running: Arc::default(),
             round_trips: None,
+            tasks: None,
         }
+    }
+
+    /// Offers the tasks extension over `tasks`.
+    pub(crate) fn with_tasks(mut self, tasks: Arc<Tasks>) -> Self {
+        self.tasks = Some(tasks);
+        self
+    }
+
+    /// The tasks, where offered.
+    pub(crate) fn tasks(&self) -> Option<&Arc<Tasks>> {
+        self.tasks.as_ref()
     }
 
     /// Lets the tools ask the user at 2026-07-28 (multi round-trip requests).
@@ -270,9 +286,53 @@ impl McpServer {
 
 impl ServerHandler for McpServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_server_info(
-            Implementation::new(env!("CARGO_PKG_NAME"), env!("CARGO_PKG_VERSION")),
-        )
+        let capabilities = ServerCapabilities::builder().enable_tools();
+        let capabilities = match &self.0.tasks {
+            Some(_) => capabilities.enable_tasks().build(),
+            None => capabilities.build(),
+        };
+        ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            env!("CARGO_PKG_NAME"),
+            env!("CARGO_PKG_VERSION"),
+        ))
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        let tasks = self.0.tasks.as_ref().ok_or_else(no_tasks)?;
+        let task = tasks
+            .get(caller(&context).as_deref(), &request.task_id)
+            .await?;
+        Ok(GetTaskResult::new(task))
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let tasks = self.0.tasks.as_ref().ok_or_else(no_tasks)?;
+        tasks
+            .answer(
+                caller(&context).as_deref(),
+                &request.task_id,
+                &request.input_responses,
+            )
+            .await
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let tasks = self.0.tasks.as_ref().ok_or_else(no_tasks)?;
+        tasks
+            .cancel(caller(&context).as_deref(), &request.task_id)
+            .await
     }
 
     /// The listed definition of `name`: rmcp checks a 2026-07-28 call's `Mcp-Param-*` headers
@@ -300,6 +360,18 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
         let parts = context.extensions.get::<http::request::Parts>();
+        // A long-running tool called by a client that declared the tasks extension runs as a
+        // task: the answer is its handle, at once.
+        if let Some(tasks) = &self.0.tasks
+            && declares_tasks(&context.meta)
+            && let Some(tool) = self.0.get(&request.name)
+            && tool.annotations.long_running == Some(true)
+        {
+            let context = parts.map(CallContext::of).unwrap_or_default();
+            let arguments = request.arguments.unwrap_or_default();
+            let created = tasks.create(context, &request.name, arguments).await?;
+            return Ok(CallToolResponse::Task(created));
+        }
         let asking = match elicitation_modes(&context.meta) {
             Some((form, url)) => Asking::Rounds {
                 form,
@@ -340,6 +412,28 @@ impl ServerHandler for McpServer {
             None,
         ))
     }
+}
+
+/// Whether the request's client declared the tasks extension on it.
+fn declares_tasks(meta: &rmcp::model::MetaObject) -> bool {
+    meta.0
+        .get("io.modelcontextprotocol/clientCapabilities")
+        .and_then(|c| c.get("extensions"))
+        .and_then(|e| e.get(rmcp::model::TASKS_EXTENSION_ID))
+        .is_some()
+}
+
+/// The authenticated caller of a request (`None` without authentication).
+fn caller(context: &RequestContext<RoleServer>) -> Option<String> {
+    context
+        .extensions
+        .get::<http::request::Parts>()
+        .and_then(|p| p.extensions.get::<oxp_lambda_core::principal::Principal>())
+        .and_then(|p| p.subject.clone())
+}
+
+fn no_tasks() -> ErrorData {
+    ErrorData::new(ErrorCode::METHOD_NOT_FOUND, "Method not found: tasks", None)
 }
 
 /// The elicitation modes (form, URL) a 2026-07-28 request's client declared on the request

@@ -18,6 +18,10 @@ mod handler;
 mod modern;
 pub(crate) mod result;
 mod round_trip;
+mod served;
+mod tasks;
+
+pub(crate) use served::{served, served_for_mcp};
 
 pub(crate) use round_trip::KEY_SECRET_ID as STATE_KEY_SECRET_ID;
 
@@ -117,32 +121,6 @@ struct Mcp {
     max_body_bytes: usize,
     /// No `OXP_MCP_ALLOWED_HOSTS`: any `Host` is served.
     any_host: bool,
-}
-
-/// The tools MCP (and the AgentCore target) serve: one version of each, as `pins`
-/// (`OXP_MCP_TOOLS`) pin them.
-pub(crate) fn served(
-    invoker: Arc<oxp_lambda_core::invoke::Invoker>,
-    pins: &[String],
-) -> Result<Arc<Served>, String> {
-    let tools = invoker.registry().served(pins, "OXP_MCP_TOOLS")?;
-    Ok(Arc::new(Served::new(invoker, tools)))
-}
-
-/// The tools `/mcp` serves, whose questions for the user travel as 2026-07-28 round trips:
-/// states sealed under the secret `MCP_STATE_KEY` (required in Lambda, where every execution
-/// environment must open the others' states), spent once in `state` when there is one.
-pub(crate) fn served_with_round_trips(
-    invoker: Arc<oxp_lambda_core::invoke::Invoker>,
-    pins: &[String],
-    state: Option<&Arc<dyn oxp_lambda_core::durable::StateStore>>,
-    in_lambda: bool,
-) -> Result<Arc<Served>, String> {
-    let tools = invoker.registry().served(pins, "OXP_MCP_TOOLS")?;
-    let trips = round_trip::RoundTrips::new(invoker.secrets().clone(), in_lambda, state.cloned());
-    Ok(Arc::new(
-        Served::new(invoker, tools).with_round_trips(trips),
-    ))
 }
 
 /// The `/mcp` route, behind `auth`. `allowed_origins` (`OXP_ALLOWED_ORIGINS`) are the only

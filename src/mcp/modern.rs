@@ -1,7 +1,8 @@
 //! What the 2026-07-28 revision changes at the HTTP layer, for requests that name it
 //! (`MCP-Protocol-Version: 2026-07-28`): a method the server does not implement, or one the
 //! revision removed (`initialize`, `ping`, `logging/setLevel`, `resources/subscribe`,
-//! `resources/unsubscribe`, and the tasks methods, which this server does not offer), is
+//! `resources/unsubscribe`, and `tasks/list` and `tasks/result`, which the tasks extension
+//! removed), is
 //! `404 Not Found` with the JSON-RPC error -32601 (Streamable HTTP, "Protocol Version
 //! Header"), and a missing client capability (-32021) is `400 Bad Request` (Base Protocol,
 //! "Per-request protocol fields"). Earlier revisions keep their answers.
@@ -21,11 +22,9 @@ const REMOVED: &[&str] = &[
     "logging/setLevel",
     "resources/subscribe",
     "resources/unsubscribe",
-    "tasks/get",
+    // Removed by the tasks extension (the result is inlined on tasks/get).
     "tasks/list",
     "tasks/result",
-    "tasks/update",
-    "tasks/cancel",
 ];
 
 /// Whether the request names 2026-07-28 in its header.

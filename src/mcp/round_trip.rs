@@ -221,7 +221,7 @@ fn question_key(seq: usize) -> String {
 }
 
 /// The `elicitation/create` of a tool's form.
-fn form_request(form: &Form) -> Result<InputRequest, String> {
+pub(crate) fn form_request(form: &Form) -> Result<InputRequest, String> {
     let request = json!({
         "method": "elicitation/create",
         "params": {"mode": "form", "message": form.message, "requestedSchema": form.schema},
@@ -230,7 +230,7 @@ fn form_request(form: &Form) -> Result<InputRequest, String> {
 }
 
 /// A single-select form for `ask`: one `choice` property, its labels as the enum.
-fn choice_form(ask: &Ask) -> Result<InputRequest, String> {
+pub(crate) fn choice_form(ask: &Ask) -> Result<InputRequest, String> {
     let request = json!({
         "method": "elicitation/create",
         "params": {
@@ -255,7 +255,7 @@ fn choice_form(ask: &Ask) -> Result<InputRequest, String> {
 const MAX_CONTENT_BYTES: usize = 4096;
 
 /// An `ElicitResult` as a state keeps it: its `action` and, accepted, its `content` object.
-fn read_response(response: &Value) -> Result<Value, ErrorData> {
+pub(crate) fn read_response(response: &Value) -> Result<Value, ErrorData> {
     let object = response
         .as_object()
         .ok_or_else(|| refused("an input response must be an object"))?;
@@ -293,14 +293,14 @@ fn random_fill(bytes: &mut [u8]) {
 
 /// A question a tool asked.
 #[derive(Debug)]
-enum Question {
+pub(crate) enum Question {
     Choice(Ask),
     Form(Form),
 }
 
 impl Question {
     /// Its `inputRequests` key: a form's own, `ask_<seq>` for a choice.
-    fn key(&self, seq: u32) -> String {
+    pub(crate) fn key(&self, seq: u32) -> String {
         match self {
             Self::Choice(_) => question_key(seq as usize),
             Self::Form(form) => form.key.clone(),
@@ -361,39 +361,46 @@ impl Talk for Exchange {
 
     fn ask(&self, ask: Ask, seq: u32) -> TalkFuture<'_, Result<Choice, TalkError>> {
         let (default, choices) = (ask.default, ask.choices.clone());
-        let answer = self.answer(seq, Question::Choice(ask)).and_then(|answer| {
-            match answer["action"].as_str() {
-                // Declined or dismissed: the question's default.
-                Some("decline" | "cancel") => Ok(Choice {
-                    index: default,
-                    label: choices[default].clone(),
-                }),
-                _ => {
-                    let label = answer["content"]["choice"].as_str();
-                    let index = label
-                        .and_then(|l| choices.iter().position(|c| c == l))
-                        .ok_or(TalkError::InvalidAnswer)?;
-                    Ok(Choice {
-                        index,
-                        label: choices[index].clone(),
-                    })
-                }
-            }
-        });
+        let answer = self
+            .answer(seq, Question::Choice(ask))
+            .and_then(|answer| choice_of(&answer, &choices, default));
         Box::pin(std::future::ready(answer))
     }
 
     fn fill(&self, form: Form, seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
-        let filled =
-            self.answer(seq, Question::Form(form))
-                .map(|answer| match answer["action"].as_str() {
-                    Some("decline") => Filled::Declined,
-                    Some("cancel") => Filled::Cancelled,
-                    _ => {
-                        Filled::Accepted(answer["content"].as_object().cloned().unwrap_or_default())
-                    }
-                });
+        let filled = self
+            .answer(seq, Question::Form(form))
+            .map(|answer| filled_of(&answer));
         Box::pin(std::future::ready(filled))
+    }
+}
+
+/// The choice an answer (as [`read_response`] keeps it) makes among `choices`: the accepted
+/// `content.choice`, or the default when the user declined or dismissed the question.
+pub(crate) fn choice_of(
+    answer: &Value,
+    choices: &[String],
+    default: usize,
+) -> Result<Choice, TalkError> {
+    let index = match answer["action"].as_str() {
+        Some("decline" | "cancel") => default,
+        _ => answer["content"]["choice"]
+            .as_str()
+            .and_then(|l| choices.iter().position(|c| c == l))
+            .ok_or(TalkError::InvalidAnswer)?,
+    };
+    Ok(Choice {
+        index,
+        label: choices[index].clone(),
+    })
+}
+
+/// What an answer (as [`read_response`] keeps it) says of a form.
+pub(crate) fn filled_of(answer: &Value) -> Filled {
+    match answer["action"].as_str() {
+        Some("decline") => Filled::Declined,
+        Some("cancel") => Filled::Cancelled,
+        _ => Filled::Accepted(answer["content"].as_object().cloned().unwrap_or_default()),
     }
 }
 

@@ -27,12 +27,28 @@ impl Protocol for Mcp {
         }
         let config = assembly.config;
         state_key_kept_from_tools(assembly.invoker.registry())?;
-        let served = crate::mcp::served_with_round_trips(
+        let served = crate::mcp::served_for_mcp(
             assembly.invoker.clone(),
             &settings.pins,
             assembly.state(),
             config.runtime.lambda,
         )?;
+        // Tasks whose run a restart ended are failed with a message, never forgotten.
+        if assembly.recovering()
+            && let Some(tasks) = served.tasks().cloned()
+        {
+            tokio::spawn(async move {
+                match tasks.end_interrupted().await {
+                    Ok(0) => {}
+                    Ok(ended) => {
+                        tracing::warn!(target: "oxp::mcp", ended, "tasks interrupted by the restart failed")
+                    }
+                    Err(e) => {
+                        tracing::error!(target: "oxp::mcp", error = %e, "interrupted tasks not ended")
+                    }
+                }
+            });
+        }
         Ok(Contribution::routes(crate::mcp::router(
             served,
             assembly.auth,

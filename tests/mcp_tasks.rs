@@ -1,0 +1,292 @@
+//! The MCP tasks extension (`io.modelcontextprotocol/tasks`, SEP-2663) at 2026-07-28: a client
+//! that declares it and calls a long-running tool gets `resultType: "task"` at once; tasks/get
+//! reports the task (working, input_required with the tool's question, completed with the tool's
+//! result, cancelled); tasks/update answers the question; tasks/cancel stops the tool. A client
+//! that did not declare the extension gets the tool's result in the request, and the tasks
+//! methods refuse it; another caller's task is unknown.
+
+mod common;
+
+use axum::body::Body;
+use axum::http::Request;
+use common::*;
+use oxp_lambda::{Ask, Registry, Tool, ToolContext, ToolError};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+const TASKS: &str = "io.modelcontextprotocol/tasks";
+
+fn meta(tasks: bool) -> Value {
+    let mut capabilities = json!({"elicitation": {}});
+    if tasks {
+        capabilities["extensions"] = json!({TASKS: {}});
+    }
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities
+    })
+}
+
+/// A 2026-07-28 request of `method` with `params` (and `_meta`), its `Mcp-Name` being `name`.
+async fn rpc(
+    app: &App,
+    method: &str,
+    name: &str,
+    mut params: Value,
+    tasks: bool,
+    bearer: Option<&str>,
+) -> Reply {
+    params["_meta"] = meta(tasks);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let mut request = Request::post("/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .header("mcp-name", name);
+    if let Some(bearer) = bearer {
+        request = request.header("authorization", bearer);
+    }
+    send(app, request.body(Body::from(body.to_string())).unwrap()).await
+}
+
+async fn call(app: &App, tool: &str, arguments: Value, tasks: bool) -> Value {
+    let reply = rpc(
+        app,
+        "tools/call",
+        tool,
+        json!({"name": tool, "arguments": arguments}),
+        tasks,
+        None,
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.json["result"].clone()
+}
+
+async fn get(app: &App, id: &str) -> Value {
+    let reply = rpc(app, "tasks/get", id, json!({"taskId": id}), true, None).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    reply.json["result"].clone()
+}
+
+/// Polls task `id` until its status is `status` (5 s at most).
+async fn until(app: &App, id: &str, status: &str) -> Value {
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        let task = get(app, id).await;
+        if task["status"] == status {
+            return task;
+        }
+        assert!(
+            Instant::now() < end,
+            "the task never became {status}: {task}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Nothing {}
+
+/// A long-running tool that asks the user first.
+fn asking() -> Tool {
+    Tool::builder("Job.Deploy", "1.0.0")
+        .description("Deploys after the user confirms.")
+        .long_running()
+        .handler(|_: Nothing, ctx: ToolContext| async move {
+            let choice = ctx.ask(Ask::new("Deploy?", ["Yes", "No"])).await?;
+            Ok::<_, ToolError>(format!("deploy: {}", choice.label))
+        })
+}
+
+fn app() -> App {
+    let mut tools = common::example_tools::tools();
+    tools.push(asking());
+    app_with(
+        Registry::builder().tools(tools).build().unwrap(),
+        test_config(),
+    )
+}
+
+#[tokio::test]
+async fn a_long_running_tool_called_with_the_extension_is_a_task_whose_result_tasks_get_inlines() {
+    let app = app();
+    let created = call(&app, "Demo_Sleep", json!({"ms": 200}), true).await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    assert_eq!(created["status"], "working");
+    assert!(created.get("task").is_none(), "flat: no nested task key");
+    assert!(created.get("requestState").is_none());
+    assert_eq!(created["ttlMs"], 3_600_000);
+    assert_eq!(created["pollIntervalMs"], 500);
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let working = get(&app, &id).await;
+    assert_eq!(working["resultType"], "complete");
+    assert!(working.get("result").is_none(), "{working}");
+    let done = until(&app, &id, "completed").await;
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    let value: Value = serde_json::from_str(text).unwrap();
+    assert!(value["slept_ms"].as_u64().unwrap() >= 200, "{done}");
+    assert_eq!(value["cancelled"], false);
+    // The same tool without the extension answers in the request; a short tool never is a task.
+    let sync = call(&app, "Demo_Sleep", json!({"ms": 1}), false).await;
+    assert_eq!(sync["resultType"], "complete", "{sync}");
+    assert!(sync.get("taskId").is_none());
+    let add = call(&app, "Calculator_Add", json!({"a": 1, "b": 2}), true).await;
+    assert_eq!(add["content"][0]["text"], "3", "{add}");
+}
+
+#[tokio::test]
+async fn a_task_that_asks_waits_in_input_required_until_tasks_update_answers() {
+    let app = app();
+    let created = call(&app, "Job_Deploy", json!({}), true).await;
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let waiting = until(&app, &id, "input_required").await;
+    let request = &waiting["inputRequests"]["ask_0"];
+    assert_eq!(request["method"], "elicitation/create", "{waiting}");
+    assert_eq!(
+        request["params"]["requestedSchema"]["properties"]["choice"]["enum"],
+        json!(["Yes", "No"])
+    );
+    // An answer to another key is ignored; a malformed one refused.
+    let ack = rpc(
+        &app,
+        "tasks/update",
+        &id,
+        json!({"taskId": id, "inputResponses": {"other": {"action": "decline"}}}),
+        true,
+        None,
+    )
+    .await;
+    assert_eq!(ack.json["result"]["resultType"], "complete", "{}", ack.text);
+    assert_eq!(get(&app, &id).await["status"], "input_required");
+    let bad = rpc(
+        &app,
+        "tasks/update",
+        &id,
+        json!({"taskId": id, "inputResponses": {"ask_0": {"action": "maybe"}}}),
+        true,
+        None,
+    )
+    .await;
+    assert_eq!(bad.json["error"]["code"], -32602, "{}", bad.text);
+    let answer = json!({"ask_0": {"action": "accept", "content": {"choice": "No"}}});
+    let ack = rpc(
+        &app,
+        "tasks/update",
+        &id,
+        json!({"taskId": id, "inputResponses": answer}),
+        true,
+        None,
+    )
+    .await;
+    assert_eq!(
+        ack.json["result"],
+        json!({"resultType": "complete"}),
+        "{}",
+        ack.text
+    );
+    let done = until(&app, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "deploy: No", "{done}");
+}
+
+#[tokio::test]
+async fn tasks_cancel_stops_the_tool_and_the_task_stays_cancelled() {
+    let config = oxp_lambda::Config {
+        max_concurrent_calls: 1,
+        ..test_config()
+    };
+    let mut tools = common::example_tools::tools();
+    tools.push(asking());
+    let app = app_with(Registry::builder().tools(tools).build().unwrap(), config);
+    let created = call(&app, "Demo_Sleep", json!({"ms": 20_000}), true).await;
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let ack = rpc(&app, "tasks/cancel", &id, json!({"taskId": id}), true, None).await;
+    assert_eq!(ack.json["result"]["resultType"], "complete", "{}", ack.text);
+    // The one slot is free again within a second: the tool stopped.
+    let started = Instant::now();
+    let add = call(&app, "Calculator_Add", json!({"a": 1, "b": 2}), false).await;
+    assert_eq!(add["content"][0]["text"], "3");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        started.elapsed()
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let task = get(&app, &id).await;
+    assert_eq!(task["status"], "cancelled", "{task}");
+    assert!(task.get("result").is_none());
+}
+
+#[tokio::test]
+async fn without_the_extension_the_tasks_methods_refuse_and_unknown_or_removed_ones_are_errors() {
+    let app = app();
+    let created = call(&app, "Demo_Sleep", json!({"ms": 10}), true).await;
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let refused = rpc(&app, "tasks/get", &id, json!({"taskId": id}), false, None).await;
+    assert_eq!(refused.status, 400, "{}", refused.text);
+    assert_eq!(refused.json["error"]["code"], -32021);
+    let unknown = rpc(
+        &app,
+        "tasks/get",
+        "nope",
+        json!({"taskId": "nope"}),
+        true,
+        None,
+    )
+    .await;
+    assert_eq!(unknown.json["error"]["code"], -32602, "{}", unknown.text);
+    for removed in ["tasks/list", "tasks/result"] {
+        let reply = rpc(&app, removed, &id, json!({"taskId": id}), true, None).await;
+        assert_eq!(reply.status, 404, "{removed}: {}", reply.text);
+        assert_eq!(reply.json["error"]["code"], -32601);
+    }
+}
+
+#[tokio::test]
+#[cfg(feature = "jwt")]
+async fn another_caller_cannot_see_update_or_cancel_a_task() {
+    let mut config = test_config();
+    config.auth = common::jwt::hs256_auth(false);
+    let app = build(
+        oxp_lambda::App::builder(common::example_tools::registry().unwrap())
+            .config(config)
+            .secret(common::jwt::JWT_KEY_ID, common::jwt::HS_KEY),
+    );
+    let alice = common::jwt::bearer("alice");
+    let bob = common::jwt::bearer("bob");
+    let created = rpc(
+        &app,
+        "tools/call",
+        "Demo_Sleep",
+        json!({"name": "Demo_Sleep", "arguments": {"ms": 2000}}),
+        true,
+        Some(&alice),
+    )
+    .await;
+    let id = created.json["result"]["taskId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    for method in ["tasks/get", "tasks/cancel"] {
+        let reply = rpc(&app, method, &id, json!({"taskId": id}), true, Some(&bob)).await;
+        assert_eq!(
+            reply.json["error"]["code"], -32602,
+            "{method}: {}",
+            reply.text
+        );
+    }
+    let mine = rpc(
+        &app,
+        "tasks/get",
+        &id,
+        json!({"taskId": id}),
+        true,
+        Some(&alice),
+    )
+    .await;
+    assert_eq!(mine.json["result"]["status"], "working", "{}", mine.text);
+}
