@@ -312,7 +312,7 @@ async fn at_2026_07_28_a_removed_or_unknown_method_is_404_method_not_found_and_l
         "ping",
         "logging/setLevel",
         "resources/subscribe",
-        "tasks/get",
+        "tasks/list",
         "no/such",
     ] {
         let message = rpc(5, method, json!({"_meta": meta}));
