@@ -71,7 +71,7 @@ struct Record {
 }
 
 fn now() -> String {
-    crate::rap::job::rfc3339(crate::rap::job::unix_ms(SystemTime::now()))
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
 /// The hash a record names its owner by.
