@@ -1,38 +1,38 @@
 //! # oxp-lambda
 //!
-//! Serve AI-agent tools over the [OXP](https://opentoolcalling.org) tool-calling protocol and
-//! the async tool invocation protocol (RAP), from AWS Lambda (API Gateway REST and HTTP APIs,
-//! Function URLs, ALB, SQS) or as a plain local HTTP server.
+//! Serve AI-agent tools over OXP (the OXP 1.0 tool-calling protocol), the async tool invocation
+//! protocol (RAP), MCP and Bedrock's Lambda targets, from AWS Lambda (API Gateway REST and HTTP
+//! APIs, Function URLs, ALB, SQS, direct invocations) or as a plain local HTTP server.
 //!
-//! A tool is declared once, protocol-neutral, with [`Tool::builder`]: an async function over a
-//! `Deserialize + JsonSchema` input type. [`run`] serves a [`Registry`] of them as the
-//! `oxp-lambda` binary does; [`App::builder`] embeds the same app in a program of your own.
+//! A tool is an async function: [`#[tool]`](tool) takes its description from the doc comment
+//! and its input schema from its parameters, and it runs the same over every protocol. [`run`]
+//! serves a [`Registry`] of them as the `oxp-lambda` binary does; [`App::builder`] embeds the
+//! same app in a program of your own; [`Tool::builder`] declares a tool programmatically.
+//! `examples/starter/` in the repository is a crate to copy.
 //!
 //! ```no_run
-//! use oxp_lambda::{Registry, Tool, ToolContext, ToolError};
-//! use schemars::JsonSchema;
-//! use serde::Deserialize;
+//! use oxp_lambda::{Registry, ToolError, tool};
 //!
-//! #[derive(Deserialize, JsonSchema)]
-//! struct Greet {
+//! /// Greets someone.
+//! #[tool(name = "Hello.Greet", version = "1.0.0", read_only)]
+//! async fn greet(
 //!     /// Who to greet.
 //!     name: String,
-//! }
-//!
-//! async fn greet(input: Greet, _ctx: ToolContext) -> Result<String, ToolError> {
-//!     Ok(format!("Hello, {}!", input.name))
+//! ) -> Result<String, ToolError> {
+//!     Ok(format!("Hello, {name}!"))
 //! }
 //!
 //! #[tokio::main]
 //! async fn main() -> std::process::ExitCode {
-//!     let registry = Registry::builder()
-//!         .tool(Tool::builder("Hello.Greet", "1.0.0").description("Greets someone.").handler(greet))
-//!         .build()
-//!         .expect("valid tools");
+//!     let registry = Registry::builder().tool(greet_tool()).build().expect("valid tools");
 //!     // In Lambda this serves the Runtime API; elsewhere http://127.0.0.1:8080.
 //!     oxp_lambda::run(registry).await
 //! }
 //! ```
+//!
+//! A tool that panics fails its call and the server keeps serving when panics unwind (the
+//! default; keep `panic = "unwind"` in a release profile, which cargo-lambda would otherwise set
+//! to `abort`: the server warns at start when built that way).
 //!
 //! ## Features
 //!
@@ -50,6 +50,8 @@
 //! | `metrics` | calls, errors, duration and cold starts in CloudWatch Embedded Metric Format (`OXP_METRICS`) |
 //! | `oauth` | users' OAuth flows run by the server (`OXP_OAUTH_PROVIDERS`): a tool's token the caller did not send comes from the user's sealed vault |
 //! | `otel` | a span per call over OTLP/HTTP (`OXP_OTEL_ENDPOINT`), flushed before each Lambda invocation answers |
+//! | `embedded-state` | durable state in an embedded database file (redb): talk-back calls, tasks and acknowledged invocations survive a restart |
+//! | `webhooks` | `POST /webhooks/{source}`: signed event sources feeding subscriptions |
 //! | `mimalloc` | mimalloc as the binary's allocator |
 //!
 //! All but `otel` are on by default. The smallest useful set, OXP over Lambda with local secrets, is

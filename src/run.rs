@@ -73,6 +73,12 @@ pub async fn run_with(builder: AppBuilder) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    if cfg!(panic = "abort") {
+        // The promise that a panicking tool only fails its call needs unwinding.
+        tracing::warn!(
+            "built with panic = \"abort\": a tool that panics ends the process instead of failing its call; build with panic = \"unwind\" (docs/architecture.md)"
+        );
+    }
     if lambda {
         return crate::app::lambda::run(app).await;
     }
