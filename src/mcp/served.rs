@@ -28,12 +28,12 @@ pub(crate) fn served_for_mcp(
     let trips = RoundTrips::new(invoker.secrets().clone(), in_lambda, state.cloned());
     // Tasks run detached in this process: locally, with a state store to keep them (a Lambda
     // execution environment freezes once it has answered: there tools answer in the request).
-    let task_store = state.filter(|_| !in_lambda).cloned();
-    Ok(Arc::new_cyclic(|served| {
-        let mcp = Served::new(invoker, tools).with_round_trips(trips);
-        match task_store {
-            Some(store) => mcp.with_tasks(Arc::new(Tasks::new(store, served.clone()))),
-            None => mcp,
-        }
+    let tasks = state
+        .filter(|_| !in_lambda)
+        .map(|store| Arc::new(Tasks::new(store.clone(), invoker.clone(), &tools)));
+    let mcp = Served::new(invoker, tools).with_round_trips(trips);
+    Ok(Arc::new(match tasks {
+        Some(tasks) => mcp.with_tasks(tasks),
+        None => mcp,
     }))
 }

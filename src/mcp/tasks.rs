@@ -10,13 +10,13 @@
 //! reaches the run through the record (polled each second) as well as directly, and a task whose
 //! run a restart ended is failed with a message, never forgotten.
 
-use super::handler::Served;
 use super::round_trip::{Question, choice_form, form_request, read_response};
 use crate::server::CallContext;
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::form::{Filled, Form};
-use oxp_lambda_core::invoke::Target;
+use oxp_lambda_core::invoke::{Invoker, Target};
 use oxp_lambda_core::principal::Principal;
+use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::running::Running;
 use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
 use oxp_lambda_core::tool::Cancellation;
@@ -28,6 +28,7 @@ use rmcp::model::{
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 use std::time::{Duration, SystemTime};
 
@@ -92,7 +93,9 @@ fn unavailable(e: StateError) -> ErrorData {
 /// The tasks of `/mcp`.
 pub(crate) struct Tasks {
     store: Arc<dyn StateStore>,
-    served: Weak<Served>,
+    invoker: Arc<Invoker>,
+    /// The tools a task may run, by listing name.
+    tools: HashMap<String, Arc<RegisteredTool>>,
     running: Arc<Running>,
 }
 
@@ -103,10 +106,18 @@ impl std::fmt::Debug for Tasks {
 }
 
 impl Tasks {
-    pub(crate) fn new(store: Arc<dyn StateStore>, served: Weak<Served>) -> Self {
+    pub(crate) fn new(
+        store: Arc<dyn StateStore>,
+        invoker: Arc<Invoker>,
+        tools: &[Arc<RegisteredTool>],
+    ) -> Self {
         Self {
             store,
-            served,
+            invoker,
+            tools: tools
+                .iter()
+                .map(|t| (t.listing_name.clone(), t.clone()))
+                .collect(),
             running: Arc::default(),
         }
     }
@@ -186,13 +197,10 @@ impl Tasks {
 
     /// Runs task `id`'s tool to its end, recording the outcome.
     async fn run(self: &Arc<Self>, id: &str, traceparent: Option<String>) {
-        let Some(served) = self.served.upgrade() else {
-            return;
-        };
         let Ok(Some((record, _))) = self.read(id).await else {
             return;
         };
-        let Some(tool) = served.get(&record.tool).cloned() else {
+        let Some(tool) = self.tools.get(&record.tool).cloned() else {
             return;
         };
         let (signal, _registered) = self.running.start(None, "task", id);
@@ -233,7 +241,7 @@ impl Tasks {
                 }
             })
         };
-        let answer = served.invoker().invoke(call).await;
+        let answer = self.invoker.invoke(call).await;
         watch.abort();
         let result = serde_json::to_value(super::result::from_invoke(answer))
             .ok()
