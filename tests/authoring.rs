@@ -32,7 +32,8 @@ struct Greeted(Arc<AtomicUsize>);
     version = "1.2.0",
     title = "Greeter",
     read_only,
-    secrets = [GREETING]
+    secrets = [GREETING],
+    caller_scopes = ["greetings:write"]
 )]
 async fn greet(
     /// Who to greet.
@@ -108,6 +109,7 @@ fn the_description_comes_from_the_doc_comment_and_the_input_from_the_parameters(
     assert!(props.get("greeted").is_none() && props.get("ctx").is_none());
     assert_eq!(tool.output_schema, Some(json!({"type": "string"})));
     assert_eq!(tool.requirements.secrets, ["GREETING_WORD"]);
+    assert_eq!(tool.requirements.caller_scopes, ["greetings:write"]);
     assert_eq!(tool.annotations.title.as_deref(), Some("Greeter"));
     assert_eq!(tool.annotations.read_only, Some(true));
 }

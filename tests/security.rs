@@ -272,6 +272,59 @@ async fn call_with_token(app: &App, token: &str, body: &Value) -> Reply {
 }
 
 #[tokio::test]
+async fn a_tool_that_declares_caller_scopes_runs_only_for_tokens_that_grant_them() {
+    let (tool, runs) = counter();
+    let guarded = Tool::builder("Crm.Delete", "1.0.0")
+        .caller_scopes(["crm:write"])
+        .handler(|_: NoInput, _: ToolContext| async { Ok::<_, ToolError>("deleted") });
+    let app = jwt_app(vec![tool, guarded]);
+    let body = json!({"request": {"tool_id": "Crm.Delete"}});
+    let reader = signed(json!({"sub": "ana", "scope": "crm:read"}));
+    let refused = call_with_token(&app, &reader, &body).await;
+    assert_eq!(refused.status, 403, "{}", refused.text);
+    assert!(
+        refused.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains("insufficient_scope"),
+        "{:?}",
+        refused.headers
+    );
+    assert!(refused.text.contains("crm:write"), "{}", refused.text);
+    let writer = signed(json!({"sub": "ana", "scope": "crm:read crm:write"}));
+    let allowed = call_with_token(&app, &writer, &body).await;
+    assert_eq!(
+        allowed.json["result"]["value"], "deleted",
+        "{}",
+        allowed.text
+    );
+    // Over MCP too: the model reads which scope is missing; nothing ran.
+    let mcp = Request::post("/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", format!("Bearer {reader}"))
+        .body(Body::from(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                   "params": {"name": "Crm_Delete", "arguments": {}}})
+            .to_string(),
+        ))
+        .unwrap();
+    let reply = send(&app, mcp).await;
+    assert_eq!(reply.json["result"]["isError"], true, "{}", reply.text);
+    assert!(reply.text.contains("crm:write"), "{}", reply.text);
+    // Tools without caller scopes are not affected.
+    let other = call_with_token(
+        &app,
+        &reader,
+        &json!({"request": {"tool_id": "T.Count",
+            "context": {"authorization": [{"id": "crm", "token": "t"}]}}}),
+    )
+    .await;
+    assert_eq!(other.status, 200, "{}", other.text);
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
 async fn tokens_without_a_subject_are_their_clients_never_one_shared_caller() {
     let (tool, runs) = counter();
     let app = jwt_app(vec![tool]);

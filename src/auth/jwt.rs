@@ -142,6 +142,7 @@ impl JwtVerifier {
         let principal = Principal {
             subject: Some(subject),
             bind_user_id: self.config.bind_user_id,
+            scopes: None,
         };
         Ok(super::Authenticated {
             principal,

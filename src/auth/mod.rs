@@ -311,6 +311,7 @@ impl Authenticator {
                 let principal = Principal {
                     subject: Some(subject),
                     bind_user_id: *bind_user_id,
+                    scopes: None,
                 };
                 return Ok(Authenticated {
                     principal,

@@ -58,6 +58,8 @@ impl From<Rejection> for ApiError {
     fn from(rejection: Rejection) -> Self {
         match rejection {
             Rejection::InvalidInput(errors) => Self::Validation(errors),
+            // The tool's own scopes, as the server-wide ones: 403 naming them.
+            Rejection::Missing(Missing::CallerScopes(scopes)) => Self::InsufficientScope(scopes),
             Rejection::Missing(Missing::UserId) => Self::BadRequest {
                 message: rejection.user_message(),
                 developer_message: Some(rejection.developer_detail()),

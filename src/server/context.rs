@@ -113,6 +113,7 @@ mod tests {
             .extension(Principal {
                 subject: Some("alice".into()),
                 bind_user_id: true,
+                scopes: None,
             })
             .body(())
             .unwrap()

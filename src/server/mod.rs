@@ -101,7 +101,11 @@ where
                                 },
                             );
                         }
-                        request.extensions_mut().insert(authenticated.principal);
+                        // The caller carries its token's scopes to the call: a tool may require
+                        // some of its own.
+                        let mut principal = authenticated.principal;
+                        principal.scopes = authenticated.scopes.as_ref().map(|g| g.0.clone());
+                        request.extensions_mut().insert(principal);
                         if let Some(scopes) = authenticated.scopes {
                             request.extensions_mut().insert(scopes);
                         }

@@ -41,12 +41,18 @@ pub struct Requirements {
     pub authorization: Vec<AuthorizationProvider>,
     /// Whether the caller must name the end user.
     pub user_id: bool,
+    /// OAuth scopes the caller's own token must grant (checked where authentication reports
+    /// scopes; a server without authentication has no token to check).
+    pub caller_scopes: Vec<String>,
 }
 
 impl Requirements {
     /// Whether nothing is required.
     pub fn is_empty(&self) -> bool {
-        self.secrets.is_empty() && self.authorization.is_empty() && !self.user_id
+        self.secrets.is_empty()
+            && self.authorization.is_empty()
+            && !self.user_id
+            && self.caller_scopes.is_empty()
     }
 }
 
@@ -178,6 +184,15 @@ impl ToolBuilder {
     /// Requires secret `id`; the tool reads it with [`ToolContext::secret`].
     pub fn secret(mut self, id: impl Into<String>) -> Self {
         self.requirements.secrets.push(id.into());
+        self
+    }
+
+    /// Requires the caller's own token to grant `scopes` (beside the server-wide
+    /// `OXP_REQUIRED_SCOPES`): a call whose token lacks one is refused before the tool runs.
+    pub fn caller_scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.requirements
+            .caller_scopes
+            .extend(scopes.into_iter().map(Into::into));
         self
     }
 

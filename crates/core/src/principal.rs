@@ -12,9 +12,26 @@ pub struct Principal {
     /// Whether the call's user id must equal [`Principal::subject`] (`OXP_BIND_USER_ID`).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub bind_user_id: bool,
+    /// The OAuth scopes the caller's token grants; `None` where authentication reports none
+    /// (no authentication: a tool's caller scopes are not checked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scopes: Option<Vec<String>>,
 }
 
 impl Principal {
+    /// The scopes of `required` the caller's token does not grant (none when authentication
+    /// reports no scopes).
+    pub fn missing_scopes<'a>(&self, required: &'a [String]) -> Vec<&'a str> {
+        let Some(granted) = &self.scopes else {
+            return Vec::new();
+        };
+        required
+            .iter()
+            .filter(|s| !granted.contains(s))
+            .map(String::as_str)
+            .collect()
+    }
+
     /// The user a call is made for. With binding on, `user_id` must be the authenticated
     /// subject, and defaults to it; otherwise it is taken as sent.
     pub fn bind_user_id(&self, user_id: Option<String>) -> Result<Option<String>, BindError> {

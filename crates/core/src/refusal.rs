@@ -36,6 +36,9 @@ pub enum Missing {
     Secret(String, bool),
     /// The server holds the secret but could not load it.
     Unavailable(SecretError),
+    /// The caller's token does not grant every scope the tool requires of its caller (the
+    /// tool's scopes, named: they are the tool's declaration, not the caller's input).
+    CallerScopes(Vec<String>),
 }
 
 impl Missing {
@@ -63,6 +66,10 @@ impl Missing {
                 format!("This tool requires the secret '{id}', which was not provided")
             }
             Self::Unavailable(e) => e.user_message(),
+            Self::CallerScopes(scopes) => format!(
+                "This tool requires the caller's token to grant the scopes: {}",
+                scopes.join(" ")
+            ),
         }
     }
 
@@ -90,6 +97,10 @@ impl Missing {
                 "secret '{id}' is not held by the server, and this server does not accept secrets from clients (OXP_CLIENT_SECRETS=never)"
             ),
             Self::Unavailable(e) => e.developer_message(),
+            Self::CallerScopes(scopes) => format!(
+                "the bearer token lacks a scope the tool declares (caller_scopes: {})",
+                scopes.join(" ")
+            ),
         }
     }
 }
@@ -132,6 +143,7 @@ impl Rejection {
                 ErrorClass::Unavailable
             }
             Self::Missing(Missing::TokenUnavailable(..)) => ErrorClass::Unavailable,
+            Self::Missing(Missing::CallerScopes(_)) => ErrorClass::Unauthorized,
             Self::Missing(_) => ErrorClass::MissingRequirement,
             Self::InvalidInput(_) => ErrorClass::InvalidInput,
             Self::KeyReused(_) => ErrorClass::Conflict,

@@ -466,6 +466,7 @@ async fn a_bound_user_id_must_be_the_callers_own() {
     other.principal = Principal {
         subject: Some("alice".into()),
         bind_user_id: true,
+        scopes: None,
     };
     other.user_id = Some("bob".into());
     let refused = invoker.invoke(other).await.unwrap_err();

@@ -18,7 +18,8 @@ use syn::{
 /// "..."` (default: the function's doc comment); `title = "..."`; the flags `read_only`,
 /// `destructive`, `idempotent_hint`, `long_running`, `not_idempotent`, `requires_user_id`;
 /// `open_world` or `open_world = false`; `timeout_ms = 1500`; `secrets = [KEY, ...]`
-/// (`SecretKey` constants); `authorization(id = "google", scopes = ["..."])`, repeatable.
+/// (`SecretKey` constants); `authorization(id = "google", scopes = ["..."])`, repeatable;
+/// `caller_scopes = ["crm:write", ...]`, the scopes the caller's own token must grant.
 ///
 /// Parameters: `ToolContext` (or `&ToolContext`) receives the call's context; `State<T>` a
 /// clone of the registry's shared `T` (the tool then needs one to build); `Input<T>` the whole
@@ -86,6 +87,13 @@ impl Options {
                     self.calls.push(quote!(.secret(#key)));
                 }
             }
+            "caller_scopes" => {
+                let list: syn::ExprArray = meta.value()?.parse()?;
+                let scopes = list.elems.iter();
+                self.calls.push(quote!(.caller_scopes(
+                    <[&'static str]>::iter(&[#(#scopes),*]).copied()
+                )));
+            }
             "authorization" => {
                 let mut id: Option<LitStr> = None;
                 let mut scopes: Vec<Expr> = Vec::new();
@@ -111,7 +119,7 @@ impl Options {
                 return Err(meta.error(
                     "unknown argument: expected name, version, description, title, read_only, \
                      destructive, idempotent_hint, open_world, long_running, not_idempotent, \
-                     requires_user_id, timeout_ms, secrets or authorization",
+                     requires_user_id, timeout_ms, secrets, caller_scopes or authorization",
                 ));
             }
         }

@@ -31,6 +31,10 @@ pub(super) async fn check(
     held: Holdings<'_>,
 ) -> Result<Granted, Missing> {
     let required = &tool.requirements;
+    let lacking = principal.missing_scopes(&required.caller_scopes);
+    if !lacking.is_empty() {
+        return Err(Missing::CallerScopes(required.caller_scopes.clone()));
+    }
     if required.user_id && user_id.is_none_or(str::is_empty) {
         return Err(Missing::UserId);
     }
