@@ -102,6 +102,19 @@ const REQUEST_ID: &str = "bedrockAgentCoreAwsRequestId";
 /// The longest user id taken from the arguments.
 const MAX_USER_ID_CHARS: usize = 256;
 
+/// The client context as JSON. Lambda's Runtime API hands it over as JSON; cargo-lambda's
+/// emulator passes on the base64 of `aws lambda invoke --client-context` untouched, so that is
+/// read too (base64 text is never JSON, the two cannot be mistaken).
+fn client_context_json(raw: &[u8]) -> Option<Value> {
+    use base64::Engine as _;
+    serde_json::from_slice::<Value>(raw).ok().or_else(|| {
+        let decoded = base64::engine::general_purpose::STANDARD
+            .decode(raw.trim_ascii())
+            .ok()?;
+        serde_json::from_slice(&decoded).ok()
+    })
+}
+
 /// Runs one gateway invocation: `event` is the raw event (the arguments), `client_context`
 /// the raw client context JSON; the answer is the `CallToolResult` as JSON. `user_argument`
 /// (`OXP_AGENTCORE_USER_ARGUMENT`) names the argument the gateway's interceptor puts the end
@@ -114,7 +127,7 @@ pub(crate) async fn invoke(
     context: CallContext,
 ) -> Value {
     let custom = client_context
-        .and_then(|raw| serde_json::from_slice::<Value>(raw).ok())
+        .and_then(client_context_json)
         .and_then(|mut cc| cc.get_mut("custom").map(Value::take))
         .unwrap_or(Value::Null);
     let Some(qualified) = custom.get(TOOL_NAME).and_then(Value::as_str) else {

@@ -178,3 +178,20 @@ fn a_tool_without_input_exports_an_empty_object_schema() {
         "a number output has no output schema"
     );
 }
+
+#[test]
+fn the_client_context_is_read_as_json_or_as_the_emulators_base64() {
+    use base64::Engine as _;
+    let json = br#"{"custom":{"bedrockAgentCoreToolName":"t___Math_Add"}}"#;
+    let want = serde_json::json!({"custom": {"bedrockAgentCoreToolName": "t___Math_Add"}});
+    assert_eq!(super::client_context_json(json), Some(want.clone()));
+    let encoded = base64::engine::general_purpose::STANDARD.encode(json);
+    assert_eq!(
+        super::client_context_json(encoded.as_bytes()),
+        Some(want),
+        "cargo-lambda's emulator passes the invoke's base64 on"
+    );
+    for odd in [&b"not json"[..], b"", b"bm90IGpzb24="] {
+        assert_eq!(super::client_context_json(odd), None);
+    }
+}
