@@ -218,6 +218,18 @@ async fn slow_compute(input: Seconds, ctx: ToolContext) -> Result<String, ToolEr
     Ok(format!("computed for {} s", input.seconds))
 }
 
+/// Reports 0, 50 and 100 of 100, about 50 ms apart: the client that sent a progress token gets
+/// them on the request's stream before the result.
+async fn with_progress(_: NoInput, ctx: ToolContext) -> Result<String, ToolError> {
+    for done in [0.0, 50.0, 100.0] {
+        if done > 0.0 {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
+        ctx.progress(done, Some(100.0), "working").await;
+    }
+    Ok("done".to_owned())
+}
+
 /// Input of `confirm_delete`.
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct File {
@@ -267,6 +279,7 @@ fn registry() -> Registry {
             .handler(mixed),
         )
         .tool(tool("test_error_handling", "Always fails").handler(error))
+        .tool(tool("test_tool_with_progress", "Reports its progress").handler(with_progress))
         .tool(json_schema_2020_12())
         .tool(custom_header())
         .tool(

@@ -50,6 +50,18 @@ async def main(url):
         check(not result.is_error and result.structured_content == {"selected": 1, "choice": "No"},
               f"the call completes with the user's choice: {result}")
 
+        # A call with a progress callback: the tool's progress arrives before its result.
+        seen = []
+
+        async def on_progress(progress, total, message):
+            seen.append((progress, total, message))
+
+        result = await client.call_tool("Demo_Sleep", {"ms": 300}, progress_callback=on_progress)
+        done = [p for p, _, _ in seen]
+        check(not result.is_error and len(seen) == 10 and done == sorted(set(done))
+              and seen[-1][:2] == (300, 300) and seen[0][2].startswith("slept "),
+              f"progress reaches the callback, increasing, before the result: {seen}")
+
         # A client that gives up on a call cancels it: the server's one slot is free at once.
         started = time.monotonic()
         try:

@@ -1,7 +1,8 @@
 //! The newest MCP Python SDK (PyPI `mcp` 2.x, `mcp.Client(url)` in its default auto mode, which
 //! speaks 2026-07-28 to a server that offers it) against the real binary on loopback:
 //! `tests/mcp_client2.py` lists and calls the showcase tools, answers a tool's question through
-//! its elicitation callback (the input_required round), and gives up on a long call, whose slot
+//! its elicitation callback (the input_required round), gets a tool's progress through its
+//! progress callback, and gives up on a long call, whose slot
 //! the server frees at once. `scripts/test` installs the SDK into `.venv/mcp2` and names its
 //! Python in `OXP_TEST_PYTHON2`.
 

@@ -6,7 +6,7 @@
 //! `Origin`, a host list, an unusual header) goes to rmcp, which validates it in full;
 //! `tests/mcp.rs` checks that both ways answer the same bytes.
 
-use super::handler::{Asking, McpServer};
+use super::handler::{Asking, McpServer, Rpc};
 use http::request::Parts;
 use http::{HeaderMap, header};
 use rmcp::model::{
@@ -88,11 +88,11 @@ pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> 
         return None;
     }
     let call: FastCall = serde_json::from_slice(body).ok()?;
-    let per_request = call
-        .params
-        .meta
-        .as_ref()
-        .is_some_and(|m| m.keys().any(|k| k.starts_with("io.modelcontextprotocol/")));
+    let per_request = call.params.meta.as_ref().is_some_and(|m| {
+        // Progress makes the answer a stream, which rmcp writes.
+        m.contains_key("progressToken")
+            || m.keys().any(|k| k.starts_with("io.modelcontextprotocol/"))
+    });
     if per_request {
         return None;
     }
@@ -102,12 +102,16 @@ pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> 
             &call.params.name,
             call.params.arguments,
             Some(parts),
-            Some(&call.id),
-            call.params
-                .meta
-                .as_ref()
-                .and_then(|m| m.get("traceparent"))
-                .and_then(Value::as_str),
+            Rpc {
+                id: Some(&call.id),
+                traceparent: call
+                    .params
+                    .meta
+                    .as_ref()
+                    .and_then(|m| m.get("traceparent"))
+                    .and_then(Value::as_str),
+                ..Rpc::default()
+            },
             // Only a request without per-request metadata comes here: no capabilities.
             Asking::Not,
         )
@@ -212,6 +216,8 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Calc_Add","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Calc_Add","requestState":"x"}}"#,
+            // Progress makes a stream of the answer.
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Calc_Add","_meta":{"progressToken":1}}}"#,
             r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"Calc_Add"}}"#,
             r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"Calc_Add"}}"#,
         ] {

@@ -160,6 +160,19 @@ fn input_object(schema: &Value) -> Arc<Map<String, Value>> {
     Arc::new(map)
 }
 
+/// What a `tools/call` request brings besides its tool and arguments.
+#[derive(Default)]
+pub(crate) struct Rpc<'a> {
+    /// Its JSON-RPC id, which a `notifications/cancelled` names.
+    pub(crate) id: Option<&'a RequestId>,
+    /// Its `_meta.traceparent`.
+    pub(crate) traceparent: Option<&'a str>,
+    /// Where its progress goes, when the client asked for it.
+    pub(crate) progress: Option<super::progress::Streamed>,
+    /// Fires when the client closes the request while the answer streams.
+    pub(crate) closed: Option<&'a tokio_util::sync::CancellationToken>,
+}
+
 /// One request's server: rmcp builds one per request (stateless), so it is a shared pointer.
 #[derive(Debug, Clone)]
 pub(crate) struct McpServer(pub(crate) Arc<Served>);
@@ -173,10 +186,15 @@ impl McpServer {
         name: &str,
         arguments: Option<Map<String, Value>>,
         parts: Option<&http::request::Parts>,
-        request_id: Option<&RequestId>,
-        traceparent: Option<&str>,
+        rpc: Rpc<'_>,
         asking: Asking<'_>,
     ) -> Result<CallToolResponse, ErrorData> {
+        let Rpc {
+            id: request_id,
+            traceparent,
+            progress,
+            closed: stream_closed,
+        } = rpc;
         // An unknown tool is the one error the spec makes a protocol error (-32602).
         let Some(tool) = self.0.get(name) else {
             // The name is the caller's: bounded and stripped of control characters before it is
@@ -217,6 +235,9 @@ impl McpServer {
         if let Some((_, exchange, _, _)) = &rounds {
             call.talk = Some(exchange.clone());
         }
+        if let Some(progress) = progress {
+            call.talk = Some(Arc::new(progress.around(call.talk.take())));
+        }
         // The request's own `_meta.traceparent` (SEP-414) before the HTTP header's.
         if let Some(sent) = traceparent.and_then(oxp_lambda_core::invoke::traceparent) {
             call.traceparent = Some(sent);
@@ -235,26 +256,37 @@ impl McpServer {
                 registered
             });
         // A request rmcp runs in a task of its own: its client closing the request cancels the
-        // call (the fast path's call is dropped with the request instead).
+        // call, before the answer starts (`RequestClosed`) or while it streams (rmcp's token);
+        // the fast path's call is dropped with the request instead.
         let closed = parts.and_then(|p| p.extensions.get::<super::RequestClosed>());
-        let answer = match closed {
-            Some(closed) => {
-                let signal = call
-                    .cancellation
-                    .get_or_insert_with(Default::default)
-                    .clone();
-                let invoke = self.0.invoker().invoke(call);
-                tokio::pin!(invoke);
-                tokio::select! {
-                    biased;
-                    answer = &mut invoke => answer,
-                    () = closed.0.cancelled() => {
-                        signal.cancel();
-                        invoke.await
-                    }
+        let answer = if closed.is_some() || stream_closed.is_some() {
+            let signal = call
+                .cancellation
+                .get_or_insert_with(Default::default)
+                .clone();
+            let invoke = self.0.invoker().invoke(call);
+            tokio::pin!(invoke);
+            let closed = async {
+                match (closed, stream_closed) {
+                    (Some(closed), Some(stream)) => tokio::select! {
+                        () = closed.0.cancelled() => {}
+                        () = stream.cancelled() => {}
+                    },
+                    (Some(closed), None) => closed.0.cancelled().await,
+                    (None, Some(stream)) => stream.cancelled().await,
+                    (None, None) => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                answer = &mut invoke => answer,
+                () = closed => {
+                    signal.cancel();
+                    invoke.await
                 }
             }
-            None => self.0.invoker().invoke(call).await,
+        } else {
+            self.0.invoker().invoke(call).await
         };
         // A question the tool asked of a client that cannot show it.
         if let Some((_, exchange, _, false)) = &rounds
@@ -381,15 +413,14 @@ impl ServerHandler for McpServer {
             },
             None => Asking::Not,
         };
-        self.call(
-            &request.name,
-            request.arguments,
-            parts,
-            Some(&context.id),
-            context.meta.get_traceparent(),
-            asking,
-        )
-        .await
+        let rpc = Rpc {
+            id: Some(&context.id),
+            traceparent: context.meta.get_traceparent(),
+            progress: super::progress::Streamed::of(&context),
+            closed: Some(&context.ct),
+        };
+        self.call(&request.name, request.arguments, parts, rpc, asking)
+            .await
     }
 
     /// rmcp hands over any method it could not read: an unknown one (-32601), or a known one

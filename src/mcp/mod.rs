@@ -1,8 +1,9 @@
 //! The MCP adapter: `POST /mcp`, Streamable HTTP with the Rust MCP SDK (`rmcp`), stateless.
 //!
 //! Every request stands alone, so it works behind Lambda and any load balancer: no session
-//! store and no `Mcp-Session-Id` across requests; answers are JSON rather than SSE (Lambda
-//! buffers the response); `GET` (the server-to-client stream) and `DELETE` (ending a session)
+//! store and no `Mcp-Session-Id` across requests; answers are JSON, but for a call whose tool
+//! reports progress to a client that asked for it (`progress`: an SSE stream, which Lambda
+//! buffers); `GET` (the server-to-client stream) and `DELETE` (ending a session)
 //! are 405; a notification is 202 with no body. rmcp negotiates the revision: the
 //! `initialize` handshake (2025-03-26 to 2025-11-25) and the handshake-free 2026-07-28.
 //!
@@ -16,6 +17,7 @@ mod discovery;
 mod fast;
 mod handler;
 mod modern;
+mod progress;
 pub(crate) mod result;
 mod round_trip;
 mod served;
