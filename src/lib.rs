@@ -44,6 +44,7 @@
 //! | `jwt` | `OXP_AUTH=jwt` (HS256, RS256/ES256 with JWKS) |
 //! | `rap` | the async tool invocation adapter, with an in-process queue |
 //! | `rap-sqs` | its SQS queue and the Lambda worker role |
+//! | `sqs` | SQS queues in Lambda (RAP's, MCP tasks' `OXP_MCP_TASK_QUEUE_URL`), fed to the worker role; not useful alone |
 //! | `mcp` | MCP (Streamable HTTP, stateless) at `/mcp`, with `rmcp` |
 //! | `agentcore` | the Bedrock AgentCore Gateway Lambda target role, `oxp-lambda schema --agentcore` |
 //! | `bedrock-agent` | the Bedrock Agents action group role, `oxp-lambda schema --bedrock-agent` |
@@ -89,6 +90,11 @@ mod run;
 mod secrets;
 mod server;
 mod settings;
+#[cfg(feature = "sqs")]
+mod sqs;
+#[cfg(all(not(feature = "sqs"), any(feature = "rap", feature = "mcp")))]
+#[path = "sqs_off.rs"]
+mod sqs;
 mod state;
 #[cfg(feature = "rap")]
 mod subscriptions;
@@ -135,7 +141,7 @@ pub use run::{run, run_app, run_with};
 pub mod protocol {
     pub use crate::app::protocol::{Assembly, BoxFuture, Contribution, Drain, Protocol};
     pub use crate::server::{
-        CallContext, Deadline, DirectHandler, Handled, LambdaRole, RecordHandler, Refused,
+        CallContext, Deadline, DirectHandler, Handled, LambdaRole, RecordHandler, Refused, WORKER,
     };
 }
 

@@ -31,6 +31,7 @@ fn the_template_runs_on_moto_with_each_functions_own_iam_policies_enforced() {
         "http function: OXP call with its secret and its idempotency record, replayed",
         "worker: the invocation ran and was delivered exactly once, redelivery included",
         "worker: an undeliverable result went to the dead-letter queue",
+        "mcp task: queued by the http function, run by the worker, answered from the table",
         "agentcore function: a tool with its secret",
         "bedrock-agent function: a tool with its secret",
         "calls outside each role's grants are refused",

@@ -15,8 +15,9 @@ build of the `oxp-lambda` binary (the same code as the arm64 bootstrap).
    loopback with its own role's credentials: an OXP call with its idempotency record in
    DynamoDB and a secret from Secrets Manager, /invoke enqueued to SQS, the worker (fed from
    the queue with its role's rights, as Lambda's poller is) calling back exactly once and
-   dead-lettering an undeliverable result, the AgentCore and Bedrock Agents functions. Calls a
-   role must not make are refused.
+   dead-lettering an undeliverable result, an MCP task queued by the HTTP function and run by
+   the worker, the AgentCore and Bedrock Agents functions. Calls a role must not make are
+   refused.
    What moto cannot enforce: it authorizes DynamoDB and Secrets Manager calls against the
    resource "*" (only SQS names the queue), so in the deployed copy those statements name "*"
    (their actions are still enforced, and step 2 checks their resources); it ignores resource
@@ -141,6 +142,11 @@ def needed(env, has_sqs_trigger):
         calls.append(("sqs:SendMessage", arn_of("OxpInvocationsQueue")))
     if env.get("OXP_RAP_DEAD_LETTER_QUEUE_URL") == ref("OxpDeadLetterQueue") and role == "worker":
         calls.append(("sqs:SendMessage", arn_of("OxpDeadLetterQueue")))
+    # MCP tasks are queued by the HTTP function (the same queue: one grant).
+    enqueue = ("sqs:SendMessage", arn_of("OxpInvocationsQueue"))
+    if env.get("OXP_MCP_TASK_QUEUE_URL") == ref("OxpInvocationsQueue") and role == "http" \
+            and enqueue not in calls:
+        calls.append(enqueue)
     managed = [BASIC] + ([SQS_POLLER] if has_sqs_trigger else [])
     return sorted((a, json.dumps(r, sort_keys=True)) for a, r in calls), managed
 
@@ -372,6 +378,30 @@ def run(binary, moto, admin, physical, functions):
         letters = sqs.receive_message(QueueUrl=dlq, MaxNumberOfMessages=10, WaitTimeSeconds=2).get("Messages", [])
         assert any("stack-inv-2" in m["Body"] for m in letters), letters
         log("worker: an undeliverable result went to the dead-letter queue")
+
+        # An MCP task: queued by the HTTP function, run by the worker, answered from the table.
+        meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientInfo": {"name": "stack", "version": "1"},
+                "io.modelcontextprotocol/clientCapabilities":
+                    {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+        def mcp(method, name, params):
+            message = {"jsonrpc": "2.0", "id": 1, "method": method, "params": dict(params, _meta=meta)}
+            event = http_event("POST", "/mcp", message, "alice")
+            event["headers"].update({"accept": "application/json, text/event-stream",
+                                     "mcp-protocol-version": "2026-07-28",
+                                     "mcp-method": method, "mcp-name": name})
+            reply = http_fn.invoke(event)
+            assert reply["statusCode"] == 200, reply
+            return json.loads(reply["body"])["result"]
+        created = mcp("tools/call", "Demo_Sleep", {"name": "Demo_Sleep", "arguments": {"ms": 50}})
+        assert created["resultType"] == "task", created
+        got = poller.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=1)["Messages"]
+        assert len(got) == 1 and "mcp_task" in got[0]["Body"], got
+        assert worker.invoke(sqs_event(got, queue_arn)) == {"batchItemFailures": []}
+        done = mcp("tasks/get", created["taskId"], {"taskId": created["taskId"]})
+        assert done["status"] == "completed" and done["result"]["isError"] is False, done
+        log("mcp task: queued by the http function, run by the worker, answered from the table")
 
         agentcore = Bootstrap(binary, moto, functions["OxpAgentCoreFunction"])
         started.append(agentcore)

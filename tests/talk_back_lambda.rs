@@ -71,37 +71,7 @@ impl Functions {
     /// Hands the next `n` queued messages to the worker as one SQS batch (in a task: a call
     /// waiting on the user holds its batch), deleting those it handled.
     async fn pump(&self, n: usize) -> tokio::task::JoinHandle<Value> {
-        let mut records = Vec::new();
-        for _ in 0..20 {
-            let received = self
-                .sqs
-                .receive_message()
-                .queue_url(&self.queue_url)
-                .max_number_of_messages(10)
-                .wait_time_seconds(1)
-                .send()
-                .await
-                .unwrap();
-            for m in received.messages.unwrap_or_default() {
-                records.push(json!({
-                    "messageId": m.message_id.unwrap(),
-                    "receiptHandle": m.receipt_handle.unwrap(),
-                    "body": m.body.unwrap(),
-                    "attributes": {"ApproximateReceiveCount": "1"},
-                    "messageAttributes": {},
-                    "md5OfBody": "",
-                    "eventSource": "aws:sqs",
-                    "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:oxp-talk",
-                    "awsRegion": "us-east-1"
-                }));
-            }
-            if records.len() >= n {
-                break;
-            }
-        }
-        assert_eq!(records.len(), n, "queued messages");
-        let event: aws_lambda_events::event::sqs::SqsEvent =
-            serde_json::from_value(json!({"Records": records})).unwrap();
+        let event = common::queue::receive_batch(&self.sqs, &self.queue_url, n).await;
         let worker = self.worker.clone();
         tokio::spawn(
             async move { serde_json::to_value(worker.handle_sqs_batch(event).await).unwrap() },

@@ -21,9 +21,14 @@ mod progress;
 pub(crate) mod result;
 mod round_trip;
 mod served;
+mod task_queue;
+mod task_store;
+mod task_talk;
 mod tasks;
 
 pub(crate) use served::{served, served_for_mcp};
+pub(crate) use task_queue::TaskQueue;
+pub(crate) use tasks::TaskRecords;
 
 pub(crate) use round_trip::KEY_SECRET_ID as STATE_KEY_SECRET_ID;
 
@@ -66,6 +71,9 @@ pub struct McpConfig {
     /// every token must grant (`OXP_REQUIRED_SCOPES`, checked on every route by the
     /// authentication layer).
     pub scopes: Vec<String>,
+    /// `OXP_MCP_TASK_QUEUE_URL`: in Lambda, the SQS queue a task's run goes to (its consumer
+    /// is the worker role, `OXP_LAMBDA_ROLE=worker`); without it Lambda offers no tasks.
+    pub task_queue_url: Option<String>,
 }
 
 impl Default for McpConfig {
@@ -77,6 +85,7 @@ impl Default for McpConfig {
             resource_url: None,
             authorization_servers: Vec::new(),
             scopes: Vec::new(),
+            task_queue_url: None,
         }
     }
 }
@@ -110,6 +119,9 @@ impl McpConfig {
             resource_url,
             authorization_servers,
             scopes: Vec::new(),
+            task_queue_url: env
+                .get("OXP_MCP_TASK_QUEUE_URL")
+                .map(|u| u.trim().to_owned()),
         })
     }
 }

@@ -3,6 +3,7 @@
 
 use super::Served;
 use super::round_trip::RoundTrips;
+use super::task_queue::TaskQueue;
 use super::tasks::Tasks;
 use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::invoke::Invoker;
@@ -23,14 +24,16 @@ pub(crate) fn served_for_mcp(
     pins: &[String],
     state: Option<&Arc<dyn StateStore>>,
     in_lambda: bool,
+    queue: Option<TaskQueue>,
 ) -> Result<Arc<Served>, String> {
     let tools = invoker.registry().served(pins, "OXP_MCP_TOOLS")?;
     let trips = RoundTrips::new(invoker.secrets().clone(), in_lambda, state.cloned());
-    // Tasks run detached in this process: locally, with a state store to keep them (a Lambda
-    // execution environment freezes once it has answered: there tools answer in the request).
+    // Tasks need a state store to keep them. Locally they run detached in this process; a
+    // Lambda execution environment freezes once it has answered, so there they need the queue
+    // the worker role runs them from (without it, tools answer in the request).
     let tasks = state
-        .filter(|_| !in_lambda)
-        .map(|store| Arc::new(Tasks::new(store.clone(), invoker.clone(), &tools)));
+        .filter(|_| !in_lambda || queue.is_some())
+        .map(|store| Arc::new(Tasks::new(store.clone(), invoker.clone(), &tools, queue)));
     let mcp = Served::new(invoker, tools).with_round_trips(trips);
     Ok(Arc::new(match tasks {
         Some(tasks) => mcp.with_tasks(tasks),

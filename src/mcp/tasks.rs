@@ -10,76 +10,29 @@
 //! reaches the run through the record (polled each second) as well as directly, and a task whose
 //! run a restart ended is failed with a message, never forgotten.
 
-use super::round_trip::{Question, choice_form, form_request, read_response};
-use crate::server::CallContext;
-use oxp_lambda_core::durable::{Item, StateError, StateStore};
-use oxp_lambda_core::form::{Filled, Form};
+use super::round_trip::read_response;
+use super::task_queue::{MAX_TASK_ID, TaskJob, TaskQueue};
+use super::task_store::{Record, TASK_TTL, TaskStore, WATCH, now, owner_of};
+use super::task_talk::TaskTalk;
+use crate::server::{BoxFuture, CallContext, Handled, RecordHandler};
+use oxp_lambda_core::durable::{StateError, StateStore};
 use oxp_lambda_core::invoke::{Invoker, Target};
-use oxp_lambda_core::principal::Principal;
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::running::Running;
-use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
-use oxp_lambda_core::tool::Cancellation;
 use rmcp::ErrorData;
 use rmcp::model::{
-    CreateTaskResult, DetailedTask, InputRequests, InputResponses, JsonObject, Task, TaskPayload,
-    TaskStatus,
+    CreateTaskResult, DetailedTask, InputRequests, InputResponses, Task, TaskPayload, TaskStatus,
 };
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::sync::{Arc, Weak};
-use std::time::{Duration, SystemTime};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
 
-/// How long a task is kept after it is created (`ttlMs`).
-pub(crate) const TASK_TTL: Duration = Duration::from_secs(3600);
 /// The polling interval suggested to clients (`pollIntervalMs`).
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
-/// How often a run reads its record for a cancellation or an answer.
-const WATCH: Duration = Duration::from_millis(250);
-/// The partition of task records.
-const TASKS: &str = "mcp-task";
-/// The partition of tasks whose run has not ended (read after a restart).
-const OPEN: &str = "mcp-task-open";
 /// Most tasks failed in one page after a restart.
 const PAGE: usize = 500;
-
-/// A task as stored.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-struct Record {
-    /// Hash of the caller's subject (empty without authentication).
-    owner: String,
-    /// The caller, to run the call as (the subject and its binding).
-    principal: Principal,
-    tool: String,
-    arguments: Map<String, Value>,
-    status: TaskStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    message: Option<String>,
-    created: String,
-    updated: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    result: Option<JsonObject>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    error: Option<JsonObject>,
-    /// The question the tool is waiting on: its key and request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    input: Option<(String, Value)>,
-    /// Answers to the tool's questions, in order.
-    #[serde(default)]
-    answers: Vec<Value>,
-}
-
-fn now() -> String {
-    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
-}
-
-/// The hash a record names its owner by.
-fn owner_of(subject: Option<&str>) -> String {
-    let digest = Sha256::digest(subject.unwrap_or_default().as_bytes());
-    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
-}
 
 fn unknown_task() -> ErrorData {
     ErrorData::invalid_params("Unknown task", None)
@@ -92,11 +45,24 @@ fn unavailable(e: StateError) -> ErrorData {
 
 /// The tasks of `/mcp`.
 pub(crate) struct Tasks {
-    store: Arc<dyn StateStore>,
+    store: TaskStore,
     invoker: Arc<Invoker>,
     /// The tools a task may run, by listing name.
     tools: HashMap<String, Arc<RegisteredTool>>,
     running: Arc<Running>,
+    /// In Lambda, where runs go (the worker role runs them); `None`: runs start here.
+    queue: Option<TaskQueue>,
+}
+
+/// How a run ended in this process.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum RunEnd {
+    /// The outcome is recorded (or there was nothing to run).
+    Finished,
+    /// It waits for the user past this executor's deadline: the answer sends it again.
+    Parked,
+    /// Its record could not be read: the run may work later.
+    Unavailable(String),
 }
 
 impl std::fmt::Debug for Tasks {
@@ -110,9 +76,11 @@ impl Tasks {
         store: Arc<dyn StateStore>,
         invoker: Arc<Invoker>,
         tools: &[Arc<RegisteredTool>],
+        queue: Option<TaskQueue>,
     ) -> Self {
         Self {
-            store,
+            queue,
+            store: TaskStore::new(store),
             invoker,
             tools: tools
                 .iter()
@@ -120,39 +88,6 @@ impl Tasks {
                 .collect(),
             running: Arc::default(),
         }
-    }
-
-    async fn read(&self, id: &str) -> Result<Option<(Record, Vec<u8>)>, StateError> {
-        let Some(item) = self.store.get(TASKS, id).await? else {
-            return Ok(None);
-        };
-        Ok(serde_json::from_slice(&item.value)
-            .ok()
-            .map(|record| (record, item.value)))
-    }
-
-    /// `change` applied to task `id` (compare-and-swap, retried); the record as written, or
-    /// `None` when there is none or `change` declines.
-    async fn update(
-        &self,
-        id: &str,
-        change: impl Fn(&mut Record) -> bool,
-    ) -> Result<Option<Record>, StateError> {
-        for _ in 0..16 {
-            let Some((mut record, old)) = self.read(id).await? else {
-                return Ok(None);
-            };
-            if !change(&mut record) {
-                return Ok(None);
-            }
-            record.updated = now();
-            let bytes = serde_json::to_vec(&record).expect("records serialize");
-            let item = Item::new(bytes, Some(SystemTime::now() + TASK_TTL));
-            if self.store.put_if(TASKS, id, item, Some(&old)).await? {
-                return Ok(Some(record));
-            }
-        }
-        Err(StateError("a task is updated too often at once".into()))
     }
 
     /// Creates a task for `tool` with `arguments`, durably, and starts its run here.
@@ -177,42 +112,62 @@ impl Tasks {
             error: None,
             input: None,
             answers: Vec::new(),
+            parked: false,
         };
-        let expires = Some(SystemTime::now() + TASK_TTL);
-        let bytes = serde_json::to_vec(&record).expect("records serialize");
         // Written before the answer: a tasks/get anywhere finds it.
-        self.store
-            .put(OPEN, &id, Item::new(Vec::new(), expires))
-            .await
-            .map_err(unavailable)?;
-        self.store
-            .put_if(TASKS, &id, Item::new(bytes, expires), None)
-            .await
-            .map_err(unavailable)?;
-        let this = self.clone();
-        let run_id = id.clone();
-        tokio::spawn(async move { this.run(&run_id, context.traceparent).await });
+        self.store.create(&id, &record).await.map_err(unavailable)?;
+        match &self.queue {
+            // In Lambda this environment freezes once it answers: the worker runs the task.
+            Some(queue) => {
+                if let Err(e) = queue.send(&id, context.traceparent.as_deref()).await {
+                    tracing::error!(target: "oxp::mcp", error = %e, "task not enqueued");
+                    self.store.forget(&id).await;
+                    return Err(ErrorData::internal_error(
+                        "The server cannot start the task now",
+                        None,
+                    ));
+                }
+            }
+            None => {
+                let this = self.clone();
+                let run_id = id.clone();
+                tokio::spawn(async move { this.run(&run_id, context.traceparent, None).await });
+            }
+        }
         Ok(CreateTaskResult::new(task_of(&id, &record)))
     }
 
-    /// Runs task `id`'s tool to its end, recording the outcome.
-    async fn run(self: &Arc<Self>, id: &str, traceparent: Option<String>) {
-        let Ok(Some((record, _))) = self.read(id).await else {
-            return;
+    /// Runs task `id`'s tool to its end, recording the outcome, unless it must wait for the
+    /// user past `deadline` (this executor's end: a Lambda worker's invocation).
+    pub(crate) async fn run(
+        self: &Arc<Self>,
+        id: &str,
+        traceparent: Option<String>,
+        deadline: Option<std::time::Instant>,
+    ) -> RunEnd {
+        let record = match self.store.read(id).await {
+            Ok(Some((record, _))) => record,
+            Ok(None) => return RunEnd::Finished,
+            Err(e) => return RunEnd::Unavailable(e.0),
         };
+        // A queue delivers at least once: a task already ended is not run again.
+        if record.status.is_terminal() {
+            return RunEnd::Finished;
+        }
         let Some(tool) = self.tools.get(&record.tool).cloned() else {
-            return;
+            return RunEnd::Finished;
         };
         let (signal, _registered) = self.running.start(None, "task", id);
-        let talk = Arc::new(TaskTalk {
-            tasks: Arc::downgrade(self),
-            id: id.to_owned(),
-            answers: record.answers.clone(),
-            signal: signal.clone(),
-        });
+        let talk = Arc::new(TaskTalk::new(
+            self.store.clone(),
+            id,
+            record.answers.clone(),
+            signal.clone(),
+            deadline,
+        ));
         let context = CallContext {
             principal: record.principal.clone(),
-            deadline: None,
+            deadline,
             traceparent,
         };
         let mut call = context.call(
@@ -222,7 +177,7 @@ impl Tasks {
         );
         call.user_id = call.principal.subject.clone();
         call.cancellation = Some(signal.clone());
-        call.talk = Some(talk);
+        call.talk = Some(talk.clone());
         // A cancellation written by another process reaches the run through the record.
         let watch = {
             let tasks = Arc::downgrade(self);
@@ -232,7 +187,7 @@ impl Tasks {
                 loop {
                     tokio::time::sleep(WATCH).await;
                     let Some(tasks) = tasks.upgrade() else { return };
-                    if let Ok(Some((r, _))) = tasks.read(&id).await
+                    if let Ok(Some((r, _))) = tasks.store.read(&id).await
                         && r.status == TaskStatus::Cancelled
                     {
                         signal.cancel();
@@ -243,11 +198,15 @@ impl Tasks {
         };
         let answer = self.invoker.invoke(call).await;
         watch.abort();
+        if talk.parked() {
+            return RunEnd::Parked;
+        }
         let result = serde_json::to_value(super::result::from_invoke(answer))
             .ok()
             .and_then(|v| v.as_object().cloned())
             .unwrap_or_default();
         let written = self
+            .store
             .update(id, |r| {
                 if r.status.is_terminal() {
                     return false;
@@ -262,7 +221,8 @@ impl Tasks {
         if let Err(e) = written {
             tracing::error!(target: "oxp::mcp", error = %e, "task outcome not recorded");
         }
-        let _ = self.store.delete(OPEN, id).await;
+        self.store.ended(id).await;
+        RunEnd::Finished
     }
 
     /// The caller's task `id`.
@@ -270,7 +230,7 @@ impl Tasks {
         if id.is_empty() || id.len() > 64 {
             return Err(unknown_task());
         }
-        match self.read(id).await.map_err(unavailable)? {
+        match self.store.read(id).await.map_err(unavailable)? {
             Some((record, _)) if record.owner == owner_of(subject) => Ok(record),
             _ => Err(unknown_task()),
         }
@@ -323,40 +283,76 @@ impl Tasks {
         };
         let response = read_response(response)?;
         let key = key.clone();
-        self.update(id, |r| {
-            if r.status != TaskStatus::InputRequired
-                || r.input.as_ref().map(|(k, _)| k) != Some(&key)
-            {
-                return false;
-            }
-            r.answers.push(response.clone());
-            r.input = None;
-            r.status = TaskStatus::Working;
-            r.message = Some("The tool is running".into());
-            true
-        })
-        .await
-        .map_err(unavailable)?;
+        let resumed = std::sync::atomic::AtomicBool::new(false);
+        let written = self
+            .store
+            .update(id, |r| {
+                if r.status != TaskStatus::InputRequired
+                    || r.input.as_ref().map(|(k, _)| k) != Some(&key)
+                {
+                    return false;
+                }
+                r.answers.push(response.clone());
+                r.input = None;
+                r.status = TaskStatus::Working;
+                r.message = Some("The tool is running".into());
+                resumed.store(std::mem::take(&mut r.parked), Ordering::Relaxed);
+                true
+            })
+            .await
+            .map_err(unavailable)?;
+        // No run waits for this answer: the queue gets the task again.
+        if written.is_some()
+            && resumed.load(Ordering::Relaxed)
+            && let Some(queue) = &self.queue
+            && let Err(e) = queue.send(id, None).await
+        {
+            tracing::error!(target: "oxp::mcp", error = %e, "answered task not resumed");
+            self.fail(id, "The task could not be resumed; call the tool again")
+                .await
+                .map_err(unavailable)?;
+        }
+        Ok(())
+    }
+
+    /// Ends task `id` as failed with `message` (unless it already ended).
+    async fn fail(&self, id: &str, message: &str) -> Result<(), StateError> {
+        self.store
+            .update(id, |r| {
+                if r.status.is_terminal() {
+                    return false;
+                }
+                r.status = TaskStatus::Failed;
+                r.message = Some(message.into());
+                r.input = None;
+                r.error = json!({"code": -32603, "message": message})
+                    .as_object()
+                    .cloned();
+                true
+            })
+            .await?;
+        self.store.ended(id).await;
         Ok(())
     }
 
     /// `tasks/cancel`.
     pub(crate) async fn cancel(&self, subject: Option<&str>, id: &str) -> Result<(), ErrorData> {
         self.owned(subject, id).await?;
-        self.update(id, |r| {
-            if r.status.is_terminal() {
-                return false;
-            }
-            r.status = TaskStatus::Cancelled;
-            r.message = Some("Cancelled by the client".into());
-            r.input = None;
-            true
-        })
-        .await
-        .map_err(unavailable)?;
+        self.store
+            .update(id, |r| {
+                if r.status.is_terminal() {
+                    return false;
+                }
+                r.status = TaskStatus::Cancelled;
+                r.message = Some("Cancelled by the client".into());
+                r.input = None;
+                true
+            })
+            .await
+            .map_err(unavailable)?;
         // Here at once; elsewhere through the record.
         self.running.cancel(None, "task", id);
-        let _ = self.store.delete(OPEN, id).await;
+        self.store.ended(id).await;
         Ok(())
     }
 
@@ -365,22 +361,13 @@ impl Tasks {
     pub(crate) async fn end_interrupted(&self) -> Result<usize, StateError> {
         let mut ended = 0;
         loop {
-            let page = self.store.list(OPEN, None, PAGE).await?;
-            for (id, _) in &page {
-                self.update(id, |r| {
-                    if r.status.is_terminal() {
-                        return false;
-                    }
-                    r.status = TaskStatus::Failed;
-                    r.message = Some("The server restarted while the task ran; call the tool again".into());
-                    r.input = None;
-                    r.error = json!({"code": -32603, "message": "The server restarted while the task ran"})
-                        .as_object()
-                        .cloned();
-                    true
-                })
+            let page = self.store.open(PAGE).await?;
+            for id in &page {
+                self.fail(
+                    id,
+                    "The server restarted while the task ran; call the tool again",
+                )
                 .await?;
-                self.store.delete(OPEN, id).await?;
                 ended += 1;
             }
             if page.len() < PAGE {
@@ -399,86 +386,28 @@ fn task_of(id: &str, record: &Record) -> Task {
     task
 }
 
-/// A task's talk-back channel: a question puts the task in `input_required` and waits for
-/// `tasks/update` to answer it (or for a cancellation).
-struct TaskTalk {
-    tasks: Weak<Tasks>,
-    id: String,
-    /// Answers the record held when the run started (a run that resumes).
-    answers: Vec<Value>,
-    signal: Cancellation,
-}
+/// The worker role's handler of queued task runs.
+pub(crate) struct TaskRecords(pub(crate) Arc<Tasks>);
 
-impl std::fmt::Debug for TaskTalk {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TaskTalk").field("id", &self.id).finish()
-    }
-}
-
-impl TaskTalk {
-    /// The answer to question `seq`, asking it if the record has none yet.
-    async fn answer(&self, seq: u32, question: Question) -> Result<Value, TalkError> {
-        if let Some(answer) = self.answers.get(seq as usize) {
-            return Ok(answer.clone());
-        }
-        let tasks = self.tasks.upgrade().ok_or(TalkError::Cancelled)?;
-        let key = question.key(seq);
-        let request = match &question {
-            Question::Choice(ask) => choice_form(ask),
-            Question::Form(form) => form_request(form),
-        }
-        .map_err(TalkError::Invalid)?;
-        let request =
-            serde_json::to_value(request).map_err(|e| TalkError::Invalid(e.to_string()))?;
-        let unavailable = |e: StateError| TalkError::Unavailable(e.0);
-        tasks
-            .update(&self.id, |r| {
-                if r.status.is_terminal() || r.answers.len() != seq as usize {
-                    return false;
-                }
-                r.status = TaskStatus::InputRequired;
-                r.message = Some("Waiting for the user".into());
-                r.input = Some((key.clone(), request.clone()));
-                true
-            })
-            .await
-            .map_err(unavailable)?;
-        loop {
-            tokio::select! {
-                () = self.signal.cancelled() => return Err(TalkError::Cancelled),
-                () = tokio::time::sleep(WATCH) => {}
-            }
-            let Some((record, _)) = tasks.read(&self.id).await.map_err(unavailable)? else {
-                return Err(TalkError::Cancelled);
+impl RecordHandler for TaskRecords {
+    fn handle<'a>(&'a self, body: &'a str, context: CallContext) -> BoxFuture<'a, Handled> {
+        Box::pin(async move {
+            let Ok(job) = serde_json::from_str::<TaskJob>(body) else {
+                return Handled::NotMine;
             };
-            if record.status == TaskStatus::Cancelled {
-                return Err(TalkError::Cancelled);
+            if job.mcp_task.is_empty() || job.mcp_task.len() > MAX_TASK_ID {
+                return Handled::NotMine;
             }
-            if let Some(answer) = record.answers.get(seq as usize) {
-                return Ok(answer.clone());
+            let traceparent = job.traceparent.or(context.traceparent);
+            match self
+                .0
+                .run(&job.mcp_task, traceparent, context.deadline)
+                .await
+            {
+                // A parked task's answer enqueues it again: this record is done with.
+                RunEnd::Finished | RunEnd::Parked => Handled::Done,
+                RunEnd::Unavailable(why) => Handled::Retry(why),
             }
-        }
-    }
-}
-
-impl Talk for TaskTalk {
-    fn protocol(&self) -> &'static str {
-        "mcp"
-    }
-
-    fn ask(&self, ask: Ask, seq: u32) -> TalkFuture<'_, Result<Choice, TalkError>> {
-        Box::pin(async move {
-            let choices = ask.choices.clone();
-            let default = ask.default;
-            let answer = self.answer(seq, Question::Choice(ask)).await?;
-            super::round_trip::choice_of(&answer, &choices, default)
-        })
-    }
-
-    fn fill(&self, form: Form, seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
-        Box::pin(async move {
-            let answer = self.answer(seq, Question::Form(form)).await?;
-            Ok(super::round_trip::filled_of(&answer))
         })
     }
 }

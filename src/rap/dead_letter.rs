@@ -47,7 +47,7 @@ pub(crate) enum DeadLetters {
     /// Sends each letter as a message to an SQS queue.
     Sqs {
         /// The SQS client.
-        client: crate::rap::sqs::Sqs,
+        client: crate::sqs::Sqs,
         /// The queue URL.
         queue_url: String,
     },

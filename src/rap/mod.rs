@@ -32,11 +32,6 @@ pub(crate) mod queue;
 mod records;
 pub(crate) mod result;
 pub(crate) mod routes;
-#[cfg(feature = "rap-sqs")]
-pub(crate) mod sqs;
-#[cfg(not(feature = "rap-sqs"))]
-#[path = "sqs_off.rs"]
-pub(crate) mod sqs;
 pub(crate) mod talk;
 pub(crate) mod toolset;
 pub(crate) mod wire;
@@ -197,12 +192,12 @@ pub(crate) fn shared(
             dead_letter::DeadLetters::file(&config.dead_letter_file, config.dead_letter_max_bytes)
         }
         Some(url) => dead_letter::DeadLetters::Sqs {
-            client: sqs::Sqs::connect(sdk)?,
+            client: crate::sqs::Sqs::connect(sdk)?,
             queue_url: url.clone(),
         },
     });
     let queue = match &config.queue_url {
-        Some(url) => Some((sqs::Sqs::connect(sdk)?, url.clone())),
+        Some(url) => Some((crate::sqs::Sqs::connect(sdk)?, url.clone())),
         None => None,
     };
     let events = subscriptions.clone().map(|subscriptions| {
@@ -279,7 +274,7 @@ pub(crate) fn build(
         Some(url) => (
             Arc::new(ServedToolset::new(invoker.registry(), config)?),
             Queue::Sqs {
-                client: sqs::Sqs::connect(sdk)?,
+                client: crate::sqs::Sqs::connect(sdk)?,
                 queue_url: url.clone(),
             },
             Arc::default(),

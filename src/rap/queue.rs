@@ -10,6 +10,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use tokio::sync::Notify;
 
+/// Largest SQS message body.
+const MAX_MESSAGE_BYTES: usize = 256 * 1024;
+
 /// Why a job could not be enqueued (the invocation is then refused, not acknowledged).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum EnqueueError {
@@ -32,7 +35,7 @@ pub(crate) enum Queue {
     /// Jobs are sent to an SQS queue whose consumer is the worker function.
     Sqs {
         /// The SQS client.
-        client: crate::rap::sqs::Sqs,
+        client: crate::sqs::Sqs,
         /// The queue URL.
         queue_url: String,
     },
@@ -45,7 +48,7 @@ impl Queue {
             Self::InProcess(queue) => queue.accept(job).await,
             Self::Sqs { client, queue_url } => {
                 let body = serde_json::to_string(&job).expect("jobs serialize");
-                if body.len() > crate::rap::sqs::MAX_MESSAGE_BYTES {
+                if body.len() > MAX_MESSAGE_BYTES {
                     return Err(EnqueueError::TooLarge);
                 }
                 client

@@ -10,7 +10,7 @@ mod strip;
 
 pub use context::{CallContext, Deadline};
 pub(crate) use roles::RoleKind;
-pub use roles::{BoxFuture, DirectHandler, Handled, LambdaRole, RecordHandler};
+pub use roles::{BoxFuture, DirectHandler, Handled, LambdaRole, RecordHandler, WORKER};
 
 pub(crate) use strip::StripPrefix;
 #[cfg(any(feature = "rap", feature = "mcp"))]

@@ -13,6 +13,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
+/// The role fed by the server's own queue (`OXP_LAMBDA_ROLE=worker`): RAP's invocation jobs and
+/// events, MCP tasks' runs; a protocol of your own may take records there too (each record goes
+/// to the first [`RecordHandler`] that takes it).
+pub const WORKER: &str = "worker";
+
 /// A boxed, sendable future.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 

@@ -7,8 +7,10 @@ pub mod aws;
 #[cfg(feature = "jwt")]
 pub mod jwt;
 pub mod mcp;
+pub mod queue;
 pub mod receiver;
 pub mod runtime_api;
+pub mod tasks;
 
 /// The OXP specification's example tools, as the binary serves them.
 #[path = "../../examples/spec_tools/tools.rs"]

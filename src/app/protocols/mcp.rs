@@ -3,6 +3,9 @@
 use crate::app::protocol::{Assembly, Contribution, Protocol};
 use crate::config::{Config, ConfigError, Env};
 use crate::mcp::McpConfig;
+use crate::server::LambdaRole;
+use crate::server::WORKER;
+use std::sync::Arc;
 
 /// MCP (Streamable HTTP, stateless).
 #[derive(Debug, Clone, Copy, Default)]
@@ -27,11 +30,22 @@ impl Protocol for Mcp {
         }
         let config = assembly.config;
         state_key_kept_from_tools(assembly.invoker.registry())?;
+        let queue = match &settings.task_queue_url {
+            Some(url) if config.runtime.lambda => {
+                if assembly.state().is_none() {
+                    return Err("OXP_MCP_TASK_QUEUE_URL needs the state table (OXP_STATE_TABLE) the tasks are kept in".into());
+                }
+                Some(crate::mcp::TaskQueue::connect(assembly.aws, url.clone())?)
+            }
+            // Locally a task runs in the server; the queue is for Lambda's worker role.
+            _ => None,
+        };
         let served = crate::mcp::served_for_mcp(
             assembly.invoker.clone(),
             &settings.pins,
             assembly.state(),
             config.runtime.lambda,
+            queue,
         )?;
         // Tasks whose run a restart ended are failed with a message, never forgotten.
         if assembly.recovering()
@@ -49,14 +63,24 @@ impl Protocol for Mcp {
                 }
             });
         }
-        Ok(Contribution::routes(crate::mcp::router(
+        let worker = (config.lambda_role == WORKER)
+            .then(|| served.tasks().cloned())
+            .flatten()
+            .filter(|_| settings.task_queue_url.is_some());
+        let mut contribution = Contribution::routes(crate::mcp::router(
             served,
             assembly.auth,
             &settings,
             &config.allowed_origins,
             config.max_body_bytes,
             config.runtime.lambda,
-        )))
+        ));
+        // The worker role runs the tasks the HTTP function queued (beside RAP's jobs).
+        if let Some(tasks) = worker {
+            let records = Arc::new(crate::mcp::TaskRecords(tasks));
+            contribution = contribution.lambda_role(LambdaRole::records(WORKER, records));
+        }
+        Ok(contribution)
     }
 }
 

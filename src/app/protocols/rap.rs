@@ -11,8 +11,7 @@ use crate::server::LambdaRole;
 use std::sync::Arc;
 use std::time::Duration;
 
-/// The worker role's name.
-const WORKER: &str = "worker";
+use crate::server::WORKER;
 
 /// RAP: invocations acknowledged at once, results delivered to the caller's callback.
 #[derive(Debug, Clone, Copy, Default)]
@@ -31,7 +30,8 @@ impl Protocol for Rap {
 
     fn build(&self, settings: RapConfig, assembly: &Assembly<'_>) -> Result<Contribution, String> {
         let worker_role = assembly.config.lambda_role == WORKER;
-        if worker_role && settings.queue_url.is_none() {
+        // The worker serves MCP tasks too: RAP off, it has no part in it.
+        if worker_role && settings.enabled && settings.queue_url.is_none() {
             return Err(
                 "OXP_LAMBDA_ROLE=worker needs the RAP queue (set OXP_RAP_QUEUE_URL)".into(),
             );

@@ -1,11 +1,9 @@
-//! SQS (feature `rap-sqs`): in Lambda, acknowledged invocations go to a queue whose consumer is
-//! the worker function (the HTTP function freezes once it has answered, so nothing may run
-//! after the 200), and undeliverable results to a dead-letter queue.
+//! SQS (feature `sqs`): in Lambda, work that outlives its request (RAP's acknowledged
+//! invocations, MCP tasks' runs) goes to a queue whose consumer is the worker function (the
+//! HTTP function freezes once it has answered, so nothing may run after it), and RAP's
+//! undeliverable results to a dead-letter queue.
 
 use crate::aws::{AwsClient, SharedSdk};
-
-/// Largest SQS message body.
-pub(crate) const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 
 /// An SQS client, built by its first message.
 #[derive(Debug, Clone)]

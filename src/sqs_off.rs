@@ -1,10 +1,7 @@
-//! Without the `rap-sqs` feature there is no SQS queue: `OXP_RAP_QUEUE_URL` and
-//! `OXP_RAP_DEAD_LETTER_QUEUE_URL` are refused at start.
+//! Without the `sqs` feature there is no SQS queue: `OXP_RAP_QUEUE_URL`,
+//! `OXP_RAP_DEAD_LETTER_QUEUE_URL` and `OXP_MCP_TASK_QUEUE_URL` are refused at start.
 
 use crate::aws::SharedSdk;
-
-/// Largest SQS message body.
-pub(crate) const MAX_MESSAGE_BYTES: usize = 256 * 1024;
 
 /// A client that cannot exist in this build.
 #[derive(Debug, Clone)]
@@ -13,7 +10,7 @@ pub(crate) enum Sqs {}
 impl Sqs {
     /// Refuses: the queues need the feature.
     pub(crate) fn connect(_sdk: &SharedSdk) -> Result<Self, String> {
-        Err("OXP_RAP_QUEUE_URL and OXP_RAP_DEAD_LETTER_QUEUE_URL need the `rap-sqs` feature of oxp-lambda".into())
+        Err("SQS queues (OXP_RAP_QUEUE_URL, OXP_RAP_DEAD_LETTER_QUEUE_URL, OXP_MCP_TASK_QUEUE_URL) need the `sqs` feature of oxp-lambda".into())
     }
 
     /// Unreachable: no client is ever made.

@@ -1,0 +1,139 @@
+//! Task records in the state store: one item per task (compare-and-swap updates, kept an hour)
+//! and, while its run has not ended, a mark in a partition of its own, which a restart reads to
+//! end the runs it interrupted.
+
+use oxp_lambda_core::durable::{Item, StateError, StateStore};
+use oxp_lambda_core::principal::Principal;
+use rmcp::model::{JsonObject, TaskStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// How long a task is kept after it is created (`ttlMs`).
+pub(crate) const TASK_TTL: Duration = Duration::from_secs(3600);
+/// How often a run reads its record for a cancellation or an answer.
+pub(super) const WATCH: Duration = Duration::from_millis(250);
+/// The partition of task records.
+const TASKS: &str = "mcp-task";
+/// The partition of tasks whose run has not ended (read after a restart).
+const OPEN: &str = "mcp-task-open";
+
+/// A task as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Record {
+    /// Hash of the caller's subject (empty without authentication).
+    pub(super) owner: String,
+    /// The caller, to run the call as (the subject and its binding).
+    pub(super) principal: Principal,
+    pub(super) tool: String,
+    pub(super) arguments: Map<String, Value>,
+    pub(super) status: TaskStatus,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) message: Option<String>,
+    pub(super) created: String,
+    pub(super) updated: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) result: Option<JsonObject>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) error: Option<JsonObject>,
+    /// The question the tool is waiting on: its key and request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) input: Option<(String, Value)>,
+    /// Answers to the tool's questions, in order.
+    #[serde(default)]
+    pub(super) answers: Vec<Value>,
+    /// No run holds the task: its worker's time ran out while it waited for the user (in
+    /// Lambda); the answer sends the run to the queue again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(super) parked: bool,
+}
+
+pub(super) fn now() -> String {
+    humantime::format_rfc3339_millis(SystemTime::now()).to_string()
+}
+
+/// The hash a record names its owner by.
+pub(super) fn owner_of(subject: Option<&str>) -> String {
+    let digest = Sha256::digest(subject.unwrap_or_default().as_bytes());
+    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The task records.
+#[derive(Clone)]
+pub(super) struct TaskStore(Arc<dyn StateStore>);
+
+impl TaskStore {
+    pub(super) fn new(store: Arc<dyn StateStore>) -> Self {
+        Self(store)
+    }
+
+    /// Writes new task `id` (and its open mark), unless one exists.
+    pub(super) async fn create(&self, id: &str, record: &Record) -> Result<(), StateError> {
+        let expires = Some(SystemTime::now() + TASK_TTL);
+        let bytes = serde_json::to_vec(record).expect("records serialize");
+        self.0.put(OPEN, id, Item::new(Vec::new(), expires)).await?;
+        if self
+            .0
+            .put_if(TASKS, id, Item::new(bytes, expires), None)
+            .await?
+        {
+            Ok(())
+        } else {
+            Err(StateError("a task with this id exists".into()))
+        }
+    }
+
+    /// Task `id` and its bytes as stored.
+    pub(super) async fn read(&self, id: &str) -> Result<Option<(Record, Vec<u8>)>, StateError> {
+        let Some(item) = self.0.get(TASKS, id).await? else {
+            return Ok(None);
+        };
+        Ok(serde_json::from_slice(&item.value)
+            .ok()
+            .map(|record| (record, item.value)))
+    }
+
+    /// `change` applied to task `id` (compare-and-swap, retried); the record as written, or
+    /// `None` when there is none or `change` declines.
+    pub(super) async fn update(
+        &self,
+        id: &str,
+        change: impl Fn(&mut Record) -> bool,
+    ) -> Result<Option<Record>, StateError> {
+        for _ in 0..16 {
+            let Some((mut record, old)) = self.read(id).await? else {
+                return Ok(None);
+            };
+            if !change(&mut record) {
+                return Ok(None);
+            }
+            record.updated = now();
+            let bytes = serde_json::to_vec(&record).expect("records serialize");
+            let item = Item::new(bytes, Some(SystemTime::now() + TASK_TTL));
+            if self.0.put_if(TASKS, id, item, Some(&old)).await? {
+                return Ok(Some(record));
+            }
+        }
+        Err(StateError("a task is updated too often at once".into()))
+    }
+
+    /// Task `id`'s run has ended: its open mark goes (best effort: a restart would end an
+    /// ended task again, which changes nothing).
+    pub(super) async fn ended(&self, id: &str) {
+        let _ = self.0.delete(OPEN, id).await;
+    }
+
+    /// Task `id` was never started: it goes.
+    pub(super) async fn forget(&self, id: &str) {
+        let _ = self.0.delete(TASKS, id).await;
+        self.ended(id).await;
+    }
+
+    /// Up to `limit` tasks whose run has not ended.
+    pub(super) async fn open(&self, limit: usize) -> Result<Vec<String>, StateError> {
+        let page = self.0.list(OPEN, None, limit).await?;
+        Ok(page.into_iter().map(|(id, _)| id).collect())
+    }
+}

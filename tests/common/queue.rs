@@ -1,0 +1,41 @@
+//! SQS as Lambda's poller feeds the worker: messages received from a queue (on moto) made into
+//! one SQS event.
+
+use serde_json::json;
+
+/// The next `n` messages of `queue_url` as one SQS batch event (20 s at most to gather them).
+pub async fn receive_batch(
+    sqs: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    n: usize,
+) -> aws_lambda_events::event::sqs::SqsEvent {
+    let mut records = Vec::new();
+    for _ in 0..20 {
+        let received = sqs
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .unwrap();
+        for m in received.messages.unwrap_or_default() {
+            records.push(json!({
+                "messageId": m.message_id.unwrap(),
+                "receiptHandle": m.receipt_handle.unwrap(),
+                "body": m.body.unwrap(),
+                "attributes": {"ApproximateReceiveCount": "1"},
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:oxp-queue",
+                "awsRegion": "us-east-1"
+            }));
+        }
+        if records.len() >= n {
+            break;
+        }
+    }
+    assert_eq!(records.len(), n, "queued messages");
+    serde_json::from_value(json!({"Records": records})).unwrap()
+}
