@@ -22,6 +22,8 @@
 mod aws;
 #[path = "../examples/spec_tools/tools.rs"]
 mod example_tools;
+#[path = "support/stores.rs"]
+mod stores;
 
 use axum::body::{Body, Bytes};
 use axum::extract::State;
@@ -165,43 +167,6 @@ async fn subscribe(app: &App, runtime: &Runtime, url: &str, topic: &str, n: usiz
     }
 }
 
-struct Store {
-    name: &'static str,
-    vars: Vec<(&'static str, String)>,
-    aws: Option<aws_config::SdkConfig>,
-    sizes: Vec<usize>,
-}
-
-fn stores(rt: &tokio::runtime::Runtime, full: bool) -> Vec<Store> {
-    let dir = std::env::temp_dir().join(format!("oxp-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("state.redb").display().to_string();
-    let _ = std::fs::remove_file(&path);
-    let mut stores = vec![Store {
-        name: "embedded",
-        vars: vec![("OXP_STATE", "embedded".into()), ("OXP_STATE_PATH", path)],
-        aws: None,
-        sizes: if full {
-            vec![1, 100, 10_000]
-        } else {
-            vec![1, 100]
-        },
-    }];
-    if std::env::var("OXP_TEST_MOTO_URL").is_ok() {
-        let (aws, table) = rt.block_on(async {
-            let (_, table) = aws::state_table().await;
-            (aws::sdk_config(&aws::moto_url()).await, table)
-        });
-        stores.push(Store {
-            name: "dynamodb_on_moto",
-            vars: vec![("OXP_STATE", "dynamodb".into()), ("OXP_STATE_TABLE", table)],
-            aws: Some(aws),
-            sizes: vec![1, 100],
-        });
-    }
-    stores
-}
-
 fn bench(c: &mut Criterion) {
     // Two workers, as the machine the figures come from has two cores.
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -212,7 +177,7 @@ fn bench(c: &mut Criterion) {
     let full = std::env::args().any(|a| a == "--bench");
     let (runtime, url) = rt.block_on(Runtime::start());
     let calls = AtomicUsize::new(0);
-    for store in stores(&rt, full) {
+    for store in stores::stores(&rt, full) {
         let app = rt.block_on(async { app(&store.vars, store.aws.clone()) });
         let mut group = c.benchmark_group(format!("talk_back_{}", store.name));
         group.bench_function("subscribe_round_trip", |b| {

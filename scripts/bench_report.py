@@ -354,6 +354,25 @@ def write_talk_back(talk):
                   "bench measured 92 ms for 100 subscriptions and about 9 s for 10,000). Delivery drains "
                   "32 subscriptions at once, each in its own order, at "
                   "`OXP_SUBSCRIPTION_EVENTS_PER_MINUTE` each (set far above the bench's rate here)."]
+    tasks = [talk.get(f"mcp_task_{k}/round_trip", NAN) for k, _ in stores]
+    json_call, streamed = talk.get("mcp_progress/json", NAN), talk.get("mcp_progress/streamed", NAN)
+    lines += [
+        "",
+        "Long MCP calls (`benches/mcp_long.rs`, 2026-07-28 through `/mcp`): a task round trip is a",
+        "`tools/call` of a long-running tool (`Demo.Sleep`, 0 ms) by a client declaring the tasks",
+        "extension, then `tasks/get` until the task is completed with its result (the record written",
+        "before the handle, the detached run, the polls); progress is a tool reporting ten times,",
+        "called without a progress token (one JSON answer) and with one (ten `notifications/progress`",
+        "then the result on an SSE stream).",
+        "",
+        "| | " + " | ".join(name for _, name in stores) + " |",
+        "|---|" + "---|" * len(stores),
+        "| task round trip (create, polls, result) | " + " | ".join(duration(t) for t in tasks) + " |",
+        "",
+        f"Progress: {duration(json_call)} without a token, {duration(streamed)} with ten notifications "
+        + (f"streamed ({(streamed - json_call) / 10:.0f} µs a notification)." if json_call == json_call
+           and streamed == streamed else "streamed."),
+    ]
     lines.append("")
     with open("docs/performance.md") as f:
         page = f.read()
