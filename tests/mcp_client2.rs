@@ -8,27 +8,22 @@
 
 mod common;
 
-use common::start_binary;
+use common::{run_client, start_binary};
 use std::process::Command;
 
 #[test]
 #[ignore = "needs the MCP Python SDK 2.x: scripts/test installs it (OXP_TEST_PYTHON2) and runs this"]
 fn the_newest_python_sdk_calls_asks_and_cancels_at_2026_07_28() {
-    let python = std::env::var("OXP_TEST_PYTHON2")
-        .expect("OXP_TEST_PYTHON2 names a Python with `mcp` 2.x: run through scripts/test");
     // One execution slot: a call left running after its client gave up would hold it.
     let (_server, base) = start_binary(
         env!("CARGO_BIN_EXE_oxp-lambda"),
         &[("OXP_AUTH", "none"), ("OXP_MAX_CONCURRENT_CALLS", "1")],
     );
-    let output = Command::new(python)
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_client2.py"))
-        .arg(format!("{base}/mcp"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let stdout = run_client(
+        "OXP_TEST_PYTHON2",
+        "mcp_client2.py",
+        &[&format!("{base}/mcp")],
+    );
     assert!(stdout.contains("the slot is free within 1 s"), "{stdout}");
 }
 

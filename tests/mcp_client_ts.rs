@@ -8,35 +8,23 @@
 
 mod common;
 
-use common::start_binary;
+use common::{run_client, start_binary};
 use std::process::Command;
 
 #[test]
 #[ignore = "needs Node 22 and the MCP TypeScript SDK 2.x: scripts/test installs them (OXP_TEST_NODE) and runs this"]
 fn the_newest_typescript_sdk_calls_asks_follows_progress_and_cancels_at_2026_07_28() {
-    let node = std::env::var("OXP_TEST_NODE").expect(
-        "OXP_TEST_NODE names Node 22 with the SDK in node_modules: run through scripts/test",
-    );
     // One execution slot: a call left running after its client gave up would hold it.
     let (_server, base) = start_binary(
         env!("CARGO_BIN_EXE_oxp-lambda"),
         &[("OXP_AUTH", "none"), ("OXP_MAX_CONCURRENT_CALLS", "1")],
     );
-    let output = Command::new(node)
-        .arg(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/mcp_client_ts.mjs"
-        ))
-        .arg(format!("{base}/mcp"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
-    assert!(
-        stdout.contains("the slot is free within 1 s"),
-        "{stdout}\n{stderr}"
+    let stdout = run_client(
+        "OXP_TEST_NODE",
+        "mcp_client_ts.mjs",
+        &[&format!("{base}/mcp")],
     );
+    assert!(stdout.contains("the slot is free within 1 s"), "{stdout}");
 }
 
 #[test]

@@ -4,6 +4,8 @@
 //! discovery (tests/mcp_oauth.py) as the client. `scripts/test` installs Node, the provider
 //! and the SDK, and names them in `OXP_TEST_NODE` and `OXP_TEST_PYTHON`.
 
+mod common;
+
 use std::io::BufRead;
 use std::process::{Child, Command, Stdio};
 
@@ -45,8 +47,6 @@ fn start(mut command: Command) -> (Process, String) {
 #[ignore = "needs Node 22, oidc-provider and the MCP Python SDK: scripts/test installs them (OXP_TEST_NODE, OXP_TEST_PYTHON) and runs this"]
 fn the_python_sdk_discovers_the_authorization_server_and_calls_with_its_token() {
     let node = std::env::var("OXP_TEST_NODE").expect("OXP_TEST_NODE: run through scripts/test");
-    let python =
-        std::env::var("OXP_TEST_PYTHON").expect("OXP_TEST_PYTHON: run through scripts/test");
     let dir = env!("CARGO_MANIFEST_DIR");
 
     let provider_port = free_port();
@@ -79,14 +79,7 @@ fn the_python_sdk_discovers_the_authorization_server_and_calls_with_its_token() 
     let (_server, line) = start(server);
     assert!(line.contains("listening"), "{line}");
 
-    let output = Command::new(python)
-        .arg(format!("{dir}/tests/mcp_oauth.py"))
-        .args([&resource, &issuer])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let stdout = common::run_client("OXP_TEST_PYTHON", "mcp_oauth.py", &[&resource, &issuer]);
     assert!(
         stdout.contains("ok   a tool call succeeds with the token"),
         "{stdout}"

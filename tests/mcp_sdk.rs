@@ -4,22 +4,12 @@
 
 mod common;
 
-use common::start_binary;
-use std::process::Command;
+use common::{run_client, start_binary};
 
 #[test]
 #[ignore = "needs the MCP Python SDK: scripts/test installs it (OXP_TEST_PYTHON) and runs this"]
 fn the_python_sdk_client_lists_and_calls_tools() {
-    let python = std::env::var("OXP_TEST_PYTHON")
-        .expect("OXP_TEST_PYTHON names a Python with the `mcp` SDK: run through scripts/test");
     let (_server, base) = start_binary(env!("CARGO_BIN_EXE_oxp-lambda"), &[("OXP_AUTH", "none")]);
-    let output = Command::new(python)
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_sdk.py"))
-        .arg(format!("{base}/mcp"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let stdout = run_client("OXP_TEST_PYTHON", "mcp_sdk.py", &[&format!("{base}/mcp")]);
     assert!(stdout.contains("ok   ping answers"), "{stdout}");
 }

@@ -8,29 +8,23 @@
 
 mod common;
 
-use common::start_binary;
-use std::process::Command;
+use common::{run_client, start_binary};
 
 #[test]
 #[ignore = "needs Strands Agents: scripts/test installs it (OXP_TEST_STRANDS) and runs this"]
 fn strands_agents_calls_asks_follows_progress_runs_tasks_and_cancels() {
-    let python = std::env::var("OXP_TEST_STRANDS")
-        .expect("OXP_TEST_STRANDS names a Python with strands-agents: run through scripts/test");
     // One execution slot: a call or task left running after its client gave up would hold it.
     let (_server, base) = start_binary(
         env!("CARGO_BIN_EXE_oxp-lambda"),
         &[("OXP_AUTH", "none"), ("OXP_MAX_CONCURRENT_CALLS", "1")],
     );
-    let output = Command::new(python)
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_strands.py"))
-        .arg(format!("{base}/mcp"))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let stdout = run_client(
+        "OXP_TEST_STRANDS",
+        "mcp_strands.py",
+        &[&format!("{base}/mcp")],
+    );
     assert!(
         stdout.contains("after a cancelled task the slot is free within 1 s"),
-        "{stdout}\n{stderr}"
+        "{stdout}"
     );
 }

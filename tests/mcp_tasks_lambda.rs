@@ -24,12 +24,8 @@ struct Functions {
 async fn functions() -> Functions {
     let sdk = sdk_config(&moto_url()).await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let name = format!("oxp-tasks-{}", uuid::Uuid::new_v4().simple());
-    let mut urls = Vec::new();
-    for queue in [name.clone(), format!("{name}-dlq")] {
-        let created = sqs.create_queue().queue_name(queue).send().await.unwrap();
-        urls.push(created.queue_url.unwrap());
-    }
+    let (queue_url, dead_letters) = common::queue::queues(&sqs, "oxp-tasks").await;
+    let urls = [queue_url, dead_letters];
     let (_, table) = state_table().await;
     let function = |role: &str| {
         // As template.yaml has it: RAP and MCP tasks share the invocations queue.

@@ -4,14 +4,11 @@
 
 mod common;
 
-use common::start_binary;
-use std::process::Command;
+use common::{run_client, start_binary};
 
 #[test]
 #[ignore = "needs the OXP Python SDK: scripts/test installs it (OXP_TEST_PYTHON) and runs this"]
 fn the_official_python_sdk_lists_and_calls_tools() {
-    let python = std::env::var("OXP_TEST_PYTHON")
-        .expect("OXP_TEST_PYTHON names a Python with the `oxp` SDK: run through scripts/test");
     let key = "sdk-test-signing-key-0123456789abcdef";
     let exe = env!("CARGO_BIN_EXE_oxp-lambda");
     let (_open, open_url) = start_binary(exe, &[("OXP_AUTH", "none")]);
@@ -23,14 +20,11 @@ fn the_official_python_sdk_lists_and_calls_tools() {
             ("OXP_SECRET_JWT_KEY", key),
         ],
     );
-    let output = Command::new(python)
-        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/oxp_sdk.py"))
-        .args([&open_url, &secured_url, key])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stdout}\n{stderr}");
+    let stdout = run_client(
+        "OXP_TEST_PYTHON",
+        "oxp_sdk.py",
+        &[&open_url, &secured_url, key],
+    );
     assert!(
         stdout.contains("ok   a valid bearer token lists the tools"),
         "{stdout}"

@@ -77,39 +77,6 @@ async fn rig() -> Rig {
     }
 }
 
-/// Receives every message waiting in `queue_url`, as Lambda's SQS event records.
-async fn take_records(sqs: &aws_sdk_sqs::Client, queue_url: &str, expected: usize) -> Vec<Value> {
-    let mut records = Vec::new();
-    for _ in 0..10 {
-        let received = sqs
-            .receive_message()
-            .queue_url(queue_url)
-            .max_number_of_messages(10)
-            .wait_time_seconds(1)
-            .send()
-            .await
-            .unwrap();
-        for m in received.messages.unwrap_or_default() {
-            records.push(json!({
-                "messageId": m.message_id.unwrap(),
-                "receiptHandle": m.receipt_handle.unwrap(),
-                "body": m.body.unwrap(),
-                "attributes": {"ApproximateReceiveCount": "1"},
-                "messageAttributes": {},
-                "md5OfBody": m.md5_of_body.unwrap_or_default(),
-                "eventSource": "aws:sqs",
-                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:oxp-rap",
-                "awsRegion": "us-east-1"
-            }));
-        }
-        if records.len() >= expected {
-            break;
-        }
-    }
-    assert_eq!(records.len(), expected, "messages in {queue_url}");
-    records
-}
-
 fn invocation(callback_url: &str) -> Value {
     json!({
         "operation": "Calculator_Add",
@@ -129,7 +96,7 @@ async fn invoke_enqueues_to_sqs_and_the_worker_delivers_the_batch() {
     let reply = post(&rig.app, "/invoke", invocation(&receiver.url).to_string()).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     // Nothing runs in the HTTP function: the job is on the queue, and no result went out.
-    let mut records = take_records(&rig.sqs, &rig.queue_url, 1).await;
+    let mut records = common::queue::receive_records(&rig.sqs, &rig.queue_url, 1).await;
     let job: Value = serde_json::from_str(records[0]["body"].as_str().unwrap()).unwrap();
     assert_eq!(job["operation"], "Calculator_Add");
     assert!(
@@ -163,7 +130,7 @@ async fn an_undeliverable_result_is_recorded_in_the_dead_letter_queue() {
     let receiver = Receiver::start(&[], 410).await;
     let reply = post(&rig.app, "/invoke", invocation(&receiver.url).to_string()).await;
     assert_eq!(reply.status, 200);
-    let records = take_records(&rig.sqs, &rig.queue_url, 1).await;
+    let records = common::queue::receive_records(&rig.sqs, &rig.queue_url, 1).await;
     let event = serde_json::from_value(json!({ "Records": records })).unwrap();
     let response = rig.app.handle_sqs_batch(event).await;
     assert!(
@@ -171,7 +138,7 @@ async fn an_undeliverable_result_is_recorded_in_the_dead_letter_queue() {
         "a dead-lettered result is not a failed record"
     );
     assert_eq!(receiver.hits().len(), 1, "410 is not retried");
-    let letters = take_records(&rig.sqs, &rig.dead_letter_queue_url, 1).await;
+    let letters = common::queue::receive_records(&rig.sqs, &rig.dead_letter_queue_url, 1).await;
     let letter: Value = serde_json::from_str(letters[0]["body"].as_str().unwrap()).unwrap();
     assert!(letter["reason"].as_str().unwrap().contains("410"));
     assert_eq!(letter["message"]["id"], "call_sqs_1");
@@ -207,7 +174,7 @@ async fn the_recorded_sqs_batch_replays_through_the_worker() {
         json!({"batchItemFailures": [{"itemIdentifier": "not-a-job"}]})
     );
     // agent.invalid never resolves: the result is recorded, with the reason, not lost.
-    let letters = take_records(&rig.sqs, &rig.dead_letter_queue_url, 1).await;
+    let letters = common::queue::receive_records(&rig.sqs, &rig.dead_letter_queue_url, 1).await;
     let letter: Value = serde_json::from_str(letters[0]["body"].as_str().unwrap()).unwrap();
     assert_eq!(letter["message"]["text"], "42");
     assert!(
@@ -227,7 +194,7 @@ async fn a_record_sqs_delivers_twice_runs_its_tool_once_and_calls_back_once() {
     body["id"] = json!(format!("call_twice_{}", uuid::Uuid::new_v4().simple()));
     let reply = post(&rig.app, "/invoke", body.to_string()).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
-    let records = take_records(&rig.sqs, &rig.queue_url, 1).await;
+    let records = common::queue::receive_records(&rig.sqs, &rig.queue_url, 1).await;
     // At-least-once delivery: the same record arrives in two batches.
     for _ in 0..2 {
         let event = serde_json::from_value(json!({ "Records": records.clone() })).unwrap();

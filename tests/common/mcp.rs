@@ -56,3 +56,30 @@ pub async fn call_tool(app: &App, name: &str, arguments: Value) -> Value {
 pub fn text_json(result: &Value) -> Value {
     serde_json::from_str(result["content"][0]["text"].as_str().unwrap()).unwrap()
 }
+
+/// Sends `request` (a raw HTTP/1.1 `tools/call` of `Calculator_Add` with a=1, b=2) to the
+/// server at `addr` and asserts it is answered within a second: a call left running (a
+/// cancelled one that kept its slot) would hold the only slot far longer.
+pub async fn the_slot_is_free_within_a_second(addr: &str, request: String) {
+    use std::time::{Duration, Instant};
+    let started = Instant::now();
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tokio::io::AsyncWriteExt::write_all(&mut stream, request.as_bytes())
+        .await
+        .unwrap();
+    let mut reply = String::new();
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        tokio::io::AsyncReadExt::read_to_string(&mut stream, &mut reply),
+    )
+    .await
+    .expect("answered")
+    .unwrap();
+    assert!(reply.starts_with("HTTP/1.1 200"), "{reply}");
+    assert!(reply.contains("\"text\":\"3\""), "{reply}");
+    assert!(
+        started.elapsed() < Duration::from_secs(1),
+        "the slot was held {:?}",
+        started.elapsed()
+    );
+}

@@ -270,3 +270,20 @@ pub async fn serve_on_loopback(config: Config) -> (String, tokio::sync::oneshot:
     }));
     (addr, stop)
 }
+
+/// Runs the client `tests/<script>` with the interpreter `$var` names (scripts/test installs
+/// the client and sets it) and `args`; asserts the script exits 0 and returns what it printed.
+pub fn run_client(var: &str, script: &str, args: &[&str]) -> String {
+    let program = std::env::var(var).unwrap_or_else(|_| {
+        panic!("{var} names the client's interpreter: run through scripts/test")
+    });
+    let output = std::process::Command::new(program)
+        .arg(format!("{}/tests/{script}", env!("CARGO_MANIFEST_DIR")))
+        .args(args)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    stdout
+}
