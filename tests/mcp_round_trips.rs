@@ -77,6 +77,18 @@ fn asked(reply: &Value) -> String {
     result["requestState"].as_str().unwrap().to_owned()
 }
 
+/// The first round of `Demo_Confirm` from a client that shows forms (as `bearer`): the
+/// question is asked; its sealed state.
+async fn first_round(app: &App, bearer: Option<&str>) -> String {
+    let first = post(
+        app,
+        &call(1, "Demo_Confirm", confirm(), Some(json!({})), None),
+        bearer,
+    )
+    .await;
+    asked(&first)
+}
+
 fn chosen(reply: &Value) -> Value {
     let result = &reply["result"];
     assert_ne!(result["isError"], true, "{reply}");
@@ -87,13 +99,7 @@ fn chosen(reply: &Value) -> Value {
 #[tokio::test]
 async fn a_question_is_an_input_required_round_and_the_retry_completes_with_the_answer() {
     let app = example_app();
-    let first = post(
-        &app,
-        &call(1, "Demo_Confirm", confirm(), Some(json!({})), None),
-        None,
-    )
-    .await;
-    let state = asked(&first);
+    let state = first_round(&app, None).await;
     let retry = call(
         2,
         "Demo_Confirm",
@@ -162,13 +168,7 @@ fn refused(reply: &Value) {
 #[tokio::test]
 async fn a_replayed_altered_or_misapplied_state_and_malformed_responses_are_refused() {
     let app = example_app();
-    let first = post(
-        &app,
-        &call(1, "Demo_Confirm", confirm(), Some(json!({})), None),
-        None,
-    )
-    .await;
-    let state = asked(&first);
+    let state = first_round(&app, None).await;
     // Another tool's arguments with this state: refused.
     let mut other = confirm();
     other["prompt"] = json!("Delete everything?");
@@ -272,13 +272,7 @@ async fn a_state_is_refused_when_another_caller_presents_it() {
     );
     let alice = common::jwt::bearer("alice");
     let bob = common::jwt::bearer("bob");
-    let first = post(
-        &app,
-        &call(1, "Demo_Confirm", confirm(), Some(json!({})), None),
-        Some(&alice),
-    )
-    .await;
-    let state = asked(&first);
+    let state = first_round(&app, Some(&alice)).await;
     let retry = call(
         2,
         "Demo_Confirm",
