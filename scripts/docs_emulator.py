@@ -3,11 +3,13 @@
 Each ```sh block of a page below that starts `cargo lambda watch` is one session: the watch line
 is run with the environment variables the page gives and nothing else (no AWS endpoint, no
 queue), in the folder the page is written for, and every `cargo lambda invoke` line of the block
-after it, with the page's function name, event and client context. The only additions are the
-loopback address and a free port (the page uses the emulator's default port, 9000, which a CI
-machine may hold), `--ignore-changes`, and `--output-format json` to read the answer. Each answer
-must hold what the page's reader is promised (EXPECTED below, or tests/events_expected.json for
-the repository's own events): a step that drifted from the code fails here, not for a user.
+after it, with the page's function name, event and client context, and every `curl` line (a
+request to the emulator's Function URL). The only additions are the loopback address and a free
+port (the page uses the emulator's default port, 9000, which a CI machine may hold),
+`--ignore-changes`, `--output-format json` to read an invocation's answer, and `-sS --max-time`
+for curl. Each answer must hold what the page's reader is promised (EXPECTED below, or
+tests/events_expected.json for the repository's own events; CURLED for a curl line's stream): a
+step that drifted from the code fails here, not for a user.
 """
 
 import json
@@ -48,6 +50,19 @@ EXPECTED = {
 }
 
 
+def progress_then_result(messages):
+    """An MCP call's stream: its tool's progress, then its result (the stream's last message)."""
+    *progress, last = messages or [None]
+    return (bool(progress) and all(m.get("method") == "notifications/progress" for m in progress)
+            and isinstance(last, dict) and last.get("result", {}).get("isError") is False)
+
+
+# (page, path) -> what a curl line's Server-Sent Events (their data, parsed) must be.
+CURLED = {
+    ("docs/deploy.md", "/lambda-url/oxp-lambda/mcp"): progress_then_result,
+}
+
+
 def contains(actual, want):
     if isinstance(want, dict):
         return isinstance(actual, dict) and all(k in actual and contains(actual[k], v) for k, v in want.items())
@@ -74,6 +89,8 @@ def sessions(page):
                 watch = words[3:]
             elif words[:3] == ["cargo", "lambda", "invoke"]:
                 invokes.append(words[3:])
+            elif words[:1] == ["curl"]:
+                invokes.append(words)
             elif words:
                 sys.exit(f"{page}: a line this check does not know how to run: {line!r}")
         assert watch is not None and invokes, f"{page}: a watch block without invocations"
@@ -95,6 +112,20 @@ def expected_for(page, event):
         want = json.load(open(os.path.join(ROOT, "tests/events_expected.json")))[event[len("events/"):]]
         return {"statusCode": want["status"], "body": want["body"]}
     sys.exit(f"{page}: no expected answer for {event}: add it to EXPECTED")
+
+
+def run_curl(page, args, port):
+    """A curl line against the emulator on `port`; whether its stream is what CURLED promises."""
+    url = next(a for a in args if "localhost:9000" in a)
+    path = url.split("localhost:9000", 1)[1]
+    args = [a.replace("localhost:9000", f"127.0.0.1:{port}") for a in args]
+    done = subprocess.run([*args, "-sS", "--max-time", "900"], capture_output=True, text=True, timeout=960)
+    messages = [json.loads(line[5:]) for line in done.stdout.splitlines() if line.startswith("data:")]
+    ok = done.returncode == 0 and CURLED[(page, path)](messages)
+    print(f"{'ok  ' if ok else 'FAIL'} {page}: curl {path}", flush=True)
+    if not ok:
+        print(f"     got  {done.stdout[-2000:]}{done.stderr}")
+    return ok
 
 
 def run_session(page, cwd, watch, invokes, log):
@@ -120,6 +151,9 @@ def run_session(page, cwd, watch, invokes, log):
             except OSError:
                 time.sleep(0.2)
         for args in invokes:
+            if args[0] == "curl":
+                failed += not run_curl(page, args, port)
+                continue
             event = args[args.index("--data-file") + 1]
             done = subprocess.run(
                 ["cargo", "lambda", "invoke", *args, *address, "--output-format", "json"],

@@ -91,6 +91,11 @@ pub struct Config {
     /// handles: HTTP events, or the role a protocol serves (`worker`, `agentcore`,
     /// `bedrock-agent`, or one of your own).
     pub lambda_role: String,
+    /// `OXP_LAMBDA_STREAMING` (default `false`): answer HTTP events with Lambda response
+    /// streaming, for a function whose Function URL has `InvokeMode: RESPONSE_STREAM` (or an API
+    /// Gateway REST integration whose response transfer mode is `STREAM`): an MCP call's
+    /// progress reaches the client before its result. Only such a function may set it.
+    pub lambda_streaming: bool,
     /// Metrics in CloudWatch Embedded Metric Format.
     pub metrics: MetricsConfig,
     /// `OXP_OTEL_ENDPOINT` (feature `otel`): the OTLP/HTTP collector that receives a span per
@@ -197,6 +202,7 @@ impl Default for Config {
             oauth: OAuthConfig::default(),
             state: StateConfig::default(),
             lambda_role: HTTP_ROLE.into(),
+            lambda_streaming: false,
             metrics: MetricsConfig::default(),
             otel_endpoint: None,
             runtime: Runtime::local(),
@@ -281,6 +287,7 @@ impl Config {
         config.lambda_role = env
             .get("OXP_LAMBDA_ROLE")
             .map_or_else(|| HTTP_ROLE.to_owned(), |r| r.trim().to_owned());
+        config.lambda_streaming = env.flag("OXP_LAMBDA_STREAMING")?;
         config.vars = vars;
         Ok(config)
     }

@@ -179,6 +179,7 @@ fn an_invalid_value_names_its_variable() {
         ("OXP_IDEMPOTENCY", "redis"),
         ("OXP_IDEMPOTENCY", "dynamodb"),
         ("OXP_MAX_CONCURRENT_CALLS", "0"),
+        ("OXP_LAMBDA_STREAMING", "yes"),
     ] {
         let err = config(&[(var, value)]).unwrap_err();
         assert!(err.variable.starts_with(var), "{var}: {err}");
@@ -204,6 +205,13 @@ fn the_lambda_role_is_read_and_the_runtime_once() {
     assert_eq!(c.runtime.max_concurrency, 8);
     assert_eq!(c.runtime.function_name.as_deref(), Some("tools"));
     assert_eq!(config(&[]).unwrap().runtime, Runtime::local());
+    // Buffered answers unless the function's invoke mode streams.
+    assert!(!c.lambda_streaming);
+    assert!(
+        in_lambda_with(&[("OXP_LAMBDA_STREAMING", "true")])
+            .unwrap()
+            .lambda_streaming
+    );
 }
 
 #[test]

@@ -57,17 +57,38 @@ class RuntimeHandler(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
 
     def do_POST(self):
-        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        streamed = self.headers.get("Lambda-Runtime-Function-Response-Mode") == "streaming"
+        body = self.chunked() if streamed else self.rfile.read(int(self.headers.get("Content-Length", 0)))
         parts = self.path.strip("/").split("/")
         api = self.server
         if parts[-1] in ("response", "error"):
-            answer = json.loads(body) if parts[-1] == "response" else {"runtime_error": body.decode()}
+            if parts[-1] == "error":
+                answer = {"runtime_error": body.decode()}
+            elif streamed:
+                # Response streaming: the status and headers as JSON, eight NULs, the body.
+                prelude, _, rest = body.partition(b"\0" * 8)
+                answer = {**json.loads(prelude), "body": rest.decode(), "streamed": True}
+            else:
+                answer = json.loads(body)
             with api.ready:
                 api.answers[parts[-2]] = answer
                 api.ready.notify_all()
         self.send_response(202)
         self.send_header("Content-Length", "0")
         self.end_headers()
+
+
+    def chunked(self):
+        """A body sent with chunked transfer encoding (a streamed answer), whole."""
+        body = b""
+        while True:
+            size = int(self.rfile.readline().split(b";")[0], 16)
+            if size == 0:
+                while self.rfile.readline() not in (b"\r\n", b"\n", b""):
+                    pass  # trailers
+                return body
+            body += self.rfile.read(size)
+            self.rfile.readline()
 
 
 class Bootstrap:

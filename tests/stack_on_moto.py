@@ -50,6 +50,8 @@ PARAMETERS = {
     "AgentCoreGatewayRoleArn": "arn:aws:iam::123456789012:role/agentcore-gateway",
     "EnableBedrockAgentFunction": "true",
     "EnableDashboard": "true",
+    # The streaming twin of the HTTP function (its role, a RESPONSE_STREAM Function URL).
+    "EnableStreamingFunctionUrl": "true",
     "SecretPrefix": "oxp/",
     # Users' authorization on (docs/authorization.md): the conditional vault table, its grants
     # and the functions starting with a provider configured.
@@ -154,7 +156,7 @@ def needed(env, has_sqs_trigger):
 def check_least_privilege(translated):
     resources = translated["Resources"]
     functions = {k: v for k, v in resources.items() if v["Type"] == "AWS::Lambda::Function"}
-    assert len(functions) == 4, sorted(functions)
+    assert len(functions) == 5, sorted(functions)
     for name, function in functions.items():
         props = function["Properties"]
         role_name = props["Role"]["Fn::GetAtt"][0]
@@ -175,6 +177,18 @@ def check_least_privilege(translated):
         assert trust == [{"Action": ["sts:AssumeRole"], "Effect": "Allow",
                           "Principal": {"Service": ["lambda.amazonaws.com"]}}], trust
         log(f"{name}: its role grants exactly what its environment calls ({len(calls)} grants)")
+    # The streaming twin runs as the HTTP function does, answering through its streaming URL.
+    stream = functions["OxpStreamFunction"]["Properties"]
+    assert stream["Role"] == {"Fn::GetAtt": ["OxpFunctionRole", "Arn"]}, stream["Role"]
+    assert stream["Environment"]["Variables"]["OXP_LAMBDA_STREAMING"] == "true", stream
+    urls = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Url"
+            and r["Properties"]["TargetFunctionArn"] == ref("OxpStreamFunction")]
+    assert [(u["InvokeMode"], u["AuthType"]) for u in urls] == \
+        [("RESPONSE_STREAM", {"Ref": "StreamingUrlAuthType"})], urls
+    assert "StreamingUrlAuthType" not in PARAMETERS, "the default, AWS_IAM"
+    opened = [k for k, r in resources.items() if r.get("Condition") == "HasOpenStreamingUrl"]
+    assert sorted(opened) == ["OxpStreamUrlPublicInvoke", "OxpStreamUrlPublicInvokeUrl"], opened
+    log("OxpStreamFunction: the HTTP function's role, behind an IAM-authenticated streaming URL")
 
 
 # 3. The stack in moto ----------------------------------------------------------------------
@@ -218,8 +232,16 @@ def creds_of(key):
 
 
 def as_deployed_on_moto(translated):
-    """The copy moto can enforce: DynamoDB and Secrets Manager statements name "*" (see above)."""
+    """The copy moto can enforce: DynamoDB and Secrets Manager statements name "*" (see above),
+    and no Function URL."""
     deployed = copy.deepcopy(translated)
+    # Nor does moto's CloudFormation know Function URLs (checked from the translation above):
+    # without them, the outputs that name one.
+    urls = [k for k, r in deployed["Resources"].items() if r["Type"] == "AWS::Lambda::Url"]
+    for name in urls:
+        del deployed["Resources"][name]
+    deployed["Outputs"] = {k: o for k, o in deployed.get("Outputs", {}).items()
+                           if not any(u in json.dumps(o["Value"]) for u in urls)}
     for resource in deployed["Resources"].values():
         if resource["Type"] != "AWS::IAM::Role":
             continue
@@ -284,7 +306,8 @@ def deploy(moto, translated):
 
     lam, sts = moto.client("lambda", admin), moto.client("sts", admin)
     functions = {}
-    for logical in ("OxpFunction", "OxpWorkerFunction", "OxpAgentCoreFunction", "OxpBedrockAgentFunction"):
+    for logical in ("OxpFunction", "OxpStreamFunction", "OxpWorkerFunction", "OxpAgentCoreFunction",
+                    "OxpBedrockAgentFunction"):
         config = lam.get_function_configuration(FunctionName=physical[logical])
         role = sts.assume_role(RoleArn=config["Role"], RoleSessionName=physical[logical])
         functions[logical] = {
@@ -343,6 +366,19 @@ def run(binary, moto, admin, physical, functions):
         again = http_fn.invoke(http_event("POST", "/tools/call", call, "alice"))
         assert json.loads(again["body"]) == json.loads(answer["body"]), again
         log("http function: OXP call with its secret and its idempotency record, replayed")
+
+        # The streaming twin: the same call, answered as a stream, under the same role.
+        stream_fn = Bootstrap(binary, moto, functions["OxpStreamFunction"])
+        started.append(stream_fn)
+        call["request"]["call_id"] = "stack-call-streamed"
+        streamed = stream_fn.invoke(http_event("POST", "/tools/call", call, "alice"))
+        assert streamed.get("streamed") and streamed["statusCode"] == 200, streamed
+        assert json.loads(streamed["body"])["result"]["value"] == {"status": "sent"}, streamed
+        items = dynamodb.scan(TableName=table)["Items"]
+        assert any(i["call_id"]["S"].endswith(":stack-call-streamed") for i in items), items
+        stream_fn.stop()
+        started.remove(stream_fn)
+        log("stream function: an OXP call streamed, its secret and record under the http role")
 
         # /invoke: enqueued to SQS before the 200.
         def invoke(rap_id, path):

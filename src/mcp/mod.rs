@@ -13,6 +13,7 @@
 //! (or nests deeper than 128), -32600 for JSON that is not a JSON-RPC message, -32602 for a
 //! known method with malformed params, -32601 (from rmcp) for an unknown method.
 
+mod call_tool;
 mod discovery;
 mod fast;
 mod handler;
@@ -257,6 +258,10 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     // this future is dropped unanswered, and the call's tool sees it.
     let closed = RequestClosed::default();
     parts.extensions.insert(closed.clone());
+    // The same task does not carry the Lambda invocation's fields: the request does.
+    if let Some(fields) = crate::observe::current_fields() {
+        parts.extensions.insert(fields);
+    }
     let mut guard = closed.guard();
     let request = http::Request::from_parts(parts, Body::from(bytes.clone()));
     // Boxed: rmcp's future is large, and would make every request's future (the fast path's

@@ -72,6 +72,18 @@ pub(crate) fn current_fields() -> Option<Arc<Fields>> {
     CURRENT.try_with(Arc::clone).ok()
 }
 
+/// Runs `future` as part of the invocation of `fields`, when there is one: for the work a
+/// request hands to a task of its own, which does not inherit the invocation's fields.
+pub(crate) async fn within<F: std::future::Future>(
+    fields: Option<Arc<Fields>>,
+    future: F,
+) -> F::Output {
+    match fields {
+        Some(fields) => CURRENT.scope(fields, future).await,
+        None => future.await,
+    }
+}
+
 /// Metrics in CloudWatch Embedded Metric Format (docs/observability.md).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetricsConfig {

@@ -1,6 +1,7 @@
 //! A Lambda Runtime API on loopback for the real bootstrap: hands out queued events (with the
 //! client context as raw JSON, as Lambda sends it), records each answer, and can take its
-//! time acknowledging answers, which holds the bootstrap's worker as a slow tool would.
+//! time acknowledging answers, which holds the bootstrap's worker as a slow tool would. A
+//! streamed answer (response streaming) is kept chunk by chunk, each with when it arrived.
 
 use axum::Router;
 use axum::extract::{Path, State};
@@ -12,7 +13,10 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// A streamed answer's chunks, each with the instant it arrived.
+pub type Chunks = Vec<(Instant, axum::body::Bytes)>;
 
 /// The X-Ray trace header every event comes with.
 pub const TRACE_ID: &str =
@@ -29,6 +33,8 @@ pub struct RuntimeApi {
     events: Mutex<VecDeque<Event>>,
     /// Answers by request id, in the order they came.
     pub answers: Mutex<Vec<(String, Value)>>,
+    /// Streamed answers by request id, in the order they ended.
+    pub streamed: Mutex<Vec<(String, Chunks)>>,
     /// Invocation and init errors reported.
     pub errors: Mutex<Vec<String>>,
     ack_delay: Duration,
@@ -72,6 +78,34 @@ impl RuntimeApi {
             .find(|(i, _)| i == id)
             .map(|(_, a)| a.clone())
             .unwrap_or_else(|| panic!("no answer to {id}"))
+    }
+
+    /// Waits for the streamed answer to request `id` (panics if the bootstrap exits or none
+    /// ends within 30 s).
+    pub async fn wait_for_stream(&self, id: &str, bootstrap: &mut Bootstrap) -> Chunks {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let found = self
+                .streamed
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|(i, _)| i == id)
+                .cloned();
+            if let Some((_, chunks)) = found {
+                return chunks;
+            }
+            if let Ok(Some(status)) = bootstrap.0.try_wait() {
+                panic!("the bootstrap exited ({status})");
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no streamed answer; answers: {:?}, errors: {:?}",
+                self.answers.lock().unwrap(),
+                self.errors.lock().unwrap()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 
     /// Waits until `n` answers came, the bootstrap exited (panics) or 30 s passed (panics).
@@ -132,13 +166,30 @@ async fn next(State(api): State<Arc<RuntimeApi>>) -> Response {
 async fn respond(
     State(api): State<Arc<RuntimeApi>>,
     Path(id): Path<String>,
-    body: String,
+    headers: HeaderMap,
+    body: axum::body::Body,
 ) -> StatusCode {
-    tokio::time::sleep(api.ack_delay).await;
-    api.answers
-        .lock()
-        .unwrap()
-        .push((id, serde_json::from_str(&body).unwrap()));
+    let streamed = headers
+        .get("lambda-runtime-function-response-mode")
+        .is_some_and(|m| m == "streaming");
+    if streamed {
+        use http_body_util::BodyExt;
+        let mut body = body;
+        let mut chunks = Chunks::new();
+        while let Some(frame) = body.frame().await {
+            if let Ok(data) = frame.unwrap().into_data() {
+                chunks.push((Instant::now(), data));
+            }
+        }
+        api.streamed.lock().unwrap().push((id, chunks));
+    } else {
+        let body = axum::body::to_bytes(body, usize::MAX).await.unwrap();
+        tokio::time::sleep(api.ack_delay).await;
+        api.answers
+            .lock()
+            .unwrap()
+            .push((id, serde_json::from_slice(&body).unwrap()));
+    }
     api.in_flight.lock().unwrap().0 -= 1;
     StatusCode::ACCEPTED
 }

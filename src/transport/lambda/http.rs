@@ -43,8 +43,13 @@ pub(crate) fn prepare<B>(request: &mut Request<B>, margin: Duration) -> bool {
 /// Serves `app` to the Lambda Runtime API until the execution environment ends: with
 /// `AWS_LAMBDA_MAX_CONCURRENCY` above 1 (Lambda Managed Instances) that many invocations at
 /// once, each worker polling for its own; one at a time otherwise. The app is shared, so the
-/// concurrency pool, caches and limits are the process's, as on the local server.
-pub(crate) async fn run<S>(app: S, layer: InvocationLayer) -> Result<(), lambda_http::Error>
+/// concurrency pool, caches and limits are the process's, as on the local server. With
+/// `streaming`, each answer is streamed ([`super::streaming`]); buffered otherwise.
+pub(crate) async fn run<S>(
+    app: S,
+    layer: InvocationLayer,
+    streaming: bool,
+) -> Result<(), lambda_http::Error>
 where
     S: Service<lambda_http::Request, Response = axum::response::Response, Error = Infallible>
         + Clone
@@ -52,6 +57,10 @@ where
         + 'static,
     S::Future: Send + 'static,
 {
+    if streaming {
+        let app = layer.layer(super::streaming::Streaming(app));
+        return lambda_http::run_with_streaming_response_concurrent(app).await;
+    }
     lambda_http::run_concurrent(layer.layer(Concurrent(app))).await
 }
 

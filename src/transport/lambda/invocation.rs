@@ -240,9 +240,15 @@ async fn invocation<F: Future>(fields: Fields, future: F) -> F::Output {
     let output = crate::observe::CURRENT
         .scope(Arc::new(fields), future)
         .await;
+    flush().await;
+    output
+}
+
+/// Sends the metrics and spans recorded so far: before an answer goes back, and again when a
+/// streamed answer ends (what the call recorded while its body streamed).
+pub(crate) async fn flush() {
     crate::observe::flush_metrics();
     crate::observe::otel::flush().await;
-    output
 }
 
 #[cfg(test)]

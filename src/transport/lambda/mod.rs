@@ -1,13 +1,15 @@
 //! The AWS Lambda transport: one [`invocation`] layer (Lambda's fields on every line, the
 //! deadline computed once, metrics and spans flushed before the answer) over HTTP events
 //! through `lambda_http` ([`http`]: API Gateway REST and HTTP APIs, Function URLs, ALB), SQS
-//! batches ([`sqs`]) and direct invocations ([`direct`]). It runs the role a protocol serves as
+//! batches ([`sqs`]) and direct invocations ([`direct`]); HTTP answers buffered or streamed
+//! ([`streaming`]). It runs the role a protocol serves as
 //! a value ([`LambdaRole`]) and knows no protocol.
 
 pub(crate) mod direct;
 pub(crate) mod http;
 pub(crate) mod invocation;
 pub(crate) mod sqs;
+pub(crate) mod streaming;
 
 use crate::config::Config;
 use crate::server::{LambdaRole, RoleKind};
@@ -31,7 +33,7 @@ where
 {
     let layer = InvocationLayer::new(config);
     match role.map(|r| &r.kind) {
-        None => http::run(app, layer).await,
+        None => http::run(app, layer, config.lambda_streaming).await,
         Some(RoleKind::Direct(handler)) => {
             direct::run(
                 handler.clone(),

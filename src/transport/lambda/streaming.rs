@@ -1,0 +1,104 @@
+//! HTTP events answered with Lambda response streaming (`OXP_LAMBDA_STREAMING=true`): the
+//! status and headers go back first, then the body as the app writes it, so an MCP call's
+//! progress (a Server-Sent Events stream) reaches the client before its result. Lambda takes
+//! such answers from functions behind a Function URL with `InvokeMode: RESPONSE_STREAM` or an
+//! API Gateway REST integration that streams; a buffered integration cannot read them.
+
+use axum::body::Bytes;
+use futures_util::future::BoxFuture;
+use http_body::{Body, Frame};
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+use tower::Service;
+
+/// The app with its body wrapped so that the invocation's metrics and spans are sent when the
+/// body ends: the call goes on recording after the headers went back, and Lambda may freeze
+/// the environment as soon as the stream closes.
+#[derive(Clone)]
+pub(crate) struct Streaming<S>(pub(crate) S);
+
+impl<S> Service<lambda_http::Request> for Streaming<S>
+where
+    S: Service<lambda_http::Request, Response = axum::response::Response, Error = Infallible>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<FlushAtEnd<axum::body::Body>>;
+    type Error = Infallible;
+    type Future = BoxFuture<'static, Result<Self::Response, Infallible>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: lambda_http::Request) -> Self::Future {
+        let answer = self.0.call(request);
+        Box::pin(async move {
+            let response = answer.await?;
+            Ok(response.map(|body| FlushAtEnd {
+                body,
+                flush: None,
+                ended: false,
+            }))
+        })
+    }
+}
+
+/// A body that, once its last frame is out, sends what the invocation recorded before it
+/// reports its end.
+pub(crate) struct FlushAtEnd<B> {
+    body: B,
+    flush: Option<BoxFuture<'static, ()>>,
+    ended: bool,
+}
+
+impl<B> Body for FlushAtEnd<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        if this.flush.is_none() {
+            match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
+                Some(frame) => return Poll::Ready(Some(frame)),
+                None => this.flush = Some(Box::pin(super::invocation::flush())),
+            }
+        }
+        if let Some(flush) = this.flush.as_mut() {
+            ready!(flush.as_mut().poll(cx));
+        }
+        this.flush = None;
+        this.ended = true;
+        Poll::Ready(None)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.ended
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use http_body_util::BodyExt;
+
+    #[tokio::test]
+    async fn the_body_comes_through_whole_and_then_ends() {
+        let body = FlushAtEnd {
+            body: axum::body::Body::from("data: one\n\n"),
+            flush: None,
+            ended: false,
+        };
+        let bytes = body.collect().await.unwrap().to_bytes();
+        assert_eq!(&bytes[..], b"data: one\n\n");
+    }
+}
