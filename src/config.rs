@@ -288,6 +288,13 @@ impl Config {
             .get("OXP_LAMBDA_ROLE")
             .map_or_else(|| HTTP_ROLE.to_owned(), |r| r.trim().to_owned());
         config.lambda_streaming = env.flag("OXP_LAMBDA_STREAMING")?;
+        if config.lambda_streaming && config.lambda_role != HTTP_ROLE {
+            // The other roles answer events, not HTTP: nothing of theirs could stream.
+            return Err(invalid(
+                "OXP_LAMBDA_STREAMING",
+                "streams HTTP answers: only for OXP_LAMBDA_ROLE=http",
+            ));
+        }
         config.vars = vars;
         Ok(config)
     }

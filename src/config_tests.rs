@@ -212,6 +212,11 @@ fn the_lambda_role_is_read_and_the_runtime_once() {
             .unwrap()
             .lambda_streaming
     );
+    let worker = in_lambda_with(&[
+        ("OXP_LAMBDA_STREAMING", "true"),
+        ("OXP_LAMBDA_ROLE", "worker"),
+    ]);
+    assert_eq!(worker.unwrap_err().variable, "OXP_LAMBDA_STREAMING");
 }
 
 #[test]
