@@ -29,7 +29,7 @@ fn the_template_runs_on_moto_with_each_functions_own_iam_policies_enforced() {
     for step in [
         "OxpWorkerFunction: its role grants exactly what its environment calls",
         "http function: OXP call with its secret and its idempotency record, replayed",
-        "OxpStreamFunction: the HTTP function's role, behind an IAM-authenticated streaming URL",
+        "OxpStreamFunction: the HTTP function's role, behind an IAM-authenticated streaming URL and REST API",
         "stream function: an OXP call streamed, its secret and record under the http role",
         "worker: the invocation ran and was delivered exactly once, redelivery included",
         "worker: an undeliverable result went to the dead-letter queue",

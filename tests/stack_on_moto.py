@@ -50,8 +50,10 @@ PARAMETERS = {
     "AgentCoreGatewayRoleArn": "arn:aws:iam::123456789012:role/agentcore-gateway",
     "EnableBedrockAgentFunction": "true",
     "EnableDashboard": "true",
-    # The streaming twin of the HTTP function (its role, a RESPONSE_STREAM Function URL).
+    # The streaming twin of the HTTP function (its role, a RESPONSE_STREAM Function URL, a REST
+    # API whose integration streams).
     "EnableStreamingFunctionUrl": "true",
+    "EnableStreamingRestApi": "true",
     "SecretPrefix": "oxp/",
     # Users' authorization on (docs/authorization.md): the conditional vault table, its grants
     # and the functions starting with a provider configured.
@@ -184,11 +186,17 @@ def check_least_privilege(translated):
     urls = [r["Properties"] for r in resources.values() if r["Type"] == "AWS::Lambda::Url"
             and r["Properties"]["TargetFunctionArn"] == ref("OxpStreamFunction")]
     assert [(u["InvokeMode"], u["AuthType"]) for u in urls] == \
-        [("RESPONSE_STREAM", {"Ref": "StreamingUrlAuthType"})], urls
-    assert "StreamingUrlAuthType" not in PARAMETERS, "the default, AWS_IAM"
+        [("RESPONSE_STREAM", {"Ref": "StreamingAuthType"})], urls
+    assert "StreamingAuthType" not in PARAMETERS, "the default, AWS_IAM"
     opened = [k for k, r in resources.items() if r.get("Condition") == "HasOpenStreamingUrl"]
     assert sorted(opened) == ["OxpStreamUrlPublicInvoke", "OxpStreamUrlPublicInvokeUrl"], opened
-    log("OxpStreamFunction: the HTTP function's role, behind an IAM-authenticated streaming URL")
+    method = resources["OxpStreamRestProxyAny"]["Properties"]
+    integration = method["Integration"]
+    assert (integration["Type"], integration["ResponseTransferMode"]) == ("AWS_PROXY", "STREAM"), method
+    uri = json.dumps(integration["Uri"])
+    assert "OxpStreamFunction.Arn" in uri and "/response-streaming-invocations" in uri, uri
+    assert method["AuthorizationType"] == {"Fn::If": ["IsStreamingOpen", "NONE", "AWS_IAM"]}, method
+    log("OxpStreamFunction: the HTTP function's role, behind an IAM-authenticated streaming URL and REST API")
 
 
 # 3. The stack in moto ----------------------------------------------------------------------
