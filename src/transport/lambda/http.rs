@@ -9,7 +9,7 @@ use lambda_http::request::RequestContext;
 use std::convert::Infallible;
 use std::task::{Context, Poll};
 use std::time::Duration;
-use tower::{Layer, Service};
+use tower::{Layer, Service, ServiceExt};
 
 /// Whether `request` was made from a Lambda event (the runtime adds its request context); if
 /// so, takes the API Gateway stage off its path, and gives it the invocation's deadline (less
@@ -58,7 +58,7 @@ where
     S::Future: Send + 'static,
 {
     if streaming {
-        let app = layer.layer(super::streaming::Streaming(app));
+        let app = layer.layer(app.map_response(super::streaming::flush_at_end));
         return lambda_http::run_with_streaming_response_concurrent(app).await;
     }
     lambda_http::run_concurrent(layer.layer(Concurrent(app))).await

@@ -7,41 +7,20 @@
 use axum::body::Bytes;
 use futures_util::future::BoxFuture;
 use http_body::{Body, Frame};
-use std::convert::Infallible;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
-use tower::Service;
 
-/// The app with its body wrapped so that the invocation's metrics and spans are sent when the
-/// body ends: the call goes on recording after the headers went back, and Lambda may freeze
-/// the environment as soon as the stream closes.
-#[derive(Clone)]
-pub(crate) struct Streaming<S>(pub(crate) S);
-
-impl<S> Service<lambda_http::Request> for Streaming<S>
-where
-    S: Service<lambda_http::Request, Response = axum::response::Response, Error = Infallible>,
-    S::Future: Send + 'static,
-{
-    type Response = http::Response<FlushAtEnd<axum::body::Body>>;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<Self::Response, Infallible>>;
-
-    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, request: lambda_http::Request) -> Self::Future {
-        let answer = self.0.call(request);
-        Box::pin(async move {
-            let response = answer.await?;
-            Ok(response.map(|body| FlushAtEnd {
-                body,
-                flush: None,
-                ended: false,
-            }))
-        })
-    }
+/// `response` with its body wrapped so that the invocation's metrics and spans are sent when
+/// the body ends: the call goes on recording after the headers went back, and Lambda may
+/// freeze the environment as soon as the stream closes.
+pub(crate) fn flush_at_end(
+    response: axum::response::Response,
+) -> http::Response<FlushAtEnd<axum::body::Body>> {
+    response.map(|body| FlushAtEnd {
+        body,
+        flush: None,
+        ended: false,
+    })
 }
 
 /// A body that, once its last frame is out, sends what the invocation recorded before it
@@ -93,12 +72,8 @@ mod tests {
 
     #[tokio::test]
     async fn the_body_comes_through_whole_and_then_ends() {
-        let body = FlushAtEnd {
-            body: axum::body::Body::from("data: one\n\n"),
-            flush: None,
-            ended: false,
-        };
-        let bytes = body.collect().await.unwrap().to_bytes();
+        let response = flush_at_end(axum::response::Response::new("data: one\n\n".into()));
+        let bytes = response.into_body().collect().await.unwrap().to_bytes();
         assert_eq!(&bytes[..], b"data: one\n\n");
     }
 }
