@@ -287,3 +287,23 @@ fn the_templates_dashboard_graphs_every_metric_the_server_writes() {
         );
     }
 }
+
+#[test]
+fn the_streaming_entries_are_open_only_where_the_server_checks_every_token() {
+    let template = read("template.yaml");
+    let rules =
+        &template[template.find("\nRules:\n").unwrap()..template.find("\nConditions:\n").unwrap()];
+    assert!(rules.contains("RuleCondition: !Equals [!Ref StreamingAuthType, NONE]"));
+    assert!(rules.contains("Assert: !Equals [!Ref AuthMode, jwt]"));
+    assert!(template.contains("IsStreamingOpen: !Equals [!Ref StreamingAuthType, NONE]"));
+    for name in ["OxpStreamUrlPublicInvokeUrl", "OxpStreamUrlPublicInvoke"] {
+        assert!(
+            resource(&template, name).contains("Condition: HasOpenStreamingUrl"),
+            "{name}"
+        );
+    }
+    let method = resource(&template, "OxpStreamRestProxyAny");
+    assert!(method.contains("AuthorizationType: !If [IsStreamingOpen, NONE, AWS_IAM]"));
+    let url = resource(&template, "OxpStreamFunctionUrl");
+    assert!(url.contains("AuthType: !Ref StreamingAuthType"));
+}
