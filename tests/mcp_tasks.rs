@@ -9,6 +9,7 @@ mod common;
 
 use common::tasks::*;
 use common::{App, app_with, build, test_config};
+use futures_util::FutureExt;
 use oxp_lambda::Registry;
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -200,4 +201,74 @@ async fn another_caller_cannot_see_update_or_cancel_a_task() {
     )
     .await;
     assert_eq!(mine.json["result"]["status"], "working", "{}", mine.text);
+}
+
+/// The example tools, with `tools` served only as tasks (`OXP_MCP_TASK_REQUIRED`).
+fn app_requiring_tasks_for(tools: &str) -> Result<App, String> {
+    App::builder(common::example_tools::registry().unwrap())
+        .config(common::test_config_with(&[(
+            "OXP_MCP_TASK_REQUIRED",
+            tools,
+        )]))
+        .build()
+        .now_or_never()
+        .expect("builds without waiting")
+        .map_err(|e| e.to_string())
+}
+
+#[tokio::test]
+async fn a_tool_served_only_as_a_task_refuses_a_client_without_the_extension_with_32021() {
+    let app = app_requiring_tasks_for("Calculator.Add").unwrap();
+    let arguments = json!({"a": 1, "b": 2});
+    // At 2026-07-28: -32021 (HTTP 400), naming the extension the client must declare.
+    let reply = rpc(
+        &app,
+        "tools/call",
+        "Calculator_Add",
+        json!({"name": "Calculator_Add", "arguments": arguments}),
+        false,
+        None,
+    )
+    .await;
+    assert_eq!(reply.status, 400, "{}", reply.text);
+    assert_eq!(reply.json["error"]["code"], -32021, "{}", reply.text);
+    assert_eq!(
+        reply.json["error"]["data"]["requiredCapabilities"]["extensions"][TASKS],
+        json!({})
+    );
+    // A handshake revision's client cannot declare it: the same error.
+    let old = common::mcp::call_tool(&app, "Calculator_Add", arguments.clone()).await;
+    assert_eq!(old["error"]["code"], -32021, "{old}");
+    // With the extension the call is a task, though the tool is not long-running.
+    let created = call(&app, "Calculator_Add", arguments.clone(), true).await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let done = until(&app, &id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "3", "{done}");
+    // The other tools answer as before.
+    let other = common::mcp::call_tool(&app, "System_GetTimestamp", json!({})).await;
+    assert_eq!(other["result"]["isError"], false, "{other}");
+}
+
+#[test]
+fn oxp_mcp_task_required_names_served_tools_of_a_server_that_offers_tasks() {
+    let unknown = app_requiring_tasks_for("Calculator.Nope").err().unwrap();
+    assert!(unknown.contains("OXP_MCP_TASK_REQUIRED") && unknown.contains("Calculator.Nope"));
+    // The listing name serves as well as the dotted one.
+    assert!(app_requiring_tasks_for("Calculator_Add").is_ok());
+    // Without a state store there are no tasks, so such a tool could never be called.
+    let without = App::builder(common::example_tools::registry().unwrap())
+        .config(common::test_config_with(&[
+            ("OXP_MCP_TASK_REQUIRED", "Calculator.Add"),
+            ("OXP_STATE", "off"),
+        ]))
+        .build()
+        .now_or_never()
+        .expect("builds without waiting")
+        .err()
+        .unwrap();
+    assert!(
+        without.to_string().contains("OXP_MCP_TASK_REQUIRED"),
+        "{without}"
+    );
 }

@@ -24,17 +24,22 @@ impl McpServer {
             .and_then(|p| p.extensions.get::<Arc<crate::observe::Fields>>())
             .cloned();
         crate::observe::within(fields, async {
-            // A long-running tool called by a client that declared the tasks extension runs as a
-            // task: the answer is its handle, at once.
+            // A long-running tool (or one served only as a task) called by a client that
+            // declared the tasks extension runs as a task: the answer is its handle, at once.
+            let required = self.0.task_required(&request.name);
+            let declared = declares_tasks(&context.meta);
             if let Some(tasks) = self.0.tasks()
-                && declares_tasks(&context.meta)
+                && declared
                 && let Some(tool) = self.0.get(&request.name)
-                && tool.annotations.long_running == Some(true)
+                && (required || tool.annotations.long_running == Some(true))
             {
                 let context = parts.map(CallContext::of).unwrap_or_default();
                 let arguments = request.arguments.unwrap_or_default();
                 let created = tasks.create(context, &request.name, arguments).await?;
                 return Ok(CallToolResponse::Task(created));
+            }
+            if required && !declared {
+                return Err(missing_tasks_capability());
             }
             let asking = match elicitation_modes(&context.meta) {
                 Some((form, url)) => Asking::Rounds {
@@ -56,6 +61,18 @@ impl McpServer {
         })
         .await
     }
+}
+
+/// The -32021 of a call to a tool served only as a task (`OXP_MCP_TASK_REQUIRED`) from a client
+/// that did not declare the tasks extension (SEP-2663, "Required Capabilities").
+fn missing_tasks_capability() -> ErrorData {
+    ErrorData::new(
+        rmcp::model::ErrorCode(super::round_trip::MISSING_REQUIRED_CLIENT_CAPABILITY),
+        "Missing required client capability: the tool runs only as a task (io.modelcontextprotocol/tasks)",
+        Some(serde_json::json!({"requiredCapabilities": {"extensions": {
+            rmcp::model::TASKS_EXTENSION_ID: {}
+        }}})),
+    )
 }
 
 /// Whether the request's client declared the tasks extension on it.

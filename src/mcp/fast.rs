@@ -93,7 +93,8 @@ pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> 
         m.contains_key("progressToken")
             || m.keys().any(|k| k.starts_with("io.modelcontextprotocol/"))
     });
-    if per_request {
+    // A tool served only as a task is refused on rmcp's path, which says what the client lacks.
+    if per_request || server.0.task_required(&call.params.name) {
         return None;
     }
     let (CallMethod::CallTool, JsonRpcVersion2_0) = (call.method, call.jsonrpc);

@@ -18,7 +18,7 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 /// How long a client may treat `tools/list` as fresh (2026-07-28 caching hints).
@@ -41,6 +41,8 @@ pub(crate) struct Served {
     round_trips: Option<RoundTrips>,
     /// The tasks extension, where the server offers it (`/mcp` with a state store).
     tasks: Option<Arc<Tasks>>,
+    /// The tools served only as tasks, by listing name.
+    task_required: HashSet<String>,
 }
 
 /// How a call may ask its client for input.
@@ -76,13 +78,21 @@ impl Served {
             running: Arc::default(),
             round_trips: None,
             tasks: None,
+            task_required: HashSet::new(),
         }
     }
 
-    /// Offers the tasks extension over `tasks`.
-    pub(crate) fn with_tasks(mut self, tasks: Arc<Tasks>) -> Self {
+    /// Offers the tasks extension over `tasks`; the tools named in `required` (listing names)
+    /// are served only as tasks.
+    pub(crate) fn with_tasks(mut self, tasks: Arc<Tasks>, required: HashSet<String>) -> Self {
         self.tasks = Some(tasks);
+        self.task_required = required;
         self
+    }
+
+    /// Whether the tool named `name` is served only as a task (`OXP_MCP_TASK_REQUIRED`).
+    pub(crate) fn task_required(&self, name: &str) -> bool {
+        self.task_required.contains(name)
     }
 
     /// The tasks, where offered.

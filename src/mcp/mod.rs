@@ -75,6 +75,10 @@ pub struct McpConfig {
     /// `OXP_MCP_TASK_QUEUE_URL`: in Lambda, the SQS queue a task's run goes to (its consumer
     /// is the worker role, `OXP_LAMBDA_ROLE=worker`); without it Lambda offers no tasks.
     pub task_queue_url: Option<String>,
+    /// `OXP_MCP_TASK_REQUIRED`: comma-separated tools (`Reports.Build`) `/mcp` serves only as
+    /// tasks, those this deployment cannot answer within a request (a run longer than its
+    /// timeout): a client that does not declare the tasks extension gets -32021 naming it.
+    pub task_required: Vec<String>,
 }
 
 impl Default for McpConfig {
@@ -87,6 +91,7 @@ impl Default for McpConfig {
             authorization_servers: Vec::new(),
             scopes: Vec::new(),
             task_queue_url: None,
+            task_required: Vec::new(),
         }
     }
 }
@@ -123,6 +128,7 @@ impl McpConfig {
             task_queue_url: env
                 .get("OXP_MCP_TASK_QUEUE_URL")
                 .map(|u| u.trim().to_owned()),
+            task_required: env.list("OXP_MCP_TASK_REQUIRED"),
         })
     }
 }

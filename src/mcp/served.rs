@@ -1,12 +1,14 @@
 //! What `/mcp` and the AgentCore target serve: one version of each tool, and for `/mcp` the
 //! 2026-07-28 parts that need the server's secrets and state (round trips, tasks).
 
-use super::Served;
 use super::round_trip::RoundTrips;
 use super::task_queue::TaskQueue;
 use super::tasks::Tasks;
+use super::{McpConfig, Served};
 use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::invoke::Invoker;
+use oxp_lambda_core::registry::RegisteredTool;
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// The tools MCP (and the AgentCore target) serve: one version of each, as `pins`
@@ -21,11 +23,12 @@ pub(crate) fn served(invoker: Arc<Invoker>, pins: &[String]) -> Result<Arc<Serve
 /// environment must open the others' states), spent once in `state` when there is one.
 pub(crate) fn served_for_mcp(
     invoker: Arc<Invoker>,
-    pins: &[String],
+    settings: &McpConfig,
     state: Option<&Arc<dyn StateStore>>,
     in_lambda: bool,
     queue: Option<TaskQueue>,
 ) -> Result<Arc<Served>, String> {
+    let pins = &settings.pins;
     let tools = invoker.registry().served(pins, "OXP_MCP_TOOLS")?;
     let trips = RoundTrips::new(invoker.secrets().clone(), in_lambda, state.cloned());
     // Tasks need a state store to keep them. Locally they run detached in this process; a
@@ -34,9 +37,35 @@ pub(crate) fn served_for_mcp(
     let tasks = state
         .filter(|_| !in_lambda || queue.is_some())
         .map(|store| Arc::new(Tasks::new(store.clone(), invoker.clone(), &tools, queue)));
+    let required = task_required(&settings.task_required, &tools, tasks.is_some())?;
     let mcp = Served::new(invoker, tools).with_round_trips(trips);
     Ok(Arc::new(match tasks {
-        Some(tasks) => mcp.with_tasks(tasks),
+        Some(tasks) => mcp.with_tasks(tasks, required),
         None => mcp,
     }))
+}
+
+/// The listing names of the tools `names` (`OXP_MCP_TASK_REQUIRED`, dotted or listing names)
+/// makes task-only: each must be served, and the server must offer tasks (else none of them
+/// could ever be called).
+fn task_required(
+    names: &[String],
+    tools: &[Arc<RegisteredTool>],
+    offered: bool,
+) -> Result<HashSet<String>, String> {
+    if !names.is_empty() && !offered {
+        return Err("OXP_MCP_TASK_REQUIRED needs the tasks extension offered: a state store, and in Lambda OXP_MCP_TASK_QUEUE_URL (docs/mcp.md)".into());
+    }
+    names
+        .iter()
+        .map(|name| {
+            tools
+                .iter()
+                .find(|t| t.name == *name || t.listing_name == *name)
+                .map(|t| t.listing_name.clone())
+                .ok_or_else(|| {
+                    format!("OXP_MCP_TASK_REQUIRED names '{name}', which /mcp does not serve")
+                })
+        })
+        .collect()
 }

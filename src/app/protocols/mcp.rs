@@ -42,7 +42,7 @@ impl Protocol for Mcp {
         };
         let served = crate::mcp::served_for_mcp(
             assembly.invoker.clone(),
-            &settings.pins,
+            &settings,
             assembly.state(),
             config.runtime.lambda,
             queue,
