@@ -83,44 +83,46 @@ impl RuntimeApi {
     /// Waits for the streamed answer to request `id` (panics if the bootstrap exits or none
     /// ends within 30 s).
     pub async fn wait_for_stream(&self, id: &str, bootstrap: &mut Bootstrap) -> Chunks {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        loop {
-            let found = self
-                .streamed
-                .lock()
-                .unwrap()
+        self.wait_until(bootstrap, "a streamed answer", |api| {
+            let streamed = api.streamed.lock().unwrap();
+            streamed
                 .iter()
                 .find(|(i, _)| i == id)
-                .cloned();
-            if let Some((_, chunks)) = found {
-                return chunks;
-            }
-            if let Ok(Some(status)) = bootstrap.0.try_wait() {
-                panic!("the bootstrap exited ({status})");
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "no streamed answer; answers: {:?}, errors: {:?}",
-                self.answers.lock().unwrap(),
-                self.errors.lock().unwrap()
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
+                .map(|(_, c)| c.clone())
+        })
+        .await
     }
 
     /// Waits until `n` answers came, the bootstrap exited (panics) or 30 s passed (panics).
     pub async fn wait_for(&self, n: usize, bootstrap: &mut Bootstrap) {
+        self.wait_until(bootstrap, &format!("{n} answers"), |api| {
+            (api.answers.lock().unwrap().len() >= n).then_some(())
+        })
+        .await
+    }
+
+    /// Polls `ready` until it gives a value; panics when the bootstrap exits first or 30 s
+    /// pass, with what came so far.
+    async fn wait_until<T>(
+        &self,
+        bootstrap: &mut Bootstrap,
+        what: &str,
+        ready: impl Fn(&Self) -> Option<T>,
+    ) -> T {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-        while self.answers.lock().unwrap().len() < n {
+        loop {
+            if let Some(value) = ready(self) {
+                return value;
+            }
             if let Ok(Some(status)) = bootstrap.0.try_wait() {
                 panic!(
-                    "the bootstrap exited ({status}) after {:?}",
+                    "the bootstrap exited ({status}) before {what}; answers: {:?}",
                     self.answers.lock().unwrap()
                 );
             }
             assert!(
                 tokio::time::Instant::now() < deadline,
-                "answers: {:?}, errors: {:?}",
+                "no {what} in 30 s; answers: {:?}, errors: {:?}",
                 self.answers.lock().unwrap(),
                 self.errors.lock().unwrap()
             );
