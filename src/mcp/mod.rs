@@ -264,7 +264,8 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     // this future is dropped unanswered, and the call's tool sees it.
     let closed = RequestClosed::default();
     parts.extensions.insert(closed.clone());
-    // The same task does not carry the Lambda invocation's fields: the request does.
+    // rmcp's task for the request does not carry the Lambda invocation's fields: the request
+    // does (call_tool.rs runs the call within them).
     if let Some(fields) = crate::observe::current_fields() {
         parts.extensions.insert(fields);
     }
