@@ -253,6 +253,24 @@ async fn confirm_delete(input: File, ctx: ToolContext) -> Result<String, ToolErr
     Ok(if confirmed { "deleted" } else { "kept" }.to_owned())
 }
 
+/// A long-running tool that asks two questions at once (`join!`): both are open together, and
+/// the task works again once the user has answered both, in any order.
+async fn multi_input(_: NoInput, ctx: ToolContext) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}},
+    });
+    let (first, second) = tokio::join!(
+        ctx.fill(Form::new("first", "First input", schema.clone())),
+        ctx.fill(Form::new("second", "Second input", schema)),
+    );
+    Ok(format!(
+        "{} and {}",
+        typed(&first?, "name"),
+        typed(&second?, "name")
+    ))
+}
+
 /// A long-running tool that fails after a moment (a tool error: the task completes with it).
 async fn failing_job(_: NoInput, _: ToolContext) -> Result<(), ToolError> {
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -324,6 +342,12 @@ fn registry() -> Registry {
                 .description("Deletes a file once the user confirms")
                 .long_running()
                 .handler(confirm_delete),
+        )
+        .tool(
+            Tool::builder("multi_input", "1.0.0")
+                .description("Asks two questions at once")
+                .long_running()
+                .handler(multi_input),
         )
         .tool(
             Tool::builder("failing_job", "1.0.0")

@@ -159,6 +159,48 @@ async fn a_question_is_an_input_required_round_and_the_retry_completes_with_the_
 }
 
 /// The JSON-RPC error of a refused retry: invalid params, naming the state, nothing run.
+#[tokio::test]
+async fn questions_asked_at_once_are_one_round_and_a_retry_may_answer_them_one_by_one() {
+    let mut tools = example_tools::tools();
+    tools.push(common::tasks::asking_twice());
+    let app = app_with(
+        oxp_lambda::Registry::builder()
+            .tools(tools)
+            .build()
+            .unwrap(),
+        test_config(),
+    );
+    let keys = |reply: &Value| -> Vec<String> {
+        let result = &reply["result"];
+        assert_eq!(result["resultType"], "input_required", "{reply}");
+        result["inputRequests"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect()
+    };
+    let round = |id, continued| call(id, "Job_Pair", json!({}), Some(json!({})), continued);
+    let first = post(&app, &round(1, None), None).await;
+    assert_eq!(keys(&first), ["ask_0", "ask_1"]);
+    let state = first["result"]["requestState"].as_str().unwrap();
+    // One of the two answered: the other is the next round, alone.
+    let answer = json!({"ask_1": common::tasks::choose("tonight")});
+    let second = post(&app, &round(2, Some((state, answer))), None).await;
+    assert_eq!(keys(&second), ["ask_0"]);
+    let state = second["result"]["requestState"].as_str().unwrap();
+    // A response to a question no longer open answers nothing: the first round's answer stands.
+    let answers = json!({
+        "ask_0": common::tasks::choose("us"),
+        "ask_1": common::tasks::choose("now"),
+    });
+    let done = post(&app, &round(3, Some((state, answers))), None).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "pair: us tonight",
+        "{done}"
+    );
+}
+
 fn refused(reply: &Value) {
     assert_eq!(reply["error"]["code"], -32602, "{reply}");
     let message = reply["error"]["message"].as_str().unwrap();

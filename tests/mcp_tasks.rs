@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 fn app() -> App {
     let mut tools = common::example_tools::tools();
     tools.push(asking());
+    tools.push(asking_twice());
     app_with(
         Registry::builder().tools(tools).build().unwrap(),
         test_config(),
@@ -102,6 +103,52 @@ async fn a_task_that_asks_waits_in_input_required_until_tasks_update_answers() {
     );
     let done = until(&app, &id, "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "deploy: No", "{done}");
+}
+
+#[tokio::test]
+async fn questions_asked_at_once_are_open_at_once_and_the_task_waits_until_each_is_answered() {
+    let app = app();
+    let created = call(&app, "Job_Pair", json!({}), true).await;
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let keys = |task: &Value| -> Vec<String> {
+        task["inputRequests"]
+            .as_object()
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default()
+    };
+    let end = Instant::now() + Duration::from_secs(5);
+    let mut waiting = until(&app, &id, "input_required").await;
+    while keys(&waiting).len() < 2 && Instant::now() < end {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waiting = get(&app, &id).await;
+    }
+    assert_eq!(keys(&waiting), ["ask_0", "ask_1"], "{waiting}");
+    assert_eq!(
+        waiting["inputRequests"]["ask_1"]["params"]["message"],
+        "Window?"
+    );
+    // The second answered first: acknowledged, and only the first is left open.
+    let ack = update(&app, &id, json!({"ask_1": choose("tonight")})).await;
+    assert_eq!(
+        ack.json["result"],
+        json!({"resultType": "complete"}),
+        "{}",
+        ack.text
+    );
+    let partly = get(&app, &id).await;
+    assert_eq!(partly["status"], "input_required", "{partly}");
+    assert_eq!(keys(&partly), ["ask_0"], "{partly}");
+    // A malformed answer to the open one changes nothing; an answer to the closed one neither.
+    let bad = update(&app, &id, json!({"ask_0": {"action": "maybe"}})).await;
+    assert_eq!(bad.json["error"]["code"], -32602, "{}", bad.text);
+    update(&app, &id, json!({"ask_1": choose("now")})).await;
+    assert_eq!(keys(&get(&app, &id).await), ["ask_0"]);
+    update(&app, &id, json!({"ask_0": choose("us")})).await;
+    let done = until(&app, &id, "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "pair: us tonight",
+        "{done}"
+    );
 }
 
 #[tokio::test]

@@ -8,7 +8,7 @@
 mod common;
 
 use common::aws::{moto_url, sdk_config, state_table};
-use common::tasks::{asking, call, get, rpc, until};
+use common::tasks::{asking, asking_twice, call, choose, get, rpc, until, update};
 use common::{App, build};
 use oxp_lambda::{Config, Registry};
 use serde_json::{Value, json};
@@ -44,6 +44,7 @@ async fn functions() -> Functions {
         config.lambda_role = role.into();
         let mut tools = common::example_tools::tools();
         tools.push(asking());
+        tools.push(asking_twice());
         build(
             App::builder(Registry::builder().tools(tools).build().unwrap())
                 .config(config)
@@ -180,4 +181,43 @@ async fn a_run_waiting_for_its_user_past_the_workers_deadline_parks_and_the_answ
     assert_eq!(batch, NO_FAILURES());
     let done = until(&f.http, &id, "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "deploy: No", "{done}");
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn a_parked_run_with_two_open_questions_resumes_only_once_both_are_answered() {
+    let f = functions().await;
+    let id = f.task("Job_Pair", json!({})).await;
+    let batch = f
+        .pump(Some(Instant::now() + Duration::from_millis(1500)))
+        .await;
+    let batch = tokio::time::timeout(Duration::from_secs(3), batch)
+        .await
+        .expect("the worker let go of the run at its deadline")
+        .unwrap();
+    assert_eq!(batch, NO_FAILURES());
+    let parked = get(&f.http, &id).await;
+    let open = parked["inputRequests"].as_object().unwrap();
+    assert_eq!(open.len(), 2, "{parked}");
+    // One answer: the other question is still open, and nothing goes to the queue.
+    update(&f.http, &id, json!({"ask_0": choose("eu")})).await;
+    assert_eq!(get(&f.http, &id).await["status"], "input_required");
+    let queued = f
+        .sqs
+        .receive_message()
+        .queue_url(&f.queue_url)
+        .wait_time_seconds(1)
+        .send()
+        .await
+        .unwrap();
+    assert!(queued.messages().is_empty(), "resumed with a question open");
+    // The other: the worker runs it again, with both answers.
+    update(&f.http, &id, json!({"ask_1": choose("now")})).await;
+    let batch = f.pump(None).await.await.unwrap();
+    assert_eq!(batch, NO_FAILURES());
+    let done = until(&f.http, &id, "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "pair: eu now",
+        "{done}"
+    );
 }

@@ -19,6 +19,7 @@ mod fast;
 mod handler;
 mod modern;
 mod progress;
+mod questions;
 pub(crate) mod result;
 mod round_trip;
 mod served;

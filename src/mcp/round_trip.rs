@@ -12,17 +12,20 @@
 //! [`STATE_TTL`], and used once (its nonce is spent in the state store when there is one): a
 //! forged, altered, expired, foreign or replayed state is refused and runs nothing.
 
+use super::questions::{Answers, MAX_ASKS, Question, choice_of, filled_of, read_response};
+use super::questions::{refused, request_of};
 use oxp_lambda_core::durable::{Item, StateStore};
 use oxp_lambda_core::form::{Filled, Form};
 use oxp_lambda_core::secrets::Secrets;
 use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
 use rmcp::ErrorData;
-use rmcp::model::{InputRequest, InputRequests, InputRequiredResult, InputResponses};
+use rmcp::model::{InputRequests, InputRequiredResult, InputResponses};
 use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Not;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use tokio::sync::OnceCell;
@@ -33,8 +36,6 @@ pub(crate) const STATE_TTL: Duration = Duration::from_secs(600);
 pub(crate) const KEY_SECRET_ID: &str = "MCP_STATE_KEY";
 /// Longest `requestState` read.
 const MAX_STATE_CHARS: usize = 16 * 1024;
-/// Most questions one call may ask over its rounds.
-const MAX_ASKS: usize = 16;
 /// The state store's partition of spent states.
 const SPENT: &str = "mcp-state-spent";
 
@@ -62,18 +63,14 @@ impl std::fmt::Debug for RoundTrips {
 struct Sealed {
     /// The answers so far, by question, as the client's `ElicitResult`s (`action`, and the
     /// accepted `content`).
-    a: Vec<Value>,
+    a: Answers,
+    /// The questions the round left open, by number: this retry's responses answer these
+    /// (under their keys) and no other. Empty in a state sealed before several questions could
+    /// be open at once: then the first one without an answer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    o: Vec<u32>,
     /// Spent once used.
     n: String,
-}
-
-/// Why a retry's state or responses are refused: the client's error, answered as JSON-RPC
-/// invalid params, nothing run.
-fn refused(why: &str) -> ErrorData {
-    ErrorData::invalid_params(
-        format!("Invalid requestState or inputResponses: {why}"),
-        None,
-    )
 }
 
 impl RoundTrips {
@@ -149,7 +146,7 @@ impl RoundTrips {
         let sealed: Sealed = codec
             .open_json_with(state, binding)
             .map_err(|_| refused("forged, altered, expired, or for another caller or call"))?;
-        if sealed.a.len() > MAX_ASKS {
+        if sealed.a.slots() > MAX_ASKS || sealed.o.len() > MAX_ASKS {
             return Err(refused("too many answers"));
         }
         // Used once: a replayed retry would run the tool again with the same answers.
@@ -169,32 +166,30 @@ impl RoundTrips {
         Ok(Exchange {
             answers: Mutex::new(sealed.a),
             responses,
+            open: (!sealed.o.is_empty()).then(|| sealed.o.into_iter().collect()),
             asked: Mutex::default(),
         })
     }
 
-    /// The `input_required` result for `exchange`'s open question, or `None` when it has none.
+    /// The `input_required` result for `exchange`'s open questions (every question the run
+    /// asked that had no answer), or `None` when it has none.
     pub(crate) async fn input_required(
         &self,
         exchange: &Exchange,
         binding: &[u8],
     ) -> Result<Option<InputRequiredResult>, String> {
-        let Some((seq, question)) = exchange
-            .asked
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .take()
-        else {
+        let asked = std::mem::take(&mut *exchange.asked.lock().unwrap_or_else(|e| e.into_inner()));
+        if asked.is_empty() {
             return Ok(None);
-        };
+        }
         let codec = self.codec().await?;
-        let key = question.key(seq);
         let sealed = Sealed {
             a: exchange
                 .answers
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .clone(),
+            o: asked.keys().copied().collect(),
             n: nonce(),
         };
         let state = codec
@@ -204,76 +199,12 @@ impl RoundTrips {
             )
             .map_err(|e| e.to_string())?;
         let mut requests = InputRequests::new();
-        let request = match &question {
-            Question::Choice(ask) => choice_form(ask),
-            Question::Form(form) => form_request(form),
-        }?;
-        requests.insert(key, request);
+        for (seq, question) in &asked {
+            requests.insert(question.key(*seq), request_of(question)?);
+        }
         let mut result = InputRequiredResult::from_request_state(state);
         result.input_requests = Some(requests);
         Ok(Some(result))
-    }
-}
-
-/// The `inputRequests` key of question `seq`.
-fn question_key(seq: usize) -> String {
-    format!("ask_{seq}")
-}
-
-/// The `elicitation/create` of a tool's form.
-pub(crate) fn form_request(form: &Form) -> Result<InputRequest, String> {
-    let request = json!({
-        "method": "elicitation/create",
-        "params": {"mode": "form", "message": form.message, "requestedSchema": form.schema},
-    });
-    serde_json::from_value(request).map_err(|e| format!("elicitation request: {e}"))
-}
-
-/// A single-select form for `ask`: one `choice` property, its labels as the enum.
-pub(crate) fn choice_form(ask: &Ask) -> Result<InputRequest, String> {
-    let request = json!({
-        "method": "elicitation/create",
-        "params": {
-            "mode": "form",
-            "message": ask.prompt,
-            "requestedSchema": {
-                "type": "object",
-                "properties": {"choice": {
-                    "type": "string",
-                    "title": "Choice",
-                    "enum": ask.choices,
-                    "default": ask.choices.get(ask.default),
-                }},
-                "required": ["choice"],
-            },
-        },
-    });
-    serde_json::from_value(request).map_err(|e| format!("elicitation request: {e}"))
-}
-
-/// Longest accepted `content`, serialized (it travels in every later state).
-const MAX_CONTENT_BYTES: usize = 4096;
-
-/// An `ElicitResult` as a state keeps it: its `action` and, accepted, its `content` object.
-pub(crate) fn read_response(response: &Value) -> Result<Value, ErrorData> {
-    let object = response
-        .as_object()
-        .ok_or_else(|| refused("an input response must be an object"))?;
-    match object.get("action").and_then(Value::as_str) {
-        Some("accept") => {
-            let content = object
-                .get("content")
-                .filter(|c| c.is_object())
-                .ok_or_else(|| refused("an accepted response carries a content object"))?;
-            if serde_json::to_vec(content).map_or(usize::MAX, |b| b.len()) > MAX_CONTENT_BYTES {
-                return Err(refused("the content is too large"));
-            }
-            Ok(json!({"action": "accept", "content": content}))
-        }
-        Some(action @ ("decline" | "cancel")) => Ok(json!({"action": action})),
-        _ => Err(refused(
-            "an input response's action is accept, decline or cancel",
-        )),
     }
 }
 
@@ -291,33 +222,19 @@ fn random_fill(bytes: &mut [u8]) {
     }
 }
 
-/// A question a tool asked.
-#[derive(Debug)]
-pub(crate) enum Question {
-    Choice(Ask),
-    Form(Form),
-}
-
-impl Question {
-    /// Its `inputRequests` key: a form's own, `ask_<seq>` for a choice.
-    pub(crate) fn key(&self, seq: u32) -> String {
-        match self {
-            Self::Choice(_) => question_key(seq as usize),
-            Self::Form(form) => form.key.clone(),
-        }
-    }
-}
-
 /// One call's questions and the answers it came with; the talk-back channel of the call.
 #[derive(Debug, Default)]
 pub(crate) struct Exchange {
     /// The answers of earlier rounds, by question, as [`read_response`] keeps them; this
-    /// round's are appended as the tool's questions take them.
-    answers: Mutex<Vec<Value>>,
+    /// round's join them as the tool's questions take them.
+    answers: Mutex<Answers>,
     /// This request's `inputResponses`, read, by key.
     responses: BTreeMap<String, Value>,
-    /// The question the tool asked that has no answer yet.
-    asked: Mutex<Option<(u32, Question)>>,
+    /// The questions the last round left open, which the responses answer (`None`: the first
+    /// one without an answer).
+    open: Option<BTreeSet<u32>>,
+    /// The questions the tool asked that have no answer yet, by number.
+    asked: Mutex<BTreeMap<u32, Question>>,
 }
 
 impl Exchange {
@@ -326,14 +243,16 @@ impl Exchange {
         self.asked
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .is_some()
+            .is_empty()
+            .not()
     }
 
     /// Answer `seq`: an earlier round's, this request's response under the question's key,
-    /// or none, and the question is parked as the next round's (the call ends there).
+    /// or none, and the question is parked as the next round's (the call ends there, with
+    /// every other question asked at the same time).
     fn answer(&self, seq: u32, question: Question) -> Result<Value, TalkError> {
         let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(answer) = answers.get(seq as usize) {
+        if let Some(answer) = answers.get(seq) {
             return Ok(answer.clone());
         }
         if seq as usize >= MAX_ASKS {
@@ -342,14 +261,22 @@ impl Exchange {
             )));
         }
         let key = question.key(seq);
-        if answers.len() == seq as usize
-            && let Some(response) = self.responses.get(&key)
-        {
-            answers.push(response.clone());
+        let open = match &self.open {
+            Some(open) => open.contains(&seq),
+            None => seq == answers.first_open(),
+        };
+        if open && let Some(response) = self.responses.get(&key) {
+            answers.set(seq, response.clone());
             return Ok(response.clone());
         }
         drop(answers);
-        *self.asked.lock().unwrap_or_else(|e| e.into_inner()) = Some((seq, question));
+        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        if asked.iter().any(|(s, q)| *s != seq && q.key(*s) == key) {
+            return Err(TalkError::Invalid(format!(
+                "two questions asked at once share the key `{key}`"
+            )));
+        }
+        asked.insert(seq, question);
         Err(TalkError::Parked)
     }
 }
@@ -372,35 +299,6 @@ impl Talk for Exchange {
             .answer(seq, Question::Form(form))
             .map(|answer| filled_of(&answer));
         Box::pin(std::future::ready(filled))
-    }
-}
-
-/// The choice an answer (as [`read_response`] keeps it) makes among `choices`: the accepted
-/// `content.choice`, or the default when the user declined or dismissed the question.
-pub(crate) fn choice_of(
-    answer: &Value,
-    choices: &[String],
-    default: usize,
-) -> Result<Choice, TalkError> {
-    let index = match answer["action"].as_str() {
-        Some("decline" | "cancel") => default,
-        _ => answer["content"]["choice"]
-            .as_str()
-            .and_then(|l| choices.iter().position(|c| c == l))
-            .ok_or(TalkError::InvalidAnswer)?,
-    };
-    Ok(Choice {
-        index,
-        label: choices[index].clone(),
-    })
-}
-
-/// What an answer (as [`read_response`] keeps it) says of a form.
-pub(crate) fn filled_of(answer: &Value) -> Filled {
-    match answer["action"].as_str() {
-        Some("decline") => Filled::Declined,
-        Some("cancel") => Filled::Cancelled,
-        _ => Filled::Accepted(answer["content"].as_object().cloned().unwrap_or_default()),
     }
 }
 
@@ -491,6 +389,18 @@ mod tests {
         assert!(matches!(
             fresh.ask(ask.clone(), 0).await,
             Err(TalkError::Parked)
+        ));
+        // Two questions open at once may not share a key: the client could not tell which
+        // one a response answers.
+        let twice = Exchange::default();
+        let form = || Form::new("same", "Which?", json!({"type": "object"}));
+        assert!(matches!(
+            twice.fill(form(), 0).await,
+            Err(TalkError::Parked)
+        ));
+        assert!(matches!(
+            twice.fill(form(), 1).await,
+            Err(TalkError::Invalid(why)) if why.contains("share the key")
         ));
         let mut bad = InputResponses::new();
         bad.insert("ask_0".into(), json!({"action": "maybe"}));

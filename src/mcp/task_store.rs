@@ -2,12 +2,14 @@
 //! and, while its run has not ended, a mark in a partition of its own, which a restart reads to
 //! end the runs it interrupted.
 
+use super::questions::Answers;
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::principal::Principal;
 use rmcp::model::{JsonObject, TaskStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
@@ -38,12 +40,12 @@ pub(super) struct Record {
     pub(super) result: Option<JsonObject>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) error: Option<JsonObject>,
-    /// The question the tool is waiting on: its key and request.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(super) input: Option<(String, Value)>,
-    /// Answers to the tool's questions, in order.
+    /// The questions the tool is waiting on, by key: each one's number and request.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(super) inputs: BTreeMap<String, (u32, Value)>,
+    /// Answers to the tool's questions, by number.
     #[serde(default)]
-    pub(super) answers: Vec<Value>,
+    pub(super) answers: Answers,
     /// No run holds the task: its worker's time ran out while it waited for the user (in
     /// Lambda); the answer sends the run to the queue again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -1,9 +1,10 @@
 //! A task's talk-back channel: a question puts the task in `input_required` and waits for
-//! `tasks/update` to answer it (or for a cancellation). In Lambda a worker cannot wait past its
+//! `tasks/update` to answer it (or for a cancellation). Questions asked at once are open at
+//! once, each under its key, and answered in any order; the task works again when none is open. In Lambda a worker cannot wait past its
 //! invocation: at its deadline the task is parked (no run holds it) and the answer sends the
 //! run to the queue again, which replays the answers given so far.
 
-use super::round_trip::{Question, choice_form, form_request};
+use super::questions::{Answers, MAX_ASKS, Question, request_of};
 use super::task_store::{TaskStore, WATCH};
 use oxp_lambda_core::durable::StateError;
 use oxp_lambda_core::form::{Filled, Form};
@@ -20,7 +21,7 @@ pub(super) struct TaskTalk {
     store: TaskStore,
     id: String,
     /// Answers the record held when the run started (a run that resumes).
-    answers: Vec<Value>,
+    answers: Answers,
     signal: Cancellation,
     /// When the executor stops (a Lambda worker's invocation); `None`: it waits as long as
     /// the task lives.
@@ -39,7 +40,7 @@ impl TaskTalk {
     pub(super) fn new(
         store: TaskStore,
         id: &str,
-        answers: Vec<Value>,
+        answers: Answers,
         signal: Cancellation,
         deadline: Option<Instant>,
     ) -> Self {
@@ -60,31 +61,42 @@ impl TaskTalk {
 
     /// The answer to question `seq`, asking it if the record has none yet.
     async fn answer(&self, seq: u32, question: Question) -> Result<Value, TalkError> {
-        if let Some(answer) = self.answers.get(seq as usize) {
+        if let Some(answer) = self.answers.get(seq) {
             return Ok(answer.clone());
+        }
+        if seq as usize >= MAX_ASKS {
+            return Err(TalkError::Invalid(format!(
+                "a call asks at most {MAX_ASKS} questions"
+            )));
         }
         let tasks = &self.store;
         let key = question.key(seq);
-        let request = match &question {
-            Question::Choice(ask) => choice_form(ask),
-            Question::Form(form) => form_request(form),
-        }
-        .map_err(TalkError::Invalid)?;
+        let request = request_of(&question).map_err(TalkError::Invalid)?;
         let request =
             serde_json::to_value(request).map_err(|e| TalkError::Invalid(e.to_string()))?;
         let unavailable = |e: StateError| TalkError::Unavailable(e.0);
+        let shared_key = AtomicBool::new(false);
         tasks
             .update(&self.id, |r| {
-                if r.status.is_terminal() || r.answers.len() != seq as usize {
+                if r.status.is_terminal() || r.answers.get(seq).is_some() {
+                    return false;
+                }
+                if r.inputs.get(&key).is_some_and(|(s, _)| *s != seq) {
+                    shared_key.store(true, Ordering::Relaxed);
                     return false;
                 }
                 r.status = TaskStatus::InputRequired;
                 r.message = Some("Waiting for the user".into());
-                r.input = Some((key.clone(), request.clone()));
+                r.inputs.insert(key.clone(), (seq, request.clone()));
                 true
             })
             .await
             .map_err(unavailable)?;
+        if shared_key.load(Ordering::Relaxed) {
+            return Err(TalkError::Invalid(format!(
+                "two questions asked at once share the key `{key}`"
+            )));
+        }
         loop {
             tokio::select! {
                 () = self.signal.cancelled() => return Err(TalkError::Cancelled),
@@ -96,7 +108,7 @@ impl TaskTalk {
             if record.status == TaskStatus::Cancelled {
                 return Err(TalkError::Cancelled);
             }
-            if let Some(answer) = record.answers.get(seq as usize) {
+            if let Some(answer) = record.answers.get(seq) {
                 return Ok(answer.clone());
             }
             // The executor's time is nearly up: park the task, unless the answer came first.
@@ -106,7 +118,7 @@ impl TaskTalk {
             {
                 let parked = tasks
                     .update(&self.id, |r| {
-                        if r.status.is_terminal() || r.answers.len() > seq as usize {
+                        if r.status.is_terminal() || r.answers.get(seq).is_some() {
                             return false;
                         }
                         r.parked = true;
@@ -133,14 +145,14 @@ impl Talk for TaskTalk {
             let choices = ask.choices.clone();
             let default = ask.default;
             let answer = self.answer(seq, Question::Choice(ask)).await?;
-            super::round_trip::choice_of(&answer, &choices, default)
+            super::questions::choice_of(&answer, &choices, default)
         })
     }
 
     fn fill(&self, form: Form, seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
         Box::pin(async move {
             let answer = self.answer(seq, Question::Form(form)).await?;
-            Ok(super::round_trip::filled_of(&answer))
+            Ok(super::questions::filled_of(&answer))
         })
     }
 }

@@ -10,7 +10,7 @@
 //! reaches the run through the record (polled each second) as well as directly, and a task whose
 //! run a restart ended is failed with a message, never forgotten.
 
-use super::round_trip::read_response;
+use super::questions::{Answers, read_response};
 use super::task_queue::{MAX_TASK_ID, TaskJob, TaskQueue};
 use super::task_store::{Record, TASK_TTL, TaskStore, WATCH, now, owner_of};
 use super::task_talk::TaskTalk;
@@ -24,7 +24,7 @@ use rmcp::model::{
     CreateTaskResult, DetailedTask, InputRequests, InputResponses, Task, TaskPayload, TaskStatus,
 };
 use serde_json::{Map, Value, json};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
@@ -110,8 +110,8 @@ impl Tasks {
             updated: created,
             result: None,
             error: None,
-            input: None,
-            answers: Vec::new(),
+            inputs: BTreeMap::new(),
+            answers: Answers::default(),
             parked: false,
         };
         // Written before the answer: a tasks/get anywhere finds it.
@@ -213,7 +213,7 @@ impl Tasks {
                 }
                 r.status = TaskStatus::Completed;
                 r.message = None;
-                r.input = None;
+                r.inputs.clear();
                 r.result = Some(result.clone());
                 true
             })
@@ -246,10 +246,10 @@ impl Tasks {
         let payload = match record.status {
             TaskStatus::InputRequired => {
                 let mut requests = InputRequests::new();
-                if let Some((key, request)) = &record.input
-                    && let Ok(request) = serde_json::from_value(request.clone())
-                {
-                    requests.insert(key.clone(), request);
+                for (key, (_, request)) in &record.inputs {
+                    if let Ok(request) = serde_json::from_value(request.clone()) {
+                        requests.insert(key.clone(), request);
+                    }
                 }
                 TaskPayload::InputRequired {
                     input_requests: requests,
@@ -267,7 +267,8 @@ impl Tasks {
         Ok(DetailedTask::new(task_of(id, &record), payload))
     }
 
-    /// `tasks/update`: the answer to the question the task waits on (other keys are ignored).
+    /// `tasks/update`: answers to the questions the task waits on, any of them (other keys are
+    /// ignored); the task works again once none is left open.
     pub(crate) async fn answer(
         &self,
         subject: Option<&str>,
@@ -275,29 +276,37 @@ impl Tasks {
         responses: &InputResponses,
     ) -> Result<(), ErrorData> {
         let record = self.owned(subject, id).await?;
-        let Some((key, _)) = &record.input else {
+        // Every response to an open question is read first: a malformed one changes nothing.
+        let answered = record
+            .inputs
+            .iter()
+            .filter_map(|(key, (seq, _))| Some((key, *seq, responses.get(key)?)))
+            .map(|(key, seq, response)| Ok((key.clone(), seq, read_response(response)?)))
+            .collect::<Result<Vec<_>, ErrorData>>()?;
+        if answered.is_empty() {
             return Ok(());
-        };
-        let Some(response) = responses.get(key) else {
-            return Ok(());
-        };
-        let response = read_response(response)?;
-        let key = key.clone();
+        }
         let resumed = std::sync::atomic::AtomicBool::new(false);
         let written = self
             .store
             .update(id, |r| {
-                if r.status != TaskStatus::InputRequired
-                    || r.input.as_ref().map(|(k, _)| k) != Some(&key)
-                {
+                if r.status != TaskStatus::InputRequired {
                     return false;
                 }
-                r.answers.push(response.clone());
-                r.input = None;
-                r.status = TaskStatus::Working;
-                r.message = Some("The tool is running".into());
-                resumed.store(std::mem::take(&mut r.parked), Ordering::Relaxed);
-                true
+                let mut changed = false;
+                for (key, seq, response) in &answered {
+                    if r.inputs.get(key).is_some_and(|(s, _)| s == seq) {
+                        r.inputs.remove(key);
+                        r.answers.set(*seq, response.clone());
+                        changed = true;
+                    }
+                }
+                if changed && r.inputs.is_empty() {
+                    r.status = TaskStatus::Working;
+                    r.message = Some("The tool is running".into());
+                    resumed.store(std::mem::take(&mut r.parked), Ordering::Relaxed);
+                }
+                changed
             })
             .await
             .map_err(unavailable)?;
@@ -324,7 +333,7 @@ impl Tasks {
                 }
                 r.status = TaskStatus::Failed;
                 r.message = Some(message.into());
-                r.input = None;
+                r.inputs.clear();
                 r.error = json!({"code": -32603, "message": message})
                     .as_object()
                     .cloned();
@@ -345,7 +354,7 @@ impl Tasks {
                 }
                 r.status = TaskStatus::Cancelled;
                 r.message = Some("Cancelled by the client".into());
-                r.input = None;
+                r.inputs.clear();
                 true
             })
             .await

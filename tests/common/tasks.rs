@@ -95,3 +95,36 @@ pub fn asking() -> Tool {
             Ok::<_, ToolError>(format!("deploy: {}", choice.label))
         })
 }
+
+/// A long-running tool that asks two questions at once (`join!`): `ask_0` and `ask_1` are open
+/// together; it answers with both choices.
+pub fn asking_twice() -> Tool {
+    Tool::builder("Job.Pair", "1.0.0")
+        .description("Asks where and when at once.")
+        .long_running()
+        .handler(|_: Nothing, ctx: ToolContext| async move {
+            let (region, window) = tokio::join!(
+                ctx.ask(Ask::new("Region?", ["eu", "us"])),
+                ctx.ask(Ask::new("Window?", ["now", "tonight"])),
+            );
+            Ok::<_, ToolError>(format!("pair: {} {}", region?.label, window?.label))
+        })
+}
+
+/// `tasks/update` of task `id` with `responses`; the reply.
+pub async fn update(app: &App, id: &str, responses: Value) -> Reply {
+    rpc(
+        app,
+        "tasks/update",
+        id,
+        json!({"taskId": id, "inputResponses": responses}),
+        true,
+        None,
+    )
+    .await
+}
+
+/// The accepted choice `label`, as a client answers it.
+pub fn choose(label: &str) -> Value {
+    json!({"action": "accept", "content": {"choice": label}})
+}

@@ -318,7 +318,9 @@ impl TalkBack {
         self.channel.view(view).await
     }
 
-    /// Asks the user and waits for the answer.
+    /// Asks the user and waits for the answer. Questions asked at once (`tokio::join!` of
+    /// two asks) are open at once, each waiting for its own answer; a call numbers its
+    /// questions in the order they are first polled, so a call that runs again asks the same.
     pub async fn ask(&self, ask: Ask) -> Result<Choice, TalkError> {
         ask.check()?;
         let seq = self.asked.fetch_add(1, Ordering::Relaxed);
