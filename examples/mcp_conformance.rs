@@ -271,6 +271,17 @@ async fn multi_input(_: NoInput, ctx: ToolContext) -> Result<String, ToolError> 
     ))
 }
 
+/// Asks the user's name within the request (an `input_required` round), then goes on as a
+/// task (`ctx.detach`), whose result greets the name.
+async fn named_task(_: NoInput, ctx: ToolContext) -> Result<String, ToolError> {
+    let filled = ctx
+        .fill(text_form("user_name", "What is your name?", "name"))
+        .await?;
+    ctx.detach().await?;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    Ok(format!("Hello, {}!", typed(&filled, "name")))
+}
+
 /// A long-running tool that fails after a moment (a tool error: the task completes with it).
 async fn failing_job(_: NoInput, _: ToolContext) -> Result<(), ToolError> {
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -348,6 +359,13 @@ fn registry() -> Registry {
                 .description("Asks two questions at once")
                 .long_running()
                 .handler(multi_input),
+        )
+        .tool(
+            Tool::builder("test_tool_with_task", "1.0.0")
+                .description("Asks a name, then greets it as a task")
+                .long_running()
+                .asks_first()
+                .handler(named_task),
         )
         .tool(
             Tool::builder("failing_job", "1.0.0")

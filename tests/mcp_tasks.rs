@@ -18,6 +18,7 @@ fn app() -> App {
     let mut tools = common::example_tools::tools();
     tools.push(asking());
     tools.push(asking_twice());
+    tools.push(asking_first());
     app_with(
         Registry::builder().tools(tools).build().unwrap(),
         test_config(),
@@ -149,6 +150,40 @@ async fn questions_asked_at_once_are_open_at_once_and_the_task_waits_until_each_
         done["result"]["content"][0]["text"], "pair: us tonight",
         "{done}"
     );
+}
+
+#[tokio::test]
+async fn a_tool_that_asks_first_asks_within_the_request_and_becomes_a_task_where_it_detaches() {
+    let app = app();
+    let retry = |state: &str, tasks: bool| {
+        let params = json!({"name": "Job_Release", "arguments": {}, "requestState": state,
+                            "inputResponses": {"ask_0": choose("Yes")}});
+        let app = app.clone();
+        async move { rpc(&app, "tools/call", "Job_Release", params, tasks, None).await }
+    };
+    // The question is a round of the request, not a task's.
+    let first = call(&app, "Job_Release", json!({}), true).await;
+    assert_eq!(first["resultType"], "input_required", "{first}");
+    assert!(first.get("taskId").is_none(), "{first}");
+    let state = first["requestState"].as_str().unwrap();
+    // Answered, the call becomes a task where the tool detaches, its answer with it.
+    let reply = retry(state, true).await;
+    let created = &reply.json["result"];
+    assert_eq!(created["resultType"], "task", "{}", reply.text);
+    assert!(created.get("requestState").is_none() && created.get("inputRequests").is_none());
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let done = until(&app, &id, "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "release: Yes",
+        "{done}"
+    );
+    // A client without the extension: the same round, and the call completes in the request.
+    let first = call(&app, "Job_Release", json!({}), false).await;
+    let state = first["requestState"].as_str().unwrap();
+    let reply = retry(state, false).await;
+    let result = &reply.json["result"];
+    assert_eq!(result["resultType"], "complete", "{}", reply.text);
+    assert_eq!(result["content"][0]["text"], "release: Yes");
 }
 
 #[tokio::test]

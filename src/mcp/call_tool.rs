@@ -1,15 +1,18 @@
 //! `tools/call` as a request: a long-running tool for a client that declared the tasks
 //! extension becomes a task; any other call runs here, asking its client for input the way
 //! the request's revision allows. Run within the Lambda invocation it came in (rmcp gives the
-//! request a task of its own, which would not carry the invocation's fields).
+//! request a task of its own, which would not carry the invocation's fields). The call itself
+//! (the fast path's too) goes through [`McpServer::call`].
 
-use super::handler::{Asking, McpServer, Rpc};
+use super::handler::McpServer;
+use super::{result, round_trip};
 use crate::server::CallContext;
+use oxp_lambda_core::invoke::Target;
 use rmcp::ErrorData;
 use rmcp::RoleServer;
-use rmcp::model::{CallToolRequestParams, CallToolResponse};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, InputResponses, RequestId};
 use rmcp::service::RequestContext;
-use serde_json::Value;
+use serde_json::{Map, Value};
 use std::sync::Arc;
 
 impl McpServer {
@@ -28,14 +31,21 @@ impl McpServer {
             // declared the tasks extension runs as a task: the answer is its handle, at once.
             let required = self.0.task_required(&request.name);
             let declared = declares_tasks(&context.meta);
+            // One that asks first becomes a task where it detaches, its questions asked here.
+            let tool = self.0.get(&request.name);
+            let as_task =
+                tool.is_some_and(|t| required || t.annotations.long_running == Some(true));
+            let asks_first = tool.is_some_and(|t| t.asks_first);
             if let Some(tasks) = self.0.tasks()
                 && declared
-                && let Some(tool) = self.0.get(&request.name)
-                && (required || tool.annotations.long_running == Some(true))
+                && as_task
+                && !asks_first
             {
                 let context = parts.map(CallContext::of).unwrap_or_default();
                 let arguments = request.arguments.unwrap_or_default();
-                let created = tasks.create(context, &request.name, arguments).await?;
+                let created = tasks
+                    .create(context, &request.name, arguments, Default::default())
+                    .await?;
                 return Ok(CallToolResponse::Task(created));
             }
             if required && !declared {
@@ -47,6 +57,7 @@ impl McpServer {
                     url,
                     state: request.request_state.as_deref(),
                     responses: request.input_responses.as_ref(),
+                    detach: declared && asks_first && self.0.tasks().is_some(),
                 },
                 None => Asking::Not,
             };
@@ -107,4 +118,197 @@ fn elicitation_modes(meta: &rmcp::model::MetaObject) -> Option<(bool, bool)> {
         Some(modes) if modes.is_empty() => (true, false),
         Some(modes) => (modes.contains_key("form"), modes.contains_key("url")),
     })
+}
+
+/// Longest part of an unknown tool's name an error repeats (listing names are at most 64).
+const MAX_SHOWN_NAME: usize = 64;
+
+/// How a call may ask its client for input.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) enum Asking<'a> {
+    /// It may not (a handshake revision: the answer is a tool error naming what was needed).
+    #[default]
+    Not,
+    /// At 2026-07-28, by `input_required` results, in the modes the client declared on the
+    /// request; `state` and `responses` continue an earlier round.
+    Rounds {
+        form: bool,
+        url: bool,
+        state: Option<&'a str>,
+        responses: Option<&'a InputResponses>,
+        /// The call goes on as a task where the tool detaches (a tool that asks first, from a
+        /// client that takes tasks).
+        detach: bool,
+    },
+}
+
+/// What a `tools/call` request brings besides its tool and arguments.
+#[derive(Default)]
+pub(crate) struct Rpc<'a> {
+    /// Its JSON-RPC id, which a `notifications/cancelled` names.
+    pub(crate) id: Option<&'a RequestId>,
+    /// Its `_meta.traceparent`.
+    pub(crate) traceparent: Option<&'a str>,
+    /// Where its progress goes, when the client asked for it.
+    pub(crate) progress: Option<super::progress::Streamed>,
+    /// Fires when the client closes the request while the answer streams.
+    pub(crate) closed: Option<&'a tokio_util::sync::CancellationToken>,
+}
+
+impl McpServer {
+    /// A `tools/call` of `name` with `arguments`; `parts` are the HTTP request's, which carry
+    /// what the plumbing learnt (the caller, the transport's deadline). While it runs, a
+    /// `notifications/cancelled` naming `request_id` reaches it.
+    pub(crate) async fn call(
+        &self,
+        name: &str,
+        arguments: Option<Map<String, Value>>,
+        parts: Option<&http::request::Parts>,
+        rpc: Rpc<'_>,
+        asking: Asking<'_>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let Rpc {
+            id: request_id,
+            traceparent,
+            progress,
+            closed: stream_closed,
+        } = rpc;
+        // An unknown tool is the one error the spec makes a protocol error (-32602).
+        let Some(tool) = self.0.get(name) else {
+            // The name is the caller's: bounded and stripped of control characters before it is
+            // answered back (a 200 KB name would come back whole).
+            let shown: String = name
+                .chars()
+                .filter(|c| !c.is_control())
+                .take(MAX_SHOWN_NAME)
+                .collect();
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {shown}"),
+                None,
+            ));
+        };
+        let input = Value::Object(arguments.unwrap_or_default());
+        let context = parts.map(CallContext::of).unwrap_or_default();
+        // A 2026-07-28 client that can show a form gets the tool's questions as rounds.
+        // A 2026-07-28 request: the tool's questions are rounds (or, from a client that cannot
+        // show a form, the revision's missing-capability error).
+        let rounds = match (asking, &self.0.round_trips) {
+            (
+                Asking::Rounds {
+                    form,
+                    state,
+                    responses,
+                    detach,
+                    ..
+                },
+                Some(trips),
+            ) => {
+                let binding =
+                    round_trip::binding(context.principal.subject.as_deref(), name, &input);
+                let mut exchange = trips.begin(&binding, state, responses).await?;
+                if detach {
+                    exchange = exchange.detachable();
+                }
+                Some((trips, Arc::new(exchange), binding, form))
+            }
+            _ => None,
+        };
+        // What the task starts from, should the tool detach.
+        let detaching = matches!(asking, Asking::Rounds { detach: true, .. }).then(|| {
+            (
+                context.clone(),
+                input.as_object().cloned().unwrap_or_default(),
+            )
+        });
+        let mut call = context.call("mcp", Target::Tool(tool.clone()), input);
+        if let Some((_, exchange, _, _)) = &rounds {
+            call.talk = Some(exchange.clone());
+        }
+        if let Some(progress) = progress {
+            call.talk = Some(Arc::new(progress.around(call.talk.take())));
+        }
+        // The request's own `_meta.traceparent` (SEP-414) before the HTTP header's.
+        if let Some(sent) = traceparent.and_then(oxp_lambda_core::invoke::traceparent) {
+            call.traceparent = Some(sent);
+        }
+        // MCP has no user field: the end user is the authenticated caller. Secrets come from
+        // the server's sources only.
+        call.user_id = call.principal.subject.clone();
+        let _registered = request_id
+            .and_then(|id| serde_json::to_string(id).ok())
+            .map(|id| {
+                let (signal, registered) =
+                    self.0
+                        .running
+                        .start(call.principal.subject.as_deref(), "", &id);
+                call.cancellation = Some(signal);
+                registered
+            });
+        // A request rmcp runs in a task of its own: its client closing the request cancels the
+        // call, before the answer starts (`RequestClosed`) or while it streams (rmcp's token);
+        // the fast path's call is dropped with the request instead.
+        let closed = parts.and_then(|p| p.extensions.get::<super::RequestClosed>());
+        let answer = if closed.is_some() || stream_closed.is_some() {
+            let signal = call
+                .cancellation
+                .get_or_insert_with(Default::default)
+                .clone();
+            let invoke = self.0.invoker().invoke(call);
+            tokio::pin!(invoke);
+            let closed = async {
+                match (closed, stream_closed) {
+                    (Some(closed), Some(stream)) => tokio::select! {
+                        () = closed.0.cancelled() => {}
+                        () = stream.cancelled() => {}
+                    },
+                    (Some(closed), None) => closed.0.cancelled().await,
+                    (None, Some(stream)) => stream.cancelled().await,
+                    (None, None) => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                biased;
+                answer = &mut invoke => answer,
+                () = closed => {
+                    signal.cancel();
+                    invoke.await
+                }
+            }
+        } else {
+            self.0.invoker().invoke(call).await
+        };
+        // A question the tool asked of a client that cannot show it.
+        if let Some((_, exchange, _, false)) = &rounds
+            && exchange.asked_anything()
+        {
+            return Err(round_trip::missing_form_capability());
+        }
+        // A question the tool asked: the next round.
+        if let Some((trips, exchange, binding, true)) = &rounds
+            && let Some(input_required) =
+                trips.input_required(exchange, binding).await.map_err(|e| {
+                    tracing::error!(target: "oxp::mcp", error = %e, "input_required not built");
+                    ErrorData::internal_error("The server cannot ask the user now", None)
+                })?
+        {
+            return Ok(CallToolResponse::InputRequired(input_required));
+        }
+        // The tool detached: the call goes on as a task, with the answers it had.
+        if let Some((_, exchange, _, _)) = &rounds
+            && let Some(answers) = exchange.detached()
+            && let (Some(tasks), Some((context, arguments))) = (self.0.tasks(), detaching)
+        {
+            let created = tasks.create(context, name, arguments, answers).await?;
+            return Ok(CallToolResponse::Task(created));
+        }
+        // A client that can open a URL for its user (it declared URL-mode elicitation) is asked
+        // to; any other gets the tool error naming the link.
+        if let Asking::Rounds { url: true, .. } = asking
+            && let Err(rejection) = &answer
+            && let Some(input_required) = result::url_elicitation(rejection)
+        {
+            return Ok(CallToolResponse::InputRequired(input_required));
+        }
+        Ok(result::from_invoke(answer).into())
+    }
 }

@@ -6,7 +6,8 @@
 //! `Origin`, a host list, an unusual header) goes to rmcp, which validates it in full;
 //! `tests/mcp.rs` checks that both ways answer the same bytes.
 
-use super::handler::{Asking, McpServer, Rpc};
+use super::call_tool::{Asking, Rpc};
+use super::handler::McpServer;
 use http::request::Parts;
 use http::{HeaderMap, header};
 use rmcp::model::{

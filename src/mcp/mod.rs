@@ -14,7 +14,9 @@
 //! known method with malformed params, -32601 (from rmcp) for an unknown method.
 
 mod call_tool;
+mod definition;
 mod discovery;
+mod exchange;
 mod fast;
 mod handler;
 mod modern;
@@ -30,7 +32,7 @@ mod tasks;
 
 pub(crate) use served::{served, served_for_mcp};
 pub(crate) use task_queue::TaskQueue;
-pub(crate) use tasks::TaskRecords;
+pub(crate) use task_queue::TaskRecords;
 
 pub(crate) use round_trip::KEY_SECRET_ID as STATE_KEY_SECRET_ID;
 

@@ -92,6 +92,10 @@ impl Talk for Streamed {
         self.inner.fill(form, seq)
     }
 
+    fn detach(&self) -> TalkFuture<'_, Result<(), TalkError>> {
+        self.inner.detach()
+    }
+
     fn subscribe(
         &self,
         subscribe: Subscribe,

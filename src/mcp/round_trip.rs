@@ -12,21 +12,18 @@
 //! [`STATE_TTL`], and used once (its nonce is spent in the state store when there is one): a
 //! forged, altered, expired, foreign or replayed state is refused and runs nothing.
 
-use super::questions::{Answers, MAX_ASKS, Question, choice_of, filled_of, read_response};
-use super::questions::{refused, request_of};
+pub(crate) use super::exchange::Exchange;
+use super::questions::{Answers, MAX_ASKS, read_response, refused, request_of};
 use oxp_lambda_core::durable::{Item, StateStore};
-use oxp_lambda_core::form::{Filled, Form};
 use oxp_lambda_core::secrets::Secrets;
-use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
 use rmcp::ErrorData;
 use rmcp::model::{InputRequests, InputRequiredResult, InputResponses};
 use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
-use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Not;
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 use tokio::sync::OnceCell;
 
@@ -131,10 +128,7 @@ impl RoundTrips {
                 .collect::<Result<BTreeMap<_, _>, ErrorData>>()?,
         };
         let Some(state) = state else {
-            return Ok(Exchange {
-                responses,
-                ..Exchange::default()
-            });
+            return Ok(Exchange::continued(Answers::default(), responses, None));
         };
         if state.len() > MAX_STATE_CHARS {
             return Err(refused("the requestState is too long"));
@@ -163,12 +157,8 @@ impl RoundTrips {
                 return Err(refused("this requestState was used before"));
             }
         }
-        Ok(Exchange {
-            answers: Mutex::new(sealed.a),
-            responses,
-            open: (!sealed.o.is_empty()).then(|| sealed.o.into_iter().collect()),
-            asked: Mutex::default(),
-        })
+        let open = (!sealed.o.is_empty()).then(|| sealed.o.into_iter().collect());
+        Ok(Exchange::continued(sealed.a, responses, open))
     }
 
     /// The `input_required` result for `exchange`'s open questions (every question the run
@@ -178,17 +168,13 @@ impl RoundTrips {
         exchange: &Exchange,
         binding: &[u8],
     ) -> Result<Option<InputRequiredResult>, String> {
-        let asked = std::mem::take(&mut *exchange.asked.lock().unwrap_or_else(|e| e.into_inner()));
+        let (answers, asked) = exchange.round();
         if asked.is_empty() {
             return Ok(None);
         }
         let codec = self.codec().await?;
         let sealed = Sealed {
-            a: exchange
-                .answers
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone(),
+            a: answers,
             o: asked.keys().copied().collect(),
             n: nonce(),
         };
@@ -222,86 +208,6 @@ fn random_fill(bytes: &mut [u8]) {
     }
 }
 
-/// One call's questions and the answers it came with; the talk-back channel of the call.
-#[derive(Debug, Default)]
-pub(crate) struct Exchange {
-    /// The answers of earlier rounds, by question, as [`read_response`] keeps them; this
-    /// round's join them as the tool's questions take them.
-    answers: Mutex<Answers>,
-    /// This request's `inputResponses`, read, by key.
-    responses: BTreeMap<String, Value>,
-    /// The questions the last round left open, which the responses answer (`None`: the first
-    /// one without an answer).
-    open: Option<BTreeSet<u32>>,
-    /// The questions the tool asked that have no answer yet, by number.
-    asked: Mutex<BTreeMap<u32, Question>>,
-}
-
-impl Exchange {
-    /// Whether the tool asked a question that has no answer yet.
-    pub(crate) fn asked_anything(&self) -> bool {
-        self.asked
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_empty()
-            .not()
-    }
-
-    /// Answer `seq`: an earlier round's, this request's response under the question's key,
-    /// or none, and the question is parked as the next round's (the call ends there, with
-    /// every other question asked at the same time).
-    fn answer(&self, seq: u32, question: Question) -> Result<Value, TalkError> {
-        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(answer) = answers.get(seq) {
-            return Ok(answer.clone());
-        }
-        if seq as usize >= MAX_ASKS {
-            return Err(TalkError::Invalid(format!(
-                "a call asks at most {MAX_ASKS} questions"
-            )));
-        }
-        let key = question.key(seq);
-        let open = match &self.open {
-            Some(open) => open.contains(&seq),
-            None => seq == answers.first_open(),
-        };
-        if open && let Some(response) = self.responses.get(&key) {
-            answers.set(seq, response.clone());
-            return Ok(response.clone());
-        }
-        drop(answers);
-        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
-        if asked.iter().any(|(s, q)| *s != seq && q.key(*s) == key) {
-            return Err(TalkError::Invalid(format!(
-                "two questions asked at once share the key `{key}`"
-            )));
-        }
-        asked.insert(seq, question);
-        Err(TalkError::Parked)
-    }
-}
-
-impl Talk for Exchange {
-    fn protocol(&self) -> &'static str {
-        "mcp"
-    }
-
-    fn ask(&self, ask: Ask, seq: u32) -> TalkFuture<'_, Result<Choice, TalkError>> {
-        let (default, choices) = (ask.default, ask.choices.clone());
-        let answer = self
-            .answer(seq, Question::Choice(ask))
-            .and_then(|answer| choice_of(&answer, &choices, default));
-        Box::pin(std::future::ready(answer))
-    }
-
-    fn fill(&self, form: Form, seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
-        let filled = self
-            .answer(seq, Question::Form(form))
-            .map(|answer| filled_of(&answer));
-        Box::pin(std::future::ready(filled))
-    }
-}
-
 /// The revision's `MissingRequiredClientCapabilityError` (-32021, HTTP 400) of a call whose
 /// tool asked the user something a client that declared no form elicitation cannot show.
 pub(crate) fn missing_form_capability() -> ErrorData {
@@ -329,7 +235,9 @@ pub(crate) fn binding(subject: Option<&str>, tool: &str, arguments: &Value) -> V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use oxp_lambda_core::form::Form;
     use oxp_lambda_core::secrets::ClientSecrets;
+    use oxp_lambda_core::talk::{Ask, Talk, TalkError};
 
     fn trips() -> RoundTrips {
         let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);

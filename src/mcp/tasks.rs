@@ -11,10 +11,10 @@
 //! run a restart ended is failed with a message, never forgotten.
 
 use super::questions::{Answers, read_response};
-use super::task_queue::{MAX_TASK_ID, TaskJob, TaskQueue};
+use super::task_queue::TaskQueue;
 use super::task_store::{Record, TASK_TTL, TaskStore, WATCH, now, owner_of};
 use super::task_talk::TaskTalk;
-use crate::server::{BoxFuture, CallContext, Handled, RecordHandler};
+use crate::server::CallContext;
 use oxp_lambda_core::durable::{StateError, StateStore};
 use oxp_lambda_core::invoke::{Invoker, Target};
 use oxp_lambda_core::registry::RegisteredTool;
@@ -90,12 +90,14 @@ impl Tasks {
         }
     }
 
-    /// Creates a task for `tool` with `arguments`, durably, and starts its run here.
+    /// Creates a task for `tool` with `arguments`, durably, and starts its run here (or in
+    /// the worker); `answers` are those its questions had before it became a task.
     pub(crate) async fn create(
         self: &Arc<Self>,
         context: CallContext,
         tool: &str,
         arguments: Map<String, Value>,
+        answers: Answers,
     ) -> Result<CreateTaskResult, ErrorData> {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let created = now();
@@ -111,7 +113,7 @@ impl Tasks {
             result: None,
             error: None,
             inputs: BTreeMap::new(),
-            answers: Answers::default(),
+            answers,
             parked: false,
         };
         // Written before the answer: a tasks/get anywhere finds it.
@@ -393,30 +395,4 @@ fn task_of(id: &str, record: &Record) -> Task {
         .with_poll_interval_ms(POLL_INTERVAL.as_millis() as u64);
     task.status_message = record.message.clone();
     task
-}
-
-/// The worker role's handler of queued task runs.
-pub(crate) struct TaskRecords(pub(crate) Arc<Tasks>);
-
-impl RecordHandler for TaskRecords {
-    fn handle<'a>(&'a self, body: &'a str, context: CallContext) -> BoxFuture<'a, Handled> {
-        Box::pin(async move {
-            let Ok(job) = serde_json::from_str::<TaskJob>(body) else {
-                return Handled::NotMine;
-            };
-            if job.mcp_task.is_empty() || job.mcp_task.len() > MAX_TASK_ID {
-                return Handled::NotMine;
-            }
-            let traceparent = job.traceparent.or(context.traceparent);
-            match self
-                .0
-                .run(&job.mcp_task, traceparent, context.deadline)
-                .await
-            {
-                // A parked task's answer enqueues it again: this record is done with.
-                RunEnd::Finished | RunEnd::Parked => Handled::Done,
-                RunEnd::Unavailable(why) => Handled::Retry(why),
-            }
-        })
-    }
 }

@@ -128,3 +128,18 @@ pub async fn update(app: &App, id: &str, responses: Value) -> Reply {
 pub fn choose(label: &str) -> Value {
     json!({"action": "accept", "content": {"choice": label}})
 }
+
+/// A long-running tool that asks first: its question is asked within the request, and its
+/// long part (after `ctx.detach`) is a task for a client that takes tasks.
+pub fn asking_first() -> Tool {
+    Tool::builder("Job.Release", "1.0.0")
+        .description("Releases once the user confirms, as a task.")
+        .long_running()
+        .asks_first()
+        .handler(|_: Nothing, ctx: ToolContext| async move {
+            let choice = ctx.ask(Ask::new("Release?", ["Yes", "No"])).await?;
+            ctx.detach().await?;
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            Ok::<_, ToolError>(format!("release: {}", choice.label))
+        })
+}

@@ -104,6 +104,7 @@ pub struct Tool {
     pub(crate) description: String,
     pub(crate) requirements: Requirements,
     pub(crate) idempotent: bool,
+    pub(crate) asks_first: bool,
     pub(crate) annotations: Annotations,
     /// The tool's own time limit ([`ToolBuilder::timeout`]); `None` leaves the server's.
     pub timeout: Option<Duration>,
@@ -153,6 +154,7 @@ impl Tool {
             description: String::new(),
             requirements: Requirements::default(),
             idempotent: true,
+            asks_first: false,
             annotations: Annotations::default(),
             timeout: None,
             state: Vec::new(),
@@ -169,6 +171,7 @@ pub struct ToolBuilder {
     description: String,
     requirements: Requirements,
     idempotent: bool,
+    asks_first: bool,
     annotations: Annotations,
     timeout: Option<Duration>,
     state: Vec<StateNeed>,
@@ -285,6 +288,13 @@ impl ToolBuilder {
         self
     }
 
+    /// The tool asks its questions within the call's request, and its long part starts where
+    /// it calls [`ToolContext::detach`]: an MCP task starts there rather than with the call.
+    pub fn asks_first(mut self) -> Self {
+        self.asks_first = true;
+        self
+    }
+
     /// Finishes with a typed async handler. The input and output JSON Schemas are generated from
     /// `I` and the output's value type; a tool whose value type is `()` declares no output and
     /// answers `null`. The handler returns the value, or a [`ToolOutput`] with content items
@@ -377,6 +387,7 @@ impl ToolBuilder {
             description: self.description,
             requirements: self.requirements,
             idempotent: self.idempotent,
+            asks_first: self.asks_first,
             annotations: self.annotations,
             timeout: self.timeout,
             input_schema,

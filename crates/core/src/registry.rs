@@ -37,6 +37,8 @@ pub struct RegisteredTool {
     pub requirements: Requirements,
     /// Whether a repeated `call_id` replays the stored outcome (see [`crate::idempotency`]).
     pub idempotent: bool,
+    /// Its questions come before its long part ([`crate::ToolBuilder::asks_first`]).
+    pub asks_first: bool,
     /// How the tool behaves, for clients (title, read-only, destructive, ...).
     pub annotations: Annotations,
     /// The tool's own time limit, if it set one.
@@ -325,6 +327,7 @@ fn register(tool: Tool) -> Result<RegisteredTool, RegistryError> {
         description: tool.description,
         requirements: tool.requirements,
         idempotent: tool.idempotent,
+        asks_first: tool.asks_first,
         annotations: tool.annotations,
         timeout: tool.timeout,
         input_schema: tool.input_schema,

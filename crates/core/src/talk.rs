@@ -250,6 +250,13 @@ pub trait Talk: Send + Sync + fmt::Debug {
         })))
     }
 
+    /// Where the call's long part starts ([`TalkBack::detach`]): a protocol that can answer
+    /// the request now and run the call again detached ends this run ([`TalkError::Parked`]);
+    /// by default the call goes on.
+    fn detach(&self) -> TalkFuture<'_, Result<(), TalkError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     /// Opens a subscription; `seq` numbers the subscriptions of one call.
     fn subscribe(
         &self,
@@ -335,6 +342,11 @@ impl TalkBack {
         self.channel.fill(form, seq).await
     }
 
+    /// Marks where the call's long part starts ([`crate::ToolContext::detach`]).
+    pub async fn detach(&self) -> Result<(), TalkError> {
+        self.channel.detach().await
+    }
+
     /// Opens a subscription.
     pub async fn subscribe(&self, subscribe: Subscribe) -> Result<Subscription, TalkError> {
         let named = |s: &str| !s.is_empty() && s.chars().count() <= MAX_NAME_CHARS;
@@ -377,6 +389,8 @@ mod tests {
             Reported::NotCarried
         );
         assert_eq!(talk.view("v", Value::Null).await, Reported::NotCarried);
+        // Detaching is a place in the tool, not a demand: without it the call goes on.
+        assert!(talk.detach().await.is_ok());
         let asked = talk.ask(Ask::new("Go?", ["Yes", "No"])).await.unwrap_err();
         assert!(matches!(
             asked,

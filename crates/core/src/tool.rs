@@ -160,6 +160,16 @@ impl ToolContext {
         self.talk.fill(form).await
     }
 
+    /// Marks where the call's long part starts, in a tool declared
+    /// [`asks_first`](crate::ToolBuilder::asks_first). Where the protocol can go on without the
+    /// request (an MCP 2026-07-28 client that takes tasks), the request is answered with a task
+    /// now and this run ends with [`TalkError::Parked`] (return it with `?`); the task runs the
+    /// tool again from its start, its questions answered at once, so do nothing before this
+    /// point that must not run twice. Everywhere else it returns at once and the call goes on.
+    pub async fn detach(&self) -> Result<(), TalkError> {
+        self.talk.detach().await
+    }
+
     /// Opens a subscription to `subscribe.topic` of an event source: the call answers now and
     /// the events keep coming (RAP's `subscription_event`) until the subscription is cancelled,
     /// its thread closed, or its last event sent.

@@ -16,7 +16,8 @@ use syn::{
 ///
 /// Arguments: `name = "Toolkit.Tool"` and `version = "1.0.0"` (required); `description =
 /// "..."` (default: the function's doc comment); `title = "..."`; the flags `read_only`,
-/// `destructive`, `idempotent_hint`, `long_running`, `not_idempotent`, `requires_user_id`;
+/// `destructive`, `idempotent_hint`, `long_running`, `asks_first`, `not_idempotent`,
+/// `requires_user_id`;
 /// `open_world` or `open_world = false`; `timeout_ms = 1500`; `secrets = [KEY, ...]`
 /// (`SecretKey` constants); `authorization(id = "google", scopes = ["..."])`, repeatable;
 /// `caller_scopes = ["crm:write", ...]`, the scopes the caller's own token must grant.
@@ -62,8 +63,8 @@ impl Options {
                 let title: LitStr = meta.value()?.parse()?;
                 self.calls.push(quote!(.title(#title)));
             }
-            "read_only" | "destructive" | "idempotent_hint" | "long_running" | "not_idempotent"
-            | "requires_user_id" => {
+            "read_only" | "destructive" | "idempotent_hint" | "long_running" | "asks_first"
+            | "not_idempotent" | "requires_user_id" => {
                 let method = format_ident!("{key}");
                 self.calls.push(quote!(.#method()));
             }
@@ -118,7 +119,7 @@ impl Options {
             _ => {
                 return Err(meta.error(
                     "unknown argument: expected name, version, description, title, read_only, \
-                     destructive, idempotent_hint, open_world, long_running, not_idempotent, \
+                     destructive, idempotent_hint, open_world, long_running, asks_first, not_idempotent, \
                      requires_user_id, timeout_ms, secrets, caller_scopes or authorization",
                 ));
             }

@@ -1,0 +1,147 @@
+//! One `tools/call`'s talk-back channel at 2026-07-28: the answers it came with (earlier
+//! rounds' from its sealed state, this request's `inputResponses`), and the questions its tool
+//! asked that have none, which end the call as the next round ([`super::round_trip`] seals it).
+//! A tool that asks first may detach here: the call then goes on as a task.
+
+use super::questions::{Answers, MAX_ASKS, Question, choice_of, filled_of};
+use oxp_lambda_core::form::{Filled, Form};
+use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::ops::Not;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// One call's questions and the answers it came with; the talk-back channel of the call.
+#[derive(Debug, Default)]
+pub(crate) struct Exchange {
+    /// The answers of earlier rounds, by question, as [`read_response`] keeps them; this
+    /// round's join them as the tool's questions take them.
+    answers: Mutex<Answers>,
+    /// This request's `inputResponses`, read, by key.
+    responses: BTreeMap<String, Value>,
+    /// The questions the last round left open, which the responses answer (`None`: the first
+    /// one without an answer).
+    open: Option<BTreeSet<u32>>,
+    /// The questions the tool asked that have no answer yet, by number.
+    asked: Mutex<BTreeMap<u32, Question>>,
+    /// The call may go on as a task where the tool detaches (its client takes tasks).
+    detachable: bool,
+    /// The tool detached: the call goes on as a task, with the answers so far.
+    detached: AtomicBool,
+}
+
+impl Exchange {
+    /// The exchange of a request that brings `responses`, after rounds that gave `answers` and
+    /// left the questions `open` (`None`: the first one without an answer).
+    pub(crate) fn continued(
+        answers: Answers,
+        responses: BTreeMap<String, Value>,
+        open: Option<BTreeSet<u32>>,
+    ) -> Self {
+        Self {
+            answers: Mutex::new(answers),
+            responses,
+            open,
+            ..Self::default()
+        }
+    }
+
+    /// The answers so far and the questions asked without one, which leave the exchange.
+    pub(crate) fn round(&self) -> (Answers, BTreeMap<u32, Question>) {
+        let asked = std::mem::take(&mut *self.asked.lock().unwrap_or_else(|e| e.into_inner()));
+        let answers = self
+            .answers
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        (answers, asked)
+    }
+
+    /// Whether the tool asked a question that has no answer yet.
+    pub(crate) fn asked_anything(&self) -> bool {
+        self.asked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+            .not()
+    }
+
+    /// The call may go on as a task where the tool detaches.
+    pub(crate) fn detachable(mut self) -> Self {
+        self.detachable = true;
+        self
+    }
+
+    /// The answers so far, when the tool detached (the task's to start with).
+    pub(crate) fn detached(&self) -> Option<Answers> {
+        self.detached.load(Ordering::Relaxed).then(|| {
+            self.answers
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+        })
+    }
+
+    /// Answer `seq`: an earlier round's, this request's response under the question's key,
+    /// or none, and the question is parked as the next round's (the call ends there, with
+    /// every other question asked at the same time).
+    fn answer(&self, seq: u32, question: Question) -> Result<Value, TalkError> {
+        let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(answer) = answers.get(seq) {
+            return Ok(answer.clone());
+        }
+        if seq as usize >= MAX_ASKS {
+            return Err(TalkError::Invalid(format!(
+                "a call asks at most {MAX_ASKS} questions"
+            )));
+        }
+        let key = question.key(seq);
+        let open = match &self.open {
+            Some(open) => open.contains(&seq),
+            None => seq == answers.first_open(),
+        };
+        if open && let Some(response) = self.responses.get(&key) {
+            answers.set(seq, response.clone());
+            return Ok(response.clone());
+        }
+        drop(answers);
+        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        if asked.iter().any(|(s, q)| *s != seq && q.key(*s) == key) {
+            return Err(TalkError::Invalid(format!(
+                "two questions asked at once share the key `{key}`"
+            )));
+        }
+        asked.insert(seq, question);
+        Err(TalkError::Parked)
+    }
+}
+
+impl Talk for Exchange {
+    fn protocol(&self) -> &'static str {
+        "mcp"
+    }
+
+    fn ask(&self, ask: Ask, seq: u32) -> TalkFuture<'_, Result<Choice, TalkError>> {
+        let (default, choices) = (ask.default, ask.choices.clone());
+        let answer = self
+            .answer(seq, Question::Choice(ask))
+            .and_then(|answer| choice_of(&answer, &choices, default));
+        Box::pin(std::future::ready(answer))
+    }
+
+    fn fill(&self, form: Form, seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
+        let filled = self
+            .answer(seq, Question::Form(form))
+            .map(|answer| filled_of(&answer));
+        Box::pin(std::future::ready(filled))
+    }
+
+    fn detach(&self) -> TalkFuture<'_, Result<(), TalkError>> {
+        if !self.detachable {
+            return Box::pin(std::future::ready(Ok(())));
+        }
+        self.detached.store(true, Ordering::Relaxed);
+        Box::pin(std::future::ready(Err(TalkError::Parked)))
+    }
+}
