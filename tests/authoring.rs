@@ -70,6 +70,8 @@ async fn parse(Input(input): Input<ParseInput>) -> Result<i64, ToolError> {
     name = "Hello.Ping",
     version = "1.0.0",
     not_idempotent,
+    long_running,
+    asks_first,
     timeout_ms = 1500
 )]
 async fn ping() -> Result<&'static str, ToolError> {
@@ -126,6 +128,8 @@ fn arguments_set_annotations_idempotency_and_the_time_limit() {
     );
     let ping = registry.resolve("Hello.Ping").unwrap();
     assert!(!ping.idempotent);
+    assert_eq!(ping.annotations.long_running, Some(true));
+    assert!(ping.asks_first && !parse.asks_first);
     assert_eq!(ping.timeout, Some(std::time::Duration::from_millis(1500)));
     assert_eq!(
         ping.input_schema["type"], "object",
