@@ -288,6 +288,13 @@ async fn failing_job(_: NoInput, _: ToolContext) -> Result<(), ToolError> {
     Err(ToolError::new("The job failed"))
 }
 
+/// A long-running tool that crashes: a panic is the server's failure, not the tool's answer,
+/// so its task ends `failed` with a JSON-RPC error (the panic's text only in the log).
+async fn protocol_error_job(_: NoInput, _: ToolContext) -> Result<(), ToolError> {
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    panic!("protocol_error_job crashes, as the suite asks");
+}
+
 /// Every fixture tool the suite calls that a stateless server can serve.
 fn registry() -> Registry {
     let tool = |name: &str, description: &str| {
@@ -366,6 +373,12 @@ fn registry() -> Registry {
                 .long_running()
                 .asks_first()
                 .handler(named_task),
+        )
+        .tool(
+            Tool::builder("protocol_error_job", "1.0.0")
+                .description("Crashes after a moment")
+                .long_running()
+                .handler(protocol_error_job),
         )
         .tool(
             Tool::builder("failing_job", "1.0.0")

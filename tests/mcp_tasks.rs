@@ -19,6 +19,7 @@ fn app() -> App {
     tools.push(asking());
     tools.push(asking_twice());
     tools.push(asking_first());
+    tools.push(crashing());
     app_with(
         Registry::builder().tools(tools).build().unwrap(),
         test_config(),
@@ -184,6 +185,25 @@ async fn a_tool_that_asks_first_asks_within_the_request_and_becomes_a_task_where
     let result = &reply.json["result"];
     assert_eq!(result["resultType"], "complete", "{}", reply.text);
     assert_eq!(result["content"][0]["text"], "release: Yes");
+}
+
+#[tokio::test]
+async fn a_tool_that_crashes_ends_its_task_failed_with_a_json_rpc_error_and_no_panic_text() {
+    let app = app();
+    let created = call(&app, "Job_Crash", json!({"panic": true}), true).await;
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let failed = until(&app, &id, "failed").await;
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    assert_eq!(failed["error"]["message"], "The tool failed unexpectedly");
+    assert!(failed.get("result").is_none(), "{failed}");
+    assert!(!failed.to_string().contains("secret-in-panic-text"));
+    // A tool's own error is its answer: the task completes with it (isError).
+    let created = call(&app, "Job_Crash", json!({"panic": false}), true).await;
+    let id = created["taskId"].as_str().unwrap();
+    let done = until(&app, id, "completed").await;
+    assert_eq!(done["result"]["isError"], true, "{done}");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("The job refused"), "{done}");
 }
 
 #[tokio::test]

@@ -17,6 +17,7 @@ use super::task_talk::TaskTalk;
 use crate::server::CallContext;
 use oxp_lambda_core::durable::{StateError, StateStore};
 use oxp_lambda_core::invoke::{Invoker, Target};
+use oxp_lambda_core::refusal::ErrorClass;
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::running::Running;
 use rmcp::ErrorData;
@@ -202,6 +203,17 @@ impl Tasks {
         watch.abort();
         if talk.parked() {
             return RunEnd::Parked;
+        }
+        // The tool crashed (a panic, class `internal`): SEP-2663 keeps `failed` for such
+        // failures of the server, a tool's own error being a completed task with `isError`. The
+        // panic's text stays in the log.
+        if let Ok(outcome) = &answer
+            && outcome.error_class() == Some(ErrorClass::Internal)
+        {
+            if let Err(e) = self.fail(id, "The tool failed unexpectedly").await {
+                tracing::error!(target: "oxp::mcp", error = %e, "task outcome not recorded");
+            }
+            return RunEnd::Finished;
         }
         let result = serde_json::to_value(super::result::from_invoke(answer))
             .ok()

@@ -143,3 +143,24 @@ pub fn asking_first() -> Tool {
             Ok::<_, ToolError>(format!("release: {}", choice.label))
         })
 }
+
+/// Input of `Job.Crash`.
+#[derive(Deserialize, schemars::JsonSchema)]
+pub struct Crash {
+    /// Panic (else fail as a tool does).
+    pub panic: bool,
+}
+
+/// A long-running tool that panics, its panic text holding what must not leak, or fails with a
+/// tool error.
+pub fn crashing() -> Tool {
+    Tool::builder("Job.Crash", "1.0.0")
+        .description("Crashes or fails.")
+        .long_running()
+        .handler(|input: Crash, _: ToolContext| async move {
+            if input.panic {
+                panic!("secret-in-panic-text");
+            }
+            Err::<String, _>(ToolError::new("The job refused"))
+        })
+}
