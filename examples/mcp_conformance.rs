@@ -152,6 +152,76 @@ async fn confirm(_: NoInput, ctx: ToolContext) -> Result<String, ToolError> {
     Ok(format!("state-ok: confirmed={ok}"))
 }
 
+/// What the user did with a form, as the handshake scenarios want it said.
+fn said(filled: &Filled) -> String {
+    match filled {
+        Filled::Accepted(values) => {
+            format!("action=accept, content={}", Value::Object(values.clone()))
+        }
+        Filled::Declined => "action=decline, content={}".into(),
+        Filled::Cancelled => "action=cancel, content={}".into(),
+    }
+}
+
+/// Input of `test_elicitation`.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Message {
+    /// The message to show the user.
+    message: String,
+}
+
+/// Asks the user a username and an email (at 2025-06-18 and 2025-11-25 on the call's stream).
+async fn elicitation_handshake(input: Message, ctx: ToolContext) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
+    });
+    let filled = ctx.fill(Form::new("info", input.message, schema)).await?;
+    Ok(format!("User response: {}", said(&filled)))
+}
+
+/// A form whose fields have defaults, of every primitive type (SEP-1034).
+async fn elicitation_defaults(_: NoInput, ctx: ToolContext) -> Result<String, ToolError> {
+    let schema = json!({"type": "object", "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": true},
+    }});
+    let filled = ctx
+        .fill(Form::new("defaults", "Your details", schema))
+        .await?;
+    Ok(format!("Elicitation completed: {}", said(&filled)))
+}
+
+/// A form of the five enum shapes (SEP-1330).
+async fn elicitation_enums(_: NoInput, ctx: ToolContext) -> Result<String, ToolError> {
+    let titled = |pairs: &[(&str, &str)]| -> Vec<Value> {
+        pairs
+            .iter()
+            .map(|(v, t)| json!({"const": v, "title": t}))
+            .collect()
+    };
+    let schema = json!({"type": "object", "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {"type": "string", "oneOf": titled(&[
+            ("value1", "First Option"), ("value2", "Second Option"), ("value3", "Third Option")])},
+        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                       "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array",
+                          "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {"type": "array", "items": {"anyOf": titled(&[
+            ("value1", "First Choice"), ("value2", "Second Choice"), ("value3", "Third Choice")])}},
+    }});
+    let filled = ctx.fill(Form::new("enums", "Pick options", schema)).await?;
+    Ok(format!("Elicitation completed: {}", said(&filled)))
+}
+
 /// Two rounds: a name, then a colour.
 async fn multi_round(_: NoInput, ctx: ToolContext) -> Result<String, ToolError> {
     let name = ctx
@@ -345,6 +415,23 @@ fn registry() -> Registry {
                 "Asks a name, then a colour",
             )
             .handler(multi_round),
+        )
+        // The handshake revisions' elicitation: on the call's stream, to a client whose session
+        // says it shows forms.
+        .tool(
+            tool("test_elicitation", "Asks the user for information")
+                .handler(elicitation_handshake),
+        )
+        .tool(
+            tool(
+                "test_elicitation_sep1034_defaults",
+                "Asks a form with defaults",
+            )
+            .handler(elicitation_defaults),
+        )
+        .tool(
+            tool("test_elicitation_sep1330_enums", "Asks a form of enums")
+                .handler(elicitation_enums),
         )
         // The tasks extension's fixtures: a synchronous tool and a long-running one, which a
         // client declaring the extension gets as a task.

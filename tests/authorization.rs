@@ -235,6 +235,65 @@ async fn a_2026_07_28_client_that_declared_url_elicitation_is_asked_to_open_the_
 }
 
 #[tokio::test]
+async fn a_2025_11_25_client_whose_session_says_it_opens_links_gets_the_revisions_32042() {
+    let app = app();
+    let auth = bearer("erin");
+    let init = rpc(
+        1,
+        "initialize",
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"url": {}}},
+               "clientInfo": {"name": "t", "version": "1"}}),
+    );
+    let (status, headers, text) =
+        post_mcp(&app, &init.to_string(), &[("authorization", auth.as_str())]).await;
+    assert_eq!(status, 200, "{text}");
+    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let call = rpc(
+        4,
+        "tools/call",
+        json!({"name": "Demo_Profile", "arguments": {}}),
+    );
+    let (status, _, text) = post_mcp(
+        &app,
+        &call.to_string(),
+        &[
+            ("authorization", auth.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+            ("mcp-session-id", session.as_str()),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{text}");
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    let error = &answer["error"];
+    assert_eq!(error["code"], -32042, "{answer}");
+    let elicitation = &error["data"]["elicitations"][0];
+    assert_eq!(elicitation["mode"], "url");
+    assert!(!elicitation["elicitationId"].as_str().unwrap().is_empty());
+    assert!(
+        elicitation["url"]
+            .as_str()
+            .unwrap()
+            .starts_with("https://tools.example.com/oauth/demo/start?t="),
+        "{answer}"
+    );
+    // The same session presented by another caller opens nothing: the tool error.
+    let other = bearer("frank");
+    let (_, _, text) = post_mcp(
+        &app,
+        &call.to_string(),
+        &[
+            ("authorization", other.as_str()),
+            ("mcp-protocol-version", "2025-11-25"),
+            ("mcp-session-id", session.as_str()),
+        ],
+    )
+    .await;
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(answer["result"]["isError"], true, "{answer}");
+}
+
+#[tokio::test]
 async fn any_other_mcp_client_gets_a_tool_error_whose_text_gives_the_link() {
     let app = app();
     for (message, modern_revision) in [

@@ -61,6 +61,12 @@ impl McpServer {
                 },
                 None => Asking::Not,
             };
+            // A handshake client whose session says it shows forms is asked on the stream.
+            let elicit = match asking {
+                Asking::Not => self.handshake_questions(parts, &context).await,
+                _ => None,
+            };
+            let asking = elicit.as_ref().map_or(asking, Asking::Stream);
             let rpc = Rpc {
                 id: Some(&context.id),
                 traceparent: context.meta.get_traceparent(),
@@ -129,6 +135,9 @@ pub(crate) enum Asking<'a> {
     /// It may not (a handshake revision: the answer is a tool error naming what was needed).
     #[default]
     Not,
+    /// At a handshake revision, by `elicitation/create` on the call's stream (the client's
+    /// session says it shows forms).
+    Stream(&'a Arc<super::elicit::Elicit>),
     /// At 2026-07-28, by `input_required` results, in the modes the client declared on the
     /// request; `state` and `responses` continue an earlier round.
     Rounds {
@@ -224,6 +233,11 @@ impl McpServer {
         if let Some((_, exchange, _, _)) = &rounds {
             call.talk = Some(exchange.clone());
         }
+        if let Asking::Stream(elicit) = asking
+            && elicit.shows_forms()
+        {
+            call.talk = Some(elicit.clone());
+        }
         if let Some(progress) = progress {
             call.talk = Some(Arc::new(progress.around(call.talk.take())));
         }
@@ -301,6 +315,14 @@ impl McpServer {
             let created = tasks.create(context, name, arguments, answers).await?;
             return Ok(CallToolResponse::Task(created));
         }
+        // A 2025-11-25 client whose session says it opens links gets the revision's -32042.
+        if let Asking::Stream(elicit) = asking
+            && elicit.opens_links()
+            && let Err(rejection) = &answer
+            && let Some(error) = result::url_elicitation_required(rejection)
+        {
+            return Err(error);
+        }
         // A client that can open a URL for its user (it declared URL-mode elicitation) is asked
         // to; any other gets the tool error naming the link.
         if let Asking::Rounds { url: true, .. } = asking
@@ -310,5 +332,34 @@ impl McpServer {
             return Ok(CallToolResponse::InputRequired(input_required));
         }
         Ok(result::from_invoke(answer).into())
+    }
+}
+
+impl McpServer {
+    /// The questions channel of a handshake request whose `Mcp-Session-Id` opens for its
+    /// caller (its client declared form elicitation), if it has one.
+    async fn handshake_questions(
+        &self,
+        parts: Option<&http::request::Parts>,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Arc<super::elicit::Elicit>> {
+        let parts = parts?;
+        let token = parts
+            .headers
+            .get(super::elicit::SESSION_HEADER)?
+            .to_str()
+            .ok()?;
+        let trips = self.0.round_trips.as_ref()?;
+        let subject = parts
+            .extensions
+            .get::<oxp_lambda_core::principal::Principal>()
+            .and_then(|p| p.subject.as_deref());
+        let session = trips.open_session(token, subject).await?;
+        let store = trips.store()?.clone();
+        Some(Arc::new(super::elicit::Elicit::new(
+            context.peer.clone(),
+            store,
+            session,
+        )))
     }
 }

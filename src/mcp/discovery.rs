@@ -16,7 +16,8 @@
 //! server's `http`, the `Host` (never `X-Forwarded-Host`), and the stage and base path taken
 //! off the path before routing.
 
-use super::{McpConfig, rpc_error};
+use super::McpConfig;
+use super::plumbing::rpc_error;
 use crate::server::StrippedPrefix;
 use axum::Router;
 use axum::extract::Request;

@@ -81,6 +81,8 @@ fn plain(headers: &HeaderMap) -> bool {
         && !headers.contains_key(header::ORIGIN)
         && !headers.contains_key("mcp-method")
         && !headers.contains_key("mcp-name")
+        // A client with a session may be asked questions on the call's stream.
+        && !headers.contains_key(super::elicit::SESSION_HEADER)
 }
 
 /// The answer to `body` when it is a plain `tools/call`, else `None` (rmcp takes it).

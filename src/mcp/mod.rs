@@ -1,10 +1,11 @@
 //! The MCP adapter: `POST /mcp`, Streamable HTTP with the Rust MCP SDK (`rmcp`), stateless.
 //!
 //! Every request stands alone, so it works behind Lambda and any load balancer: no session
-//! store and no `Mcp-Session-Id` across requests; answers are JSON, but for a call whose tool
-//! reports progress to a client that asked for it (`progress`: an SSE stream, which Lambda
-//! buffers); `GET` (the server-to-client stream) and `DELETE` (ending a session)
-//! are 405; a notification is 202 with no body. rmcp negotiates the revision: the
+//! store. The one `Mcp-Session-Id` given out is self-contained (`elicit`: a handshake client
+//! that shows forms gets one saying so, sealed, and is asked on the call's stream); answers
+//! are JSON, but for a call whose tool reports progress or asks (an SSE stream, which Lambda
+//! buffers unless it streams); `GET` (the server-to-client stream) and `DELETE` (ending a
+//! session) are 405; a notification is 202 with no body. rmcp negotiates the revision: the
 //! `initialize` handshake (2025-03-26 to 2025-11-25) and the handshake-free 2026-07-28.
 //!
 //! In front of rmcp this adapter adds what the other adapters have: authentication
@@ -16,10 +17,12 @@
 mod call_tool;
 mod definition;
 mod discovery;
+mod elicit;
 mod exchange;
 mod fast;
 mod handler;
 mod modern;
+mod plumbing;
 mod progress;
 mod questions;
 pub(crate) mod result;
@@ -39,7 +42,7 @@ pub(crate) use round_trip::KEY_SECRET_ID as STATE_KEY_SECRET_ID;
 pub(crate) use handler::Served;
 
 use crate::auth::Authenticator;
-use crate::server::{Refused, guard, json, json_only, only};
+use crate::server::{Refused, guard, json_only, only};
 use crate::settings::{ConfigError, Env};
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -48,6 +51,8 @@ use axum::response::Response;
 use axum::routing::post;
 use handler::McpServer;
 use http::{HeaderValue, StatusCode, header};
+pub(crate) use plumbing::RequestClosed;
+use plumbing::{cancelled_request, is_json, plain_error_as_rpc, rpc_error, unauthenticated};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;
@@ -248,6 +253,8 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     if modern && let Some(removed) = modern::removed_method(&bytes) {
         return removed;
     }
+    let answering = elicit::pending(&parts, &bytes);
+    let session = elicit::session(&mcp.server, &parts, &bytes).await;
     // serde_json stops at 128 levels of nesting, so a deep body is a parse error, not a crash.
     if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
         // A syntax error names a line and column, never the text it found.
@@ -278,148 +285,27 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     // too) that large.
     let response = Box::pin(mcp.service.handle(request)).await;
     guard.disarm();
+    // rmcp checked the request as any other (host, origin, headers) and, stateless, refused a
+    // client's answer: one to a question of ours is recorded here.
+    if let Some(answering) = answering
+        && response.status() == StatusCode::BAD_REQUEST
+        && let Some(accepted) = elicit::answer(&mcp.server, &answering, &bytes).await
+    {
+        return accepted;
+    }
     if response.status().is_client_error() && !is_json(response.headers()) {
         return plain_error_as_rpc(response, &bytes).await;
     }
-    let response = response.map(Body::new);
+    let mut response = response.map(Body::new);
+    if let Some(session) = session
+        && response.status() == StatusCode::OK
+    {
+        response
+            .headers_mut()
+            .insert(elicit::SESSION_HEADER, session);
+    }
     if modern {
         return modern::status_of_errors(response).await;
     }
     response
-}
-
-/// Fires when the HTTP request it was made for is dropped before its answer: the client closed
-/// it. Handed to the call through the request's parts.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct RequestClosed(pub(crate) oxp_lambda_core::tool::Cancellation);
-
-impl RequestClosed {
-    fn guard(&self) -> ClosedGuard {
-        ClosedGuard(Some(self.0.clone()))
-    }
-}
-
-/// Fires its signal when dropped, unless disarmed first.
-struct ClosedGuard(Option<oxp_lambda_core::tool::Cancellation>);
-
-impl ClosedGuard {
-    fn disarm(&mut self) {
-        self.0 = None;
-    }
-}
-
-impl Drop for ClosedGuard {
-    fn drop(&mut self) {
-        if let Some(signal) = self.0.take() {
-            signal.cancel();
-        }
-    }
-}
-
-/// rmcp answers some refusals in plain text; the client gets a JSON-RPC error instead. Its 415
-/// after the plumbing accepted the content type means the JSON was no JSON-RPC message: rmcp
-/// reads unknown methods as custom requests, so a message with a method failed on its params.
-async fn plain_error_as_rpc(
-    response: http::Response<
-        impl axum::body::HttpBody<Data = Bytes, Error = std::convert::Infallible> + Send + 'static,
-    >,
-    request: &[u8],
-) -> Response {
-    let (parts, body) = response.into_parts();
-    if parts.status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
-        let message: Value = serde_json::from_slice(request).unwrap_or(Value::Null);
-        let id = message.get("id").cloned().unwrap_or(Value::Null);
-        let has_method = message.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
-            && message.get("method").is_some_and(Value::is_string);
-        return if has_method {
-            rpc_error(StatusCode::BAD_REQUEST, id, -32602, "Invalid params")
-        } else {
-            rpc_error(
-                StatusCode::BAD_REQUEST,
-                id,
-                -32600,
-                "Invalid request: the body must be one JSON-RPC 2.0 message",
-            )
-        };
-    }
-    // rmcp's other texts are fixed (406, 403 for a Host or Origin, ...).
-    let text = axum::body::to_bytes(Body::new(body), 4096)
-        .await
-        .unwrap_or_default();
-    let mut answer = rpc_error(
-        parts.status,
-        Value::Null,
-        -32600,
-        String::from_utf8_lossy(&text).trim(),
-    );
-    if let Some(allow) = parts.headers.get(header::ALLOW) {
-        answer.headers_mut().insert(header::ALLOW, allow.clone());
-    }
-    answer
-}
-
-/// The request id (as JSON text) a `notifications/cancelled` names, if `body` is one.
-fn cancelled_request(body: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Notification {
-        method: String,
-        params: Params,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params {
-        #[serde(rename = "requestId")]
-        request_id: rmcp::model::RequestId,
-    }
-    // A cancellation is a few dozen bytes; anything much larger is something else.
-    if body.len() > 4096 {
-        return None;
-    }
-    let n: Notification = serde_json::from_slice(body).ok()?;
-    (n.method == "notifications/cancelled")
-        .then(|| serde_json::to_string(&n.params.request_id).ok())
-        .flatten()
-}
-
-fn is_json(headers: &http::HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"))
-}
-
-/// 401, as the MCP authorization spec has it: a bearer challenge naming the metadata.
-fn unauthenticated(challenge: HeaderValue) -> Response {
-    let mut response = rpc_error(
-        StatusCode::UNAUTHORIZED,
-        Value::Null,
-        -32001,
-        "Authentication required: send a valid bearer token",
-    );
-    response
-        .headers_mut()
-        .insert(header::WWW_AUTHENTICATE, challenge);
-    response
-}
-
-#[derive(serde::Serialize)]
-struct RpcError<'a> {
-    jsonrpc: &'static str,
-    id: Value,
-    error: RpcErrorBody<'a>,
-}
-
-#[derive(serde::Serialize)]
-struct RpcErrorBody<'a> {
-    code: i64,
-    message: &'a str,
-}
-
-/// A JSON-RPC error response with HTTP `status`.
-fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Response {
-    let error = RpcError {
-        jsonrpc: "2.0",
-        id,
-        error: RpcErrorBody { code, message },
-    };
-    json(status, &error)
 }

@@ -16,6 +16,7 @@ use oxp_lambda_core::invoke::{Outcome, Rejection};
 use oxp_lambda_core::refusal::Missing;
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::tool::ToolError;
+use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResult, ContentBlock, InputRequest, InputRequests, InputRequiredResult, Resource,
     ResourceContents,
@@ -175,6 +176,30 @@ pub(crate) fn url_elicitation(rejection: &Rejection) -> Option<InputRequiredResu
     let mut requests = InputRequests::new();
     requests.insert(format!("authorize_{provider}"), request);
     Some(InputRequiredResult::from_input_requests(requests))
+}
+
+/// The 2025-11-25 `URLElicitationRequiredError` (-32042) of a call refused for want of the
+/// user's authorization: the link as a URL-mode elicitation the client opens for its user
+/// before it calls again.
+pub(crate) fn url_elicitation_required(rejection: &Rejection) -> Option<ErrorData> {
+    let Rejection::Missing(Missing::Authorization {
+        provider,
+        challenge: Some(challenge),
+    }) = rejection
+    else {
+        return None;
+    };
+    let elicitation = serde_json::json!({
+        "mode": "url",
+        "elicitationId": uuid::Uuid::new_v4().to_string(),
+        "url": challenge.url,
+        "message": format!("Authorize access to '{provider}' to continue."),
+    });
+    Some(ErrorData::new(
+        rmcp::model::ErrorCode(-32042),
+        "This request requires the user's authorization",
+        Some(serde_json::json!({"elicitations": [elicitation]})),
+    ))
 }
 
 /// An answer as a tool result, whatever it was.

@@ -44,6 +44,9 @@ pub(crate) struct RoundTrips {
     key_required: bool,
     codec: OnceCell<RequestStateCodec>,
     spent: Option<Arc<dyn StateStore>>,
+    /// Whether a handshake client's questions may go on the call's stream: the answer reaches
+    /// the client as it is written (locally; in Lambda only with response streaming).
+    pub(super) on_stream: bool,
 }
 
 impl std::fmt::Debug for RoundTrips {
@@ -81,10 +84,16 @@ impl RoundTrips {
             key_required,
             codec: OnceCell::new(),
             spent,
+            on_stream: false,
         }
     }
 
-    async fn codec(&self) -> Result<&RequestStateCodec, String> {
+    /// The state store (where spent states are marked, and handshake questions wait).
+    pub(super) fn store(&self) -> Option<&Arc<dyn StateStore>> {
+        self.spent.as_ref()
+    }
+
+    pub(super) async fn codec(&self) -> Result<&RequestStateCodec, String> {
         self.codec
             .get_or_try_init(|| async {
                 let key: Vec<u8> = if !self.secrets.holds(KEY_SECRET_ID) && !self.key_required {

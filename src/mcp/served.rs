@@ -20,17 +20,22 @@ pub(crate) fn served(invoker: Arc<Invoker>, pins: &[String]) -> Result<Arc<Serve
 
 /// The tools `/mcp` serves, whose questions for the user travel as 2026-07-28 round trips:
 /// states sealed under the secret `MCP_STATE_KEY` (required in Lambda, where every execution
-/// environment must open the others' states), spent once in `state` when there is one.
+/// environment must open the others' states), spent once in `state` when there is one; and
+/// at the handshake revisions on the call's stream (`streamed`: Lambda's answers stream).
 pub(crate) fn served_for_mcp(
     invoker: Arc<Invoker>,
     settings: &McpConfig,
     state: Option<&Arc<dyn StateStore>>,
     in_lambda: bool,
+    streamed: bool,
     queue: Option<TaskQueue>,
 ) -> Result<Arc<Served>, String> {
     let pins = &settings.pins;
     let tools = invoker.registry().served(pins, "OXP_MCP_TOOLS")?;
-    let trips = RoundTrips::new(invoker.secrets().clone(), in_lambda, state.cloned());
+    let mut trips = RoundTrips::new(invoker.secrets().clone(), in_lambda, state.cloned());
+    // A handshake client's question goes on the call's stream, which must reach it before the
+    // call ends: not through Lambda's buffered answers.
+    trips.on_stream = !in_lambda || streamed;
     // Tasks need a state store to keep them. Locally they run detached in this process; a
     // Lambda execution environment freezes once it has answered, so there they need the queue
     // the worker role runs them from (without it, tools answer in the request).

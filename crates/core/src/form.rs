@@ -63,14 +63,22 @@ impl Form {
         if properties.is_empty() || properties.len() > MAX_FIELDS {
             return Err("a form has 1 to 16 fields".into());
         }
-        let primitive = |field: &Value| {
-            matches!(
-                field.get("type").and_then(Value::as_str),
-                Some("string" | "number" | "integer" | "boolean")
-            )
+        // MCP's elicitation schemas: primitives, and (2025-11-25, SEP-1330) a multi-select, an
+        // array of one of a string enum's values (`items.enum`, or titled `items.anyOf`).
+        let field_ok = |field: &Value| match field.get("type").and_then(Value::as_str) {
+            Some("string" | "number" | "integer" | "boolean") => true,
+            Some("array") => field.get("items").is_some_and(|items| {
+                items
+                    .get("enum")
+                    .or(items.get("anyOf"))
+                    .is_some_and(Value::is_array)
+            }),
+            _ => false,
         };
-        if !properties.values().all(primitive) {
-            return Err("a form's fields are strings, numbers, integers or booleans".into());
+        if !properties.values().all(field_ok) {
+            return Err(
+                "a form's fields are strings, numbers, integers, booleans or multi-selects".into(),
+            );
         }
         Ok(())
     }

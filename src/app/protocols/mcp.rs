@@ -45,6 +45,7 @@ impl Protocol for Mcp {
             &settings,
             assembly.state(),
             config.runtime.lambda,
+            config.lambda_streaming,
             queue,
         )?;
         // Tasks whose run a restart ended are failed with a message, never forgotten.

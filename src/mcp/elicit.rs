@@ -1,0 +1,408 @@
+//! Questions for the user at the handshake revisions (2025-06-18, 2025-11-25), as they have
+//! them: `elicitation/create` sent to the client on the call's own stream, the client's answer
+//! a POST of its own. A stateless server keeps no session, so two things travel with the
+//! client instead, sealed under the `requestState` key (every execution environment opens them):
+//!
+//! - what its `initialize` declared: a client that declared form elicitation gets an
+//!   `Mcp-Session-Id` carrying that (and a nonce naming it), bound to the caller; a request
+//!   without it, or whose id does not open for its caller, is asked nothing (the tool error it
+//!   always got);
+//! - which call a question belongs to: rmcp numbers a request's outgoing requests from 0, so a
+//!   question is `<session nonce>:<id>` in the state store, taken before it is sent (two calls of
+//!   one session asking at once take turns) and answered once, by a POST of the same caller's
+//!   session naming that id; the call reads the answer from the store, so any execution
+//!   environment may take the POST.
+
+use super::questions::{Question, choice_of, filled_of, read_response, request_of};
+use super::round_trip::RoundTrips;
+use oxp_lambda_core::durable::{Item, StateStore};
+use oxp_lambda_core::form::{Filled, Form};
+use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
+use rmcp::RoleServer;
+use rmcp::model::{InputRequest, RequestId, ServerRequest};
+use rmcp::service::{Peer, PeerRequestOptions};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+/// The header a session travels in.
+pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+/// How long a session is good for (a client whose session expired is asked nothing).
+const SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
+/// The state store's partition of questions sent, by `<session nonce>:<request id>`.
+const ASKED: &str = "mcp-elicit";
+/// A question's value until it is answered.
+const OPEN: &[u8] = b"?";
+/// How long a question waits for its answer at most (the call's deadline ends it sooner).
+const MAX_WAIT: Duration = Duration::from_secs(600);
+/// How often a waiting question reads the store.
+const WATCH: Duration = Duration::from_millis(200);
+/// The revisions whose clients are asked this way.
+const REVISIONS: [&str; 2] = ["2025-06-18", "2025-11-25"];
+
+/// What a session carries: the nonce its questions are named by, and what its client shows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Session {
+    n: String,
+    /// Form mode: questions on the call's stream.
+    #[serde(default)]
+    f: bool,
+    /// URL mode (2025-11-25): a user's authorization as the revision's -32042 error.
+    #[serde(default)]
+    u: bool,
+}
+
+/// What a session is bound to: the caller.
+fn session_binding(subject: Option<&str>) -> Vec<u8> {
+    Sha256::new_with_prefix(b"oxp-lambda mcp session\0")
+        .chain_update(subject.unwrap_or_default().as_bytes())
+        .finalize()
+        .to_vec()
+}
+
+impl RoundTrips {
+    /// A session for a client whose `initialize` (`body`) declared form elicitation at a
+    /// handshake revision, for `subject`; `None` for any other body, or without a store.
+    pub(crate) async fn session_for(&self, body: &[u8], subject: Option<&str>) -> Option<String> {
+        #[derive(Deserialize)]
+        struct Initialize {
+            method: String,
+            params: Params,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Params {
+            protocol_version: String,
+            capabilities: Value,
+        }
+        if body.len() > 64 * 1024 {
+            return None;
+        }
+        let init: Initialize = serde_json::from_slice(body).ok()?;
+        let elicitation = init.params.capabilities.get("elicitation")?.as_object()?;
+        // An empty object is form mode (2025-11-25 keeps 2025-06-18's meaning); URL mode is
+        // 2025-11-25's. Only what this function can carry counts: a form needs the stream.
+        let version = init.params.protocol_version.as_str();
+        let form = self.on_stream && (elicitation.is_empty() || elicitation.contains_key("form"));
+        let url = version == "2025-11-25" && elicitation.contains_key("url");
+        if init.method != "initialize" || !REVISIONS.contains(&version) || !(form || url) {
+            return None;
+        }
+        self.store()?;
+        let codec = self.codec().await.ok()?;
+        let session = Session {
+            n: uuid::Uuid::new_v4().simple().to_string(),
+            f: form,
+            u: url,
+        };
+        let binding = session_binding(subject);
+        let options = rmcp::model::SealOptions::new()
+            .associated_data(&binding)
+            .ttl(SESSION_TTL);
+        codec.seal_json_with(&session, &options).ok()
+    }
+
+    /// The session `token` names, when it opens for `subject`.
+    pub(crate) async fn open_session(&self, token: &str, subject: Option<&str>) -> Option<Session> {
+        if token.len() > 1024 {
+            return None;
+        }
+        let codec = self.codec().await.ok()?;
+        codec.open_json_with(token, &session_binding(subject)).ok()
+    }
+
+    /// A client's POST of its answer to a question (`body`, a JSON-RPC response or error) in
+    /// `session`: recorded once, for the call that asked it. Whether it answered one.
+    pub(crate) async fn answered(&self, session: &Session, body: &[u8]) -> bool {
+        #[derive(Deserialize)]
+        struct Answer {
+            id: RequestId,
+            #[serde(default)]
+            result: Option<Value>,
+            #[serde(default)]
+            error: Option<Value>,
+        }
+        let Some(store) = self.store() else {
+            return false;
+        };
+        let Ok(answer) = serde_json::from_slice::<Answer>(body) else {
+            return false;
+        };
+        // A client that could not show the question answers an error: the user said nothing.
+        let value = match (answer.result, answer.error) {
+            (Some(result), None) => match read_response(&result) {
+                Ok(value) => value,
+                Err(_) => json!({"action": "cancel"}),
+            },
+            (None, Some(_)) => json!({"action": "cancel"}),
+            _ => return false,
+        };
+        let key = question_key(session, &answer.id);
+        let bytes = serde_json::to_vec(&value).unwrap_or_default();
+        let until = Item::new(bytes, Some(SystemTime::now() + MAX_WAIT));
+        store
+            .put_if(ASKED, &key, until, Some(OPEN))
+            .await
+            .unwrap_or(false)
+    }
+}
+
+/// A question's key: the session's nonce and the request's id as JSON.
+fn question_key(session: &Session, id: &RequestId) -> String {
+    let id = serde_json::to_string(id).unwrap_or_default();
+    format!("{}:{id}", session.n)
+}
+
+/// Whether `body` is a JSON-RPC response or error (no `method`), which a client sends to answer
+/// a request of the server's.
+pub(crate) fn is_answer(body: &[u8]) -> bool {
+    #[derive(Deserialize)]
+    struct Shape {
+        #[serde(default)]
+        method: Option<serde::de::IgnoredAny>,
+        #[serde(default)]
+        id: Option<serde::de::IgnoredAny>,
+    }
+    body.len() <= 64 * 1024
+        && serde_json::from_slice::<Shape>(body).is_ok_and(|s| s.method.is_none() && s.id.is_some())
+}
+
+/// A call's questions at a handshake revision: sent on its stream, answered through the store.
+pub(crate) struct Elicit {
+    peer: Peer<RoleServer>,
+    store: Arc<dyn StateStore>,
+    session: Session,
+    /// Requests sent on this call's stream so far: rmcp numbers the next one with it. Held
+    /// while a question is taken and sent, so questions asked at once get their own numbers.
+    sent: tokio::sync::Mutex<u32>,
+}
+
+impl std::fmt::Debug for Elicit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Elicit").finish_non_exhaustive()
+    }
+}
+
+impl Elicit {
+    /// Whether the client shows forms: the tool's questions go on the stream.
+    pub(crate) fn shows_forms(&self) -> bool {
+        self.session.f
+    }
+
+    /// Whether the client opens links (URL mode, 2025-11-25).
+    pub(crate) fn opens_links(&self) -> bool {
+        self.session.u
+    }
+
+    /// The questions of a call whose client's session is `session`, sent over `peer`.
+    pub(crate) fn new(
+        peer: Peer<RoleServer>,
+        store: Arc<dyn StateStore>,
+        session: Session,
+    ) -> Self {
+        Self {
+            peer,
+            store,
+            session,
+            sent: tokio::sync::Mutex::new(0),
+        }
+    }
+
+    /// Asks `question` and waits for its answer (as [`read_response`] keeps it).
+    async fn answer(&self, question: Question) -> Result<Value, TalkError> {
+        let InputRequest::Elicitation(request) =
+            request_of(&question).map_err(TalkError::Invalid)?
+        else {
+            return Err(TalkError::Invalid("not an elicitation".into()));
+        };
+        let unavailable = |e: String| TalkError::Unavailable(e);
+        let key = {
+            let mut sent = self.sent.lock().await;
+            let id = RequestId::Number(i64::from(*sent));
+            let key = question_key(&self.session, &id);
+            // Another call of the session asking under the same number: this one waits its turn.
+            let until = Some(SystemTime::now() + MAX_WAIT);
+            while !self
+                .store
+                .put_if(ASKED, &key, Item::new(OPEN.to_vec(), until), None)
+                .await
+                .map_err(|e| unavailable(e.0))?
+            {
+                tokio::time::sleep(WATCH).await;
+            }
+            let sent_as = self
+                .peer
+                .send_request_with_option(
+                    ServerRequest::ElicitRequest(request),
+                    PeerRequestOptions::no_options(),
+                )
+                .await;
+            *sent += 1;
+            match sent_as {
+                Ok(handle) if handle.id == id => key,
+                Ok(_) | Err(_) => {
+                    let _ = self.store.delete(ASKED, &key).await;
+                    return Err(unavailable("the question could not be sent".into()));
+                }
+            }
+        };
+        // The question goes with the call: a call ended at its deadline or cancelled frees its
+        // number for the session's next question.
+        let _asked = Asked(self.store.clone(), key.clone());
+        loop {
+            tokio::time::sleep(WATCH).await;
+            let item = self
+                .store
+                .get(ASKED, &key)
+                .await
+                .map_err(|e| unavailable(e.0))?;
+            match item {
+                Some(item) if item.value == OPEN => continue,
+                Some(item) => {
+                    return serde_json::from_slice(&item.value)
+                        .map_err(|_| TalkError::InvalidAnswer);
+                }
+                None => return Err(TalkError::TimedOut),
+            }
+        }
+    }
+}
+
+/// A question sent: deleted from the store when its call is done with it, answered or not.
+struct Asked(Arc<dyn StateStore>, String);
+
+impl Drop for Asked {
+    fn drop(&mut self) {
+        let (store, key) = (self.0.clone(), std::mem::take(&mut self.1));
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            runtime.spawn(async move {
+                let _ = store.delete(ASKED, &key).await;
+            });
+        }
+    }
+}
+
+impl Talk for Elicit {
+    fn protocol(&self) -> &'static str {
+        "mcp"
+    }
+
+    fn ask(&self, ask: Ask, _seq: u32) -> TalkFuture<'_, Result<Choice, TalkError>> {
+        Box::pin(async move {
+            let (default, choices) = (ask.default, ask.choices.clone());
+            let answer = self.answer(Question::Choice(ask)).await?;
+            choice_of(&answer, &choices, default)
+        })
+    }
+
+    fn fill(&self, form: Form, _seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
+        Box::pin(async move { Ok(filled_of(&self.answer(Question::Form(form)).await?)) })
+    }
+}
+
+/// A POST that may answer a question (a JSON-RPC response or error in a session): its
+/// session token and caller, kept for [`answer`] once rmcp has checked the request.
+pub(crate) fn pending(
+    parts: &http::request::Parts,
+    body: &[u8],
+) -> Option<(String, Option<String>)> {
+    let token = parts.headers.get(SESSION_HEADER)?.to_str().ok()?;
+    is_answer(body).then(|| (token.to_owned(), subject(parts).map(str::to_owned)))
+}
+
+/// The 202 of a client's POST answering a question it was asked in its session (`token`, of
+/// caller `subject`), once recorded; `None` when it answers none.
+pub(crate) async fn answer(
+    server: &super::handler::McpServer,
+    (token, subject): &(String, Option<String>),
+    body: &[u8],
+) -> Option<axum::response::Response> {
+    let trips = server.0.round_trips.as_ref()?;
+    let session = trips.open_session(token, subject.as_deref()).await?;
+    if !trips.answered(&session, body).await {
+        return None;
+    }
+    Some(
+        axum::response::Response::builder()
+            .status(http::StatusCode::ACCEPTED)
+            .body(axum::body::Body::empty())
+            .expect("a valid response"),
+    )
+}
+
+/// The `Mcp-Session-Id` for an `initialize` (`body`) whose client declares form elicitation.
+pub(crate) async fn session(
+    server: &super::handler::McpServer,
+    parts: &http::request::Parts,
+    body: &[u8],
+) -> Option<http::HeaderValue> {
+    // Only an initialize is read again.
+    if !body.windows(12).any(|w| w == b"\"initialize\"") {
+        return None;
+    }
+    let trips = server.0.round_trips.as_ref()?;
+    let token = trips.session_for(body, subject(parts)).await?;
+    http::HeaderValue::from_str(&token).ok()
+}
+
+/// The authenticated caller of a request (`None` without authentication).
+fn subject(parts: &http::request::Parts) -> Option<&str> {
+    parts
+        .extensions
+        .get::<oxp_lambda_core::principal::Principal>()
+        .and_then(|p| p.subject.as_deref())
+}
+
+#[cfg(all(test, feature = "embedded-state"))]
+mod tests {
+    use super::*;
+    use oxp_lambda_core::secrets::{ClientSecrets, Secrets};
+
+    fn trips(on_stream: bool) -> RoundTrips {
+        let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
+        let store: Arc<dyn StateStore> = Arc::new(crate::state::embedded::Embedded::new(None));
+        let mut trips = RoundTrips::new(secrets, false, Some(store));
+        trips.on_stream = on_stream;
+        trips
+    }
+
+    const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+    #[tokio::test]
+    async fn a_session_is_given_only_where_the_question_reaches_the_client_in_time() {
+        // Lambda's buffered answers would hold the question until the call ended.
+        assert!(
+            trips(false)
+                .session_for(INIT.as_bytes(), None)
+                .await
+                .is_none()
+        );
+        let trips = trips(true);
+        let token = trips
+            .session_for(INIT.as_bytes(), Some("alice"))
+            .await
+            .unwrap();
+        assert!(trips.open_session(&token, Some("alice")).await.is_some());
+        assert!(trips.open_session(&token, Some("bob")).await.is_none());
+        assert!(trips.open_session(&token, None).await.is_none());
+    }
+
+    #[test]
+    fn only_a_response_or_an_error_is_an_answer() {
+        assert!(is_answer(
+            br#"{"jsonrpc":"2.0","id":0,"result":{"action":"cancel"}}"#
+        ));
+        assert!(is_answer(
+            br#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"x"}}"#
+        ));
+        assert!(!is_answer(
+            br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
+        ));
+        assert!(!is_answer(
+            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        ));
+        assert!(!is_answer(b"[1, 2]"));
+    }
+}

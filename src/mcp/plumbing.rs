@@ -1,0 +1,144 @@
+//! What `/mcp` answers around rmcp: the signal of a request its client closed, JSON-RPC
+//! errors for what rmcp refuses in plain text or does not reach, and the 401 of the plumbing.
+
+use crate::server::json;
+use axum::body::{Body, Bytes};
+use axum::response::Response;
+use http::{HeaderValue, StatusCode, header};
+use serde_json::Value;
+
+/// Fires when the HTTP request it was made for is dropped before its answer: the client closed
+/// it. Handed to the call through the request's parts.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct RequestClosed(pub(crate) oxp_lambda_core::tool::Cancellation);
+
+impl RequestClosed {
+    pub(super) fn guard(&self) -> ClosedGuard {
+        ClosedGuard(Some(self.0.clone()))
+    }
+}
+
+/// Fires its signal when dropped, unless disarmed first.
+pub(super) struct ClosedGuard(Option<oxp_lambda_core::tool::Cancellation>);
+
+impl ClosedGuard {
+    pub(super) fn disarm(&mut self) {
+        self.0 = None;
+    }
+}
+
+impl Drop for ClosedGuard {
+    fn drop(&mut self) {
+        if let Some(signal) = self.0.take() {
+            signal.cancel();
+        }
+    }
+}
+
+/// rmcp answers some refusals in plain text; the client gets a JSON-RPC error instead. Its 415
+/// after the plumbing accepted the content type means the JSON was no JSON-RPC message: rmcp
+/// reads unknown methods as custom requests, so a message with a method failed on its params.
+pub(super) async fn plain_error_as_rpc(
+    response: http::Response<
+        impl axum::body::HttpBody<Data = Bytes, Error = std::convert::Infallible> + Send + 'static,
+    >,
+    request: &[u8],
+) -> Response {
+    let (parts, body) = response.into_parts();
+    if parts.status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
+        let message: Value = serde_json::from_slice(request).unwrap_or(Value::Null);
+        let id = message.get("id").cloned().unwrap_or(Value::Null);
+        let has_method = message.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
+            && message.get("method").is_some_and(Value::is_string);
+        return if has_method {
+            rpc_error(StatusCode::BAD_REQUEST, id, -32602, "Invalid params")
+        } else {
+            rpc_error(
+                StatusCode::BAD_REQUEST,
+                id,
+                -32600,
+                "Invalid request: the body must be one JSON-RPC 2.0 message",
+            )
+        };
+    }
+    // rmcp's other texts are fixed (406, 403 for a Host or Origin, ...).
+    let text = axum::body::to_bytes(Body::new(body), 4096)
+        .await
+        .unwrap_or_default();
+    let mut answer = rpc_error(
+        parts.status,
+        Value::Null,
+        -32600,
+        String::from_utf8_lossy(&text).trim(),
+    );
+    if let Some(allow) = parts.headers.get(header::ALLOW) {
+        answer.headers_mut().insert(header::ALLOW, allow.clone());
+    }
+    answer
+}
+
+/// The request id (as JSON text) a `notifications/cancelled` names, if `body` is one.
+pub(super) fn cancelled_request(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Notification {
+        method: String,
+        params: Params,
+    }
+    #[derive(serde::Deserialize)]
+    struct Params {
+        #[serde(rename = "requestId")]
+        request_id: rmcp::model::RequestId,
+    }
+    // A cancellation is a few dozen bytes; anything much larger is something else.
+    if body.len() > 4096 {
+        return None;
+    }
+    let n: Notification = serde_json::from_slice(body).ok()?;
+    (n.method == "notifications/cancelled")
+        .then(|| serde_json::to_string(&n.params.request_id).ok())
+        .flatten()
+}
+
+pub(super) fn is_json(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"))
+}
+
+/// 401, as the MCP authorization spec has it: a bearer challenge naming the metadata.
+pub(super) fn unauthenticated(challenge: HeaderValue) -> Response {
+    let mut response = rpc_error(
+        StatusCode::UNAUTHORIZED,
+        Value::Null,
+        -32001,
+        "Authentication required: send a valid bearer token",
+    );
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, challenge);
+    response
+}
+
+#[derive(serde::Serialize)]
+struct RpcError<'a> {
+    jsonrpc: &'static str,
+    id: Value,
+    error: RpcErrorBody<'a>,
+}
+
+#[derive(serde::Serialize)]
+struct RpcErrorBody<'a> {
+    code: i64,
+    message: &'a str,
+}
+
+/// A JSON-RPC error response with HTTP `status`.
+pub(super) fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str) -> Response {
+    let error = RpcError {
+        jsonrpc: "2.0",
+        id,
+        error: RpcErrorBody { code, message },
+    };
+    json(status, &error)
+}
