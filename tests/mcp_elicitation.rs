@@ -201,13 +201,7 @@ async fn without_a_session_a_handshake_call_that_asks_is_the_tool_error_it_was()
 #[tokio::test]
 #[cfg(feature = "jwt")]
 async fn another_caller_can_neither_use_a_session_nor_answer_its_question() {
-    let mut config = test_config();
-    config.auth = common::jwt::hs256_auth(false);
-    let app = build(
-        oxp_lambda::App::builder(common::example_tools::registry().unwrap())
-            .config(config)
-            .secret(common::jwt::JWT_KEY_ID, common::jwt::HS_KEY),
-    );
+    let app = common::jwt::example_app();
     let (alice, bob) = (common::jwt::bearer("alice"), common::jwt::bearer("bob"));
     let session = initialize(&app, VERSION, json!({"elicitation": {}}), Some(&alice))
         .await

@@ -305,13 +305,7 @@ async fn a_replayed_altered_or_misapplied_state_and_malformed_responses_are_refu
 #[tokio::test]
 #[cfg(feature = "jwt")]
 async fn a_state_is_refused_when_another_caller_presents_it() {
-    let mut config = test_config();
-    config.auth = common::jwt::hs256_auth(false);
-    let app = build(
-        App::builder(common::example_tools::registry().unwrap())
-            .config(config)
-            .secret(common::jwt::JWT_KEY_ID, common::jwt::HS_KEY),
-    );
+    let app = common::jwt::example_app();
     let alice = common::jwt::bearer("alice");
     let bob = common::jwt::bearer("bob");
     let state = first_round(&app, Some(&alice)).await;

@@ -8,7 +8,7 @@
 mod common;
 
 use common::tasks::*;
-use common::{App, app_with, build, test_config};
+use common::{App, app_with, test_config};
 use futures_util::FutureExt;
 use oxp_lambda::Registry;
 use serde_json::{Value, json};
@@ -263,13 +263,7 @@ async fn without_the_extension_the_tasks_methods_refuse_and_unknown_or_removed_o
 #[tokio::test]
 #[cfg(feature = "jwt")]
 async fn another_caller_cannot_see_update_or_cancel_a_task() {
-    let mut config = test_config();
-    config.auth = common::jwt::hs256_auth(false);
-    let app = build(
-        oxp_lambda::App::builder(common::example_tools::registry().unwrap())
-            .config(config)
-            .secret(common::jwt::JWT_KEY_ID, common::jwt::HS_KEY),
-    );
+    let app = common::jwt::example_app();
     let alice = common::jwt::bearer("alice");
     let bob = common::jwt::bearer("bob");
     let created = rpc(

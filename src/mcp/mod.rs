@@ -31,11 +31,12 @@ mod served;
 mod task_queue;
 mod task_store;
 mod task_talk;
+mod task_worker;
 mod tasks;
 
 pub(crate) use served::{served, served_for_mcp};
 pub(crate) use task_queue::TaskQueue;
-pub(crate) use task_queue::TaskRecords;
+pub(crate) use task_worker::TaskRecords;
 
 pub(crate) use round_trip::KEY_SECRET_ID as STATE_KEY_SECRET_ID;
 

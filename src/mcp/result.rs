@@ -153,10 +153,9 @@ fn error_result(text: &ErrorText<'_>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(text)])
 }
 
-/// The `input_required` result of a 2026-07-28 call refused for want of the user's
-/// authorization at a provider whose flow the server runs: a URL-mode `elicitation/create`
-/// with the link. The client opens it for its user and calls again, which then finds the token.
-pub(crate) fn url_elicitation(rejection: &Rejection) -> Option<InputRequiredResult> {
+/// The provider and the URL-mode elicitation (`mode`, `url`, `message`) of a call refused for
+/// want of the user's authorization at a provider whose flow the server runs.
+fn authorization_link(rejection: &Rejection) -> Option<(&str, Value)> {
     let Rejection::Missing(Missing::Authorization {
         provider,
         challenge: Some(challenge),
@@ -164,14 +163,20 @@ pub(crate) fn url_elicitation(rejection: &Rejection) -> Option<InputRequiredResu
     else {
         return None;
     };
-    let request = serde_json::json!({
-        "method": "elicitation/create",
-        "params": {
-            "mode": "url",
-            "url": challenge.url,
-            "message": format!("Authorize access to '{provider}' to continue."),
-        },
+    let elicitation = serde_json::json!({
+        "mode": "url",
+        "url": challenge.url,
+        "message": format!("Authorize access to '{provider}' to continue."),
     });
+    Some((provider, elicitation))
+}
+
+/// The `input_required` result of a 2026-07-28 call refused for want of the user's
+/// authorization at a provider whose flow the server runs: a URL-mode `elicitation/create`
+/// with the link. The client opens it for its user and calls again, which then finds the token.
+pub(crate) fn url_elicitation(rejection: &Rejection) -> Option<InputRequiredResult> {
+    let (provider, params) = authorization_link(rejection)?;
+    let request = serde_json::json!({"method": "elicitation/create", "params": params});
     let request: InputRequest = serde_json::from_value(request).ok()?;
     let mut requests = InputRequests::new();
     requests.insert(format!("authorize_{provider}"), request);
@@ -182,19 +187,8 @@ pub(crate) fn url_elicitation(rejection: &Rejection) -> Option<InputRequiredResu
 /// user's authorization: the link as a URL-mode elicitation the client opens for its user
 /// before it calls again.
 pub(crate) fn url_elicitation_required(rejection: &Rejection) -> Option<ErrorData> {
-    let Rejection::Missing(Missing::Authorization {
-        provider,
-        challenge: Some(challenge),
-    }) = rejection
-    else {
-        return None;
-    };
-    let elicitation = serde_json::json!({
-        "mode": "url",
-        "elicitationId": uuid::Uuid::new_v4().to_string(),
-        "url": challenge.url,
-        "message": format!("Authorize access to '{provider}' to continue."),
-    });
+    let (_, mut elicitation) = authorization_link(rejection)?;
+    elicitation["elicitationId"] = uuid::Uuid::new_v4().to_string().into();
     Some(ErrorData::new(
         rmcp::model::ErrorCode(-32042),
         "This request requires the user's authorization",

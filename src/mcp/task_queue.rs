@@ -4,11 +4,8 @@
 //! through it. A run that waits for the user past its worker's invocation parks the task; the
 //! answer (`tasks/update`, in whichever environment) sends the run to the queue again.
 
-use super::tasks::{RunEnd, Tasks};
-use crate::server::{BoxFuture, CallContext, Handled, RecordHandler};
 use crate::sqs::Sqs;
 use serde::{Deserialize, Serialize};
-use std::sync::Arc;
 
 /// Where task runs go.
 #[derive(Debug, Clone)]
@@ -46,31 +43,5 @@ impl TaskQueue {
         };
         let body = serde_json::to_string(&job).map_err(|e| e.to_string())?;
         self.sqs.send(&self.url, body).await
-    }
-}
-
-/// The worker role's handler of queued task runs.
-pub(crate) struct TaskRecords(pub(crate) Arc<Tasks>);
-
-impl RecordHandler for TaskRecords {
-    fn handle<'a>(&'a self, body: &'a str, context: CallContext) -> BoxFuture<'a, Handled> {
-        Box::pin(async move {
-            let Ok(job) = serde_json::from_str::<TaskJob>(body) else {
-                return Handled::NotMine;
-            };
-            if job.mcp_task.is_empty() || job.mcp_task.len() > MAX_TASK_ID {
-                return Handled::NotMine;
-            }
-            let traceparent = job.traceparent.or(context.traceparent);
-            match self
-                .0
-                .run(&job.mcp_task, traceparent, context.deadline)
-                .await
-            {
-                // A parked task's answer enqueues it again: this record is done with.
-                RunEnd::Finished | RunEnd::Parked => Handled::Done,
-                RunEnd::Unavailable(why) => Handled::Retry(why),
-            }
-        })
     }
 }

@@ -41,3 +41,14 @@ pub fn bearer(sub: &str) -> String {
     .unwrap();
     format!("Bearer {token}")
 }
+
+/// The example tools behind `OXP_AUTH=jwt` with that key: callers are `bearer(sub)`.
+pub fn example_app() -> super::App {
+    let mut config = super::test_config();
+    config.auth = hs256_auth(false);
+    super::build(
+        oxp_lambda::App::builder(super::example_tools::registry().unwrap())
+            .config(config)
+            .secret(JWT_KEY_ID, HS_KEY),
+    )
+}
