@@ -39,6 +39,10 @@ const OPEN: &[u8] = b"?";
 const MAX_WAIT: Duration = Duration::from_secs(600);
 /// How often a waiting question reads the store.
 const WATCH: Duration = Duration::from_millis(200);
+/// Longest `initialize` read for the capabilities it declares.
+const MAX_INITIALIZE: usize = 64 * 1024;
+/// Longest client answer read.
+const MAX_ANSWER: usize = 64 * 1024;
 /// The revisions whose clients are asked this way.
 const REVISIONS: [&str; 2] = ["2025-06-18", "2025-11-25"];
 
@@ -77,7 +81,7 @@ impl RoundTrips {
             protocol_version: String,
             capabilities: Value,
         }
-        if body.len() > 64 * 1024 {
+        if body.len() > MAX_INITIALIZE {
             return None;
         }
         let init: Initialize = serde_json::from_slice(body).ok()?;
@@ -165,7 +169,7 @@ pub(crate) fn is_answer(body: &[u8]) -> bool {
         #[serde(default)]
         id: Option<serde::de::IgnoredAny>,
     }
-    body.len() <= 64 * 1024
+    body.len() <= MAX_ANSWER
         && serde_json::from_slice::<Shape>(body).is_ok_and(|s| s.method.is_none() && s.id.is_some())
 }
 
@@ -338,8 +342,8 @@ pub(crate) async fn session(
     parts: &http::request::Parts,
     body: &[u8],
 ) -> Option<http::HeaderValue> {
-    // Only an initialize is read again.
-    if !body.windows(12).any(|w| w == b"\"initialize\"") {
+    // Only an initialize (a small body) is read again.
+    if body.len() > MAX_INITIALIZE || !body.windows(12).any(|w| w == b"\"initialize\"") {
         return None;
     }
     let trips = server.0.round_trips.as_ref()?;
