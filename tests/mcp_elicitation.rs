@@ -241,6 +241,62 @@ async fn another_caller_can_neither_use_a_session_nor_answer_its_question() {
     );
 }
 
+/// Two execution environments of one Lambda function (the `http` role, answers streamed when
+/// `streaming`) sharing the state table on moto.
+async fn environments(streaming: bool) -> (App, App) {
+    let sdk = common::aws::sdk_config(&common::aws::moto_url()).await;
+    let (_, table) = common::aws::state_table().await;
+    let function = || {
+        let vars = [
+            ("OXP_AUTH", "none"),
+            ("OXP_STATE_TABLE", table.as_str()),
+            ("OXP_METRICS", "off"),
+        ];
+        let mut config = oxp_lambda::Config::from_vars(true, vars).unwrap();
+        config.lambda_role = "http".into();
+        config.lambda_streaming = streaming;
+        build(
+            oxp_lambda::App::builder(example_tools::registry().unwrap())
+                .config(config)
+                .aws_config(sdk.clone())
+                .secret("MCP_STATE_KEY", "a-state-key-every-environment-holds"),
+        )
+    };
+    (function(), function())
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn in_lambda_another_environment_takes_the_answer_and_a_buffering_function_asks_nothing() {
+    // Buffered, the question would reach the client only when the call had ended: no session.
+    let (buffered, _) = environments(false).await;
+    let declared = json!({"elicitation": {}});
+    assert!(
+        initialize(&buffered, VERSION, declared.clone(), None)
+            .await
+            .is_none()
+    );
+    // Streamed: the call asks in one environment, the answer lands in another.
+    let (first, second) = environments(true).await;
+    let session = initialize(&first, VERSION, declared, None).await.unwrap();
+    let call = message(2, "tools/call", confirm());
+    let response = first
+        .clone()
+        .oneshot(request(&call, Some(&session), None))
+        .await
+        .unwrap();
+    let mut body = response.into_body();
+    let mut buffer = String::new();
+    let asked = next_message(&mut body, &mut buffer).await;
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let answer = choosing(&asked["id"], "No");
+    let taken = post(&second, request(&answer, Some(&session), None)).await;
+    assert_eq!(taken.0, 202, "{}", taken.1);
+    let result = next_message(&mut body, &mut buffer).await;
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(text).unwrap()["choice"], "No");
+}
+
 #[test]
 #[ignore = "needs the MCP Python SDK: scripts/test installs it (OXP_TEST_PYTHON) and runs this"]
 fn the_python_sdk_client_answers_a_tools_question_through_its_callback() {
