@@ -1,8 +1,9 @@
 //! A form the user fills in: MCP's form elicitation, a flat object of primitive fields (text,
-//! numbers, booleans, single choices). A [`ToolContext::fill`](crate::ToolContext::fill) names
+//! numbers, booleans, single choices) and multi-selects. A [`ToolContext::fill`](crate::ToolContext::fill) names
 //! it with a key the client sees, so a call that asks several forms over its rounds keeps them
 //! apart. For a choice among labels, [`Ask`](crate::talk::Ask) says it in every protocol that
-//! can ask; a form is carried where the protocol has forms (MCP 2026-07-28), and elsewhere fails
+//! can ask; a form is carried where the protocol has forms (MCP: a 2026-07-28 round, or on the
+//! call's stream to a 2025 client that declared form elicitation), and elsewhere fails
 //! the call with a clear `unsupported` error.
 //!
 //! Forms are for what a user may type into any client: never for secrets (the protocols' own
@@ -25,7 +26,8 @@ pub struct Form {
     /// What the user is asked.
     pub message: String,
     /// A JSON Schema object with `properties` of primitive types (`string`, `number`,
-    /// `integer`, `boolean`, a string `enum`), and optionally `required`.
+    /// `integer`, `boolean`, a string `enum` or titled `oneOf`), or multi-selects (`array`
+    /// whose `items` is a string `enum` or titled `anyOf`), and optionally `required`.
     pub schema: Value,
 }
 
@@ -40,7 +42,8 @@ impl Form {
     }
 
     /// Checks the form: a key of at most [`MAX_KEY_CHARS`] letters, digits, `_` or `-`; a
-    /// message within bounds; a flat object schema of at most [`MAX_FIELDS`] primitive fields.
+    /// message within bounds; a flat object schema of at most [`MAX_FIELDS`] primitive fields
+    /// or multi-selects.
     pub fn check(&self) -> Result<(), String> {
         let key_ok = !self.key.is_empty()
             && self.key.chars().count() <= MAX_KEY_CHARS
@@ -122,5 +125,18 @@ mod tests {
                 .check()
                 .is_err()
         );
+        // A multi-select is an array of a string enum's values; any other array is not a field.
+        let multi = |items: Value| {
+            Form::new(
+                "k",
+                "m",
+                json!({"type": "object", "properties": {"a": {"type": "array", "items": items}}}),
+            )
+            .check()
+        };
+        assert!(multi(json!({"type": "string", "enum": ["x", "y"]})).is_ok());
+        assert!(multi(json!({"anyOf": [{"const": "x", "title": "X"}]})).is_ok());
+        assert!(multi(json!({"type": "string"})).is_err());
+        assert!(multi(json!({"type": "object"})).is_err());
     }
 }
