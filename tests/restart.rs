@@ -2,7 +2,9 @@
 //! and started again over the same embedded state store. An invocation acknowledged just before
 //! the crash runs after the restart; a subscription opened before it still receives events; a
 //! question asked before it is found again (not asked twice) and its answer completes the call;
-//! an MCP task whose run the crash ended is failed with a message, never forgotten.
+//! an MCP task whose run the crash ended is failed with a message, never forgotten; an MCP
+//! handshake client's session still opens, and the question the crash left open does not hold
+//! the session's next one.
 
 mod common;
 
@@ -209,4 +211,106 @@ async fn an_mcp_task_running_at_a_crash_is_failed_with_a_message_after_the_resta
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+}
+
+/// A 2025-11-25 request to `/mcp` (in `session` when given), read as raw HTTP until the text
+/// holds `until` (the connection then left open), or to its end.
+async fn raw_mcp(
+    server: &Server,
+    body: &Value,
+    session: Option<&str>,
+    until: Option<&str>,
+) -> (tokio::net::TcpStream, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let body = body.to_string();
+    let mut headers = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n",
+        server.addr,
+        body.len()
+    );
+    if body.contains("\"tools/call\"") {
+        headers.push_str("MCP-Protocol-Version: 2025-11-25\r\n");
+    }
+    if let Some(session) = session {
+        headers.push_str(&format!("Mcp-Session-Id: {session}\r\n"));
+    }
+    if until.is_none() {
+        headers.push_str("Connection: close\r\n");
+    }
+    let mut stream = tokio::net::TcpStream::connect(&server.addr).await.unwrap();
+    stream
+        .write_all(format!("{headers}\r\n{body}").as_bytes())
+        .await
+        .unwrap();
+    let mut text = String::new();
+    let mut buffer = [0u8; 4096];
+    let read = async {
+        loop {
+            let n = stream.read(&mut buffer).await.unwrap();
+            text.push_str(&String::from_utf8_lossy(&buffer[..n]));
+            if n == 0 || until.is_some_and(|u| text.contains(u)) {
+                return;
+            }
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(15), read)
+        .await
+        .unwrap_or_else(|_| panic!("{until:?} never came"));
+    (stream, text)
+}
+
+#[tokio::test]
+async fn a_handshake_question_pending_at_a_crash_holds_nothing_after_the_restart() {
+    let (state, dead) = files();
+    let server = start(&state, &dead);
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let (_, text) = raw_mcp(&server, &init, None, None).await;
+    let session = text
+        .lines()
+        .find_map(|l| l.strip_prefix("mcp-session-id: "))
+        .expect("a session for a client that shows forms")
+        .trim()
+        .to_owned();
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "Demo_Confirm",
+        "arguments": {"prompt": "Ship it?", "choices": ["Yes", "No"], "default": 0}}});
+    // Asked, and the server dies with the question open.
+    let (_pending, _) = raw_mcp(&server, &call, Some(&session), Some("elicitation/create")).await;
+    crash(server);
+    let server = start(&state, &dead);
+    // The session still opens (the server's own key is kept with its state) and the question the
+    // crash left open frees its number within seconds: the call asks again.
+    let (mut stream, text) =
+        raw_mcp(&server, &call, Some(&session), Some("elicitation/create")).await;
+    let asked: Value = text
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix("data:")
+                .filter(|d| d.contains("elicitation/create"))
+        })
+        .map(|d| serde_json::from_str(d.trim()).unwrap())
+        .unwrap();
+    let answer = json!({"jsonrpc": "2.0", "id": asked["id"],
+                        "result": {"action": "accept", "content": {"choice": "No"}}});
+    let extra = format!(
+        "MCP-Protocol-Version: 2025-11-25\r\nMcp-Session-Id: {session}\r\nAccept: application/json, text/event-stream\r\n"
+    );
+    let (status, text) = post(&server, "/mcp", &answer.to_string(), &extra).await;
+    assert_eq!(status, 202, "{text}");
+    let mut rest = String::new();
+    let read = async {
+        use tokio::io::AsyncReadExt;
+        let mut buffer = [0u8; 4096];
+        while !rest.contains("\\\"choice\\\"") {
+            let n = stream.read(&mut buffer).await.unwrap();
+            assert!(n > 0, "the stream ended without the result: {rest}");
+            rest.push_str(&String::from_utf8_lossy(&buffer[..n]));
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .unwrap();
+    assert!(rest.contains("\\\"choice\\\":\\\"No\\\""), "{rest}");
 }

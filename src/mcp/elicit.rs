@@ -37,6 +37,9 @@ const ASKED: &str = "mcp-elicit";
 const OPEN: &[u8] = b"?";
 /// How long a question waits for its answer at most (the call's deadline ends it sooner).
 const MAX_WAIT: Duration = Duration::from_secs(600);
+/// How long a question holds its number unless its call renews it (every third of that): a call
+/// that crashed with its server frees the session's number soon after.
+const HOLD: Duration = Duration::from_secs(6);
 /// How often a waiting question reads the store.
 const WATCH: Duration = Duration::from_millis(200);
 /// Longest `initialize` read for the capabilities it declares.
@@ -226,11 +229,12 @@ impl Elicit {
             let mut sent = self.sent.lock().await;
             let id = RequestId::Number(i64::from(*sent));
             let key = question_key(&self.session, &id);
-            // Another call of the session asking under the same number: this one waits its turn.
-            let until = Some(SystemTime::now() + MAX_WAIT);
+            // Another call of the session asking under the same number: this one waits its turn
+            // (its hold counted from when it takes the number).
+            let hold = || Item::new(OPEN.to_vec(), Some(SystemTime::now() + HOLD));
             while !self
                 .store
-                .put_if(ASKED, &key, Item::new(OPEN.to_vec(), until), None)
+                .put_if(ASKED, &key, hold(), None)
                 .await
                 .map_err(|e| unavailable(e.0))?
             {
@@ -255,8 +259,16 @@ impl Elicit {
         // The question goes with the call: a call ended at its deadline or cancelled frees its
         // number for the session's next question.
         let _asked = Asked(self.store.clone(), key.clone());
+        let mut held = std::time::Instant::now();
         loop {
             tokio::time::sleep(WATCH).await;
+            if held.elapsed() >= HOLD / 3 {
+                // Still waiting: the number stays this call's (unless the answer came first).
+                let until = Some(SystemTime::now() + HOLD);
+                let renewed = Item::new(OPEN.to_vec(), until);
+                let _ = self.store.put_if(ASKED, &key, renewed, Some(OPEN)).await;
+                held = std::time::Instant::now();
+            }
             let item = self
                 .store
                 .get(ASKED, &key)

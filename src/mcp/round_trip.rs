@@ -33,6 +33,8 @@ pub(crate) const STATE_TTL: Duration = Duration::from_secs(600);
 pub(crate) const KEY_SECRET_ID: &str = "MCP_STATE_KEY";
 /// Longest `requestState` read.
 const MAX_STATE_CHARS: usize = 16 * 1024;
+/// The state store's partition (and key) of a local server's own sealing key.
+const OWN_KEY: &str = "mcp-state-key";
 /// The state store's partition of spent states.
 const SPENT: &str = "mcp-state-spent";
 
@@ -93,13 +95,38 @@ impl RoundTrips {
         self.spent.as_ref()
     }
 
+    /// The sealing key of a server that holds no `MCP_STATE_KEY` (locally): its own, kept in the
+    /// state store so that states and sessions given out before a restart open after it.
+    async fn own_key(&self) -> Vec<u8> {
+        let mut key = vec![0u8; 32];
+        random_fill(&mut key);
+        let Some(store) = &self.spent else {
+            return key;
+        };
+        let kept = |item: Option<Item>| item.map(|i| i.value).filter(|k| k.len() == 32);
+        if let Ok(Some(held)) = store.get(OWN_KEY, OWN_KEY).await.map(kept) {
+            return held;
+        }
+        match store
+            .put_if(OWN_KEY, OWN_KEY, Item::new(key.clone(), None), None)
+            .await
+        {
+            Ok(true) | Err(_) => key,
+            // Another start wrote one first.
+            Ok(false) => store
+                .get(OWN_KEY, OWN_KEY)
+                .await
+                .ok()
+                .and_then(kept)
+                .unwrap_or(key),
+        }
+    }
+
     pub(super) async fn codec(&self) -> Result<&RequestStateCodec, String> {
         self.codec
             .get_or_try_init(|| async {
                 let key: Vec<u8> = if !self.secrets.holds(KEY_SECRET_ID) && !self.key_required {
-                    let mut key = vec![0u8; 32];
-                    random_fill(&mut key);
-                    key
+                    self.own_key().await
                 } else {
                     let secret = self
                         .secrets
