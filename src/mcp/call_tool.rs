@@ -350,11 +350,9 @@ impl McpServer {
             .to_str()
             .ok()?;
         let trips = self.0.round_trips.as_ref()?;
-        let subject = parts
-            .extensions
-            .get::<oxp_lambda_core::principal::Principal>()
-            .and_then(|p| p.subject.as_deref());
-        let session = trips.open_session(token, subject).await?;
+        let session = trips
+            .open_session(token, super::plumbing::subject(parts))
+            .await?;
         let store = trips.store()?.clone();
         Some(Arc::new(super::elicit::Elicit::new(
             context.peer.clone(),

@@ -13,6 +13,7 @@
 //!   session naming that id; the call reads the answer from the store, so any execution
 //!   environment may take the POST.
 
+use super::plumbing::subject;
 use super::questions::{Question, choice_of, filled_of, read_response, request_of};
 use super::round_trip::RoundTrips;
 use oxp_lambda_core::durable::{Item, StateStore};
@@ -361,14 +362,6 @@ pub(crate) async fn session(
     let trips = server.0.round_trips.as_ref()?;
     let token = trips.session_for(body, subject(parts)).await?;
     http::HeaderValue::from_str(&token).ok()
-}
-
-/// The authenticated caller of a request (`None` without authentication).
-fn subject(parts: &http::request::Parts) -> Option<&str> {
-    parts
-        .extensions
-        .get::<oxp_lambda_core::principal::Principal>()
-        .and_then(|p| p.subject.as_deref())
 }
 
 #[cfg(all(test, feature = "embedded-state"))]

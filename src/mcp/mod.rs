@@ -242,11 +242,7 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
         return crate::server::json_response(StatusCode::OK, Bytes::from(answer));
     }
     if let Some(id) = cancelled_request(&bytes) {
-        let subject = parts
-            .extensions
-            .get::<oxp_lambda_core::principal::Principal>()
-            .and_then(|p| p.subject.as_deref());
-        let found = mcp.server.0.cancel(subject, &id);
+        let found = mcp.server.0.cancel(plumbing::subject(&parts), &id);
         tracing::info!(target: "oxp::mcp", found, "notifications/cancelled");
         // rmcp answers the notification (202) as any other.
     }

@@ -142,3 +142,11 @@ pub(super) fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str)
     };
     json(status, &error)
 }
+
+/// The authenticated caller of a request (`None` without authentication).
+pub(super) fn subject(parts: &http::request::Parts) -> Option<&str> {
+    parts
+        .extensions
+        .get::<oxp_lambda_core::principal::Principal>()
+        .and_then(|p| p.subject.as_deref())
+}
