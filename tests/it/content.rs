@@ -1,0 +1,197 @@
+//! Rich results and annotations on every protocol: content items and display segments, their
+//! bounds, annotations in each protocol's names, and refusals without developer detail.
+
+use crate::common;
+
+use base64::Engine;
+use common::example_tools;
+use common::mcp::{post_mcp, rpc, text_json};
+use common::receiver::Receiver;
+use common::*;
+use oxp_lambda::{Content, Registry, Tool, ToolOutput};
+use serde_json::{Value, json};
+
+const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
+
+/// A POST to `/mcp`: its status and its body as JSON (`null` when empty).
+async fn mcp(app: &App, message: Value) -> (u16, Value) {
+    let (status, _, text) = post_mcp(app, &message.to_string(), &[]).await;
+    (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+}
+
+fn is_png(base64: &Value) -> bool {
+    base64::engine::general_purpose::STANDARD
+        .decode(base64.as_str().unwrap())
+        .unwrap()
+        .starts_with(PNG_SIGNATURE)
+}
+
+#[tokio::test]
+async fn oxp_content_alone_is_the_value_as_content_blocks() {
+    let reply = call(
+        &example_app(),
+        json!({"request": {"tool_id": "Demo.Image"}}),
+    )
+    .await;
+    let value = &reply.json["result"]["value"];
+    assert_eq!(value[0]["type"], "text", "{}", reply.text);
+    assert!(value[0]["text"].as_str().unwrap().contains("PNG"));
+    assert_eq!(value[1]["type"], "image");
+    assert_eq!(value[1]["mimeType"], "image/png");
+    assert!(is_png(&value[1]["data"]));
+}
+
+#[tokio::test]
+async fn mcp_content_items_are_content_blocks() {
+    let (_, reply) = mcp(
+        &example_app(),
+        rpc(
+            1,
+            "tools/call",
+            json!({"name": "Demo_Image", "arguments": {}}),
+        ),
+    )
+    .await;
+    let content = &reply["result"]["content"];
+    assert_eq!(content.as_array().unwrap().len(), 2, "{reply}");
+    assert_eq!(content[1]["type"], "image");
+    assert_eq!(content[1]["mimeType"], "image/png");
+    assert!(is_png(&content[1]["data"]));
+    assert!(reply["result"].get("structuredContent").is_none());
+}
+
+#[tokio::test]
+async fn rap_content_items_and_display_segments_are_delivered() {
+    let tool = Tool::builder("T.Edit", "1.0.0").raw_output_handler(
+        json!({"type": "object"}),
+        Some(json!({"type": "object"})),
+        |_, _| async {
+            Ok(ToolOutput::new(json!({"changed": 1}))
+                .content(Content::text("Edited a.rs"))
+                .content(Content::image(PNG_SIGNATURE.to_vec(), "image/png"))
+                .display(oxp_lambda::DisplaySegment::Diff {
+                    path: "a.rs".into(),
+                    patch: "@@ -1 +1 @@".into(),
+                })
+                .display(oxp_lambda::DisplaySegment::Text {
+                    text: "a.rs: 1 change".into(),
+                }))
+        },
+    );
+    let app = app_with(
+        Registry::builder().tool(tool).build().unwrap(),
+        test_config(),
+    );
+    let receiver = Receiver::ok().await;
+    let invocation = json!({"operation": "T_Edit", "arguments": {}, "id": "c3",
+                            "callback_url": receiver.url, "group_id": "t1"});
+    assert_eq!(
+        post(&app, "/invoke", invocation.to_string()).await.status,
+        200
+    );
+    let result = receiver.result().await;
+    assert_eq!(result["text"], r#"{"changed":1}"#);
+    assert_eq!(
+        result["content"][0],
+        json!({"type": "text", "text": "Edited a.rs"})
+    );
+    assert_eq!(result["content"][1]["type"], "image");
+    assert_eq!(result["content"][1]["mediaType"], "image/png");
+    assert!(is_png(&result["content"][1]["data"]));
+    assert_eq!(
+        result["display_as"],
+        json!([
+            {"type": "diff", "content": {"path": "a.rs", "patch": "@@ -1 +1 @@"}},
+            {"type": "text", "content": "a.rs: 1 change"}
+        ])
+    );
+}
+
+#[tokio::test]
+async fn agentcore_content_items_are_the_call_tool_results() {
+    let context = json!({"custom": {"bedrockAgentCoreToolName": "t___Demo_Image"}}).to_string();
+    let result = example_app()
+        .handle_agentcore(b"{}", Some(context.as_bytes()))
+        .await;
+    assert_eq!(result["isError"], false, "{result}");
+    assert_eq!(result["content"][1]["type"], "image");
+    assert!(is_png(&result["content"][1]["data"]));
+}
+
+#[tokio::test]
+async fn an_oversized_result_is_a_tool_error_never_a_truncated_blob() {
+    let tool = Tool::builder("T.Huge", "1.0.0").raw_output_handler(
+        json!({"type": "object"}),
+        None,
+        |_, _| async {
+            let huge = vec![0u8; oxp_lambda::MAX_CONTENT_BYTES + 1];
+            Ok(ToolOutput::new(Value::Null).content(Content::image(huge, "image/png")))
+        },
+    );
+    let app = app_with(
+        Registry::builder().tool(tool).build().unwrap(),
+        test_config(),
+    );
+    let reply = call(&app, json!({"request": {"tool_id": "T.Huge"}})).await;
+    let result = &reply.json["result"];
+    assert_eq!(result["success"], false);
+    assert_eq!(
+        result["error"]["message"],
+        "The tool returned an invalid result"
+    );
+    assert!(reply.text.len() < 4096, "no blob in the answer");
+}
+
+#[tokio::test]
+async fn rap_toolsets_carry_annotations_in_the_published_names() {
+    let github = Tool::builder("T.Repo", "1.0.0")
+        .destructive()
+        .authorization("github", ["repo"])
+        .raw_handler(json!({"type": "object"}), None, |_, _| async {
+            Ok(Value::Null)
+        });
+    let registry = Registry::builder()
+        .tools(example_tools::tools())
+        .tool(github)
+        .build()
+        .unwrap();
+    let app = app_with(registry, test_config());
+    let toolset = get(&app, "/.well-known/rap-toolset").await.json;
+    let tool = |name: &str| {
+        toolset["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == name)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        tool("Demo_Sleep")["annotations"],
+        json!({"readOnly": true, "destructive": false, "idempotent": true, "longRunning": true})
+    );
+    assert_eq!(
+        tool("T_Repo")["annotations"],
+        json!({"requiresAuth": "github", "readOnly": false, "destructive": true})
+    );
+    assert!(tool("Calculator_Add").get("annotations").is_none());
+}
+
+#[tokio::test]
+async fn mcp_refusals_carry_the_user_message_never_the_developer_detail() {
+    let (_, reply) = mcp(
+        &example_app(),
+        rpc(
+            1,
+            "tools/call",
+            json!({"name": "SMS_Send", "arguments": {"to": "1", "message": "m"}}),
+        ),
+    )
+    .await;
+    let error = text_json(&reply["result"]);
+    assert_eq!(
+        error["message"],
+        "This tool requires the secret 'TWILIO_API_KEY', which was not provided"
+    );
+    assert!(!reply.to_string().contains("context.secrets"), "{reply}");
+}

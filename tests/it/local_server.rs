@@ -1,0 +1,228 @@
+//! The real binary as a local server on loopback: start, serve, log, shut down.
+
+use crate::common;
+
+use common::http_raw;
+use std::process::Command;
+
+struct Server {
+    process: common::Process,
+    addr: String,
+}
+
+/// The binary with `envs` and `args`, its lines as JSON; its own state file and directory.
+fn start(envs: &[(&str, &str)], args: &[&str]) -> Server {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"));
+    command
+        .args(args)
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .env("OXP_LOG_FORMAT", "json")
+        .envs(envs.iter().copied());
+    let (process, line) = common::Process::start("oxp-lambda", command);
+    let addr = line
+        .trim()
+        .strip_prefix("OXP server listening on http://")
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    Server { process, addr }
+}
+
+/// SIGTERM: whether it exited with 0, and what it logged.
+fn terminate(server: Server) -> (bool, String) {
+    server.process.terminate()
+}
+
+#[tokio::test]
+async fn the_binary_serves_every_endpoint_on_loopback_and_stops_on_sigterm() {
+    let server = start(&[], &["--port", "0"]);
+    assert!(
+        server.addr.starts_with("127.0.0.1:"),
+        "loopback by default: {}",
+        server.addr
+    );
+    let (status, body) = http_raw(&server.addr, "GET", "/health", "").await;
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"ok"}"#));
+    let (status, body) = http_raw(&server.addr, "GET", "/tools", "").await;
+    assert_eq!(status, 200);
+    assert!(body.contains("Calculator.Add@1.0.0"));
+    let call = r#"{"request":{"tool_id":"Calculator.Add@1","call_id":"c-1","trace_id":"t-1","input":{"a":10,"b":5}}}"#;
+    let (status, body) = http_raw(&server.addr, "POST", "/call", call).await;
+    assert_eq!(status, 200);
+    assert!(body.contains(r#""value":15"#), "{body}");
+    let sms = r#"{"request":{"tool_id":"SMS.Send","call_id":"c-2","input":{"to":"+1555","message":"hi"},"context":{"secrets":[{"id":"TWILIO_API_KEY","value":"sk_live_SECRET_VALUE_42"}],"authorization":[{"id":"x","token":"TOKEN_VALUE_42"}]}}}"#;
+    let (status, body) = http_raw(&server.addr, "POST", "/tools/call", sms).await;
+    assert_eq!(status, 200);
+    assert!(!body.contains("SECRET_VALUE_42") && !body.contains("TOKEN_VALUE_42"));
+
+    let (clean, logs) = terminate(server);
+    assert!(clean, "graceful shutdown exits 0; logs: {logs}");
+    assert!(
+        logs.contains("authentication is off"),
+        "a warning when auth is off: {logs}"
+    );
+    // One structured line per call, with call_id, trace_id, tool id, outcome and duration.
+    let line = logs
+        .lines()
+        .find(|l| l.contains(r#""call_id":"c-1""#))
+        .unwrap_or_else(|| panic!("no call line in {logs}"));
+    let line: serde_json::Value = serde_json::from_str(line).unwrap();
+    assert_eq!(line["trace_id"], "t-1");
+    assert_eq!(line["tool_id"], "Calculator.Add@1.0.0");
+    assert_eq!(line["outcome"], "success");
+    assert!(line["duration_ms"].is_number());
+    assert!(logs.contains(r#""call_id":"c-2""#));
+    assert!(
+        !logs.contains("SECRET_VALUE_42") && !logs.contains("TOKEN_VALUE_42"),
+        "{logs}"
+    );
+}
+
+#[tokio::test]
+async fn oxp_port_sets_the_port_and_a_stage_free_base_path_is_stripped() {
+    let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = probe.local_addr().unwrap().port().to_string();
+    drop(probe);
+    let server = start(&[("OXP_PORT", &port), ("OXP_BASE_PATH", "/api")], &[]);
+    assert_eq!(server.addr, format!("127.0.0.1:{port}"));
+    let (status, _) = http_raw(&server.addr, "GET", "/api/tools", "").await;
+    assert_eq!(status, 200);
+    let (status, _) = http_raw(&server.addr, "GET", "/tools", "").await;
+    assert_eq!(status, 200, "routes also answer without the base path");
+}
+
+#[test]
+fn invalid_configuration_fails_at_start_naming_the_variable() {
+    let output = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
+        .env("OXP_MAX_BODY_BYTES", "lots")
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("OXP_MAX_BODY_BYTES"), "{stderr}");
+    assert!(output.stdout.is_empty(), "no server started");
+}
+
+#[test]
+fn in_lambda_a_missing_oxp_auth_fails_at_init_with_one_json_line() {
+    let output = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
+        .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
+        .env_remove("OXP_AUTH")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{stderr}");
+    let line: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+    assert_eq!(line["level"], "ERROR");
+    assert!(
+        line["message"].as_str().unwrap().contains("OXP_AUTH"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_bad_argument_is_a_usage_error() {
+    let output = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
+        .arg("--port")
+        .arg("http")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(2));
+}
+
+#[tokio::test]
+async fn sms_send_reads_its_key_from_the_local_source() {
+    let server = start(
+        &[("OXP_SECRET_TWILIO_API_KEY", "local-value")],
+        &["--port", "0"],
+    );
+    let sms = r#"{"request":{"tool_id":"SMS.Send","input":{"to":"+1555","message":"hi"}}}"#;
+    let (status, body) = http_raw(&server.addr, "POST", "/call", sms).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""status":"sent""#));
+    assert!(!body.contains("local-value"));
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn sms_send_reads_its_key_from_secrets_manager_when_configured() {
+    let moto = common::aws::moto_url();
+    let prefix = common::aws::unique_prefix();
+    let client = aws_sdk_secretsmanager::Client::new(&common::aws::sdk_config(&moto).await);
+    client
+        .create_secret()
+        .name(format!("{prefix}TWILIO_API_KEY"))
+        .secret_string("from-secrets-manager")
+        .send()
+        .await
+        .unwrap();
+    // Configured only through the environment, as in Lambda.
+    let server = start(
+        &[
+            ("OXP_SECRETS_SOURCE", "aws"),
+            ("OXP_SECRETS_PREFIX", &prefix),
+            ("AWS_ENDPOINT_URL", &moto),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ],
+        &["--port", "0"],
+    );
+    let sms = r#"{"request":{"tool_id":"SMS.Send","input":{"to":"+1555","message":"hi"}}}"#;
+    let (status, body) = http_raw(&server.addr, "POST", "/call", sms).await;
+    assert_eq!(status, 200, "{body}");
+    assert!(body.contains(r#""status":"sent""#));
+}
+
+#[tokio::test]
+async fn with_jwt_auth_every_endpoint_but_health_needs_a_token() {
+    let server = start(
+        &[
+            ("OXP_AUTH", "jwt"),
+            ("OXP_JWT_HS256_SECRET_ID", "JWT_KEY"),
+            ("OXP_SECRET_JWT_KEY", "local-signing-key-0123456789abcdef"),
+        ],
+        &["--port", "0"],
+    );
+    let (status, _) = http_raw(&server.addr, "GET", "/health", "").await;
+    assert_eq!(status, 200);
+    let (status, body) = http_raw(&server.addr, "GET", "/tools", "").await;
+    assert_eq!(status, 401);
+    assert!(body.contains("Authentication failed"));
+}
+
+#[tokio::test]
+async fn the_local_server_serves_async_invocations_end_to_end() {
+    let receiver = common::receiver::Receiver::ok().await;
+    let dead = std::env::temp_dir().join(format!("oxp-dead-{}.jsonl", uuid::Uuid::new_v4()));
+    let server = start(
+        &[("OXP_RAP_DEAD_LETTER_FILE", dead.to_str().unwrap())],
+        &["--port", "0"],
+    );
+    let (status, body) = http_raw(&server.addr, "GET", "/.well-known/rap-toolset", "").await;
+    assert_eq!(status, 200);
+    let toolset: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        toolset["endpoint"],
+        format!("http://{}/invoke", server.addr),
+        "the endpoint points back at this server"
+    );
+    let invocation = serde_json::json!({
+        "operation": "Calculator_Add",
+        "arguments": {"a": 20, "b": 22},
+        "id": "call_local",
+        "callback_url": receiver.url,
+        "group_id": "thread_local"
+    });
+    let (status, body) = http_raw(&server.addr, "POST", "/invoke", &invocation.to_string()).await;
+    assert_eq!((status, body.as_str()), (200, r#"{"status":"accepted"}"#));
+    let result = receiver.result().await;
+    assert_eq!(result["text"], "42");
+    assert_eq!(result["group_id"], "thread_local");
+    let (clean, logs) = terminate(server);
+    assert!(clean, "{logs}");
+    assert!(logs.contains("oxp::rap::audit"), "{logs}");
+    assert!(!dead.exists(), "nothing was dead-lettered");
+}

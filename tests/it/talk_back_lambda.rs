@@ -1,0 +1,192 @@
+//! Calls that talk back in their Lambda shape, against moto (DynamoDB for the state, SQS for the
+//! queue) on loopback: two apps stand for two functions that share nothing but AWS, the HTTP
+//! function (role `http`: `/invoke`, answers, cancellations, webhooks) and the worker (role
+//! `worker`: the queued jobs and the subscriptions' events). An answer given to the HTTP
+//! function reaches the question waiting in the worker; a cancellation reaches a call running in
+//! the worker within 2 s; an event accepted by the HTTP function is delivered by the worker.
+
+use crate::common;
+
+use common::aws::{moto_url, sdk_config, state_table};
+use common::receiver::Receiver;
+use common::*;
+use hmac::{Hmac, Mac};
+use oxp_lambda::{App, Config};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use std::time::{Duration, Instant};
+
+const SECRET: &str = "lambda-webhook-secret";
+
+struct Functions {
+    http: App,
+    worker: App,
+    sqs: aws_sdk_sqs::Client,
+    queue_url: String,
+}
+
+async fn functions() -> Functions {
+    let sdk = sdk_config(&moto_url()).await;
+    let sqs = aws_sdk_sqs::Client::new(&sdk);
+    let (queue_url, dead_letters) = common::queue::queues(&sqs, "oxp-talk").await;
+    let urls = [queue_url, dead_letters];
+    let (_, table) = state_table().await;
+    let function = |role: &str| {
+        let mut config = Config::from_vars(
+            true,
+            [
+                ("OXP_AUTH", "none"),
+                ("OXP_RAP_QUEUE_URL", urls[0].as_str()),
+                ("OXP_RAP_DEAD_LETTER_QUEUE_URL", urls[1].as_str()),
+                ("OXP_RAP_ALLOW_HTTP", "true"),
+                ("OXP_RAP_ALLOW_LOOPBACK_CALLBACKS", "true"),
+                ("OXP_RAP_DELIVERY_ATTEMPTS", "2"),
+                ("OXP_RAP_ENDPOINT", "https://tools.example.com/invoke"),
+                ("OXP_STATE_TABLE", table.as_str()),
+                ("OXP_METRICS", "off"),
+            ],
+        )
+        .unwrap();
+        config.lambda_role = role.into();
+        build(
+            App::builder(common::example_tools::registry().unwrap())
+                .config(config)
+                .secret("DEMO_WEBHOOK_SECRET", SECRET)
+                .aws_config(sdk.clone()),
+        )
+    };
+    Functions {
+        http: function("http"),
+        worker: function("worker"),
+        sqs,
+        queue_url: urls[0].clone(),
+    }
+}
+
+impl Functions {
+    /// Hands the next `n` queued messages to the worker as one SQS batch (in a task: a call
+    /// waiting on the user holds its batch), deleting those it handled.
+    async fn pump(&self, n: usize) -> tokio::task::JoinHandle<Value> {
+        let event = common::queue::receive_batch(&self.sqs, &self.queue_url, n).await;
+        let worker = self.worker.clone();
+        tokio::spawn(
+            async move { serde_json::to_value(worker.handle_sqs_batch(event).await).unwrap() },
+        )
+    }
+}
+
+fn invocation(receiver: &Receiver, id: &str, operation: &str, arguments: Value) -> String {
+    json!({"operation": operation, "arguments": arguments, "id": id, "group_id": "thread-l",
+           "callback_url": receiver.url})
+    .to_string()
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn an_answer_given_to_the_http_function_reaches_the_question_waiting_in_the_worker() {
+    let f = functions().await;
+    let receiver = Receiver::ok().await;
+    let arguments = json!({"prompt": "Go?", "choices": ["Yes", "No"], "default": 1});
+    let reply = post(
+        &f.http,
+        "/invoke",
+        invocation(&receiver, "l-ask", "Demo_Confirm", arguments),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let batch = f.pump(1).await;
+    let choice = receiver.wait_kind("user_choice", 1).await.remove(0);
+    let url = choice["response_url"].as_str().unwrap();
+    let path = url.strip_prefix("https://tools.example.com").unwrap();
+    let answered_at = Instant::now();
+    let reply = post(
+        &f.http,
+        path,
+        json!({"id": "l-ask", "selected": 0}).to_string(),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let result = receiver.wait_kind("tool_result", 1).await.remove(0);
+    assert!(
+        answered_at.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        answered_at.elapsed()
+    );
+    let value: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
+    assert_eq!(value, json!({"selected": 0, "choice": "Yes"}));
+    let answer = batch.await.unwrap();
+    assert_eq!(answer["batchItemFailures"], json!([]), "{answer}");
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn a_cancellation_reaches_a_call_running_in_the_worker_within_2_seconds() {
+    let f = functions().await;
+    let receiver = Receiver::ok().await;
+    let body = invocation(&receiver, "l-sleep", "Demo_Sleep", json!({"ms": 20000}));
+    assert_eq!(post(&f.http, "/invoke", body).await.status, 200);
+    let batch = f.pump(1).await;
+    // The call runs in the worker (its progress says so), then the runtime cancels it through
+    // the HTTP function.
+    receiver.wait_kind("view_update", 1).await;
+    let cancelled_at = Instant::now();
+    let cancel = axum::http::Request::post("/cancel_tool_call")
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from(
+            json!({"thread_id": "thread-l", "tool_call_id": "l-sleep"}).to_string(),
+        ))
+        .unwrap();
+    let status = tower::ServiceExt::oneshot(f.http.clone(), cancel)
+        .await
+        .unwrap()
+        .status();
+    assert_eq!(status, 200);
+    let result = receiver.wait_kind("tool_result", 1).await.remove(0);
+    assert!(
+        cancelled_at.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        cancelled_at.elapsed()
+    );
+    let value: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
+    assert_eq!(value["cancelled"], true, "{result}");
+    batch.await.unwrap();
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn an_event_the_http_function_accepts_is_delivered_by_the_worker() {
+    let f = functions().await;
+    let receiver = Receiver::ok().await;
+    let body = invocation(
+        &receiver,
+        "l-watch",
+        "Demo_Watch",
+        json!({"topic": "orders", "max_events": 1}),
+    );
+    assert_eq!(post(&f.http, "/invoke", body).await.status, 200);
+    f.pump(1).await.await.unwrap();
+    let confirmation = receiver.wait_kind("tool_result", 1).await.remove(0);
+    assert_eq!(confirmation["subscription"], true, "{confirmation}");
+    let event = json!({"topic": "orders", "event": {"order": 7}}).to_string();
+    let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(event.as_bytes());
+    let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    let request = axum::http::Request::post("/webhooks/demo")
+        .header("content-type", "application/json")
+        .header("x-hub-signature-256", signature)
+        .body(axum::body::Body::from(event))
+        .unwrap();
+    let reply = send(&f.http, request).await;
+    assert_eq!(reply.status, 202, "{}", reply.text);
+    assert_eq!(reply.json["accepted"], 1);
+    // Nothing is sent by the HTTP function: the worker delivers it from its queue.
+    assert!(receiver.of_kind("subscription_event").is_empty());
+    let answer = f.pump(1).await.await.unwrap();
+    assert_eq!(answer["batchItemFailures"], json!([]), "{answer}");
+    let delivered = receiver.wait_kind("subscription_event", 1).await.remove(0);
+    assert_eq!(delivered["tool_call_id"], "l-watch");
+    assert_eq!(
+        delivered["final"], true,
+        "max_events 1: the first is the last"
+    );
+}
