@@ -4,8 +4,9 @@ Each ```sh block of a page below that starts `cargo lambda watch` is one session
 is run with the environment variables the page gives and nothing else (no AWS endpoint, no
 queue), in the folder the page is written for, and every `cargo lambda invoke` line of the block
 after it, with the page's function name, event and client context, and every `curl` line (a
-request to the emulator's Function URL). The only additions are the loopback address and a free
-port (the page uses the emulator's default port, 9000, which a CI machine may hold),
+request to the emulator's Function URL). The page must give the emulator's address, 127.0.0.1
+(cargo lambda watch listens on every interface unless told). The only changes are a free port in
+place of the page's (9000, which a CI machine may hold),
 `--ignore-changes`, `--output-format json` to read an invocation's answer, and `-sS --max-time`
 for curl. Each answer must hold what the page's reader is promised (EXPECTED below, or
 tests/it/events_expected.json for the repository's own events; CURLED for a curl line's stream): a
@@ -86,9 +87,10 @@ def sessions(page):
             if words and words[-1] == "&":
                 words.pop()
             if words[:3] == ["cargo", "lambda", "watch"]:
-                watch = words[3:]
+                assert "127.0.0.1" in words, f"{page}: the emulator's address is said: {line!r}"
+                watch = without_address(words[3:])
             elif words[:3] == ["cargo", "lambda", "invoke"]:
-                invokes.append(words[3:])
+                invokes.append(without_address(words[3:]))
             elif words[:1] == ["curl"]:
                 invokes.append(words)
             elif words:
@@ -97,6 +99,19 @@ def sessions(page):
         found.append((watch, invokes))
     assert found, f"{page}: no `cargo lambda watch` block"
     return found
+
+
+def without_address(words):
+    """`words` less the emulator's address and port the page gives (the check picks its own)."""
+    out, skip = [], False
+    for word in words:
+        if skip:
+            skip = False
+        elif word in ("--invoke-address", "--invoke-port", "-A", "-P"):
+            skip = True
+        else:
+            out.append(word)
+    return out
 
 
 def free_port():
@@ -116,9 +131,9 @@ def expected_for(page, event):
 
 def run_curl(page, args, port):
     """A curl line against the emulator on `port`; whether its stream is what CURLED promises."""
-    url = next(a for a in args if "localhost:9000" in a)
-    path = url.split("localhost:9000", 1)[1]
-    args = [a.replace("localhost:9000", f"127.0.0.1:{port}") for a in args]
+    url = next(a for a in args if "127.0.0.1:9000" in a)
+    path = url.split("127.0.0.1:9000", 1)[1]
+    args = [a.replace("127.0.0.1:9000", f"127.0.0.1:{port}") for a in args]
     done = subprocess.run([*args, "-sS", "--max-time", "900"], capture_output=True, text=True, timeout=960)
     messages = [json.loads(line[5:]) for line in done.stdout.splitlines() if line.startswith("data:")]
     ok = done.returncode == 0 and CURLED[(page, path)](messages)

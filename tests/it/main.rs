@@ -61,6 +61,7 @@ mod properties;
 mod rap;
 mod rap_runtime;
 mod rap_sqs;
+mod readme;
 mod reliability;
 #[cfg(all(feature = "webhooks", feature = "embedded-state"))]
 mod restart;

@@ -188,16 +188,20 @@ async fn a_run_waiting_for_its_user_past_the_workers_deadline_parks_and_the_answ
 async fn a_parked_run_with_two_open_questions_resumes_only_once_both_are_answered() {
     let f = functions().await;
     let id = f.task("Job_Pair", json!({})).await;
+    // Time for both questions to be asked (each a write to DynamoDB on moto) before the
+    // invocation's end parks the run.
     let batch = f
-        .pump(Some(Instant::now() + Duration::from_millis(1500)))
+        .pump(Some(Instant::now() + Duration::from_millis(3000)))
         .await;
-    let batch = tokio::time::timeout(Duration::from_secs(3), batch)
+    let batch = tokio::time::timeout(Duration::from_secs(5), batch)
         .await
         .expect("the worker let go of the run at its deadline")
         .unwrap();
     assert_eq!(batch, NO_FAILURES());
     let parked = get(&f.http, &id).await;
-    let open = parked["inputRequests"].as_object().unwrap();
+    let open = parked["inputRequests"]
+        .as_object()
+        .unwrap_or_else(|| panic!("not parked: {parked}"));
     assert_eq!(open.len(), 2, "{parked}");
     // One answer: the other question is still open, and nothing goes to the queue.
     update(&f.http, &id, json!({"ask_0": choose("eu")})).await;
