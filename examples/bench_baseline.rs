@@ -52,7 +52,7 @@ async fn main() {
 
 /// The same bytes the OXP server lists, so both servers send equal-sized listings.
 fn oxp_lambda_listing() -> Vec<u8> {
-    std::fs::read("tests/it/golden/list_tools.json").unwrap_or_else(|_| b"{\"tools\":[]}".to_vec())
+    std::fs::read("tests/golden/list_tools.json").unwrap_or_else(|_| b"{\"tools\":[]}".to_vec())
 }
 
 // The same allocator as the `oxp-lambda` binary (Cargo feature `mimalloc`, on by default).

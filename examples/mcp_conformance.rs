@@ -2,7 +2,7 @@
 //! `@modelcontextprotocol/conformance`), served through the same public API a user has:
 //! `cargo run --example mcp_conformance -- --port 8080`, then
 //! `conformance server --url http://127.0.0.1:8080/mcp`. The test command runs the suite
-//! against it (`scripts/mcp-conformance`); `tests/it/mcp-conformance-expected.yml` lists the
+//! against it (`scripts/mcp-conformance`); `tests/mcp-conformance-expected.yml` lists the
 //! scenarios a stateless JSON tool server cannot serve, each with its reason.
 
 use base64::Engine;

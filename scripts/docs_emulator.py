@@ -9,7 +9,7 @@ request to the emulator's Function URL). The page must give the emulator's addre
 place of the page's (9000, which a CI machine may hold),
 `--ignore-changes`, `--output-format json` to read an invocation's answer, and `-sS --max-time`
 for curl. Each answer must hold what the page's reader is promised (EXPECTED below, or
-tests/it/events_expected.json for the repository's own events; CURLED for a curl line's stream): a
+tests/events_expected.json for the repository's own events; CURLED for a curl line's stream): a
 step that drifted from the code fails here, not for a user.
 """
 
@@ -124,7 +124,7 @@ def expected_for(page, event):
     if (page, event) in EXPECTED:
         return EXPECTED[(page, event)]
     if page == "docs/deploy.md" and event.startswith("events/") and event.count("/") == 1:
-        want = json.load(open(os.path.join(ROOT, "tests/it/events_expected.json")))[event[len("events/"):]]
+        want = json.load(open(os.path.join(ROOT, "tests/events_expected.json")))[event[len("events/"):]]
         return {"statusCode": want["status"], "body": want["body"]}
     sys.exit(f"{page}: no expected answer for {event}: add it to EXPECTED")
 

@@ -5,7 +5,6 @@
 // Setting process variables is unsafe in edition 2024; this test does it before any thread runs.
 #![allow(unsafe_code)]
 
-#[path = "it/common/mod.rs"]
 mod common;
 
 use common::*;

@@ -3,7 +3,6 @@
 //! own line, escaped. One test in this binary: it installs the process-wide subscriber, the
 //! same text layer `oxp-lambda` uses locally (`fmt::layer().with_ansi(false)`).
 
-#[path = "it/common/mod.rs"]
 mod common;
 
 use axum::body::Body;

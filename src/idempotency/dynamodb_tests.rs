@@ -1,5 +1,5 @@
 //! The DynamoDB store against moto's emulator on loopback (started by the test command). The
-//! contract every store keeps is checked through the app, in `tests/it/reliability.rs`.
+//! contract every store keeps is checked through the app, in `tests/reliability.rs`.
 
 use super::DynamoStore;
 use oxp_lambda_core::idempotency::{Claim, IdempotencyStore, StoredOutcome};

@@ -4,7 +4,7 @@
 //! service (peer, channels, cancellation) for one message: about six times the OXP call path
 //! in-process. Anything else (another method, the 2026-07-28 per-request metadata, a browser
 //! `Origin`, a host list, an unusual header) goes to rmcp, which validates it in full;
-//! `tests/it/mcp.rs` checks that both ways answer the same bytes.
+//! `tests/mcp.rs` checks that both ways answer the same bytes.
 
 use super::call_tool::{Asking, Rpc};
 use super::handler::McpServer;

@@ -1,0 +1,78 @@
+//! The integration tests of `oxp-lambda`: one test binary, one module per subject (a protocol,
+//! a transport, a client written by others, a house rule). Each test is named for the sentence it
+//! checks and runs alone by name: `cargo test --test integration -- NAME` (or
+//! `scripts/test -- NAME`).
+//!
+//! One binary rather than a binary per file: each binary links every dependency, so fifty of
+//! them cost minutes of linking and gigabytes of disk for the same tests. Tests run in parallel
+//! threads of this one process, so none may set process-wide state (variables, the working
+//! directory, the global log subscriber other than `common::Captured::global`); the two that must
+//! are binaries of their own (`embedding.rs`, `log_forging.rs`, declared in Cargo.toml) and say
+//! why.
+//!
+//! Tests that need a service `scripts/test` installs and starts (moto, an MCP or OXP SDK, Node)
+//! are `#[ignore]`d with the reason, so plain `cargo test` stays green without them.
+
+mod common;
+
+mod agentcore;
+mod auth;
+mod authoring;
+#[cfg(all(
+    feature = "oauth",
+    feature = "jwt",
+    feature = "mcp",
+    feature = "bedrock-agent"
+))]
+mod authorization;
+mod bad_input;
+mod bedrock_agent;
+mod content;
+mod contract;
+#[cfg(feature = "jwt")]
+mod custom_protocol;
+mod deps;
+mod docs;
+mod lambda_events;
+mod lambda_streaming;
+mod layout;
+mod local_server;
+mod managed_instances;
+mod mcp;
+mod mcp_authorization;
+mod mcp_client2;
+mod mcp_client_ts;
+mod mcp_elicitation;
+mod mcp_inspector;
+mod mcp_oauth;
+mod mcp_progress;
+mod mcp_round_trips;
+mod mcp_sdk;
+mod mcp_strands;
+mod mcp_tasks;
+mod mcp_tasks_lambda;
+mod mcp_tools;
+#[cfg(all(feature = "oauth", feature = "jwt", feature = "rap", feature = "mcp"))]
+mod oauth_flow;
+mod observability;
+mod otel;
+mod oxp_sdk;
+mod oxp_spec;
+mod parameter_store;
+mod properties;
+mod rap;
+mod rap_runtime;
+mod rap_sqs;
+mod readme;
+mod reliability;
+#[cfg(all(feature = "webhooks", feature = "embedded-state"))]
+mod restart;
+mod secrets_aws;
+mod security;
+mod serving;
+mod stack;
+#[cfg(all(feature = "jwt", feature = "webhooks"))]
+mod talk_back;
+#[cfg(all(feature = "webhooks", feature = "dynamodb", feature = "rap-sqs"))]
+mod talk_back_lambda;
+mod trace_context;
