@@ -37,6 +37,8 @@ mod lambda_events;
 mod lambda_streaming;
 mod layout;
 mod local_server;
+#[cfg(all(feature = "embedded-state", feature = "mcp"))]
+mod local_state;
 mod managed_instances;
 mod mcp;
 mod mcp_authorization;
@@ -76,3 +78,5 @@ mod talk_back;
 #[cfg(all(feature = "webhooks", feature = "dynamodb", feature = "rap-sqs"))]
 mod talk_back_lambda;
 mod trace_context;
+#[cfg(all(feature = "jwt", feature = "webhooks"))]
+mod webhooks;

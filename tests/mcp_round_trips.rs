@@ -303,6 +303,33 @@ async fn a_replayed_altered_or_misapplied_state_and_malformed_responses_are_refu
 }
 
 #[tokio::test]
+async fn answers_sent_again_without_their_spent_state_answer_nothing_and_run_nothing() {
+    let app = example_app();
+    let state = first_round(&app, None).await;
+    let with_state = call(
+        2,
+        "Demo_Confirm",
+        confirm(),
+        Some(json!({})),
+        Some((&state, accept("Yes"))),
+    );
+    assert_eq!(
+        chosen(&post(&app, &with_state, None).await)["choice"],
+        "Yes"
+    );
+    // The same answers again, the spent state left out: no question of this server is
+    // answered by them, so the tool asks again rather than running with them a second time.
+    let mut bare = with_state.clone();
+    bare["id"] = json!(3);
+    bare["params"]
+        .as_object_mut()
+        .unwrap()
+        .remove("requestState");
+    let again = post(&app, &bare, None).await;
+    asked(&again);
+}
+
+#[tokio::test]
 #[cfg(feature = "jwt")]
 async fn a_state_is_refused_when_another_caller_presents_it() {
     let app = common::jwt::example_app();

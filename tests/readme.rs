@@ -45,7 +45,7 @@ fn steps(readme: &str, heading: &str) -> Vec<Step> {
         pending.push_str(line.strip_suffix('\\').unwrap_or(line));
         pending.push('\n');
         // Complete once no quote is open and the line does not go on.
-        if !line.ends_with('\\') && pending.matches('\'').count() % 2 == 0 {
+        if !line.ends_with('\\') && pending.matches('\'').count().is_multiple_of(2) {
             let command = std::mem::take(&mut pending);
             let words = shlex::split(command.split(" #").next().unwrap())
                 .unwrap_or_else(|| panic!("not a shell command: {command}"));

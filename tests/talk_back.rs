@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 use sha2::Sha256;
 use std::time::{Duration, Instant};
 
-const SECRET: &str = "a-webhook-secret";
+pub(crate) const SECRET: &str = "a-webhook-secret";
 
-fn app_with(vars: &[(&str, &str)], edit: impl FnOnce(&mut oxp_lambda::Config)) -> App {
+pub(crate) fn app_with(vars: &[(&str, &str)], edit: impl FnOnce(&mut oxp_lambda::Config)) -> App {
     let mut all = vec![("OXP_RAP_ENDPOINT", "http://127.0.0.1:9/invoke")];
     all.extend_from_slice(vars);
     let mut config = test_config_with(&all);
@@ -29,11 +29,16 @@ fn app_with(vars: &[(&str, &str)], edit: impl FnOnce(&mut oxp_lambda::Config)) -
     )
 }
 
-fn app() -> App {
+pub(crate) fn app() -> App {
     app_with(&[], |_| {})
 }
 
-fn invocation(receiver: &Receiver, id: &str, operation: &str, arguments: Value) -> String {
+pub(crate) fn invocation(
+    receiver: &Receiver,
+    id: &str,
+    operation: &str,
+    arguments: Value,
+) -> String {
     json!({"operation": operation, "arguments": arguments, "id": id, "group_id": "thread-1",
            "callback_url": receiver.url})
     .to_string()
@@ -52,14 +57,14 @@ async fn status_of(app: &App, path: &str, body: String) -> u16 {
         .as_u16()
 }
 
-fn sign(body: &[u8]) -> String {
+pub(crate) fn sign(body: &[u8]) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
     mac.update(body);
     format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
 
 /// POSTs `body` to `/webhooks/{source}` with `signature` (none when `None`).
-async fn webhook(app: &App, source: &str, body: &str, signature: Option<&str>) -> Reply {
+pub(crate) async fn webhook(app: &App, source: &str, body: &str, signature: Option<&str>) -> Reply {
     let mut request = axum::http::Request::post(format!("/webhooks/{source}"))
         .header("content-type", "application/json");
     if let Some(signature) = signature {
@@ -74,7 +79,7 @@ async fn webhook(app: &App, source: &str, body: &str, signature: Option<&str>) -
     .await
 }
 
-async fn event(app: &App, topic: &str, n: u32) -> Reply {
+pub(crate) async fn event(app: &App, topic: &str, n: u32) -> Reply {
     let body = json!({"topic": topic, "event": {"n": n}}).to_string();
     webhook(app, "demo", &body, Some(&sign(body.as_bytes()))).await
 }
@@ -94,7 +99,7 @@ async fn taken(app: &App, topic: &str, n: u32) -> Reply {
 }
 
 /// Subscribes call `id` to `topic` and waits for its confirmation.
-async fn subscribe(app: &App, receiver: &Receiver, id: &str, arguments: Value) -> Value {
+pub(crate) async fn subscribe(app: &App, receiver: &Receiver, id: &str, arguments: Value) -> Value {
     let reply = post(
         app,
         "/invoke",

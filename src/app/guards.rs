@@ -1,8 +1,58 @@
 //! What the app refuses to start with, whatever the protocols: a tool declaring a secret only
-//! the server may hold.
+//! the server may hold, or a signing key too short to sign with. Secret ids are compared as the
+//! local source reads them (`OXP_SECRET_<ID>`, case and punctuation folded), so
+//! `demo-webhook-secret` names the same value as `DEMO_WEBHOOK_SECRET`: one rule for every guard.
 
 use super::StartError;
+use crate::secrets::local::env_var_for;
 use oxp_lambda_core::registry::Registry;
+use oxp_lambda_core::secrets::Secrets;
+
+/// Whether ids `a` and `b` name the same server-held secret.
+pub(crate) fn same_secret(a: &str, b: &str) -> bool {
+    env_var_for(a) == env_var_for(b)
+}
+
+/// Refuses a tool that declares one of the secrets `kept` (`what` says whose they are): it
+/// would be handed the server's own key.
+pub(crate) fn kept_from_tools(
+    registry: &Registry,
+    kept: &[&str],
+    what: &str,
+) -> Result<(), String> {
+    for tool in registry.tools() {
+        if let Some(id) = tool
+            .requirements
+            .secrets
+            .iter()
+            .find(|id| kept.iter().any(|k| same_secret(k, id)))
+        {
+            return Err(format!(
+                "tool {} requires secret '{id}', {what}: tools never get it",
+                tool.id
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Refuses a signing key the server holds in a variable (read at start) that is empty or
+/// shorter than `least` bytes, naming the variable; a key fetched later (Secrets Manager) is
+/// checked where it is used.
+pub(crate) fn long_enough(secrets: &Secrets, id: &str, least: usize) -> Result<(), String> {
+    match secrets.peek(id) {
+        Some(value) if value.expose().len() < least => Err(format!(
+            "{} is {}: a signing key has at least {least} bytes",
+            env_var_for(id),
+            if value.expose().is_empty() {
+                "empty"
+            } else {
+                "too short"
+            }
+        )),
+        _ => Ok(()),
+    }
+}
 
 /// The JWT signing key is the server's, never a tool's: a tool declaring a secret of the same
 /// id would be handed the key that mints every caller's identity.
@@ -16,22 +66,12 @@ pub(super) fn signing_key_kept_from_tools(
     let crate::config::JwtKeys::Hs256 { secret_id } = &jwt.keys else {
         return Ok(());
     };
-    // The local source reads an id from `OXP_SECRET_<ID>` with its case and punctuation folded,
-    // so `jwt-key` names the same value as `JWT_KEY` there: compared as the local source sees
-    // them.
-    let key = crate::secrets::local::env_var_for(secret_id);
-    match registry.tools().iter().find(|t| {
-        t.requirements
-            .secrets
-            .iter()
-            .any(|id| id == secret_id || crate::secrets::local::env_var_for(id) == key)
-    }) {
-        Some(tool) => Err(StartError::Auth(format!(
-            "tool {} requires secret '{secret_id}', the JWT signing key (OXP_JWT_HS256_SECRET_ID): tools never get it",
-            tool.id
-        ))),
-        None => Ok(()),
-    }
+    kept_from_tools(
+        registry,
+        &[secret_id],
+        "the JWT signing key (OXP_JWT_HS256_SECRET_ID)",
+    )
+    .map_err(StartError::Auth)
 }
 
 /// The sealing key and the providers' client secrets are the server's: a tool declaring one
@@ -43,25 +83,16 @@ pub(super) fn oauth_secrets_kept_from_tools(
     if oauth.providers.is_empty() {
         return Ok(());
     }
-    let fold = crate::secrets::local::env_var_for;
-    let kept: Vec<String> = oauth
+    let kept: Vec<&str> = oauth
         .providers
         .iter()
-        .map(|p| p.client_secret_id.clone())
-        .chain([crate::oauth::KEY_SECRET_ID.to_owned()])
+        .map(|p| p.client_secret_id.as_str())
+        .chain([crate::oauth::KEY_SECRET_ID])
         .collect();
-    for tool in registry.tools() {
-        if let Some(id) = tool
-            .requirements
-            .secrets
-            .iter()
-            .find(|id| kept.iter().any(|k| fold(k) == fold(id)))
-        {
-            return Err(StartError::OAuth(format!(
-                "tool {} requires secret '{id}', which the OAuth flow keeps (OAUTH_KEY, client secrets): tools never get it",
-                tool.id
-            )));
-        }
-    }
-    Ok(())
+    kept_from_tools(
+        registry,
+        &kept,
+        "which the OAuth flow keeps (OAUTH_KEY, client secrets)",
+    )
+    .map_err(StartError::OAuth)
 }

@@ -38,7 +38,7 @@ pub(crate) use served::{served, served_for_mcp};
 pub(crate) use task_queue::TaskQueue;
 pub(crate) use task_worker::TaskRecords;
 
-pub(crate) use round_trip::KEY_SECRET_ID as STATE_KEY_SECRET_ID;
+pub(crate) use round_trip::{KEY_BYTES as STATE_KEY_BYTES, KEY_SECRET_ID as STATE_KEY_SECRET_ID};
 
 pub(crate) use handler::Served;
 

@@ -33,8 +33,11 @@ pub(crate) const STATE_TTL: Duration = Duration::from_secs(600);
 pub(crate) const KEY_SECRET_ID: &str = "MCP_STATE_KEY";
 /// Longest `requestState` read.
 const MAX_STATE_CHARS: usize = 16 * 1024;
-/// The state store's partition (and key) of a local server's own sealing key.
-const OWN_KEY: &str = "mcp-state-key";
+/// Where an earlier version kept a local server's own sealing key, in the state store: removed
+/// when the key file takes over (the database must not hold the key that seals its questions).
+const OLD_KEY: &str = "mcp-state-key";
+/// The length of a sealing key, and the least a held `MCP_STATE_KEY` may have.
+pub(crate) const KEY_BYTES: usize = 32;
 /// The state store's partition of spent states.
 const SPENT: &str = "mcp-state-spent";
 
@@ -46,6 +49,9 @@ pub(crate) struct RoundTrips {
     key_required: bool,
     codec: OnceCell<RequestStateCodec>,
     spent: Option<Arc<dyn StateStore>>,
+    /// Where a local server keeps its own key, when it holds no `MCP_STATE_KEY`
+    /// ([`crate::state::key_file`]); `None`: a key of the process, gone with it.
+    key_file: Option<std::path::PathBuf>,
     /// Whether a handshake client's questions may go on the call's stream: the answer reaches
     /// the client as it is written (locally; in Lambda only with response streaming).
     pub(super) on_stream: bool,
@@ -86,8 +92,15 @@ impl RoundTrips {
             key_required,
             codec: OnceCell::new(),
             spent,
+            key_file: None,
             on_stream: false,
         }
+    }
+
+    /// Keeps the server's own sealing key in `file` (see [`crate::state::key_file`]).
+    pub(crate) fn with_key_file(mut self, file: Option<std::path::PathBuf>) -> Self {
+        self.key_file = file;
+        self
     }
 
     /// The state store (where spent states are marked, and handshake questions wait).
@@ -95,44 +108,45 @@ impl RoundTrips {
         self.spent.as_ref()
     }
 
-    /// The sealing key of a server that holds no `MCP_STATE_KEY` (locally): its own, kept in the
-    /// state store so that states and sessions given out before a restart open after it.
-    async fn own_key(&self) -> Vec<u8> {
-        let mut key = vec![0u8; 32];
+    /// The sealing key of a server that holds no `MCP_STATE_KEY` (locally): its own, kept in its
+    /// key file (0600, apart from the database) so that states and sessions given out before a
+    /// restart open after it; a key of the process without one.
+    async fn own_key(&self) -> Result<Vec<u8>, String> {
+        let mut key = vec![0u8; KEY_BYTES];
         random_fill(&mut key);
-        let Some(store) = &self.spent else {
-            return key;
+        let Some(file) = self.key_file.clone() else {
+            return Ok(key);
         };
-        let kept = |item: Option<Item>| item.map(|i| i.value).filter(|k| k.len() == 32);
-        if let Ok(Some(held)) = store.get(OWN_KEY, OWN_KEY).await.map(kept) {
-            return held;
-        }
-        match store
-            .put_if(OWN_KEY, OWN_KEY, Item::new(key.clone(), None), None)
+        let kept = tokio::task::spawn_blocking(move || read_or_keep(&file, key))
             .await
+            .map_err(|e| e.to_string())??;
+        // The key an earlier version kept inside the database goes.
+        if let Some(store) = &self.spent
+            && let Err(e) = store.delete(OLD_KEY, OLD_KEY).await
         {
-            Ok(true) | Err(_) => key,
-            // Another start wrote one first.
-            Ok(false) => store
-                .get(OWN_KEY, OWN_KEY)
-                .await
-                .ok()
-                .and_then(kept)
-                .unwrap_or(key),
+            tracing::warn!(target: "oxp::mcp", error = %e, "the old sealing key in the state store was not removed");
         }
+        Ok(kept)
     }
 
     pub(super) async fn codec(&self) -> Result<&RequestStateCodec, String> {
         self.codec
             .get_or_try_init(|| async {
                 let key: Vec<u8> = if !self.secrets.holds(KEY_SECRET_ID) && !self.key_required {
-                    self.own_key().await
+                    self.own_key().await?
                 } else {
                     let secret = self
                         .secrets
                         .get(KEY_SECRET_ID)
                         .await
                         .map_err(|e| e.developer_message())?;
+                    // An empty or short key would make every state forgeable (a value read
+                    // from Secrets Manager is checked here, a local one at start too).
+                    if secret.expose().len() < KEY_BYTES {
+                        return Err(format!(
+                            "{KEY_SECRET_ID} is shorter than {KEY_BYTES} bytes: no requestState is sealed with it"
+                        ));
+                    }
                     Sha256::new_with_prefix(b"oxp-lambda mcp requestState\0")
                         .chain_update(secret.expose().as_bytes())
                         .finalize()
@@ -163,8 +177,15 @@ impl RoundTrips {
                 .map(|(key, response)| Ok((key.clone(), read_response(response)?)))
                 .collect::<Result<BTreeMap<_, _>, ErrorData>>()?,
         };
+        // Answers count only with the state of the round that asked for them (every round this
+        // server asks gives one): without it they answer no question of ours, and the tool asks
+        // again. Otherwise answers kept from a spent round would run it again.
         let Some(state) = state else {
-            return Ok(Exchange::continued(Answers::default(), responses, None));
+            return Ok(Exchange::continued(
+                Answers::default(),
+                BTreeMap::new(),
+                None,
+            ));
         };
         if state.len() > MAX_STATE_CHARS {
             return Err(refused("the requestState is too long"));
@@ -268,6 +289,32 @@ pub(crate) fn binding(subject: Option<&str>, tool: &str, arguments: &Value) -> V
     hash.finalize().to_vec()
 }
 
+/// The key in `file`, or `fresh` written there (0600) when the file has none. A key file that
+/// is not a key (another length) is an error, never overwritten: it may be an operator's.
+fn read_or_keep(file: &std::path::Path, fresh: Vec<u8>) -> Result<Vec<u8>, String> {
+    use std::io::{Read, Write};
+    let mut opened = crate::state::private_file(file)
+        .map_err(|e| format!("the sealing key file {}: {e}", file.display()))?;
+    let mut held = Vec::new();
+    opened
+        .read_to_end(&mut held)
+        .map_err(|e| format!("the sealing key file {}: {e}", file.display()))?;
+    match held.len() {
+        0 => {
+            opened
+                .write_all(&fresh)
+                .and_then(|()| opened.sync_all())
+                .map_err(|e| format!("the sealing key file {}: {e}", file.display()))?;
+            Ok(fresh)
+        }
+        KEY_BYTES => Ok(held),
+        _ => Err(format!(
+            "the sealing key file {} does not hold a {KEY_BYTES}-byte key",
+            file.display()
+        )),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -320,20 +367,23 @@ mod tests {
         altered[middle] = if altered[middle] == b'A' { b'B' } else { b'A' };
         let altered = String::from_utf8(altered).unwrap();
         assert!(trips.begin(&binding, Some(&altered), None).await.is_err());
-        // Without a state, a response under the question's key answers it (the ephemeral
-        // flow), under another key it answers nothing; a malformed one is refused.
-        let fresh = trips
-            .begin(&binding, None, Some(&accept("No")))
-            .await
-            .unwrap();
-        assert_eq!(fresh.ask(ask.clone(), 0).await.unwrap().label, "No");
-        let mut elsewhere = InputResponses::new();
-        elsewhere.insert("other".into(), json!({"action": "decline"}));
-        let fresh = trips.begin(&binding, None, Some(&elsewhere)).await.unwrap();
-        assert!(matches!(
-            fresh.ask(ask.clone(), 0).await,
-            Err(TalkError::Parked)
-        ));
+        // Without a state, a response answers nothing, under the question's key or another: the
+        // tool asks again (answers of a spent round sent bare would otherwise run it again); a
+        // malformed one is still refused.
+        for responses in [accept("No"), {
+            let mut elsewhere = InputResponses::new();
+            elsewhere.insert("other".into(), json!({"action": "decline"}));
+            elsewhere
+        }] {
+            let fresh = trips.begin(&binding, None, Some(&responses)).await.unwrap();
+            assert!(matches!(
+                fresh.ask(ask.clone(), 0).await,
+                Err(TalkError::Parked)
+            ));
+        }
+        let mut malformed = InputResponses::new();
+        malformed.insert("ask_0".into(), json!({"action": "maybe"}));
+        assert!(trips.begin(&binding, None, Some(&malformed)).await.is_err());
         // Two questions open at once may not share a key: the client could not tell which
         // one a response answers.
         let twice = Exchange::default();

@@ -29,10 +29,12 @@ pub(crate) fn served_for_mcp(
     in_lambda: bool,
     streamed: bool,
     queue: Option<TaskQueue>,
+    key_file: Option<std::path::PathBuf>,
 ) -> Result<Arc<Served>, String> {
     let pins = &settings.pins;
     let tools = invoker.registry().served(pins, "OXP_MCP_TOOLS")?;
-    let mut trips = RoundTrips::new(invoker.secrets().clone(), in_lambda, state.cloned());
+    let mut trips = RoundTrips::new(invoker.secrets().clone(), in_lambda, state.cloned())
+        .with_key_file(key_file);
     // A handshake client's question goes on the call's stream, which must reach it before the
     // call ends: not through Lambda's buffered answers.
     trips.on_stream = !in_lambda || streamed;

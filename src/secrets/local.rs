@@ -79,6 +79,10 @@ impl SecretSource for LocalSecrets {
             .ok_or_else(|| SecretError::new(id, SecretErrorKind::NotFound, env_var_for(id)));
         Box::pin(std::future::ready(found))
     }
+
+    fn peek(&self, id: &str) -> Option<Secret> {
+        self.values.get(&env_var_for(id)).cloned()
+    }
 }
 
 /// The secrets an embedding program gives the builder, answered before the configured source
@@ -99,6 +103,14 @@ impl SecretSource for Layered {
             self.first.fetch(id)
         } else {
             self.then.fetch(id)
+        }
+    }
+
+    fn peek(&self, id: &str) -> Option<Secret> {
+        if self.first.holds(id) {
+            self.first.peek(id)
+        } else {
+            self.then.peek(id)
         }
     }
 }

@@ -1,6 +1,8 @@
 //! The embedded state store (feature `embedded-state`): one redb database file, maintained,
-//! crash-safe (a committed write survives `kill -9`), needing no set-up. Opened by the first
-//! request that needs it, never at start; every operation runs off the async runtime's threads.
+//! crash-safe (a committed write survives `kill -9`), needing no set-up. The file is taken for
+//! this process at start (a lock beside it, `<file>.lock`: a second server on the same file is
+//! refused at its start, naming the file), opened by the first request that needs it, and
+//! readable by its owner only (0600); every operation runs off the async runtime's threads.
 //! Without a path (a configuration built in code) it lives in memory.
 //!
 //! Writes are committed in groups: one writer thread takes every write waiting when it is free
@@ -8,10 +10,12 @@
 //! A write is answered only once it is durable, as before; what changes is that 32 writers at
 //! once (a fan-out) share one flush rather than queueing for 32 (docs/performance.md).
 
+use super::private_file;
 use oxp_lambda_core::durable::{Item, MAX_VALUE_BYTES, StateError, StateFuture, StateStore};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
 use std::fmt;
-use std::path::PathBuf;
+use std::fs::File;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{OnceCell, mpsc, oneshot};
@@ -19,9 +23,34 @@ use tokio::sync::{OnceCell, mpsc, oneshot};
 /// One table: `partition \0 key` -> expiry (Unix seconds, 0: none) then the value.
 const TABLE: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("state");
 
-/// The store of `path` (`None`: in memory).
+/// The store of `path` (`None`: in memory), the file taken for this process now.
 pub(crate) fn store(path: Option<PathBuf>) -> Result<Arc<dyn StateStore>, String> {
-    Ok(Arc::new(Embedded::new(path)))
+    let lock = path.as_deref().map(take).transpose()?;
+    let mut store = Embedded::new(path);
+    store.lock = lock;
+    Ok(Arc::new(store))
+}
+
+/// The lock file of the database file `path`.
+fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// Takes `path` for this process: an exclusive lock on `<path>.lock`, held until the store is
+/// dropped (and by the system until the process ends, however it ends).
+fn take(path: &Path) -> Result<File, String> {
+    let lock = lock_path(path);
+    let file = private_file(&lock).map_err(|e| format!("cannot create {}: {e}", lock.display()))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(format!(
+            "the state file {} is in use by another process (a server on the same OXP_STATE_PATH): stop it, or give this server a file of its own with OXP_STATE_PATH",
+            path.display()
+        )),
+        Err(std::fs::TryLockError::Error(e)) => Err(format!("cannot lock {}: {e}", lock.display())),
+    }
 }
 
 /// Writes one group commit takes at most.
@@ -31,6 +60,8 @@ const GROUP: usize = 256;
 pub(crate) struct Embedded {
     path: Option<PathBuf>,
     db: OnceCell<Opened>,
+    /// The lock that takes the file for this process (see [`store`]).
+    lock: Option<File>,
 }
 
 /// The open database and its writer.
@@ -67,6 +98,8 @@ impl Drop for Embedded {
                 let _ = writer.join();
             }
         }
+        // Then the file is free for the next store (a restart in a test, a second app).
+        drop(self.lock.take());
     }
 }
 
@@ -84,6 +117,7 @@ impl Embedded {
         Self {
             path,
             db: OnceCell::new(),
+            lock: None,
         }
     }
 
@@ -97,6 +131,11 @@ impl Embedded {
             .get_or_try_init(|| {
                 let path = self.path.clone();
                 blocking(move || {
+                    if let Some(path) = &path {
+                        private_file(path).map_err(|e| {
+                            StateError(format!("state store: open {}: {e}", path.display()))
+                        })?;
+                    }
                     let db = match &path {
                         Some(path) => Database::create(path),
                         None => Database::builder()
@@ -407,6 +446,52 @@ mod tests {
         let listed = store.list("many", None, 100).await.unwrap();
         assert_eq!(listed.len(), 64);
         assert!(listed.iter().all(|(k, item)| item.value == k.as_bytes()));
+    }
+
+    #[tokio::test]
+    async fn a_second_store_on_the_same_file_is_refused_naming_it_and_the_file_is_its_owners() {
+        let path = std::env::temp_dir().join(format!("oxp-state-{}.redb", uuid::Uuid::new_v4()));
+        let first = store(Some(path.clone())).unwrap();
+        let second = store(Some(path.clone())).unwrap_err();
+        assert!(
+            second.contains(&path.display().to_string()) && second.contains("OXP_STATE_PATH"),
+            "{second}"
+        );
+        first
+            .put("p", "k", Item::new(b"v".to_vec(), None))
+            .await
+            .unwrap();
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            for file in [path.clone(), lock_path(&path)] {
+                let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+                assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+            }
+        }
+        drop(first);
+        // Once the first is gone, the file is free again.
+        let again = store(Some(path.clone())).unwrap();
+        assert!(again.get("p", "k").await.unwrap().is_some());
+        drop(again);
+        let _ = std::fs::remove_file(lock_path(&path));
+        let _ = std::fs::remove_file(path);
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn a_file_left_open_to_others_is_made_its_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let path = std::env::temp_dir().join(format!("oxp-state-{}.redb", uuid::Uuid::new_v4()));
+        std::fs::write(&path, b"").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let opened = store(Some(path.clone())).unwrap();
+        opened.get("p", "k").await.unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        drop(opened);
+        let _ = std::fs::remove_file(lock_path(&path));
+        let _ = std::fs::remove_file(path);
     }
 
     #[test]

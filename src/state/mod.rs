@@ -74,6 +74,37 @@ impl StateConfig {
     }
 }
 
+/// Opens `path` for reading and writing, creating it readable and writable by its owner only
+/// (0600), and tightening a file an earlier version left open to others: the state holds
+/// questions, answers and the calls' callbacks.
+pub(crate) fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true).write(true).create(true).truncate(false);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        options.mode(0o600);
+        let file = options.open(path)?;
+        if file.metadata()?.permissions().mode() & 0o077 != 0 {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))?;
+        }
+        Ok(file)
+    }
+    #[cfg(not(unix))]
+    options.open(path)
+}
+
+/// Where a local server keeps a key of its own (MCP's sealing key when `MCP_STATE_KEY` is not
+/// held): beside the embedded database file, in a file of its own readable by its owner only
+/// (`oxp-state.key` for `oxp-state.redb`), never inside the database it protects. `None` for
+/// any other store (in memory, or DynamoDB, where the key must be a shared secret).
+pub(crate) fn key_file(config: &StateConfig) -> Option<PathBuf> {
+    match config {
+        StateConfig::Embedded { path: Some(path) } => Some(path.with_extension("key")),
+        _ => None,
+    }
+}
+
 /// The store `config` describes (`None`: off); `sdk` is the AWS configuration, for DynamoDB.
 pub(crate) fn build(
     config: &StateConfig,

@@ -375,6 +375,26 @@ impl Subscriptions {
         }
     }
 
+    /// Whether `source` had the event `event_id` taken within its replay window.
+    pub(crate) async fn replayed(&self, source: &str, event_id: &str) -> Result<bool, StateError> {
+        Ok(self
+            .store
+            .get(&Keys::taken(source), event_id)
+            .await?
+            .is_some())
+    }
+
+    /// Marks `source`'s event `event_id` taken for `window`: a copy within it is a replay.
+    pub(crate) async fn taken(
+        &self,
+        source: &str,
+        event_id: &str,
+        window: Duration,
+    ) -> Result<(), StateError> {
+        let mark = Item::new(Vec::new(), Some(SystemTime::now() + window));
+        self.store.put(&Keys::taken(source), event_id, mark).await
+    }
+
     /// Schedules draining `ids` through the protocol's delivery.
     pub(crate) async fn schedule(&self, ids: Vec<String>) {
         if ids.is_empty() {

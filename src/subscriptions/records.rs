@@ -116,6 +116,11 @@ impl Keys {
         format!("sub-seen#{id}")
     }
 
+    /// The events a source had taken lately, by digest (a copy is a replay).
+    pub(crate) fn taken(source: &str) -> String {
+        format!("webhook-taken#{}", key_of(&[source]))
+    }
+
     /// A subscription's delivery lease.
     pub(crate) fn lease(id: &str) -> String {
         format!("sub-lease#{id}")

@@ -7,9 +7,10 @@
 //! | case | answer | delivered |
 //! |---|---|---|
 //! | signed, readable | 202 `{"accepted": n}` (n subscriptions took it) | to each, in order |
+//! | the same signed body again within [`REPLAY_WINDOW`] (a resend, or a replay with other headers) | 202 `{"accepted": 0}` | nothing more |
 //! | a subscription's backlog is full | 429 with `Retry-After` (send it again: the others do not take it twice) | to the others |
-//! | no signature, a wrong one, or no secret held for the source | 401 | nothing |
-//! | over `OXP_WEBHOOK_MAX_BYTES` | 413 | nothing |
+//! | no signature, a wrong one, or no secret held for the source (or one shorter than [`MIN_KEY_BYTES`]) | 401 | nothing |
+//! | over `OXP_WEBHOOK_MAX_BYTES` (at most what the store keeps, 256 KiB) | 413, before anything is marked | nothing |
 //! | signed but not the source's shape | 400 | nothing |
 //! | unknown source | 404 | nothing |
 //! | subscriptions off (no durable state) | 503 | nothing |
@@ -17,6 +18,11 @@
 //! Two kinds of source: `demo`, whose body is `{"topic": string, "event": any JSON}`, and
 //! `github`, whose events (`X-GitHub-Event`) go to the topics `<owner>/<repo>` and
 //! `<owner>/<repo>/<event>` of their repository.
+//!
+//! An event is known by what its signature covers: the digest of its source and its body, never
+//! a header (GitHub's `X-GitHub-Delivery` is not signed). A body taken once is not taken again
+//! for [`REPLAY_WINDOW`] from any subscription's point of view, and each subscription takes it
+//! once whenever it comes.
 
 mod source;
 
@@ -35,6 +41,23 @@ use oxp_lambda_core::secrets::Secrets;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
+use std::time::Duration;
+
+/// The shortest signing key a source may have (an empty key signs nothing).
+pub(crate) const MIN_KEY_BYTES: usize = 16;
+/// How long a signed body taken once is refused as a replay: longer than a sender resends
+/// (GitHub redelivers on request within days).
+pub(crate) const REPLAY_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// What an event is known by: its source and the digest of its signed body.
+fn event_digest(source: &str, body: &[u8]) -> String {
+    let digest = Sha256::new()
+        .chain_update(source.as_bytes())
+        .chain_update([0])
+        .chain_update(body)
+        .finalize();
+    hex::encode(digest)
+}
 
 /// The event sources and what they need.
 pub(crate) struct Webhooks {
@@ -105,14 +128,25 @@ async fn receive(
         Ok(events) => events,
         Err(why) => return refused(StatusCode::BAD_REQUEST, why, id),
     };
-    // A delivery id the source gives (GitHub's), else the body's hash: a resend is the same
-    // event, taken once by each subscription.
-    let event_id = headers
-        .get("x-github-delivery")
-        .and_then(|v| v.to_str().ok())
-        .filter(|v| !v.is_empty() && v.len() <= 128)
-        .map(str::to_owned)
-        .unwrap_or_else(|| hex::encode(Sha256::digest(&body)));
+    // Known by what the signature covers: a resend, or a replay with fresh headers, is the same
+    // event. Taken once within the window (a subscription opened since gets no old event), and
+    // each subscription takes it once whenever it comes.
+    let event_id = event_digest(id, &body);
+    match subscriptions.replayed(id, &event_id).await {
+        Ok(false) => {}
+        Ok(true) => {
+            tracing::info!(target: "oxp::webhooks", source = id, "event taken before: not taken again");
+            return answer(StatusCode::ACCEPTED, json!({"accepted": 0}));
+        }
+        Err(e) => {
+            tracing::error!(target: "oxp::webhooks", source = id, error = %e, "event not published");
+            return refused(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the event could not be kept; send it again",
+                id,
+            );
+        }
+    }
     let (mut accepted, mut full) = (0, 0);
     for (topic, text) in &events {
         match subscriptions.publish(id, topic, &event_id, text).await {
@@ -131,6 +165,13 @@ async fn receive(
         }
     }
     tracing::info!(target: "oxp::webhooks", source = id, accepted, full, "event received");
+    // Every subscription that could take it did: a copy now is a replay. (With a backlog full,
+    // the source's resend is what the others wait for, and each takes it once.)
+    if full == 0
+        && let Err(e) = subscriptions.taken(id, &event_id, REPLAY_WINDOW).await
+    {
+        tracing::warn!(target: "oxp::webhooks", source = id, error = %e, "event not marked taken: a replay reaches only new subscriptions");
+    }
     if full > 0 {
         let mut response = answer(
             StatusCode::TOO_MANY_REQUESTS,
@@ -166,6 +207,12 @@ async fn verify(
             return Err("the event's signature cannot be checked");
         }
     };
+    // An empty or short key (from Secrets Manager: a variable is checked at start) signs
+    // nothing: whoever knows it is empty can sign.
+    if secret.expose().len() < MIN_KEY_BYTES {
+        tracing::error!(target: "oxp::webhooks", source = source.id.as_str(), secret = source.secret_id.as_str(), least = MIN_KEY_BYTES, "the source's signing key is too short: no event is taken");
+        return Err("the event's signature cannot be checked");
+    }
     let mut mac = Hmac::<Sha256>::new_from_slice(secret.expose().as_bytes())
         .map_err(|_| "the event's signature cannot be checked")?;
     mac.update(body);

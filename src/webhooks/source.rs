@@ -4,6 +4,10 @@ use crate::settings::{ConfigError, Env, invalid};
 use http::HeaderMap;
 use serde_json::Value;
 
+/// The largest event a source may send: what the state store keeps of one value (an event
+/// is kept whole until it is delivered), so an event taken is never one the store refuses.
+pub(crate) const MAX_EVENT_BYTES: usize = oxp_lambda_core::durable::MAX_VALUE_BYTES;
+
 /// Longest topic, in characters.
 const MAX_TOPIC_CHARS: usize = 128;
 
@@ -14,7 +18,8 @@ pub struct WebhooksConfig {
     /// takes; `OXP_WEBHOOK_<ID>_KIND` (`demo` or `github`; default: the id) says how each reads
     /// its events, and its signing key is the server-held secret `<ID>_WEBHOOK_SECRET`.
     pub sources: Vec<Source>,
-    /// `OXP_WEBHOOK_MAX_BYTES` (default 1 MiB): the largest event.
+    /// `OXP_WEBHOOK_MAX_BYTES` (default and most: 256 KiB, what the state store keeps of one
+    /// value): the largest event.
     pub max_bytes: usize,
 }
 
@@ -54,7 +59,7 @@ impl Default for WebhooksConfig {
                     )
                 })
                 .collect(),
-            max_bytes: 1024 * 1024,
+            max_bytes: MAX_EVENT_BYTES,
         }
     }
 }
@@ -108,6 +113,12 @@ impl WebhooksConfig {
             }
         }
         if let Some(n) = env.positive("OXP_WEBHOOK_MAX_BYTES")? {
+            if n > MAX_EVENT_BYTES {
+                return Err(invalid(
+                    "OXP_WEBHOOK_MAX_BYTES",
+                    &format!("at most {MAX_EVENT_BYTES} (what the state store keeps of an event)"),
+                ));
+            }
             config.max_bytes = n;
         }
         Ok(config)

@@ -34,6 +34,13 @@ pub trait SecretSource: Send + Sync + fmt::Debug {
     fn holds(&self, id: &str) -> bool;
     /// Fetches the current value of `id`.
     fn fetch<'a>(&'a self, id: &'a str) -> SecretFuture<'a>;
+
+    /// The value of `id` when the source holds it in memory already (variables read at start),
+    /// without I/O; `None` for a source that must fetch it. What the server checks at its start
+    /// (an empty or short signing key is refused before it serves).
+    fn peek(&self, _id: &str) -> Option<Secret> {
+        None
+    }
 }
 
 /// Why a secret could not be had. Names the secret id, never a value.
@@ -120,11 +127,18 @@ pub enum SecretsRejection {
     Source(SecretError),
 }
 
-/// The server's secrets: a source, a TTL cache in front of it and the client-secrets policy.
+/// How long a secret the source does not have is remembered as missing: a request naming it
+/// (a forged webhook for a source without a key, say) costs no fetch meanwhile, and a secret
+/// created now is seen within this.
+pub const MISSING_FOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The server's secrets: a source, a TTL cache in front of it (and a short one of the ids it
+/// does not have) and the client-secrets policy.
 #[derive(Clone)]
 pub struct Secrets {
     source: Option<Arc<dyn SecretSource>>,
     cache: moka::future::Cache<String, Secret>,
+    missing: moka::sync::Cache<String, SecretError>,
     client_secrets: ClientSecrets,
 }
 
@@ -161,6 +175,10 @@ impl Secrets {
                 .max_capacity(10_000)
                 .time_to_live(ttl)
                 .build(),
+            missing: moka::sync::Cache::builder()
+                .max_capacity(1_000)
+                .time_to_live(MISSING_FOR.min(ttl))
+                .build(),
             client_secrets,
         }
     }
@@ -170,7 +188,13 @@ impl Secrets {
         self.source.as_ref().is_some_and(|s| s.holds(id))
     }
 
-    /// One server-held secret, from the cache or the source.
+    /// The value of `id` if the source holds it in memory ([`SecretSource::peek`]).
+    pub fn peek(&self, id: &str) -> Option<Secret> {
+        self.source.as_ref().and_then(|s| s.peek(id))
+    }
+
+    /// One server-held secret, from the cache or the source. A secret the source does not have
+    /// is answered as missing for [`MISSING_FOR`] without asking it again.
     pub async fn get(&self, id: &str) -> Result<Secret, SecretError> {
         let source = self
             .source
@@ -179,10 +203,20 @@ impl Secrets {
             .ok_or_else(|| {
                 SecretError::new(id, SecretErrorKind::NotFound, "not held by the server")
             })?;
-        self.cache
+        if let Some(missing) = self.missing.get(id) {
+            return Err(missing);
+        }
+        let fetched = self
+            .cache
             .try_get_with_by_ref(id, source.fetch(id))
             .await
-            .map_err(|e| (*e).clone())
+            .map_err(|e| (*e).clone());
+        if let Err(e) = &fetched
+            && e.kind == SecretErrorKind::NotFound
+        {
+            self.missing.insert(id.to_owned(), e.clone());
+        }
+        fetched
     }
 
     /// The values of `required` for one call: server-held ones from the source (they win), the

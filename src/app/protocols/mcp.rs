@@ -29,7 +29,7 @@ impl Protocol for Mcp {
             return Ok(Contribution::default());
         }
         let config = assembly.config;
-        state_key_kept_from_tools(assembly.invoker.registry())?;
+        state_key_kept_from_tools(assembly.invoker)?;
         let queue = match &settings.task_queue_url {
             Some(url) if config.runtime.lambda => {
                 if assembly.state().is_none() {
@@ -40,6 +40,17 @@ impl Protocol for Mcp {
             // Locally a task runs in the server; the queue is for Lambda's worker role.
             _ => None,
         };
+        // Locally, without MCP_STATE_KEY, the server seals with a key of its own, kept in a file
+        // beside its state (0600): said once at start.
+        let key_file = crate::state::key_file(&config.state).filter(|_| {
+            !assembly
+                .invoker
+                .secrets()
+                .holds(crate::mcp::STATE_KEY_SECRET_ID)
+        });
+        if let Some(file) = &key_file {
+            tracing::info!(target: "oxp::mcp", key_file = %file.display(), "MCP_STATE_KEY is not set: requestStates and sessions are sealed with the server's own key, kept in this file (0600)");
+        }
         let served = crate::mcp::served_for_mcp(
             assembly.invoker.clone(),
             &settings,
@@ -47,6 +58,7 @@ impl Protocol for Mcp {
             config.runtime.lambda,
             config.lambda_streaming,
             queue,
+            key_file,
         )?;
         // Tasks whose run a restart ended are failed with a message, never forgotten.
         if assembly.recovering()
@@ -85,18 +97,14 @@ impl Protocol for Mcp {
     }
 }
 
-/// Refuses a tool that declares the secret that seals MCP's `requestState`: it could forge the
-/// answers of any caller's questions.
-fn state_key_kept_from_tools(registry: &oxp_lambda_core::registry::Registry) -> Result<(), String> {
-    let fold = crate::secrets::local::env_var_for;
-    let key = fold(crate::mcp::STATE_KEY_SECRET_ID);
-    for tool in registry.tools() {
-        if let Some(id) = tool.requirements.secrets.iter().find(|id| fold(id) == key) {
-            return Err(format!(
-                "tool {} requires secret '{id}', which seals MCP's requestState: tools never get it",
-                tool.id
-            ));
-        }
-    }
-    Ok(())
+/// Refuses a tool that declares the secret that seals MCP's `requestState` (it could forge the
+/// answers of any caller's questions), and a held key too short to seal with.
+fn state_key_kept_from_tools(invoker: &oxp_lambda_core::invoke::Invoker) -> Result<(), String> {
+    let key = crate::mcp::STATE_KEY_SECRET_ID;
+    crate::app::guards::kept_from_tools(
+        invoker.registry(),
+        &[key],
+        "which seals MCP's requestState",
+    )?;
+    crate::app::guards::long_enough(invoker.secrets(), key, crate::mcp::STATE_KEY_BYTES)
 }

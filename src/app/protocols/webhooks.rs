@@ -26,20 +26,17 @@ impl Protocol for EventSources {
         settings: WebhooksConfig,
         assembly: &Assembly<'_>,
     ) -> Result<Contribution, String> {
-        // A signing key is the server's: a tool declaring it could forge events.
+        // A signing key is the server's: a tool declaring it could forge events; and an empty or
+        // short one signs nothing worth the name.
         let invoker = assembly.invoker();
         for source in &settings.sources {
-            if let Some(tool) = invoker.registry().tools().iter().find(|t| {
-                t.requirements
-                    .secrets
-                    .iter()
-                    .any(|id| id.eq_ignore_ascii_case(&source.secret_id))
-            }) {
-                return Err(format!(
-                    "tool {} requires secret '{}', the signing key of event source '{}': tools never get it",
-                    tool.id, source.secret_id, source.id
-                ));
-            }
+            let whose = format!("the signing key of event source '{}'", source.id);
+            crate::app::guards::kept_from_tools(invoker.registry(), &[&source.secret_id], &whose)?;
+            crate::app::guards::long_enough(
+                invoker.secrets(),
+                &source.secret_id,
+                crate::webhooks::MIN_KEY_BYTES,
+            )?;
         }
         let webhooks = Webhooks::new(
             &settings,
