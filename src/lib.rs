@@ -92,7 +92,7 @@ mod server;
 mod settings;
 #[cfg(feature = "sqs")]
 mod sqs;
-#[cfg(all(not(feature = "sqs"), any(feature = "rap", feature = "mcp")))]
+#[cfg(not(feature = "sqs"))]
 #[path = "sqs_off.rs"]
 mod sqs;
 mod state;
@@ -104,6 +104,7 @@ mod subscriptions;
 mod transport;
 #[cfg(feature = "webhooks")]
 mod webhooks;
+mod work;
 
 pub use app::protocols;
 pub use app::{App, AppBuilder, StartError};

@@ -10,7 +10,7 @@ pub(crate) enum Sqs {}
 impl Sqs {
     /// Refuses: the queues need the feature.
     pub(crate) fn connect(_sdk: &SharedSdk) -> Result<Self, String> {
-        Err("SQS queues (OXP_RAP_QUEUE_URL, OXP_RAP_DEAD_LETTER_QUEUE_URL, OXP_MCP_TASK_QUEUE_URL) need the `sqs` feature of oxp-lambda".into())
+        Err("SQS queues (OXP_RAP_QUEUE_URL, OXP_RAP_DEAD_LETTER_QUEUE_URL, OXP_MCP_TASK_QUEUE_URL, OXP_WORK_QUEUE_URL) need the `sqs` feature of oxp-lambda".into())
     }
 
     /// Unreachable: no client is ever made.

@@ -11,6 +11,7 @@ pub(crate) enum Subscriptions {}
 /// None.
 pub(crate) fn build(
     _store: Option<&Arc<dyn StateStore>>,
+    _runner: Option<&Arc<crate::work::Runner>>,
     _env: &Env<'_>,
 ) -> Result<Option<Arc<Subscriptions>>, ConfigError> {
     Ok(None)

@@ -51,6 +51,8 @@ mod mcp_progress;
 mod mcp_round_trips;
 mod mcp_sdk;
 mod mcp_strands;
+#[cfg(feature = "dynamodb")]
+mod mcp_task_work;
 mod mcp_tasks;
 mod mcp_tasks_lambda;
 mod mcp_tools;
@@ -73,6 +75,8 @@ mod secrets_aws;
 mod security;
 mod serving;
 mod stack;
+#[cfg(all(feature = "webhooks", feature = "embedded-state", feature = "dynamodb"))]
+mod takeover;
 #[cfg(all(feature = "jwt", feature = "webhooks"))]
 mod talk_back;
 #[cfg(all(feature = "webhooks", feature = "dynamodb", feature = "rap-sqs"))]

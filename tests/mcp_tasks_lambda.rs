@@ -102,7 +102,7 @@ async fn a_task_created_at_the_http_function_runs_in_the_worker_and_the_http_fun
     assert!(value["slept_ms"].as_u64().unwrap() >= 300, "{done}");
     // SQS delivers at least once: the same run delivered again runs nothing.
     let again: aws_lambda_events::event::sqs::SqsEvent = serde_json::from_value(json!({
-        "Records": [{"messageId": "again", "body": json!({"mcp_task": id}).to_string(),
+        "Records": [{"messageId": "again", "body": json!({"oxp_work": [format!("task:{id}")]}).to_string(),
                      "eventSource": "aws:sqs"}]
     }))
     .unwrap();

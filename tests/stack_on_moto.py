@@ -441,7 +441,7 @@ def run(binary, moto, admin, physical, functions):
         created = mcp("tools/call", "Demo_Sleep", {"name": "Demo_Sleep", "arguments": {"ms": 50}})
         assert created["resultType"] == "task", created
         got = poller.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, WaitTimeSeconds=1)["Messages"]
-        assert len(got) == 1 and "mcp_task" in got[0]["Body"], got
+        assert len(got) == 1 and "oxp_work" in got[0]["Body"], got
         assert worker.invoke(sqs_event(got, queue_arn)) == {"batchItemFailures": []}
         done = mcp("tasks/get", created["taskId"], {"taskId": created["taskId"]})
         assert done["status"] == "completed" and done["result"]["isError"] is False, done

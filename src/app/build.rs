@@ -59,6 +59,85 @@ impl fmt::Display for StartError {
 
 impl std::error::Error for StartError {}
 
+/// The runner of acknowledged work over `state` (none without a store): in Lambda it sends
+/// work to the worker's queue.
+fn work_runner(
+    state: Option<&Arc<dyn StateStore>>,
+    config: &Config,
+    sdk: &crate::aws::SharedSdk,
+) -> Result<Option<Arc<crate::work::Runner>>, StartError> {
+    let Some(store) = state else {
+        return Ok(None);
+    };
+    let env = config.env();
+    let settings = crate::work::Settings::from_env(&env).map_err(StartError::Config)?;
+    let runner = crate::work::Runner::new(store.clone(), settings);
+    if config.runtime.lambda {
+        let queue = [
+            "OXP_WORK_QUEUE_URL",
+            "OXP_MCP_TASK_QUEUE_URL",
+            "OXP_RAP_QUEUE_URL",
+        ]
+        .into_iter()
+        .find_map(|name| env.get(name));
+        if let Some(url) = queue {
+            let sqs = crate::sqs::Sqs::connect(sdk).map_err(StartError::State)?;
+            runner.wake_with(Arc::new(crate::work::queue::Queue { sqs, url }));
+        }
+    }
+    Ok(Some(runner))
+}
+
+/// Where the runner's work runs: a local server sweeps for work to take over; Lambda's worker
+/// role runs the queue's messages (and the schedule's sweeps). Either way, what runs here is
+/// let go at shutdown for another process to take over.
+/// `from_the_start`: the store may hold work already (others share it, or an earlier run left
+/// some).
+fn serve_work(
+    runner: &Arc<crate::work::Runner>,
+    built: &mut protocol::Built,
+    config: &Config,
+    from_the_start: bool,
+) -> Result<(), StartError> {
+    if config.runtime.lambda {
+        if config.lambda_role == crate::server::WORKER {
+            let role = crate::server::LambdaRole::records(
+                crate::server::WORKER,
+                Arc::new(crate::work::WorkRecords(runner.clone())),
+            );
+            match built
+                .roles
+                .iter_mut()
+                .find(|r| r.name() == crate::server::WORKER)
+            {
+                Some(served) => {
+                    let _ = served.join(role);
+                }
+                None => built.roles.push(role),
+            }
+        }
+    } else {
+        runner.sweep_every_tick(from_the_start);
+    }
+    built.drains.push(Arc::new(LetGo(runner.clone())));
+    Ok(())
+}
+
+/// At shutdown the runner's unfinished work is let go for another process to take over, after
+/// waiting up to a lease for it (or the drain's own timeout).
+struct LetGo(Arc<crate::work::Runner>);
+
+impl protocol::Drain for LetGo {
+    fn drain(&self, timeout: Option<std::time::Duration>) -> protocol::BoxFuture<'_, usize> {
+        Box::pin(async move {
+            let wait = timeout.unwrap_or(self.0.settings().lease);
+            self.0.drain(wait).await;
+            // Let go, not dead-lettered: nothing is abandoned.
+            0
+        })
+    }
+}
+
 /// Builds an [`App`]: the tools, the configuration, the protocols, and what the embedding
 /// program holds itself.
 ///
@@ -247,12 +326,17 @@ impl AppBuilder {
             &config.state,
             crate::state::StateConfig::Embedded { path: Some(path) } if path.exists()
         );
+        // A store the program gives may be shared with other processes, as DynamoDB is.
+        let shared = self.state_store.is_some()
+            || matches!(config.state, crate::state::StateConfig::DynamoDb { .. });
         let state = match self.state_store {
             Some(store) => Some(store),
             None => crate::state::build(&config.state, &sdk).map_err(StartError::State)?,
         };
-        let subscriptions = crate::subscriptions::build(state.as_ref(), &config.env())
-            .map_err(StartError::Config)?;
+        let runner = work_runner(state.as_ref(), &config, &sdk)?;
+        let subscriptions =
+            crate::subscriptions::build(state.as_ref(), runner.as_ref(), &config.env())
+                .map_err(StartError::Config)?;
         let broker = crate::oauth::build(
             &config.oauth,
             (config.host, config.port),
@@ -281,9 +365,13 @@ impl AppBuilder {
             user_tokens: user_tokens.as_ref(),
             state: state.as_ref(),
             subscriptions: subscriptions.as_ref(),
+            runner: runner.as_ref(),
             recovering,
         };
         let mut built = protocol::build_all(self.protocols, &assembly)?;
+        if let Some(runner) = &runner {
+            serve_work(runner, &mut built, &config, shared || recovering)?;
+        }
         // The users' authorization flow, when the server runs one: its routes beside the
         // protocols' (`forget` behind authentication, like every route that acts for a user).
         if let Some(broker) = broker {

@@ -79,6 +79,9 @@ pub struct Assembly<'a> {
     /// The subscriptions (over the state store), for the protocol that carries them and the
     /// event sources that feed them.
     pub(crate) subscriptions: Option<&'a Arc<crate::subscriptions::Subscriptions>>,
+    /// The runner of acknowledged work (over the state store), where a protocol registers the
+    /// kinds of work it runs.
+    pub(crate) runner: Option<&'a Arc<crate::work::Runner>>,
     /// Whether durable state of an earlier run of this server exists (the embedded store's
     /// file was there at start).
     pub(crate) recovering: bool,

@@ -43,6 +43,17 @@ impl McpServer {
             {
                 let context = parts.map(CallContext::of).unwrap_or_default();
                 let arguments = request.arguments.unwrap_or_default();
+                // Checked before anything is kept: invalid arguments are the tool's error at
+                // once, never a stored task.
+                let input = Value::Object(arguments);
+                if let Some(Err(errors)) = tool.map(|t| t.check_input(&input)) {
+                    let refused = Err(oxp_lambda_core::refusal::Rejection::InvalidInput(errors));
+                    return Ok(result::from_invoke(refused).into());
+                }
+                let arguments = match input {
+                    Value::Object(arguments) => arguments,
+                    _ => Map::new(),
+                };
                 let created = tasks
                     .create(context, &request.name, arguments, Default::default())
                     .await?;

@@ -28,15 +28,11 @@ mod questions;
 pub(crate) mod result;
 mod round_trip;
 mod served;
-mod task_queue;
 mod task_store;
 mod task_talk;
-mod task_worker;
 mod tasks;
 
 pub(crate) use served::{served, served_for_mcp};
-pub(crate) use task_queue::TaskQueue;
-pub(crate) use task_worker::TaskRecords;
 
 pub(crate) use round_trip::{KEY_BYTES as STATE_KEY_BYTES, KEY_SECRET_ID as STATE_KEY_SECRET_ID};
 

@@ -2,7 +2,6 @@
 //! 2026-07-28 parts that need the server's secrets and state (round trips, tasks).
 
 use super::round_trip::RoundTrips;
-use super::task_queue::TaskQueue;
 use super::tasks::Tasks;
 use super::{McpConfig, Served};
 use oxp_lambda_core::durable::StateStore;
@@ -28,7 +27,7 @@ pub(crate) fn served_for_mcp(
     state: Option<&Arc<dyn StateStore>>,
     in_lambda: bool,
     streamed: bool,
-    queue: Option<TaskQueue>,
+    runner: Option<&Arc<crate::work::Runner>>,
     key_file: Option<std::path::PathBuf>,
 ) -> Result<Arc<Served>, String> {
     let pins = &settings.pins;
@@ -38,12 +37,13 @@ pub(crate) fn served_for_mcp(
     // A handshake client's question goes on the call's stream, which must reach it before the
     // call ends: not through Lambda's buffered answers.
     trips.on_stream = !in_lambda || streamed;
-    // Tasks need a state store to keep them. Locally they run detached in this process; a
-    // Lambda execution environment freezes once it has answered, so there they need the queue
-    // the worker role runs them from (without it, tools answer in the request).
+    // Tasks need a state store to keep them and the runner to run them: locally detached in
+    // this process; a Lambda execution environment freezes once it has answered, so there only
+    // when the runner sends work to the worker role's queue (without it, tools answer in the
+    // request).
     let tasks = state
-        .filter(|_| !in_lambda || queue.is_some())
-        .map(|store| Arc::new(Tasks::new(store.clone(), invoker.clone(), &tools, queue)));
+        .zip(runner.filter(|r| !in_lambda || r.queued()))
+        .map(|(store, runner)| Tasks::new(store.clone(), invoker.clone(), &tools, runner.clone()));
     let required = task_required(&settings.task_required, &tools, tasks.is_some())?;
     let mcp = Served::new(invoker, tools).with_round_trips(trips);
     Ok(Arc::new(match tasks {

@@ -1,6 +1,6 @@
-//! Task records in the state store: one item per task (compare-and-swap updates, kept an hour)
-//! and, while its run has not ended, a mark in a partition of its own, which a restart reads to
-//! end the runs it interrupted.
+//! Task records in the state store: one item per task (compare-and-swap updates, kept an hour).
+//! A task's run is work of the runner ([`crate::work`]), which takes it over when its process
+//! dies.
 
 use super::questions::Answers;
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
@@ -19,8 +19,6 @@ pub(crate) const TASK_TTL: Duration = Duration::from_secs(3600);
 pub(super) const WATCH: Duration = Duration::from_millis(250);
 /// The partition of task records.
 const TASKS: &str = "mcp-task";
-/// The partition of tasks whose run has not ended (read after a restart).
-const OPEN: &str = "mcp-task-open";
 
 /// A task as stored.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -71,11 +69,10 @@ impl TaskStore {
         Self(store)
     }
 
-    /// Writes new task `id` (and its open mark), unless one exists.
+    /// Writes new task `id`, unless one exists.
     pub(super) async fn create(&self, id: &str, record: &Record) -> Result<(), StateError> {
         let expires = Some(SystemTime::now() + TASK_TTL);
         let bytes = serde_json::to_vec(record).expect("records serialize");
-        self.0.put(OPEN, id, Item::new(Vec::new(), expires)).await?;
         if self
             .0
             .put_if(TASKS, id, Item::new(bytes, expires), None)
@@ -121,21 +118,8 @@ impl TaskStore {
         Err(StateError("a task is updated too often at once".into()))
     }
 
-    /// Task `id`'s run has ended: its open mark goes (best effort: a restart would end an
-    /// ended task again, which changes nothing).
-    pub(super) async fn ended(&self, id: &str) {
-        let _ = self.0.delete(OPEN, id).await;
-    }
-
     /// Task `id` was never started: it goes.
     pub(super) async fn forget(&self, id: &str) {
         let _ = self.0.delete(TASKS, id).await;
-        self.ended(id).await;
-    }
-
-    /// Up to `limit` tasks whose run has not ended.
-    pub(super) async fn open(&self, limit: usize) -> Result<Vec<String>, StateError> {
-        let page = self.0.list(OPEN, None, limit).await?;
-        Ok(page.into_iter().map(|(id, _)| id).collect())
     }
 }

@@ -6,15 +6,19 @@
 //! a question the tool asked (`ctx.ask`, `ctx.fill`), `tasks/cancel` fires the tool's
 //! cancellation. Tasks are the caller's: another caller's id is an unknown task.
 //!
-//! The record is the truth: a process that did not start a task answers for it, a cancellation
-//! reaches the run through the record (polled each second) as well as directly, and a task whose
-//! run a restart ended is failed with a message, never forgotten.
+//! The record is the truth: a process that did not start a task answers for it, and a
+//! cancellation reaches the run through the record (polled) as well as directly. A task's run
+//! is work of the one runner ([`crate::work`], kind [`TASK_RUN`]): run at once where the task
+//! was created (in Lambda by the worker role), parked while it waits for an answer past its
+//! executor's deadline, and taken over when its process dies or stops: run again when the tool
+//! may run twice ([`RegisteredTool::may_run_again`]), else failed with a message. Never
+//! `working` forever, never silent.
 
 use super::questions::{Answers, read_response};
-use super::task_queue::TaskQueue;
 use super::task_store::{Record, TASK_TTL, TaskStore, WATCH, now, owner_of};
 use super::task_talk::TaskTalk;
-use crate::server::CallContext;
+use crate::server::{BoxFuture, CallContext};
+use crate::work::{Handler, Outcome, Refused, Run, Runner, Work};
 use oxp_lambda_core::durable::{StateError, StateStore};
 use oxp_lambda_core::invoke::{Invoker, Target};
 use oxp_lambda_core::refusal::ErrorClass;
@@ -32,8 +36,17 @@ use std::time::Duration;
 
 /// The polling interval suggested to clients (`pollIntervalMs`).
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
-/// Most tasks failed in one page after a restart.
-const PAGE: usize = 500;
+/// The kind of work that runs a task (its body: `{"task": id, "traceparent": ...}`).
+pub(crate) const TASK_RUN: &str = "mcp-task";
+
+/// The work that runs task `id`.
+fn work_id(id: &str) -> String {
+    format!("task:{id}")
+}
+
+/// The JSON-RPC error of a task refused because its caller has too many (an implementation
+/// error code, in the range JSON-RPC leaves to servers).
+const TOO_MANY_TASKS: i32 = -32005;
 
 fn unknown_task() -> ErrorData {
     ErrorData::invalid_params("Unknown task", None)
@@ -51,8 +64,8 @@ pub(crate) struct Tasks {
     /// The tools a task may run, by listing name.
     tools: HashMap<String, Arc<RegisteredTool>>,
     running: Arc<Running>,
-    /// In Lambda, where runs go (the worker role runs them); `None`: runs start here.
-    queue: Option<TaskQueue>,
+    /// Runs the tasks (here, or in Lambda's worker role) and takes them over.
+    runner: Arc<Runner>,
 }
 
 /// How a run ended in this process.
@@ -73,14 +86,15 @@ impl std::fmt::Debug for Tasks {
 }
 
 impl Tasks {
+    /// The tasks over `store`, their runs `runner`'s work (registered here).
     pub(crate) fn new(
         store: Arc<dyn StateStore>,
         invoker: Arc<Invoker>,
         tools: &[Arc<RegisteredTool>],
-        queue: Option<TaskQueue>,
-    ) -> Self {
-        Self {
-            queue,
+        runner: Arc<Runner>,
+    ) -> Arc<Self> {
+        let tasks = Arc::new(Self {
+            runner: runner.clone(),
             store: TaskStore::new(store),
             invoker,
             tools: tools
@@ -88,11 +102,15 @@ impl Tasks {
                 .map(|t| (t.listing_name.clone(), t.clone()))
                 .collect(),
             running: Arc::default(),
-        }
+        });
+        runner.register(TASK_RUN, Arc::new(TaskRuns(Arc::downgrade(&tasks))));
+        tasks
     }
 
     /// Creates a task for `tool` with `arguments`, durably, and starts its run here (or in
-    /// the worker); `answers` are those its questions had before it became a task.
+    /// the worker); `answers` are those its questions had before it became a task. The
+    /// arguments are checked first (invalid ones are never kept), and the caller's share of
+    /// work bounds how many tasks it may have running.
     pub(crate) async fn create(
         self: &Arc<Self>,
         context: CallContext,
@@ -119,25 +137,28 @@ impl Tasks {
         };
         // Written before the answer: a tasks/get anywhere finds it.
         self.store.create(&id, &record).await.map_err(unavailable)?;
-        match &self.queue {
-            // In Lambda this environment freezes once it answers: the worker runs the task.
-            Some(queue) => {
-                if let Err(e) = queue.send(&id, context.traceparent.as_deref()).await {
-                    tracing::error!(target: "oxp::mcp", error = %e, "task not enqueued");
-                    self.store.forget(&id).await;
-                    return Err(ErrorData::internal_error(
-                        "The server cannot start the task now",
+        let body = json!({"task": id, "traceparent": context.traceparent});
+        match self
+            .runner
+            .submit(TASK_RUN, &work_id(&id), Some(&record.owner), body)
+            .await
+        {
+            Ok(_) => Ok(CreateTaskResult::new(task_of(&id, &record))),
+            Err(refused) => {
+                self.store.forget(&id).await;
+                Err(match refused {
+                    Refused::CallerFull => ErrorData::new(
+                        rmcp::model::ErrorCode(TOO_MANY_TASKS),
+                        "Too many of your tasks are running; wait for one to end",
                         None,
-                    ));
-                }
-            }
-            None => {
-                let this = self.clone();
-                let run_id = id.clone();
-                tokio::spawn(async move { this.run(&run_id, context.traceparent, None).await });
+                    ),
+                    Refused::Unavailable(e) => {
+                        tracing::error!(target: "oxp::mcp", error = %e, "task not started");
+                        ErrorData::internal_error("The server cannot start the task now", None)
+                    }
+                })
             }
         }
-        Ok(CreateTaskResult::new(task_of(&id, &record)))
     }
 
     /// Runs task `id`'s tool to its end, recording the outcome, unless it must wait for the
@@ -147,19 +168,29 @@ impl Tasks {
         id: &str,
         traceparent: Option<String>,
         deadline: Option<std::time::Instant>,
+        interrupted: bool,
     ) -> RunEnd {
         let record = match self.store.read(id).await {
             Ok(Some((record, _))) => record,
             Ok(None) => return RunEnd::Finished,
             Err(e) => return RunEnd::Unavailable(e.0),
         };
-        // A queue delivers at least once: a task already ended is not run again.
+        // A run happens at least once: a task already ended is not run again.
         if record.status.is_terminal() {
             return RunEnd::Finished;
         }
         let Some(tool) = self.tools.get(&record.tool).cloned() else {
             return RunEnd::Finished;
         };
+        // Its last run ended unfinished (the process died or stopped): run again only what
+        // may run twice; anything else ends with a message the client sees.
+        if interrupted && !record.parked && !tool.may_run_again() {
+            let message = "The server stopped while the task ran; call the tool again";
+            if let Err(e) = self.fail(id, message).await {
+                return RunEnd::Unavailable(e.0);
+            }
+            return RunEnd::Finished;
+        }
         let (signal, _registered) = self.running.start(None, "task", id);
         let talk = Arc::new(TaskTalk::new(
             self.store.clone(),
@@ -235,7 +266,6 @@ impl Tasks {
         if let Err(e) = written {
             tracing::error!(target: "oxp::mcp", error = %e, "task outcome not recorded");
         }
-        self.store.ended(id).await;
         RunEnd::Finished
     }
 
@@ -324,11 +354,10 @@ impl Tasks {
             })
             .await
             .map_err(unavailable)?;
-        // No run waits for this answer: the queue gets the task again.
+        // No run waits for this answer (it was parked): its work runs again.
         if written.is_some()
             && resumed.load(Ordering::Relaxed)
-            && let Some(queue) = &self.queue
-            && let Err(e) = queue.send(id, None).await
+            && let Err(e) = self.runner.wake(&work_id(id)).await
         {
             tracing::error!(target: "oxp::mcp", error = %e, "answered task not resumed");
             self.fail(id, "The task could not be resumed; call the tool again")
@@ -354,7 +383,6 @@ impl Tasks {
                 true
             })
             .await?;
-        self.store.ended(id).await;
         Ok(())
     }
 
@@ -375,28 +403,56 @@ impl Tasks {
             .map_err(unavailable)?;
         // Here at once; elsewhere through the record.
         self.running.cancel(None, "task", id);
-        self.store.ended(id).await;
         Ok(())
     }
+}
 
-    /// After a restart: every task whose run had not ended is failed with a message (its run
-    /// is gone with the process). How many.
-    pub(crate) async fn end_interrupted(&self) -> Result<usize, StateError> {
-        let mut ended = 0;
-        loop {
-            let page = self.store.open(PAGE).await?;
-            for id in &page {
-                self.fail(
-                    id,
-                    "The server restarted while the task ran; call the tool again",
-                )
-                .await?;
-                ended += 1;
+/// The runner's handler of task runs.
+struct TaskRuns(std::sync::Weak<Tasks>);
+
+impl Handler for TaskRuns {
+    fn run<'a>(&'a self, _: &'a str, work: &'a Work, run: Run) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            let Some(tasks) = self.0.upgrade() else {
+                return Outcome::Retry("the server is shutting down".into());
+            };
+            let Some(id) = work.body.get("task").and_then(Value::as_str) else {
+                return Outcome::Done;
+            };
+            let traceparent = work
+                .body
+                .get("traceparent")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let ended = tokio::select! {
+                ended = tasks.run(id, traceparent, run.deadline, work.interrupted) => ended,
+                // Let go (the process stops) or taken over: the run ends here.
+                () = run.stop.cancelled() => return Outcome::Retry("stopped".into()),
+            };
+            match ended {
+                RunEnd::Finished => Outcome::Done,
+                RunEnd::Parked => Outcome::Park,
+                RunEnd::Unavailable(why) => Outcome::Retry(why),
             }
-            if page.len() < PAGE {
-                return Ok(ended);
+        })
+    }
+
+    fn give_up<'a>(&'a self, _: &'a str, work: &'a Work, reason: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let (Some(tasks), Some(id)) = (
+                self.0.upgrade(),
+                work.body.get("task").and_then(Value::as_str),
+            ) else {
+                return;
+            };
+            tracing::error!(target: "oxp::mcp", reason, "task run given up");
+            if let Err(e) = tasks
+                .fail(id, "The server could not run the task; call the tool again")
+                .await
+            {
+                tracing::error!(target: "oxp::mcp", error = %e, "task outcome not recorded");
             }
-        }
+        })
     }
 }
 

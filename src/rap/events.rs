@@ -1,88 +1,49 @@
 //! Subscription events as RAP delivers them: a `subscription_event` to the subscribing call's
 //! callback, through the same delivery as results (retries, then the dead-letter store), in
-//! order, one subscription at a time ([`Subscriptions::drain`]).
-//!
-//! Locally a task drains a subscription as soon as an event is accepted; in Lambda the HTTP
-//! function queues a record (`{"events_of": [<subscription>, ...]}`) that the worker role drains, so
-//! a delivery outlives the request that accepted the event. One
-//! schedule names up to [`SCHEDULE_BATCH`] subscriptions, drained [`AT_ONCE`] at a time, so an
-//! event fanned out to thousands is a few queued records, not thousands.
+//! order ([`Subscriptions::drain`]). Delivering a subscription's events is work of the one
+//! runner ([`crate::work`], kind [`EVENTS`]): run at once where the event was accepted (in
+//! Lambda by the worker role, from its queue), one run at a time per subscription, taken over
+//! when its process dies.
 
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
 use crate::rap::deliver::{Deliverer, Delivery};
 use crate::rap::job::{rfc3339, unix_ms};
 use crate::rap::messages::SubscriptionEvent;
-use crate::server::{BoxFuture, CallContext, Handled, RecordHandler};
-use crate::sqs::Sqs;
-use crate::subscriptions::{AT_ONCE, Deliver, Event, SCHEDULE_BATCH, Subscriptions};
+use crate::server::BoxFuture;
+use crate::subscriptions::{EVENTS, Event, Subscriptions};
+use crate::work::{Handler, Outcome, Run, Work};
 use axum::body::Bytes;
-use futures_util::{StreamExt, stream};
-use serde::{Deserialize, Serialize};
-use std::sync::{Arc, Weak};
+use std::sync::Arc;
 use std::time::{Instant, SystemTime};
-
-/// The queued record that asks the worker to drain subscriptions (at most
-/// [`SCHEDULE_BATCH`] of them).
-#[derive(Debug, Serialize, Deserialize)]
-struct EventsOf {
-    events_of: Vec<String>,
-}
 
 /// RAP's delivery of subscription events.
 pub(crate) struct EventDelivery {
     subscriptions: Arc<Subscriptions>,
     deliverer: Deliverer,
     dead_letters: Arc<DeadLetters>,
-    /// The worker's queue, in Lambda; `None`: drained by a task of this process.
-    queue: Option<(Sqs, String)>,
-    this: Weak<EventDelivery>,
 }
 
 impl std::fmt::Debug for EventDelivery {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventDelivery")
-            .field("queued", &self.queue.is_some())
-            .finish_non_exhaustive()
+        f.debug_struct("EventDelivery").finish_non_exhaustive()
     }
 }
 
 impl EventDelivery {
-    pub(crate) fn new(
+    /// The delivery of `subscriptions`' events, registered with the runner as the handler of
+    /// [`EVENTS`].
+    pub(crate) fn register(
         subscriptions: Arc<Subscriptions>,
         deliverer: Deliverer,
         dead_letters: Arc<DeadLetters>,
-        queue: Option<(Sqs, String)>,
-    ) -> Arc<Self> {
-        Arc::new_cyclic(|this| Self {
+        runner: &crate::work::Runner,
+    ) {
+        let events = Arc::new(Self {
             subscriptions,
             deliverer,
             dead_letters,
-            queue,
-            this: this.clone(),
-        })
-    }
-
-    /// Delivers subscription `id`'s accepted events until none is left or `deadline` comes;
-    /// whether none is left.
-    pub(crate) async fn drain(&self, id: &str, deadline: Option<Instant>) -> bool {
-        let drained = self
-            .subscriptions
-            .drain(id, deadline, |event| self.send(event, deadline))
-            .await;
-        drained.unwrap_or_else(|e| {
-            tracing::warn!(target: "oxp::rap", error = %e, "subscription events not drained");
-            false
-        })
-    }
-
-    /// Drains each of `ids`, [`AT_ONCE`] at a time (each in its own order); whether every one
-    /// was drained.
-    pub(crate) async fn drain_all(&self, ids: &[String], deadline: Option<Instant>) -> bool {
-        stream::iter(ids.iter().cloned())
-            .map(|id| async move { self.drain(&id, deadline).await })
-            .buffer_unordered(AT_ONCE)
-            .fold(true, |all, drained| async move { all && drained })
-            .await
+        });
+        runner.register(EVENTS, events);
     }
 
     /// Delivers one event, or dead-letters it.
@@ -143,46 +104,29 @@ impl EventDelivery {
     }
 }
 
-impl Deliver for EventDelivery {
-    fn schedule(&self, subscriptions: Vec<String>) -> BoxFuture<'_, Result<(), String>> {
+impl Handler for EventDelivery {
+    fn run<'a>(&'a self, _: &'a str, work: &'a Work, run: Run) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
-            match &self.queue {
-                Some((sqs, url)) => {
-                    let body = serde_json::to_string(&EventsOf {
-                        events_of: subscriptions,
-                    })
-                    .expect("records serialize");
-                    sqs.send(url, body).await
-                }
-                None => {
-                    let Some(this) = self.this.upgrade() else {
-                        return Err("the delivery is shutting down".into());
-                    };
-                    tokio::spawn(async move { this.drain_all(&subscriptions, None).await });
-                    Ok(())
-                }
+            let Some(id) = work.body.get("sub").and_then(|s| s.as_str()) else {
+                return Outcome::Done;
+            };
+            match self
+                .subscriptions
+                .drain(id, run.deadline, |event| self.send(event, run.deadline))
+                .await
+            {
+                Ok(true) => Outcome::Done,
+                // This executor's time is up with events left: on, at once, anywhere.
+                Ok(false) => Outcome::Continue,
+                Err(e) => Outcome::Retry(e.0),
             }
         })
     }
-}
 
-/// The worker role's records that name a subscription to drain.
-pub(crate) struct EventRecords(pub(crate) Arc<EventDelivery>);
-
-impl RecordHandler for EventRecords {
-    fn handle<'a>(&'a self, body: &'a str, context: CallContext) -> BoxFuture<'a, Handled> {
+    fn give_up<'a>(&'a self, _: &'a str, work: &'a Work, reason: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            let Ok(record) = serde_json::from_str::<EventsOf>(body) else {
-                return Handled::NotMine;
-            };
-            if record.events_of.len() > SCHEDULE_BATCH {
-                return Handled::NotMine;
-            }
-            if self.0.drain_all(&record.events_of, context.deadline).await {
-                Handled::Done
-            } else {
-                Handled::Retry("events of the subscription remain".into())
-            }
+            // The events stay kept: the subscription's next event makes its delivery due again.
+            tracing::error!(target: "oxp::rap", subscription = ?work.body.get("sub"), reason, "subscription events not delivered: the state store keeps failing");
         })
     }
 }

@@ -130,21 +130,12 @@ impl Rap {
     }
 
     /// After a restart: runs the invocations the in-process queue acknowledged and did not
-    /// finish, and delivers the subscription events accepted and not delivered (nothing to do
-    /// with an SQS queue, whose redelivery does it). What was resumed.
-    pub(crate) async fn resume(&self) -> (usize, usize) {
+    /// finish (nothing to do with an SQS queue, whose redelivery does it). How many.
+    pub(crate) async fn resume(&self) -> usize {
         let Queue::InProcess(queue) = &self.queue else {
-            return (0, 0);
+            return 0;
         };
-        let invocations = queue.resume().await;
-        let subscriptions = match &self.talk.subscriptions {
-            Some(subscriptions) => subscriptions.resume().await.unwrap_or_else(|e| {
-                tracing::error!(target: "oxp::rap", error = %e, "subscriptions not resumed");
-                0
-            }),
-            None => 0,
-        };
-        (invocations, subscriptions)
+        queue.resume().await
     }
 
     /// `Err(wait)` when the caller is over the rate limit. The caller is the authenticated
@@ -173,17 +164,17 @@ pub(crate) struct Shared {
     pub(crate) deliverer: deliver::Deliverer,
     pub(crate) dead_letters: Arc<dead_letter::DeadLetters>,
     pub(crate) talk: Arc<talk::Talkback>,
-    pub(crate) events: Option<Arc<events::EventDelivery>>,
 }
 
-/// The parts `config` describes over `state` and `subscriptions` (registering RAP as the
-/// delivery of subscription events); `parks`: whether a call waiting for the user past its
+/// The parts `config` describes over `state` and `subscriptions` (registering RAP's delivery
+/// of subscription events with `runner`); `parks`: whether a call waiting for the user past its
 /// worker's deadline stays queued (the worker role).
 pub(crate) fn shared(
     config: &RapConfig,
     sdk: &crate::aws::SharedSdk,
     state: Option<Arc<dyn oxp_lambda_core::durable::StateStore>>,
     subscriptions: Option<Arc<crate::subscriptions::Subscriptions>>,
+    runner: Option<&Arc<crate::work::Runner>>,
     parks: bool,
 ) -> Result<Shared, String> {
     let deliverer = deliver::Deliverer::new(config.callbacks.clone(), config.retry.clone());
@@ -196,24 +187,17 @@ pub(crate) fn shared(
             queue_url: url.clone(),
         },
     });
-    let queue = match &config.queue_url {
-        Some(url) => Some((crate::sqs::Sqs::connect(sdk)?, url.clone())),
-        None => None,
-    };
-    let events = subscriptions.clone().map(|subscriptions| {
-        let events = events::EventDelivery::new(
+    if let (Some(subscriptions), Some(runner)) = (&subscriptions, runner) {
+        events::EventDelivery::register(
             subscriptions.clone(),
             deliverer.clone(),
             dead_letters.clone(),
-            queue,
+            runner,
         );
-        subscriptions.deliver_with(events.clone());
-        events
-    });
+    }
     let talk = Arc::new(talk::Talkback {
         state,
         subscriptions,
-        events: events.clone(),
         waiting: choice::Waiting::default(),
         choice_timeout: config.choice_timeout,
         parks,
@@ -222,7 +206,6 @@ pub(crate) fn shared(
         deliverer,
         dead_letters,
         talk,
-        events,
     })
 }
 

@@ -5,7 +5,6 @@
 
 use crate::rap::choice::{self, Waited, Waiting};
 use crate::rap::deliver::{Deliverer, Delivery};
-use crate::rap::events::EventDelivery;
 use crate::rap::job::Job;
 use crate::rap::messages::{UserChoice, ViewUpdate};
 use crate::subscriptions::{Owner, Subscriptions};
@@ -29,8 +28,6 @@ const NOTIFY_WITHIN: Duration = Duration::from_secs(2);
 pub(crate) struct Talkback {
     pub(crate) state: Option<Arc<dyn StateStore>>,
     pub(crate) subscriptions: Option<Arc<Subscriptions>>,
-    /// How subscriptions' events are delivered (with `subscriptions`).
-    pub(crate) events: Option<Arc<EventDelivery>>,
     pub(crate) waiting: Waiting,
     /// `OXP_RAP_CHOICE_TIMEOUT_SECS`: how long a question waits for the user at most.
     pub(crate) choice_timeout: Duration,
@@ -61,25 +58,19 @@ impl Talkback {
     }
 
     /// After the answer of `owner`'s call: its subscriptions start when the answer confirmed
-    /// them to the caller (the events they took meanwhile delivered now, before `deadline`),
-    /// and are dropped otherwise (an error, or an answer never delivered).
-    pub(crate) async fn settle(&self, owner: &Owner, confirmed: bool, deadline: Option<Instant>) {
+    /// them to the caller (the events they took meanwhile delivered now), and are dropped
+    /// otherwise (an error, or an answer never delivered).
+    pub(crate) async fn settle(&self, owner: &Owner, confirmed: bool) {
         let Some(subscriptions) = &self.subscriptions else {
             return;
         };
         let settled = if confirmed {
             subscriptions.activate(owner).await
         } else {
-            subscriptions.discard(owner).await.map(|()| Vec::new())
+            subscriptions.discard(owner).await
         };
-        match (settled, &self.events) {
-            (Ok(backlogged), Some(events)) => {
-                events.drain_all(&backlogged, deadline).await;
-            }
-            (Ok(_), None) => {}
-            (Err(e), _) => {
-                tracing::error!(target: "oxp::rap", error = %e, confirmed, "subscriptions of a call not settled");
-            }
+        if let Err(e) = settled {
+            tracing::error!(target: "oxp::rap", error = %e, confirmed, "subscriptions of a call not settled");
         }
     }
 

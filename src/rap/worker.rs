@@ -140,9 +140,7 @@ impl Worker {
         let report = self.deliver(job, message, body, outcome, deadline).await;
         if opened {
             let delivered = matches!(&report, Ok(r) if r.delivered);
-            self.talk
-                .settle(&owner, confirmed && delivered, deadline)
-                .await;
+            self.talk.settle(&owner, confirmed && delivered).await;
         }
         if let Some(mark) = marker {
             once::settle(

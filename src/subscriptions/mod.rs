@@ -4,10 +4,12 @@
 //! ended by a cancellation, their thread's closure, or their last event.
 //!
 //! Every event a subscription accepts is written before the source is answered, numbered, and
-//! delivered in order by one deliverer at a time ([`Subscriptions::drain`]), so a crash or a
-//! restart loses none, and nothing follows the `final` event or a cancellation. The delivery
-//! itself (the message, its retries, the dead letter) is the protocol's: it registers a
-//! [`Deliver`] that schedules draining (a task locally, a queued record in Lambda).
+//! delivered in order ([`Subscriptions::drain`]) by the one runner of acknowledged work
+//! ([`crate::work`]): a subscription with events to deliver is a piece of work
+//! ([`EVENTS`]) that one runner holds under a lease at a time, taken over when its process dies
+//! or lets it go, so a crash, a restart or a shutdown loses none and stalls none, and nothing
+//! follows the `final` event or a cancellation. The delivery itself (the message, its retries,
+//! the dead letter) is the protocol's: it registers the handler of [`EVENTS`].
 //!
 //! Knows no protocol and no transport.
 
@@ -16,6 +18,7 @@ mod records;
 pub(crate) use records::{Owner, Sub, SubState, key_of};
 
 use crate::settings::{ConfigError, Env};
+use crate::work::Runner;
 use futures_util::{StreamExt, TryStreamExt, stream};
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
@@ -24,28 +27,23 @@ use oxp_lambda_core::talk::{Subscribe, Subscription};
 use records::Keys;
 use std::future::Future;
 use std::num::NonZeroU32;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 /// Most subscriptions one topic fans an event out to in one page of the store.
 const PAGE: usize = 500;
-/// How long a deliverer holds a subscription's lease: another may take over after this.
-const LEASE: Duration = Duration::from_secs(60);
 
-/// Most subscriptions one scheduling names (one queued record: well under SQS's 256 KiB).
-pub(crate) const SCHEDULE_BATCH: usize = 500;
-/// Subscriptions one publish, or one deliverer, works on at once: the store's round trips
-/// overlap (DynamoDB's milliseconds each), so a fan-out to thousands answers in seconds.
+/// Subscriptions one publish works on at once: the store's round trips overlap (DynamoDB's
+/// milliseconds each), so a fan-out to thousands answers in seconds.
 pub(crate) const AT_ONCE: usize = 32;
 
-/// Schedules draining subscriptions' accepted events (the protocol's delivery).
-pub(crate) trait Deliver: Send + Sync {
-    /// Arranges for [`Subscriptions::drain`] of each of `subscriptions` (at most
-    /// [`SCHEDULE_BATCH`]) to run soon.
-    fn schedule(
-        &self,
-        subscriptions: Vec<String>,
-    ) -> crate::server::BoxFuture<'_, Result<(), String>>;
+/// The kind of work that delivers a subscription's accepted events (its body names the
+/// subscription: `{"sub": id}`); the protocol that carries subscriptions runs it.
+pub(crate) const EVENTS: &str = "subscription-events";
+
+/// The work that delivers subscription `id`'s events.
+fn events_work(id: &str) -> (String, serde_json::Value) {
+    (format!("events:{id}"), serde_json::json!({"sub": id}))
 }
 
 /// One event to deliver to one subscription.
@@ -73,7 +71,7 @@ pub(crate) struct Published {
 /// The subscriptions of this server.
 pub(crate) struct Subscriptions {
     store: Arc<dyn StateStore>,
-    deliver: OnceLock<Arc<dyn Deliver>>,
+    runner: Arc<Runner>,
     limiter: DefaultKeyedRateLimiter<String>,
     max_backlog: u32,
     keep: Duration,
@@ -99,14 +97,17 @@ pub(crate) struct Limits {
     pub(crate) keep: Duration,
 }
 
-/// The subscriptions over `store`, paced as the variables say (`OXP_SUBSCRIPTION_*`); none
-/// without a store.
+/// The subscriptions over `store`, their events delivered by `runner`, paced as the variables
+/// say (`OXP_SUBSCRIPTION_*`); none without a store.
 pub(crate) fn build(
     store: Option<&Arc<dyn StateStore>>,
+    runner: Option<&Arc<Runner>>,
     env: &Env<'_>,
 ) -> Result<Option<Arc<Subscriptions>>, ConfigError> {
     let limits = Limits::from_env(env)?;
-    Ok(store.map(|store| Arc::new(Subscriptions::new(store.clone(), &limits))))
+    Ok(store.zip(runner).map(|(store, runner)| {
+        Arc::new(Subscriptions::new(store.clone(), runner.clone(), &limits))
+    }))
 }
 
 impl Limits {
@@ -127,23 +128,18 @@ impl Limits {
 }
 
 impl Subscriptions {
-    pub(crate) fn new(store: Arc<dyn StateStore>, limits: &Limits) -> Self {
+    pub(crate) fn new(store: Arc<dyn StateStore>, runner: Arc<Runner>, limits: &Limits) -> Self {
         // A second's worth at once, then the pace.
         let rate = NonZeroU32::new(limits.per_minute).unwrap_or(NonZeroU32::MIN);
         let burst = NonZeroU32::new(limits.per_minute / 60).unwrap_or(NonZeroU32::MIN);
         let quota = Quota::per_minute(rate).allow_burst(burst);
         Self {
             store,
-            deliver: OnceLock::new(),
+            runner,
             limiter: DefaultKeyedRateLimiter::keyed(quota),
             max_backlog: limits.max_backlog.max(1),
             keep: limits.keep,
         }
-    }
-
-    /// The protocol's delivery (registered once, by the protocol that carries subscriptions).
-    pub(crate) fn deliver_with(&self, deliver: Arc<dyn Deliver>) {
-        let _ = self.deliver.set(deliver);
     }
 
     fn expires(&self) -> Option<SystemTime> {
@@ -232,10 +228,8 @@ impl Subscriptions {
     }
 
     /// Activates the pending subscriptions of `owner`'s call, once its answer reached the
-    /// caller: the events they took meanwhile, and all that follow, are delivered. The ids of
-    /// those that took events meanwhile, for the caller to drain (it runs where a delivery may
-    /// run: the local queue's task, the worker's invocation).
-    pub(crate) async fn activate(&self, owner: &Owner) -> Result<Vec<String>, StateError> {
+    /// caller: the events they took meanwhile, and all that follow, are delivered.
+    pub(crate) async fn activate(&self, owner: &Owner) -> Result<(), StateError> {
         let mut backlogged = Vec::new();
         for id in self.of_call(owner).await? {
             let activated = self
@@ -250,12 +244,11 @@ impl Subscriptions {
             if let Some(sub) = activated
                 && sub.delivered < sub.accepted
             {
-                let marker = Item::new(Vec::new(), self.expires());
-                self.store.put(Keys::BACKLOG, &id, marker).await?;
                 backlogged.push(id);
             }
         }
-        Ok(backlogged)
+        self.schedule(backlogged).await;
+        Ok(())
     }
 
     /// Drops the pending subscriptions of `owner`'s call: its answer was an error, so the
@@ -344,10 +337,6 @@ impl Subscriptions {
             let outcomes: Vec<(String, Accepted)> = stream::iter(ids)
                 .map(|id| async move {
                     let accepted = self.accept(&id, event_id, text).await?;
-                    if accepted == Accepted::Yes {
-                        let marker = Item::new(Vec::new(), self.expires());
-                        self.store.put(Keys::BACKLOG, &id, marker).await?;
-                    }
                     Ok::<_, StateError>((id, accepted))
                 })
                 .buffer_unordered(AT_ONCE)
@@ -365,9 +354,7 @@ impl Subscriptions {
                     Accepted::No => {}
                 }
             }
-            for batch in due.chunks(SCHEDULE_BATCH) {
-                self.schedule(batch.to_vec()).await;
-            }
+            self.schedule(due).await;
             match page.last() {
                 Some((last, _)) if page.len() == PAGE => after = Some(last.clone()),
                 _ => return Ok(published),
@@ -395,19 +382,17 @@ impl Subscriptions {
         self.store.put(&Keys::taken(source), event_id, mark).await
     }
 
-    /// Schedules draining `ids` through the protocol's delivery.
+    /// Has the events of subscriptions `ids` delivered: each one's delivery is work, taken at
+    /// once (here, or by the worker in Lambda) unless a run holds it, which then runs again.
     pub(crate) async fn schedule(&self, ids: Vec<String>) {
         if ids.is_empty() {
             return;
         }
-        let Some(deliver) = self.deliver.get() else {
-            tracing::error!(target: "oxp::subscriptions", "no protocol delivers subscription events");
-            return;
-        };
-        if let Err(e) = deliver.schedule(ids).await {
-            // The events are kept (and marked in the backlog): the next event or a restart
-            // delivers them.
-            tracing::warn!(target: "oxp::subscriptions", error = %e, "delivery not scheduled");
+        let work = ids.iter().map(|id| events_work(id)).collect();
+        let failed = self.runner.due_all(EVENTS, work).await;
+        if failed > 0 {
+            // The events are kept: the subscription's next event makes its delivery due.
+            tracing::warn!(target: "oxp::subscriptions", failed, "deliveries not made due");
         }
     }
 
@@ -451,9 +436,10 @@ impl Subscriptions {
         ))
     }
 
-    /// Delivers subscription `id`'s accepted events in order through `send`, one deliverer at
-    /// a time, until none is left or `deadline` comes (then `false`: more remain). `send`
-    /// answers once the event was delivered or dead-lettered; either way it counts as sent.
+    /// Delivers subscription `id`'s accepted events in order through `send` until none is
+    /// left or `deadline` comes (then `false`: more remain). The runner's lease makes this the
+    /// one deliverer of the subscription. `send` answers once the event was delivered or
+    /// dead-lettered; either way it counts as sent.
     pub(crate) async fn drain<F, Fut>(
         &self,
         id: &str,
@@ -464,33 +450,7 @@ impl Subscriptions {
         F: Fn(Event) -> Fut,
         Fut: Future<Output = ()>,
     {
-        let lease = Keys::lease(id);
-        loop {
-            let until = Item::new(Vec::new(), Some(SystemTime::now() + LEASE));
-            if !self.store.put_if(&lease, "held", until, None).await? {
-                // Another deliverer holds it and will see what was accepted meanwhile.
-                return Ok(true);
-            }
-            let drained = self.drain_leased(id, deadline, &send).await;
-            self.store.delete(&lease, "held").await?;
-            let drained = drained?;
-            if drained {
-                self.store.delete(Keys::BACKLOG, id).await?;
-            }
-            // An event accepted after the last look, while the lease was still held, is
-            // delivered now rather than by the next event (and marks the backlog again).
-            let more = self
-                .read(id)
-                .await?
-                .is_some_and(|(s, _)| s.state == SubState::Active && s.delivered < s.accepted);
-            if more {
-                let marker = Item::new(Vec::new(), self.expires());
-                self.store.put(Keys::BACKLOG, id, marker).await?;
-            }
-            if !drained || !more {
-                return Ok(drained);
-            }
-        }
+        self.drain_leased(id, deadline, &send).await
     }
 
     async fn drain_leased<F, Fut>(
@@ -559,26 +519,6 @@ impl Subscriptions {
                     .delete(&Keys::of_topic(&sub.source, &sub.topic), id)
                     .await?;
                 return Ok(true);
-            }
-        }
-    }
-
-    /// Schedules every subscription with events accepted and not yet delivered (after a
-    /// restart: they were written before their sources were answered). How many.
-    pub(crate) async fn resume(&self) -> Result<usize, StateError> {
-        let mut resumed = 0;
-        let mut after: Option<String> = None;
-        loop {
-            let page = self
-                .store
-                .list(Keys::BACKLOG, after.as_deref(), PAGE)
-                .await?;
-            resumed += page.len();
-            self.schedule(page.iter().map(|(id, _)| id.clone()).collect())
-                .await;
-            match page.last() {
-                Some((last, _)) if page.len() == PAGE => after = Some(last.clone()),
-                _ => return Ok(resumed),
             }
         }
     }

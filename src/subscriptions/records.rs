@@ -88,8 +88,6 @@ pub(crate) struct Keys;
 impl Keys {
     /// Subscription records, by id.
     pub(crate) const SUB: &'static str = "sub";
-    /// Subscriptions with accepted events not yet delivered, by id.
-    pub(crate) const BACKLOG: &'static str = "sub-backlog";
 
     /// The active subscriptions of a topic of a source.
     pub(crate) fn of_topic(source: &str, topic: &str) -> String {
@@ -119,11 +117,6 @@ impl Keys {
     /// The events a source had taken lately, by digest (a copy is a replay).
     pub(crate) fn taken(source: &str) -> String {
         format!("webhook-taken#{}", key_of(&[source]))
-    }
-
-    /// A subscription's delivery lease.
-    pub(crate) fn lease(id: &str) -> String {
-        format!("sub-lease#{id}")
     }
 
     /// A sequence number as a key that sorts as the number does.

@@ -28,6 +28,8 @@ struct Inner {
     then: u16,
     hits: Mutex<Vec<Hit>>,
     arrived: Notify,
+    /// Messages of this type are answered only after this long (a delivery in flight).
+    hold: Mutex<Option<(String, Duration)>>,
 }
 
 pub struct Receiver {
@@ -59,6 +61,12 @@ impl Receiver {
             url: format!("http://{addr}/callback"),
             inner,
         }
+    }
+
+    /// From now on, answers messages of type `kind` only after `wait` (they are recorded when
+    /// they arrive): a delivery in flight for that long.
+    pub fn hold(&self, kind: &str, wait: Duration) {
+        *self.inner.hold.lock().unwrap() = Some((kind.to_owned(), wait));
     }
 
     /// Every request so far.
@@ -135,6 +143,13 @@ async fn record(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         .get("traceparent")
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned);
+    let held = inner
+        .hold
+        .lock()
+        .unwrap()
+        .clone()
+        .filter(|(kind, _)| body["type"] == kind.as_str())
+        .map(|(_, wait)| wait);
     inner.hits.lock().unwrap().push(Hit {
         at: Instant::now(),
         content_type,
@@ -142,6 +157,9 @@ async fn record(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         body,
     });
     inner.arrived.notify_waiters();
+    if let Some(wait) = held {
+        tokio::time::sleep(wait).await;
+    }
     let (status, retry_after) = inner
         .script
         .lock()

@@ -52,6 +52,21 @@ pub struct RegisteredTool {
     pub(crate) handler: Handler,
 }
 
+impl RegisteredTool {
+    /// Checks `input` against the tool's input schema, as the call path does before a run: what
+    /// a protocol keeps for a later run (an MCP task's arguments) is checked before it is kept.
+    pub fn check_input(&self, input: &Value) -> Result<(), crate::schema::ParameterErrors> {
+        crate::invoke::check_input(self, input)
+    }
+
+    /// Whether a run of the tool that was interrupted (its process died or stopped) may simply
+    /// run again: it is read-only or idempotent by its own annotations. Any other tool's
+    /// interrupted run is ended with a message its caller sees, never run twice unasked.
+    pub fn may_run_again(&self) -> bool {
+        self.annotations.read_only == Some(true) || self.annotations.idempotent == Some(true)
+    }
+}
+
 impl fmt::Debug for RegisteredTool {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RegisteredTool")

@@ -3,9 +3,6 @@
 use crate::app::protocol::{Assembly, Contribution, Protocol};
 use crate::config::{Config, ConfigError, Env};
 use crate::mcp::McpConfig;
-use crate::server::LambdaRole;
-use crate::server::WORKER;
-use std::sync::Arc;
 
 /// MCP (Streamable HTTP, stateless).
 #[derive(Debug, Clone, Copy, Default)]
@@ -30,16 +27,10 @@ impl Protocol for Mcp {
         }
         let config = assembly.config;
         state_key_kept_from_tools(assembly.invoker)?;
-        let queue = match &settings.task_queue_url {
-            Some(url) if config.runtime.lambda => {
-                if assembly.state().is_none() {
-                    return Err("OXP_MCP_TASK_QUEUE_URL needs the state table (OXP_STATE_TABLE) the tasks are kept in".into());
-                }
-                Some(crate::mcp::TaskQueue::connect(assembly.aws, url.clone())?)
-            }
-            // Locally a task runs in the server; the queue is for Lambda's worker role.
-            _ => None,
-        };
+        if config.runtime.lambda && settings.task_queue_url.is_some() && assembly.state().is_none()
+        {
+            return Err("OXP_MCP_TASK_QUEUE_URL needs the state table (OXP_STATE_TABLE) the tasks are kept in".into());
+        }
         // Locally, without MCP_STATE_KEY, the server seals with a key of its own, kept in a file
         // beside its state (0600): said once at start.
         let key_file = crate::state::key_file(&config.state).filter(|_| {
@@ -57,43 +48,17 @@ impl Protocol for Mcp {
             assembly.state(),
             config.runtime.lambda,
             config.lambda_streaming,
-            queue,
+            assembly.runner,
             key_file,
         )?;
-        // Tasks whose run a restart ended are failed with a message, never forgotten.
-        if assembly.recovering()
-            && let Some(tasks) = served.tasks().cloned()
-        {
-            tokio::spawn(async move {
-                match tasks.end_interrupted().await {
-                    Ok(0) => {}
-                    Ok(ended) => {
-                        tracing::warn!(target: "oxp::mcp", ended, "tasks interrupted by the restart failed")
-                    }
-                    Err(e) => {
-                        tracing::error!(target: "oxp::mcp", error = %e, "interrupted tasks not ended")
-                    }
-                }
-            });
-        }
-        let worker = (config.lambda_role == WORKER)
-            .then(|| served.tasks().cloned())
-            .flatten()
-            .filter(|_| settings.task_queue_url.is_some());
-        let mut contribution = Contribution::routes(crate::mcp::router(
+        Ok(Contribution::routes(crate::mcp::router(
             served,
             assembly.auth,
             &settings,
             &config.allowed_origins,
             config.max_body_bytes,
             config.runtime.lambda,
-        ));
-        // The worker role runs the tasks the HTTP function queued (beside RAP's jobs).
-        if let Some(tasks) = worker {
-            let records = Arc::new(crate::mcp::TaskRecords(tasks));
-            contribution = contribution.lambda_role(LambdaRole::records(WORKER, records));
-        }
-        Ok(contribution)
+        )))
     }
 }
 

@@ -44,6 +44,7 @@ impl Protocol for Rap {
             assembly.aws,
             assembly.state().cloned(),
             assembly.subscriptions.cloned(),
+            assembly.runner,
             worker_role,
         )?;
         let adapter = Arc::new(crate::rap::build(
@@ -67,7 +68,8 @@ impl Protocol for Rap {
                 }),
             );
         // The worker runs only where the role is served: an HTTP function enqueues, it does
-        // not deliver. Its records are invocation jobs and subscriptions' events to deliver.
+        // not deliver. Its records are invocation jobs (subscriptions' events to deliver are
+        // the runner's work, crate::work).
         if worker_role {
             let worker = crate::rap::build_worker(
                 assembly.invoker.clone(),
@@ -76,11 +78,6 @@ impl Protocol for Rap {
                 authorizing(assembly),
             )?;
             contribution = contribution.lambda_role(LambdaRole::records(WORKER, Arc::new(worker)));
-            if let Some(events) = &shared.events {
-                let records = crate::rap::events::EventRecords(events.clone());
-                contribution =
-                    contribution.lambda_role(LambdaRole::records(WORKER, Arc::new(records)));
-            }
         }
         Ok(contribution)
     }

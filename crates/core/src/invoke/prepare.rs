@@ -44,7 +44,7 @@ pub(super) fn credentials_of(
 }
 
 /// Validates `input` against the tool's input schema.
-pub(super) fn check_input(tool: &RegisteredTool, input: &Value) -> Result<(), ParameterErrors> {
+pub(crate) fn check_input(tool: &RegisteredTool, input: &Value) -> Result<(), ParameterErrors> {
     // Tool input is always an object, whatever a hand-written schema leaves open.
     if !input.is_object() {
         return Err(ParameterErrors::from([(

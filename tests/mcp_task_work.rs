@@ -1,0 +1,138 @@
+//! MCP tasks as acknowledged work (docs/reliability.md): two servers sharing one state table
+//! (DynamoDB on moto, as containers would), one stopping with a task running (it lets the run
+//! go), the other taking it over at once: a tool that may run twice runs again and completes,
+//! any other ends `failed` with a message the client reads. And what a caller may leave with the
+//! server: arguments are checked before a task is kept, and a caller's share of running work is
+//! bounded (-32005, the others served).
+
+use crate::common;
+
+use common::aws::{moto_url, sdk_config, state_table};
+use common::tasks::*;
+use common::{App, build, test_config_with};
+use oxp_lambda::{Registry, Tool, ToolContext, ToolError};
+use serde_json::json;
+use std::time::Duration;
+
+/// A long task's tool that may not run twice (it changes something, say), sleeping until
+/// stopped.
+fn migrating() -> Tool {
+    Tool::builder("Job.Migrate", "1.0.0")
+        .long_running()
+        .handler(|_: oxp_lambda::NoInput, ctx: ToolContext| async move {
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(60)) => {}
+                () = ctx.cancelled() => {}
+            }
+            Ok::<_, ToolError>(json!({"migrated": true}))
+        })
+}
+
+/// A local server over the DynamoDB table `table` (shared with others), with short leases and
+/// sweeps.
+async fn server(table: &str, vars: &[(&str, &str)]) -> App {
+    let mut tools = common::example_tools::tools();
+    tools.push(migrating());
+    let mut all = vec![
+        ("OXP_STATE_TABLE", table),
+        ("OXP_WORK_LEASE_SECS", "2"),
+        ("OXP_WORK_SWEEP_SECS", "1"),
+    ];
+    all.extend_from_slice(vars);
+    build(
+        App::builder(Registry::builder().tools(tools).build().unwrap())
+            .config(test_config_with(&all))
+            .aws_config(sdk_config(&moto_url()).await),
+    )
+}
+
+/// The items of partition `pk` of `table`.
+async fn items(client: &aws_sdk_dynamodb::Client, table: &str, pk: &str) -> usize {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let queried = client
+        .query()
+        .table_name(table)
+        .key_condition_expression("pk = :pk")
+        .expression_attribute_values(":pk", AttributeValue::S(pk.into()))
+        .send()
+        .await
+        .unwrap();
+    queried.items().len()
+}
+
+async fn task(app: &App, tool: &str, arguments: serde_json::Value) -> String {
+    let created = call(app, tool, arguments, true).await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    created["taskId"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn a_task_whose_tool_may_not_run_twice_let_go_at_shutdown_ends_failed_with_a_message() {
+    let (_, table) = state_table().await;
+    let (first, second) = (server(&table, &[]).await, server(&table, &[]).await);
+    let id = task(&first, "Job_Migrate", json!({})).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    first.drain(Duration::from_millis(100)).await;
+    let failed = until(&second, &id, "failed").await;
+    let message = failed["statusMessage"].as_str().unwrap();
+    assert!(message.contains("stopped while the task ran"), "{failed}");
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn a_read_only_task_let_go_at_shutdown_is_run_again_by_the_other_server_and_completes() {
+    let (_, table) = state_table().await;
+    let (first, second) = (server(&table, &[]).await, server(&table, &[]).await);
+    let id = task(&first, "Demo_Sleep", json!({"ms": 1500})).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    first.drain(Duration::from_millis(100)).await;
+    let done = until(&second, &id, "completed").await;
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    let slept: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert!(slept["slept_ms"].as_u64().unwrap() >= 1500, "{done}");
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn arguments_that_break_the_schema_are_refused_before_a_task_is_kept() {
+    let (client, table) = state_table().await;
+    let app = server(&table, &[]).await;
+    let big = "x".repeat(240 * 1024);
+    let refused = call(&app, "Demo_Sleep", json!({"ms": big}), true).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_ne!(refused["resultType"], "task");
+    for partition in ["mcp-task", "work"] {
+        assert_eq!(
+            items(&client, &table, partition).await,
+            0,
+            "nothing kept in {partition}"
+        );
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn a_caller_holds_at_most_its_share_of_running_tasks_and_is_told_so() {
+    let (client, table) = state_table().await;
+    let app = server(&table, &[("OXP_WORK_MAX_PER_CALLER", "2")]).await;
+    for _ in 0..2 {
+        task(&app, "Job_Migrate", json!({})).await;
+    }
+    let reply = rpc(
+        &app,
+        "tools/call",
+        "Job_Migrate",
+        json!({"name": "Job_Migrate", "arguments": {}}),
+        true,
+        None,
+    )
+    .await;
+    assert_eq!(reply.json["error"]["code"], -32005, "{}", reply.text);
+    assert_eq!(
+        items(&client, &table, "mcp-task").await,
+        2,
+        "the refused one is not kept"
+    );
+}
