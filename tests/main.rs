@@ -67,6 +67,8 @@ mod properties;
 mod rap;
 mod rap_runtime;
 mod rap_sqs;
+#[cfg(all(feature = "webhooks", feature = "embedded-state"))]
+mod rap_status;
 mod readme;
 mod reliability;
 #[cfg(all(feature = "webhooks", feature = "embedded-state"))]

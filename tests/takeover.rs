@@ -191,3 +191,41 @@ async fn of_two_servers_sharing_a_table_the_survivor_delivers_the_killed_ones_ev
     events(&receiver, 3).await;
     assert_eq!(numbers(&receiver), [1, 1, 2]);
 }
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn of_two_servers_sharing_a_table_the_survivor_answers_the_killed_ones_invocation() {
+    let moto = common::aws::moto_url();
+    let (_client, table) = common::aws::state_table().await;
+    let shared = [
+        ("OXP_STATE_TABLE", table.as_str()),
+        ("AWS_ENDPOINT_URL", moto.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ];
+    let receiver = Receiver::ok().await;
+    let first = start(&shared);
+    let second = start(&shared);
+    // Accepted by the first, running there when it dies.
+    let body = json!({"operation": "Demo_Sleep", "arguments": {"ms": 1000}, "id": "job-1",
+                      "group_id": "t", "callback_url": receiver.url})
+    .to_string();
+    assert_eq!(post(&first, "/invoke", &body, "").await.0, 200);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    stop(first, true).await;
+    let killed = Instant::now();
+    // Demo.Sleep may run again: the survivor takes it over once the lease lapsed, runs it and
+    // answers, once.
+    let results = receiver.wait_kind("tool_result", 1).await;
+    let took = killed.elapsed();
+    assert!(
+        took < LEASE + SWEEP * 2 + Duration::from_secs(1) + Duration::from_secs(3),
+        "answered after {took:?}"
+    );
+    let value: Value = serde_json::from_str(results[0]["text"].as_str().unwrap()).unwrap();
+    assert!(value["slept_ms"].as_u64().unwrap() >= 1000, "{value}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(receiver.of_kind("tool_result").len(), 1, "once");
+    drop(second);
+}

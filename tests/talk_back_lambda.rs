@@ -190,3 +190,29 @@ async fn an_event_the_http_function_accepts_is_delivered_by_the_worker() {
         "max_events 1: the first is the last"
     );
 }
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn a_record_sqs_delivers_twice_at_once_runs_a_not_idempotent_tool_once_with_one_callback() {
+    let f = functions().await;
+    let receiver = Receiver::ok().await;
+    // System.GetTimestamp opts out of the call id's replay: only the work's lease keeps a
+    // redelivered record from running it again.
+    let body = invocation(&receiver, "stamp-1", "System_GetTimestamp", json!({}));
+    assert_eq!(post(&f.http, "/invoke", body).await.status, 200);
+    let record = common::queue::receive_records(&f.sqs, &f.queue_url, 1).await;
+    // SQS delivers the record again while the first delivery runs (a visibility timeout lapsed).
+    let twice: aws_lambda_events::event::sqs::SqsEvent = serde_json::from_value(json!({
+        "Records": [record[0].clone(), record[0].clone()]
+    }))
+    .unwrap();
+    let batch = serde_json::to_value(f.worker.handle_sqs_batch(twice).await).unwrap();
+    assert_eq!(batch, json!({"batchItemFailures": []}), "both done with");
+    receiver.wait_kind("tool_result", 1).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        receiver.of_kind("tool_result").len(),
+        1,
+        "one run, one callback"
+    );
+}

@@ -32,6 +32,7 @@ pub(crate) mod queue;
 mod records;
 pub(crate) mod result;
 pub(crate) mod routes;
+mod status;
 pub(crate) mod talk;
 pub(crate) mod toolset;
 pub(crate) mod wire;
@@ -82,6 +83,8 @@ pub(crate) struct Rap {
     running: Arc<oxp_lambda_core::running::Running>,
     /// How calls talk back (questions' answers, cancellations, threads' subscriptions).
     talk: Arc<talk::Talkback>,
+    /// Status checks (`/tool_call_status`) per caller.
+    status_limiter: DefaultKeyedRateLimiter<String>,
 }
 
 #[derive(Debug)]
@@ -117,6 +120,7 @@ impl Rap {
             lambda: config.callbacks.lambda,
             running,
             talk,
+            status_limiter: status::limiter(),
         }
     }
 
@@ -125,17 +129,27 @@ impl Rap {
     pub(crate) async fn drain(&self, timeout: Duration) -> usize {
         match &self.queue {
             Queue::InProcess(queue) => queue.drain(timeout).await,
-            Queue::Sqs { .. } => 0,
+            Queue::Sqs { .. } | Queue::Work(_) => 0,
         }
     }
 
-    /// After a restart: runs the invocations the in-process queue acknowledged and did not
-    /// finish (nothing to do with an SQS queue, whose redelivery does it). How many.
-    pub(crate) async fn resume(&self) -> usize {
-        let Queue::InProcess(queue) = &self.queue else {
-            return 0;
-        };
-        queue.resume().await
+    /// Whether this server still tracks call `id` of `thread` by `caller`: an invocation of it
+    /// accepted and not answered (kept as work, in any process sharing the store), or a live
+    /// subscription it opened.
+    pub(crate) async fn alive(
+        &self,
+        caller: Option<&str>,
+        thread: &str,
+        id: &str,
+    ) -> Result<bool, oxp_lambda_core::durable::StateError> {
+        if let Some(runner) = self.queue.runner()
+            && runner
+                .alive_under(&queue::call_prefix(caller, thread, id))
+                .await?
+        {
+            return Ok(true);
+        }
+        self.talk.subscribed(caller, thread, id).await
     }
 
     /// `Err(wait)` when the caller is over the rate limit. The caller is the authenticated
@@ -233,12 +247,15 @@ pub(crate) fn build_worker(
 
 /// Builds the adapter `config` describes: enqueuing to SQS when `OXP_RAP_QUEUE_URL` is set
 /// (with `rap-sqs`), else to an in-process queue with its own worker.
+/// `runner`: the runner of acknowledged work (with a state store), whose work each accepted
+/// invocation is: run in this process, or (in Lambda) by the worker role.
 pub(crate) fn build(
     invoker: Arc<Invoker>,
     config: &RapConfig,
     sdk: &crate::aws::SharedSdk,
     shared: &Shared,
     authorizing: Option<authorize::Authorizing>,
+    runner: Option<&Arc<crate::work::Runner>>,
 ) -> Result<Rap, String> {
     let (toolset, queue, running) = match &config.queue_url {
         None => {
@@ -249,16 +266,20 @@ pub(crate) fn build(
                     worker.clone(),
                     config.max_pending,
                     config.pending_share(),
-                    shared.talk.state.clone(),
+                    runner.cloned(),
                 )),
                 worker.running().clone(),
             )
         }
         Some(url) => (
             Arc::new(ServedToolset::new(invoker.registry(), config)?),
-            Queue::Sqs {
-                client: crate::sqs::Sqs::connect(sdk)?,
-                queue_url: url.clone(),
+            match runner.filter(|r| r.queued()) {
+                // The table keeps the job; the queue only wakes the worker.
+                Some(runner) => Queue::Work(runner.clone()),
+                None => Queue::Sqs {
+                    client: crate::sqs::Sqs::connect(sdk)?,
+                    queue_url: url.clone(),
+                },
             },
             Arc::default(),
         ),

@@ -35,6 +35,10 @@ pub(crate) fn router(rap: Arc<Rap>, auth: &Arc<Authenticator>) -> Router {
         .route("/close_thread", only(post(close_thread), "POST"))
         .route("/cancel_tool_call", only(post(cancel_tool_call), "POST"))
         .route(
+            "/tool_call_status",
+            only(post(crate::rap::status::tool_call_status), "POST"),
+        )
+        .route(
             "/user_choice_response/{token}",
             only(post(crate::rap::answers::user_choice_response), "POST"),
         );
@@ -294,12 +298,18 @@ async fn cancel_tool_call(
     let outcome = match &request {
         None => "malformed",
         Some(c) => {
-            // Marked for a call another process runs, and its subscriptions ended, whatever
-            // runs here.
-            let subscribed = rap
-                .talk
-                .cancel(subject, &c.thread_id, &c.tool_call_id)
-                .await;
+            // Marked for a call another process runs (only a call this server still tracks: a
+            // cancellation of calls that never existed keeps nothing), and its subscriptions
+            // ended, whatever runs here.
+            let tracked = rap
+                .alive(subject, &c.thread_id, &c.tool_call_id)
+                .await
+                .unwrap_or(true);
+            let subscribed = tracked
+                && rap
+                    .talk
+                    .cancel(subject, &c.thread_id, &c.tool_call_id)
+                    .await;
             if rap.running.cancel(subject, &c.thread_id, &c.tool_call_id) {
                 "cancelled"
             } else if subscribed {

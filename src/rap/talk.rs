@@ -103,6 +103,26 @@ impl Talkback {
         })
     }
 
+    /// Whether the call `id` of `thread` by `caller` opened a subscription that is live.
+    pub(crate) async fn subscribed(
+        &self,
+        caller: Option<&str>,
+        thread: &str,
+        id: &str,
+    ) -> Result<bool, oxp_lambda_core::durable::StateError> {
+        let Some(subscriptions) = &self.subscriptions else {
+            return Ok(false);
+        };
+        let owner = Owner {
+            caller: caller.map(str::to_owned),
+            group_id: thread.to_owned(),
+            tool_call_id: id.to_owned(),
+            callback_url: String::new(),
+            traceparent: None,
+        };
+        subscriptions.live_of_call(&owner).await
+    }
+
     /// `/close_thread`: ends every subscription opened in `thread` by `caller`; how many.
     pub(crate) async fn close(&self, caller: Option<&str>, thread: &str) -> usize {
         let Some(subscriptions) = &self.subscriptions else {

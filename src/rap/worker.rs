@@ -228,16 +228,32 @@ impl Worker {
         })
     }
 
+    /// Whether `job`'s run, interrupted (its process died), may simply run again: its tool is
+    /// read-only or idempotent, or nothing of it runs (an invocation refused at
+    /// acknowledgement, an operation gone).
+    pub(crate) fn may_run_again(&self, job: &Job) -> bool {
+        if job.rejected.is_some() {
+            return true;
+        }
+        job.operation
+            .as_deref()
+            .and_then(|operation| self.toolset.get(operation))
+            .is_none_or(|tool| tool.may_run_again())
+    }
+
+    /// Answers `job` "interrupted" without running it (its run before ended unfinished and its
+    /// tool may not run twice): delivered to the callback, or dead-lettered.
+    pub(crate) async fn interrupted(&self, job: Job) -> Result<(), String> {
+        let message = interrupted_result(&job);
+        let body = Bytes::from(serde_json::to_vec(&message).expect("results serialize"));
+        self.deliver(job, message, body, "interrupted".into(), None)
+            .await
+            .map(drop)
+    }
+
     /// Records `job` as undeliverable without running it (the server is shutting down).
     pub(crate) async fn abandon(&self, job: Job, why: &str) -> Result<Report, String> {
-        let error = ErrorBody {
-            can_retry: true,
-            ..error(
-                "interrupted",
-                "The tool server stopped before the call finished; it may be retried".into(),
-            )
-        };
-        let message = ToolResult::new(&job.reply_to, error_text(error));
+        let message = interrupted_result(&job);
         let letter = DeadLetter {
             reason: why.to_owned(),
             attempts: 0,
@@ -348,6 +364,18 @@ impl Worker {
             Err(rejection) => Ok(Err(rejected(rejection))),
         }
     }
+}
+
+/// The result of a call whose run ended unfinished (a shutdown, a crash): retryable.
+fn interrupted_result(job: &Job) -> ToolResult {
+    let error = ErrorBody {
+        can_retry: true,
+        ..error(
+            "interrupted",
+            "The tool server stopped before the call finished; it may be retried".into(),
+        )
+    };
+    ToolResult::new(&job.reply_to, error_text(error))
 }
 
 /// The `text` of a failed call, as the published spec's convention has it: `Error: ` and the

@@ -227,6 +227,18 @@ impl Subscriptions {
         Ok(listed.into_iter().map(|(id, _)| id).collect())
     }
 
+    /// Whether `owner`'s call opened a subscription that is pending or active.
+    pub(crate) async fn live_of_call(&self, owner: &Owner) -> Result<bool, StateError> {
+        for id in self.of_call(owner).await? {
+            if let Some((sub, _)) = self.read(&id).await?
+                && matches!(sub.state, SubState::Pending | SubState::Active)
+            {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// Activates the pending subscriptions of `owner`'s call, once its answer reached the
     /// caller: the events they took meanwhile, and all that follow, are delivered.
     pub(crate) async fn activate(&self, owner: &Owner) -> Result<(), StateError> {

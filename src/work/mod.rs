@@ -69,6 +69,9 @@ pub(crate) enum Outcome {
     Retry(String),
     /// Not finished and not failed (this executor's time is up): go on at once, anywhere.
     Continue,
+    /// Not finished and not failed, but not to go on before this long (another copy of the
+    /// work is still ending).
+    After(Duration),
     /// Waiting for someone: runs again once [`Runner::wake`]d.
     Park,
 }
@@ -412,6 +415,44 @@ impl Runner {
         Ok(true)
     }
 
+    /// Ends work `id` this runner holds without its handler's outcome (its protocol answered it
+    /// otherwise: dead-lettered at shutdown): not run again.
+    pub(crate) async fn end(&self, id: &str) -> Result<(), StateError> {
+        let owner = &self.owner;
+        let mut share = None;
+        let ended = self
+            .update_until(
+                id,
+                |w| {
+                    let mine = w.held_by(owner);
+                    if mine {
+                        share = w.share.clone();
+                        w.again = false;
+                        w.end();
+                    }
+                    mine
+                },
+                Some(SystemTime::now() + ENDED_KEPT),
+            )
+            .await?;
+        if ended.is_some()
+            && let Some(caller) = share
+        {
+            self.store.delete(&of_caller(&caller), id).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether any work whose id starts with `prefix` is kept (accepted and not ended).
+    pub(crate) async fn alive_under(&self, prefix: &str) -> Result<bool, StateError> {
+        // Ids sort as strings: the first after the prefix itself is the first that has it.
+        let first = self.store.list(WORK, Some(prefix), 8).await?;
+        Ok(first
+            .iter()
+            .take_while(|(id, _)| id.starts_with(prefix))
+            .any(|(_, item)| serde_json::from_slice::<Work>(&item.value).is_ok_and(|w| !w.done)))
+    }
+
     /// Whether work `id` is kept (accepted and not ended).
     pub(crate) async fn alive(&self, id: &str) -> Result<bool, StateError> {
         Ok(self.read(id).await?.is_some_and(|(w, _)| !w.done))
@@ -620,6 +661,18 @@ impl Runner {
                 .await?;
                 // Anywhere: here now, or on the queue for the next worker.
                 self.restart(id);
+                Ok(())
+            }
+            Outcome::After(wait) => {
+                let due = now_ms() + u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
+                self.update(id, |w| {
+                    let mine = w.held_by(owner);
+                    if mine {
+                        w.go_on(due);
+                    }
+                    mine
+                })
+                .await?;
                 Ok(())
             }
             Outcome::Retry(why) if work.failures + 1 >= self.settings.max_attempts => {

@@ -53,13 +53,8 @@ impl Protocol for Rap {
             assembly.aws,
             &shared,
             authorizing(assembly),
+            assembly.runner,
         )?);
-        if assembly.recovering()
-            && let Ok(runtime) = tokio::runtime::Handle::try_current()
-        {
-            let adapter = adapter.clone();
-            runtime.spawn(async move { adapter.resume().await });
-        }
         let mut contribution =
             Contribution::routes(crate::rap::routes::router(adapter.clone(), assembly.auth)).drain(
                 Arc::new(Draining {
@@ -71,13 +66,22 @@ impl Protocol for Rap {
         // not deliver. Its records are invocation jobs (subscriptions' events to deliver are
         // the runner's work, crate::work).
         if worker_role {
-            let worker = crate::rap::build_worker(
+            let worker = Arc::new(crate::rap::build_worker(
                 assembly.invoker.clone(),
                 &settings,
                 &shared,
                 authorizing(assembly),
-            )?;
-            contribution = contribution.lambda_role(LambdaRole::records(WORKER, Arc::new(worker)));
+            )?);
+            // Jobs kept in the state table are the runner's work; jobs queued whole (no table)
+            // are the queue's records.
+            if let Some(runner) = assembly.runner {
+                let runs = crate::rap::queue::JobRuns {
+                    worker: worker.clone(),
+                    pending: None,
+                };
+                runner.register(crate::rap::queue::JOB, Arc::new(runs));
+            }
+            contribution = contribution.lambda_role(LambdaRole::records(WORKER, worker));
         }
         Ok(contribution)
     }
