@@ -23,6 +23,8 @@ struct Functions {
     worker: App,
     sqs: aws_sdk_sqs::Client,
     queue_url: String,
+    dead_letters_url: String,
+    table: String,
 }
 
 async fn functions() -> Functions {
@@ -60,6 +62,8 @@ async fn functions() -> Functions {
         worker: function("worker"),
         sqs,
         queue_url: urls[0].clone(),
+        dead_letters_url: urls[1].clone(),
+        table,
     }
 }
 
@@ -215,4 +219,47 @@ async fn a_record_sqs_delivers_twice_at_once_runs_a_not_idempotent_tool_once_wit
         1,
         "one run, one callback"
     );
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn the_workers_schedule_runs_accepted_work_whose_queued_message_was_lost() {
+    use common::runtime_api::{Bootstrap, RuntimeApi};
+    let f = functions().await;
+    let receiver = Receiver::ok().await;
+    let body = invocation(
+        &receiver,
+        "lost-1",
+        "Calculator_Add",
+        json!({"a": 2, "b": 3}),
+    );
+    assert_eq!(post(&f.http, "/invoke", body).await.status, 200);
+    // The message that would wake the worker is lost (taken and never handled).
+    common::queue::receive_records(&f.sqs, &f.queue_url, 1).await;
+    // The worker's schedule fires (EventBridge's scheduled event, template.yaml's Sweep).
+    let scheduled = json!({"version": "0", "id": "sweep-1", "detail-type": "Scheduled Event",
+        "source": "aws.events", "account": "123456789012", "time": "2026-11-27T00:00:00Z",
+        "region": "us-east-1", "resources": [], "detail": {}});
+    let (api, addr) =
+        RuntimeApi::start(vec![("sweep-1".into(), scheduled, None)], Duration::ZERO).await;
+    let moto = moto_url();
+    let mut worker = Bootstrap::start(
+        addr,
+        &[
+            ("OXP_LAMBDA_ROLE", "worker"),
+            ("OXP_STATE_TABLE", f.table.as_str()),
+            ("OXP_RAP_QUEUE_URL", f.queue_url.as_str()),
+            ("OXP_RAP_DEAD_LETTER_QUEUE_URL", f.dead_letters_url.as_str()),
+            ("OXP_RAP_ALLOW_HTTP", "true"),
+            ("OXP_RAP_ALLOW_LOOPBACK_CALLBACKS", "true"),
+            ("AWS_ENDPOINT_URL", moto.as_str()),
+            ("AWS_REGION", "us-east-1"),
+            ("AWS_ACCESS_KEY_ID", "testing"),
+            ("AWS_SECRET_ACCESS_KEY", "testing"),
+        ],
+    );
+    api.wait_for(1, &mut worker).await;
+    assert_eq!(api.answer("sweep-1"), json!({}));
+    let result = receiver.wait_kind("tool_result", 1).await.remove(0);
+    assert_eq!(result["text"], "5", "{result}");
 }

@@ -54,6 +54,13 @@ pub enum Handled {
 pub trait RecordHandler: Send + Sync {
     /// Handles one record's body before `context.deadline`.
     fn handle<'a>(&'a self, body: &'a str, context: CallContext) -> BoxFuture<'a, Handled>;
+
+    /// The role's schedule fired (an EventBridge scheduled event, rather than a batch): work
+    /// that is due without a record naming it, before `context.deadline`. Nothing by default.
+    fn tick(&self, context: CallContext) -> BoxFuture<'_, ()> {
+        let _ = context;
+        Box::pin(async {})
+    }
 }
 
 /// One Lambda role: its name (the value of `OXP_LAMBDA_ROLE`) and its handler.

@@ -879,6 +879,14 @@ impl RecordHandler for WorkRecords {
             Handled::Done
         })
     }
+
+    /// The worker's schedule (template.yaml: every minute): work whose process died, retries
+    /// come due, work whose queued message was lost.
+    fn tick(&self, context: CallContext) -> BoxFuture<'_, ()> {
+        Box::pin(async move {
+            self.0.sweep(context.deadline).await;
+        })
+    }
 }
 
 /// The body of the queued message that runs `ids`.

@@ -2,7 +2,8 @@
 //! `OXP_LAMBDA_ROLE=worker`): each record goes to the role's [`RecordHandler`]s; what must be
 //! retried goes back in `batchItemFailures`. The transport knows no protocol: a record no
 //! handler takes is kept for redelivery (and moved to the queue's dead-letter queue after its
-//! `maxReceiveCount`).
+//! `maxReceiveCount`). The role's schedule (an EventBridge scheduled event) is a tick to every
+//! handler.
 
 use super::invocation::{Event, InvocationLayer, Meta};
 use crate::server::{CallContext, Handled, RecordHandler};
@@ -67,22 +68,50 @@ async fn first_taker(
     Handled::NotMine
 }
 
-/// Serves SQS batches until the execution environment ends, `AWS_LAMBDA_MAX_CONCURRENCY` of
-/// them at once under Lambda Managed Instances (one at a time otherwise).
+/// Whether `event` is an EventBridge scheduled event (the role's schedule).
+fn scheduled(event: &serde_json::Value) -> bool {
+    event.get("source").and_then(|s| s.as_str()) == Some("aws.events")
+        && event.get("detail-type").and_then(|d| d.as_str()) == Some("Scheduled Event")
+}
+
+/// Handles one event of a records role: an SQS batch (its answer the batch response), or the
+/// role's schedule (every handler's tick; answered `{}`).
+pub(crate) async fn handle_event(
+    handlers: &[Arc<dyn RecordHandler>],
+    event: serde_json::Value,
+    context: CallContext,
+) -> Result<serde_json::Value, String> {
+    if scheduled(&event) {
+        futures_util::future::join_all(handlers.iter().map(|h| h.tick(context.clone()))).await;
+        return Ok(serde_json::json!({}));
+    }
+    let batch: SqsEvent = serde_json::from_value(event)
+        .map_err(|e| format!("neither an SQS batch nor a scheduled event: {e}"))?;
+    let response = handle_batch(handlers, batch, context).await;
+    Ok(serde_json::to_value(response).expect("batch responses serialize"))
+}
+
+/// Serves SQS batches (and the role's schedule) until the execution environment ends,
+/// `AWS_LAMBDA_MAX_CONCURRENCY` of them at once under Lambda Managed Instances (one at a time
+/// otherwise).
 pub(crate) async fn run(
     handlers: Vec<Arc<dyn RecordHandler>>,
     layer: InvocationLayer,
 ) -> Result<(), lambda_http::Error> {
     let handlers: Arc<[Arc<dyn RecordHandler>]> = handlers.into();
-    let batches = layer.layer(service_fn(move |event: Event<SqsEvent>| {
+    let events = layer.layer(service_fn(move |event: Event<serde_json::Value>| {
         let handlers = handlers.clone();
         async move {
-            Ok::<_, lambda_http::Error>(handle_batch(&handlers, event.payload, event.context).await)
+            handle_event(&handlers, event.payload, event.context)
+                .await
+                .map_err(lambda_http::Error::from)
         }
     }));
-    lambda_http::lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<SqsEvent>| {
-        let meta = Meta::of_context(&event.context);
-        batches.clone().oneshot(Event::new(event.payload, meta))
-    }))
+    lambda_http::lambda_runtime::run_concurrent(service_fn(
+        move |event: LambdaEvent<serde_json::Value>| {
+            let meta = Meta::of_context(&event.context);
+            events.clone().oneshot(Event::new(event.payload, meta))
+        },
+    ))
     .await
 }
