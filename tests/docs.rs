@@ -113,6 +113,7 @@ fn the_template_routes_every_oxp_and_rap_endpoint() {
         ("POST", "/invoke"),
         ("POST", "/close_thread"),
         ("POST", "/cancel_tool_call"),
+        ("POST", "/tool_call_status"),
     ] {
         let route = format!("Method: {method}\n            Path: {path}\n");
         assert!(
