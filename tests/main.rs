@@ -77,6 +77,8 @@ mod secrets_aws;
 mod security;
 mod serving;
 mod stack;
+#[cfg(all(feature = "jwt", feature = "webhooks"))]
+mod subscriptions;
 #[cfg(all(feature = "webhooks", feature = "embedded-state", feature = "dynamodb"))]
 mod takeover;
 #[cfg(all(feature = "jwt", feature = "webhooks"))]

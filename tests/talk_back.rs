@@ -45,7 +45,7 @@ pub(crate) fn invocation(
 }
 
 /// The status of a POST whose answer may have no body (`/cancel_tool_call`).
-async fn status_of(app: &App, path: &str, body: String) -> u16 {
+pub(crate) async fn status_of(app: &App, path: &str, body: String) -> u16 {
     let request = axum::http::Request::post(path)
         .header("content-type", "application/json")
         .body(axum::body::Body::from(body))

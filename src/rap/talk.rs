@@ -364,7 +364,14 @@ impl Talk for RapTalk {
             subscriptions
                 .open(&Self::owner(&self.job), &subscribe, seq)
                 .await
-                .map_err(|e| TalkError::Unavailable(e.0))
+                .map_err(|e| match e {
+                    crate::subscriptions::NotOpened::CallerFull => TalkError::Unavailable(
+                        "the caller holds as many subscriptions as it may (OXP_SUBSCRIPTION_MAX_PER_CALLER): cancel one first".into(),
+                    ),
+                    crate::subscriptions::NotOpened::Unavailable(e) => {
+                        TalkError::Unavailable(e.0)
+                    }
+                })
         })
     }
 }

@@ -25,6 +25,7 @@ use governor::{DefaultKeyedRateLimiter, Quota};
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::talk::{Subscribe, Subscription};
 use records::Keys;
+use serde_json::json;
 use std::future::Future;
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -40,6 +41,12 @@ pub(crate) const AT_ONCE: usize = 32;
 /// The kind of work that delivers a subscription's accepted events (its body names the
 /// subscription: `{"sub": id}`); the protocol that carries subscriptions runs it.
 pub(crate) const EVENTS: &str = "subscription-events";
+
+/// The kind of work that ends a subscription that took no event for its lifetime, with a final
+/// event telling its caller (its body: `{"sub": id}`).
+pub(crate) const EXPIRY: &str = "subscription-expiry";
+/// How long a subscription's records outlive its lifetime: time for its expiry to run.
+const GRACE: Duration = Duration::from_secs(24 * 3600);
 
 /// The work that delivers subscription `id`'s events.
 fn events_work(id: &str) -> (String, serde_json::Value) {
@@ -75,6 +82,22 @@ pub(crate) struct Subscriptions {
     limiter: DefaultKeyedRateLimiter<String>,
     max_backlog: u32,
     keep: Duration,
+    per_caller: usize,
+}
+
+/// Why a subscription was not opened.
+#[derive(Debug)]
+pub(crate) enum NotOpened {
+    /// The caller holds its whole share (`OXP_SUBSCRIPTION_MAX_PER_CALLER`).
+    CallerFull,
+    /// The store did not answer.
+    Unavailable(StateError),
+}
+
+impl From<StateError> for NotOpened {
+    fn from(e: StateError) -> Self {
+        Self::Unavailable(e)
+    }
 }
 
 impl std::fmt::Debug for Subscriptions {
@@ -93,8 +116,10 @@ pub(crate) struct Limits {
     pub(crate) per_minute: u32,
     /// Events one subscription holds undelivered; beyond, a source is told to retry.
     pub(crate) max_backlog: u32,
-    /// How long a subscription lives without an event before it is forgotten.
+    /// How long a subscription lives without an event; then it ends, with a final event.
     pub(crate) keep: Duration,
+    /// Live subscriptions one caller may hold.
+    pub(crate) per_caller: usize,
 }
 
 /// The subscriptions over `store`, their events delivered by `runner`, paced as the variables
@@ -106,7 +131,9 @@ pub(crate) fn build(
 ) -> Result<Option<Arc<Subscriptions>>, ConfigError> {
     let limits = Limits::from_env(env)?;
     Ok(store.zip(runner).map(|(store, runner)| {
-        Arc::new(Subscriptions::new(store.clone(), runner.clone(), &limits))
+        let subscriptions = Arc::new(Subscriptions::new(store.clone(), runner.clone(), &limits));
+        runner.register(EXPIRY, Arc::new(Expiries(Arc::downgrade(&subscriptions))));
+        subscriptions
     }))
 }
 
@@ -123,6 +150,9 @@ impl Limits {
                 env.positive("OXP_SUBSCRIPTION_TTL_SECS")?
                     .unwrap_or(30 * 24 * 3600),
             ),
+            per_caller: env
+                .positive("OXP_SUBSCRIPTION_MAX_PER_CALLER")?
+                .unwrap_or(100),
         })
     }
 }
@@ -139,11 +169,14 @@ impl Subscriptions {
             limiter: DefaultKeyedRateLimiter::keyed(quota),
             max_backlog: limits.max_backlog.max(1),
             keep: limits.keep,
+            per_caller: limits.per_caller.max(1),
         }
     }
 
+    /// Records written now are kept through the subscription's lifetime and time for its
+    /// expiry to run.
     fn expires(&self) -> Option<SystemTime> {
-        Some(SystemTime::now() + self.keep)
+        Some(SystemTime::now() + self.keep + GRACE)
     }
 
     async fn read(&self, id: &str) -> Result<Option<(Sub, Vec<u8>)>, StateError> {
@@ -186,36 +219,51 @@ impl Subscriptions {
     }
 
     /// Opens subscription number `seq` of `owner`'s call (pending until [`Self::activate`]).
-    /// The same call opening it again (a redelivered job) gets the same subscription.
+    /// The same call opening it again (a redelivered job) gets the same subscription; a
+    /// caller holding its whole share opens none.
     pub(crate) async fn open(
         &self,
         owner: &Owner,
         subscribe: &Subscribe,
         seq: u32,
-    ) -> Result<Subscription, StateError> {
+    ) -> Result<Subscription, NotOpened> {
         let id = format!("sub_{}", key_of(&[&owner.call_key(), &seq.to_string()]));
-        let sub = Sub::new(owner.clone(), subscribe);
+        if self.read(&id).await?.is_some() {
+            return Ok(Subscription { id });
+        }
+        let held = self
+            .store
+            .list(&Keys::of_caller(&owner.caller_key()), None, self.per_caller)
+            .await?;
+        if held.len() >= self.per_caller {
+            return Err(NotOpened::CallerFull);
+        }
+        let mut sub = Sub::new(owner.clone(), subscribe);
+        sub.renewed_ms = now_ms();
+        sub.indexed_ms = sub.renewed_ms;
         let bytes = serde_json::to_vec(&sub).expect("records serialize");
         self.store
             .put_if(Keys::SUB, &id, Item::new(bytes, self.expires()), None)
             .await?;
-        let index = Item::new(Vec::new(), self.expires());
-        self.store
-            .put(&Keys::of_call(&owner.call_key()), &id, index.clone())
-            .await?;
-        self.store
-            .put(&Keys::of_thread(&owner.thread_key()), &id, index.clone())
-            .await?;
-        // Events are taken from now on, and delivered once the call's answer confirmed the
-        // subscription: none falls between the two.
-        self.store
-            .put(
-                &Keys::of_topic(&subscribe.source, &subscribe.topic),
-                &id,
-                index,
-            )
-            .await?;
+        // Events are taken from now on (the topic's index), and delivered once the call's
+        // answer confirmed the subscription: none falls between the two.
+        self.index(&id, &sub).await?;
         Ok(Subscription { id })
+    }
+
+    /// Writes (or renews) the index entries of subscription `id`: its call's, its thread's,
+    /// its caller's and its topic's.
+    async fn index(&self, id: &str, sub: &Sub) -> Result<(), StateError> {
+        let index = Item::new(Vec::new(), self.expires());
+        for partition in [
+            Keys::of_call(&sub.owner.call_key()),
+            Keys::of_thread(&sub.owner.thread_key()),
+            Keys::of_caller(&sub.owner.caller_key()),
+            Keys::of_topic(&sub.source, &sub.topic),
+        ] {
+            self.store.put(&partition, id, index.clone()).await?;
+        }
+        Ok(())
     }
 
     /// The ids of the subscriptions `owner`'s call opened.
@@ -253,6 +301,18 @@ impl Subscriptions {
                     pending
                 })
                 .await?;
+            if activated.is_none() {
+                continue;
+            }
+            // It ends, with a final event, once it took no event for its lifetime.
+            let expiry = json!({"sub": id});
+            if let Err(e) = self
+                .runner
+                .submit_later(EXPIRY, &format!("expiry:{id}"), expiry, self.keep)
+                .await
+            {
+                tracing::warn!(target: "oxp::subscriptions", error = ?e, "a subscription's expiry not kept: it is forgotten without a final event");
+            }
             if let Some(sub) = activated
                 && sub.delivered < sub.accepted
             {
@@ -319,6 +379,9 @@ impl Subscriptions {
         if let Some(sub) = ended {
             self.store
                 .delete(&Keys::of_topic(&sub.source, &sub.topic), id)
+                .await?;
+            self.store
+                .delete(&Keys::of_caller(&sub.owner.caller_key()), id)
                 .await?;
             for seq in sub.delivered + 1..=sub.accepted {
                 self.store
@@ -434,12 +497,23 @@ impl Subscriptions {
             }
             sub.accepted += 1;
             let seq = sub.accepted;
+            // It lives on while events come: its lifetime counts from now, and its index
+            // entries are written again before they could lapse.
+            let now = now_ms();
+            sub.renewed_ms = now;
+            let reindex = now.saturating_sub(sub.indexed_ms) > ms(self.keep) / 4;
+            if reindex {
+                sub.indexed_ms = now;
+            }
             // The event first, then the count: a count never names a missing event.
             let item = Item::new(text.as_bytes().to_vec(), self.expires());
             self.store
                 .put(&Keys::events(id), &Keys::seq(seq), item)
                 .await?;
             if self.swap(id, &sub, &old).await? {
+                if reindex {
+                    self.index(id, &sub).await?;
+                }
                 return Ok(Accepted::Yes);
             }
         }
@@ -534,6 +608,108 @@ impl Subscriptions {
             }
         }
     }
+}
+
+/// Ends subscription `id` if it took no event for its lifetime: a last event, `final`, tells
+/// its caller (delivered after those it holds); else it is looked at again when its lifetime
+/// would end.
+struct Expiries(std::sync::Weak<Subscriptions>);
+
+impl crate::work::Handler for Expiries {
+    fn run<'a>(
+        &'a self,
+        _: &'a str,
+        work: &'a crate::work::Work,
+        _: crate::work::Run,
+    ) -> crate::server::BoxFuture<'a, crate::work::Outcome> {
+        use crate::work::Outcome;
+        Box::pin(async move {
+            let (Some(subscriptions), Some(id)) = (
+                self.0.upgrade(),
+                work.body.get("sub").and_then(|s| s.as_str()),
+            ) else {
+                return Outcome::Done;
+            };
+            match subscriptions.expire(id).await {
+                Ok(None) => Outcome::Done,
+                Ok(Some(left)) => Outcome::After(left),
+                Err(e) => Outcome::Retry(e.0),
+            }
+        })
+    }
+
+    fn give_up<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a crate::work::Work,
+        reason: &'a str,
+    ) -> crate::server::BoxFuture<'a, ()> {
+        Box::pin(async move {
+            tracing::error!(target: "oxp::subscriptions", reason, "a subscription's expiry not run: it is forgotten without a final event");
+        })
+    }
+}
+
+/// The text of the last event of a subscription that ended because no event came.
+fn expired_text(keep: Duration) -> String {
+    json!({
+        "ended": "expired",
+        "message": format!(
+            "The subscription ended: no event came for {}",
+            humantime::format_duration(keep)
+        ),
+    })
+    .to_string()
+}
+
+impl Subscriptions {
+    /// Ends subscription `id` with a final event if it took no event for its lifetime (`None`:
+    /// it ended, or had ended before); else how long until it would.
+    async fn expire(&self, id: &str) -> Result<Option<Duration>, StateError> {
+        let keep = ms(self.keep);
+        let text = expired_text(self.keep);
+        for _ in 0..16 {
+            let Some((mut sub, old)) = self.read(id).await? else {
+                return Ok(None);
+            };
+            if !matches!(sub.state, SubState::Pending | SubState::Active) {
+                return Ok(None);
+            }
+            let now = now_ms();
+            let ends = sub.renewed_ms.saturating_add(keep);
+            if now < ends {
+                return Ok(Some(Duration::from_millis(ends - now)));
+            }
+            // Its last event: after those it holds, and nothing after it.
+            sub.accepted += 1;
+            sub.max_events = Some(sub.accepted);
+            let item = Item::new(text.clone().into_bytes(), self.expires());
+            self.store
+                .put(&Keys::events(id), &Keys::seq(sub.accepted), item)
+                .await?;
+            if self.swap(id, &sub, &old).await? {
+                self.store
+                    .delete(&Keys::of_topic(&sub.source, &sub.topic), id)
+                    .await?;
+                self.schedule(vec![id.to_owned()]).await;
+                return Ok(None);
+            }
+        }
+        Err(StateError(
+            "a subscription is updated too often at once".into(),
+        ))
+    }
+}
+
+/// Milliseconds since the Unix epoch.
+fn now_ms() -> u64 {
+    ms(SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default())
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 /// Whether a subscription took an event.

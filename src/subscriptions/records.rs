@@ -33,6 +33,11 @@ impl Owner {
         ])
     }
 
+    /// The key of the owner's caller (its share of subscriptions).
+    pub(crate) fn caller_key(&self) -> String {
+        key_of(&[self.caller.as_deref().unwrap_or_default()])
+    }
+
     /// The key of the owner's thread.
     pub(crate) fn thread_key(&self) -> String {
         key_of(&[self.caller.as_deref().unwrap_or_default(), &self.group_id])
@@ -66,6 +71,13 @@ pub(crate) struct Sub {
     /// Events delivered (or dead-lettered) so far, in order.
     pub(crate) delivered: u32,
     pub(crate) state: SubState,
+    /// When it last took an event (or was opened), Unix milliseconds: it lives
+    /// `OXP_SUBSCRIPTION_TTL_SECS` past this.
+    #[serde(default)]
+    pub(crate) renewed_ms: u64,
+    /// When its index entries were last written (they are renewed as it lives).
+    #[serde(default)]
+    pub(crate) indexed_ms: u64,
 }
 
 impl Sub {
@@ -78,6 +90,8 @@ impl Sub {
             accepted: 0,
             delivered: 0,
             state: SubState::Pending,
+            renewed_ms: 0,
+            indexed_ms: 0,
         }
     }
 }
@@ -97,6 +111,11 @@ impl Keys {
     /// The subscriptions a call opened.
     pub(crate) fn of_call(call: &str) -> String {
         format!("sub-call#{call}")
+    }
+
+    /// The live subscriptions of one caller (its share is counted there).
+    pub(crate) fn of_caller(caller: &str) -> String {
+        format!("sub-of#{caller}")
     }
 
     /// The subscriptions opened in a thread.

@@ -241,6 +241,32 @@ impl Runner {
         Ok(true)
     }
 
+    /// Accepts work `id` of `kind` due only `after` from now: kept, and run by the sweep that
+    /// finds it due (locally the server's, in Lambda the worker's schedule), nothing woken now.
+    /// `Ok(false)`: work `id` was accepted before.
+    pub(crate) async fn submit_later(
+        &self,
+        kind: &str,
+        id: &str,
+        body: Value,
+        after: Duration,
+    ) -> Result<bool, Refused> {
+        let mut work = Work::new(kind, None, body);
+        work.due_ms = now_ms() + u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+        let bytes = serde_json::to_vec(&work).expect("work serializes");
+        let kept = SystemTime::now() + after + self.settings.keep;
+        let written = self
+            .store
+            .put_if(WORK, id, Item::new(bytes, Some(kept)), None)
+            .await
+            .map_err(|e| Refused::Unavailable(e.0))?;
+        if written {
+            self.active
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(written)
+    }
+
     /// Makes each work of `ids` (of `kind`, `body` its own) due: accepted anew when there is
     /// none (or it ended), marked to run again when a runner holds it (more came while it ran),
     /// due now otherwise; then run. What brings more of a kind of work one run takes all of (a
@@ -665,13 +691,19 @@ impl Runner {
             }
             Outcome::After(wait) => {
                 let due = now_ms() + u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
-                self.update(id, |w| {
-                    let mine = w.held_by(owner);
-                    if mine {
-                        w.go_on(due);
-                    }
-                    mine
-                })
+                // Kept at least a full keep past when it is due (work may wait long).
+                let kept = SystemTime::now() + wait + self.settings.keep;
+                self.update_until(
+                    id,
+                    |w| {
+                        let mine = w.held_by(owner);
+                        if mine {
+                            w.go_on(due);
+                        }
+                        mine
+                    },
+                    Some(kept),
+                )
                 .await?;
                 Ok(())
             }

@@ -1,0 +1,97 @@
+//! A subscription's lifetime and share (the third security read): it lives on while its events
+//! come, however long past `OXP_SUBSCRIPTION_TTL_SECS` from its opening; one that takes no event
+//! for that long ends, and a last `final` event tells its caller; a caller holds at most
+//! `OXP_SUBSCRIPTION_MAX_PER_CALLER` live subscriptions.
+
+use crate::talk_back::{app_with, event, invocation, status_of, subscribe};
+
+use crate::common::receiver::Receiver;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn short_lived(vars: &[(&str, &str)]) -> crate::common::App {
+    let mut all = vec![
+        ("OXP_SUBSCRIPTION_TTL_SECS", "2"),
+        ("OXP_WORK_SWEEP_SECS", "1"),
+    ];
+    all.extend_from_slice(vars);
+    app_with(&all, |_| {})
+}
+
+#[tokio::test]
+async fn a_subscription_that_keeps_taking_events_lives_past_its_lifetime_from_its_opening() {
+    let app = short_lived(&[]);
+    let receiver = Receiver::ok().await;
+    subscribe(&app, &receiver, "call-live", json!({"topic": "ticks"})).await;
+    // An event every 700 ms for 4.2 s: twice its lifetime from its opening.
+    for n in 1..=6 {
+        tokio::time::sleep(Duration::from_millis(700)).await;
+        assert_eq!(event(&app, "ticks", n).await.status, 202);
+    }
+    let events = receiver.wait_kind("subscription_event", 6).await;
+    assert!(events.iter().all(|e| e["final"] != true), "{events:?}");
+}
+
+#[tokio::test]
+async fn a_subscription_that_takes_no_event_for_its_lifetime_ends_with_a_final_event() {
+    let app = short_lived(&[]);
+    let receiver = Receiver::ok().await;
+    let started = Instant::now();
+    subscribe(&app, &receiver, "call-idle", json!({"topic": "quiet"})).await;
+    let last = receiver.wait_kind("subscription_event", 1).await.remove(0);
+    assert!(
+        started.elapsed() >= Duration::from_secs(2),
+        "not before its lifetime"
+    );
+    assert_eq!(last["final"], true, "{last}");
+    assert_eq!(last["tool_call_id"], "call-idle");
+    let text: Value = serde_json::from_str(last["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text["ended"], "expired", "{text}");
+    // Nothing follows it.
+    assert_eq!(event(&app, "quiet", 1).await.json["accepted"], 0);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(receiver.of_kind("subscription_event").len(), 1);
+}
+
+/// The `tool_result` of call `id` (10 s at most).
+async fn result_of(receiver: &Receiver, id: &str) -> Value {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Some(found) = receiver
+            .of_kind("tool_result")
+            .into_iter()
+            .find(|r| r["id"] == id)
+        {
+            return found;
+        }
+        assert!(Instant::now() < end, "no result for {id}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_caller_holds_at_most_its_share_of_live_subscriptions() {
+    let app = app_with(&[("OXP_SUBSCRIPTION_MAX_PER_CALLER", "2")], |_| {});
+    let receiver = Receiver::ok().await;
+    for id in ["call-s1", "call-s2"] {
+        let body = invocation(&receiver, id, "Demo_Watch", json!({"topic": "many"}));
+        assert_eq!(crate::common::post(&app, "/invoke", body).await.status, 200);
+        let confirmed = result_of(&receiver, id).await;
+        assert_eq!(confirmed["subscription"], true, "{confirmed}");
+    }
+    let body = invocation(&receiver, "call-s3", "Demo_Watch", json!({"topic": "many"}));
+    assert_eq!(crate::common::post(&app, "/invoke", body).await.status, 200);
+    let refused = result_of(&receiver, "call-s3").await;
+    assert_ne!(refused["subscription"], true, "{refused}");
+    assert!(
+        refused["text"].as_str().unwrap().starts_with("Error:"),
+        "{refused}"
+    );
+    // One ended, room for another.
+    let cancel = json!({"thread_id": "thread-1", "tool_call_id": "call-s1"}).to_string();
+    assert_eq!(status_of(&app, "/cancel_tool_call", cancel).await, 200);
+    let body = invocation(&receiver, "call-s4", "Demo_Watch", json!({"topic": "many"}));
+    assert_eq!(crate::common::post(&app, "/invoke", body).await.status, 200);
+    let again = result_of(&receiver, "call-s4").await;
+    assert_eq!(again["subscription"], true, "{again}");
+}
