@@ -151,3 +151,56 @@ async fn closing_a_streamed_answer_cancels_the_tool_and_frees_its_slot() {
     );
     the_slot_is_free_within_a_second(&addr, request(add.to_string())).await;
 }
+
+/// Reads an HTTP answer from `stream` until it holds the JSON-RPC result: when the first
+/// progress notification arrived, and when the result did.
+async fn arrivals(stream: &mut tokio::net::TcpStream) -> (Duration, Duration) {
+    let started = std::time::Instant::now();
+    let (mut seen, mut buffer) = (String::new(), [0u8; 4096]);
+    let mut first = None;
+    loop {
+        let n = tokio::io::AsyncReadExt::read(stream, &mut buffer)
+            .await
+            .unwrap();
+        assert!(n > 0, "the answer ended before its result: {seen}");
+        seen.push_str(&String::from_utf8_lossy(&buffer[..n]));
+        if first.is_none() && seen.contains("notifications/progress") {
+            first = Some(started.elapsed());
+        }
+        if seen.contains("\"result\"") {
+            let first = first.unwrap_or_else(|| panic!("no progress before the result: {seen}"));
+            return (first, started.elapsed());
+        }
+    }
+}
+
+#[tokio::test]
+async fn at_every_revision_progress_reaches_the_client_as_the_tool_reports_it_not_with_the_result() {
+    let (addr, _stop) = serve_on_loopback(test_config()).await;
+    for revision in ["2025-11-25", "2026-07-28"] {
+        let meta = if revision == "2026-07-28" {
+            modern_meta(json!({"progressToken": "p"}))
+        } else {
+            json!({"progressToken": "p"})
+        };
+        let body = rpc(
+            1,
+            "tools/call",
+            json!({"name": "Demo_Sleep", "arguments": {"ms": 2000}, "_meta": meta}),
+        )
+        .to_string();
+        let request = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMCP-Protocol-Version: {revision}\r\nMcp-Method: tools/call\r\nMcp-Name: Demo_Sleep\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        tokio::io::AsyncWriteExt::write_all(&mut stream, request.as_bytes())
+            .await
+            .unwrap();
+        let (first, result) = arrivals(&mut stream).await;
+        assert!(
+            result >= first + Duration::from_secs(1),
+            "{revision}: the first progress at {first:?}, the result at {result:?}"
+        );
+    }
+}

@@ -64,8 +64,18 @@ fn not_found(id: Value, method: &str) -> Response {
 
 /// A modern request's answer, with the status the revision gives its errors: `404 Not Found`
 /// for -32601 (method not found), `400 Bad Request` for -32021 (a missing client capability).
+/// Only a single JSON answer is read for its error; a stream passes on untouched.
 pub(super) async fn status_of_errors(response: Response) -> Response {
     let (mut parts, body) = response.into_parts();
+    // A stream (a call's progress before its result) is passed on as it comes: its errors, if
+    // any, come after a 200 anyway, and holding it would hold the progress until the end.
+    let streamed = parts
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    if streamed {
+        return Response::from_parts(parts, body);
+    }
     // Answers here are single JSON messages (rmcp's JSON response mode), bounded.
     let Ok(bytes) = axum::body::to_bytes(body, 4 * 1024 * 1024).await else {
         return Response::from_parts(parts, Body::empty());
