@@ -7,7 +7,7 @@
 
 use base64::Engine;
 use oxp_lambda::{
-    Content, Filled, Form, NoInput, Registry, Tool, ToolContext, ToolError, ToolOutput,
+    Content, Filled, Form, NoInput, Registry, TaskSupport, Tool, ToolContext, ToolError, ToolOutput,
 };
 use serde_json::{Value, json};
 
@@ -275,8 +275,11 @@ async fn greet(input: Named, _: ToolContext) -> Result<String, ToolError> {
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Seconds {
     /// How long to compute.
-    #[schemars(range(min = 0, max = 30))]
+    #[schemars(range(min = 0, max = 3600))]
     seconds: f64,
+    /// What the suite calls this run (unused).
+    #[allow(dead_code)]
+    label: Option<String>,
 }
 
 /// The tasks scenarios' long-running tool: sleeps `seconds`, stops early when cancelled.
@@ -459,6 +462,8 @@ fn registry() -> Registry {
                 .description("Asks a name, then greets it as a task")
                 .long_running()
                 .asks_first()
+                // The suite's "task support required" fixtures: served only as tasks.
+                .task_support(TaskSupport::Required)
                 .handler(named_task),
         )
         .tool(
@@ -471,6 +476,7 @@ fn registry() -> Registry {
             Tool::builder("failing_job", "1.0.0")
                 .description("Fails after a moment")
                 .long_running()
+                .task_support(TaskSupport::Required)
                 .handler(failing_job),
         )
         // The stateless scenario's diagnostics: a question on the response (an input_required

@@ -58,6 +58,19 @@
 //! All but `otel` are on by default. The smallest useful set, OXP over Lambda with local secrets, is
 //! `default-features = false, features = ["lambda"]`.
 
+// The plumbing the protocols share (the work runner, the state helpers, the guards) goes partly
+// unused in a build that leaves those protocols out; the full build, which clippy checks with
+// `-D warnings`, keeps every item honest.
+#![cfg_attr(
+    not(all(
+        feature = "rap",
+        feature = "mcp",
+        feature = "webhooks",
+        feature = "embedded-state"
+    )),
+    allow(dead_code, unused_imports)
+)]
+
 #[cfg(feature = "agentcore")]
 mod agentcore;
 mod app;
@@ -116,7 +129,7 @@ pub use oxp_lambda_core::content::{
     ToolOutput,
 };
 pub use oxp_lambda_core::declare::{
-    Annotations, AuthorizationProvider, NoInput, Requirements, Tool, ToolBuilder,
+    Annotations, AuthorizationProvider, NoInput, Requirements, TaskSupport, Tool, ToolBuilder,
 };
 pub use oxp_lambda_core::form::{Filled, Form};
 pub use oxp_lambda_core::invoke::{Call, Invoker, Outcome};

@@ -51,6 +51,7 @@ mod mcp_progress;
 mod mcp_round_trips;
 mod mcp_sdk;
 mod mcp_strands;
+mod mcp_task_support;
 #[cfg(feature = "dynamodb")]
 mod mcp_task_work;
 mod mcp_tasks;

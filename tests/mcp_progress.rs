@@ -175,7 +175,8 @@ async fn arrivals(stream: &mut tokio::net::TcpStream) -> (Duration, Duration) {
 }
 
 #[tokio::test]
-async fn at_every_revision_progress_reaches_the_client_as_the_tool_reports_it_not_with_the_result() {
+async fn at_every_revision_progress_reaches_the_client_as_the_tool_reports_it_not_with_the_result()
+{
     let (addr, _stop) = serve_on_loopback(test_config()).await;
     for revision in ["2025-11-25", "2026-07-28"] {
         let meta = if revision == "2026-07-28" {

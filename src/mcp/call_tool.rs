@@ -33,8 +33,10 @@ impl McpServer {
             let declared = declares_tasks(&context.meta);
             // One that asks first becomes a task where it detaches, its questions asked here.
             let tool = self.0.get(&request.name);
-            let as_task =
-                tool.is_some_and(|t| required || t.annotations.long_running == Some(true));
+            let as_task = required
+                || tool.is_some_and(|t| {
+                    t.task_support == oxp_lambda_core::declare::TaskSupport::Optional
+                });
             let asks_first = tool.is_some_and(|t| t.asks_first);
             if let Some(tasks) = self.0.tasks()
                 && declared

@@ -75,6 +75,15 @@ impl Served {
         self.task_required.contains(name)
     }
 
+    /// The task support `tools/list` shows for the tool named `name` (`None`: never a task).
+    pub(crate) fn task_support(&self, name: &str) -> Option<&'static str> {
+        if self.task_required(name) {
+            return Some("required");
+        }
+        let tool = &self.tools[*self.by_name.get(name)?];
+        (tool.task_support == oxp_lambda_core::declare::TaskSupport::Optional).then_some("optional")
+    }
+
     /// The tasks, where offered.
     pub(crate) fn tasks(&self) -> Option<&Arc<Tasks>> {
         self.tasks.as_ref()

@@ -21,6 +21,7 @@ mod elicit;
 mod exchange;
 mod fast;
 mod handler;
+mod listed;
 mod modern;
 mod plumbing;
 mod progress;
@@ -246,6 +247,7 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     if modern && let Some(removed) = modern::removed_method(&bytes) {
         return removed;
     }
+    let listing = listed::is_listing(&bytes);
     let answering = elicit::pending(&parts, &bytes);
     let session = elicit::session(&mcp.server, &parts, &bytes).await;
     // serde_json stops at 128 levels of nesting, so a deep body is a parse error, not a crash.
@@ -296,6 +298,9 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
         response
             .headers_mut()
             .insert(elicit::SESSION_HEADER, session);
+    }
+    if listing {
+        response = listed::with_task_support(response, &mcp.server.0).await;
     }
     if modern {
         return modern::status_of_errors(response).await;

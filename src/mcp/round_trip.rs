@@ -177,15 +177,12 @@ impl RoundTrips {
                 .map(|(key, response)| Ok((key.clone(), read_response(response)?)))
                 .collect::<Result<BTreeMap<_, _>, ErrorData>>()?,
         };
-        // Answers count only with the state of the round that asked for them (every round this
-        // server asks gives one): without it they answer no question of ours, and the tool asks
-        // again. Otherwise answers kept from a spent round would run it again.
+        // Answers sent without a state are taken as given (a client may answer before it is
+        // asked), except those a round of ours already took: a spent round's answers sent
+        // bare would otherwise run it again.
         let Some(state) = state else {
-            return Ok(Exchange::continued(
-                Answers::default(),
-                BTreeMap::new(),
-                None,
-            ));
+            let responses = self.not_spent(binding, responses).await?;
+            return Ok(Exchange::continued(Answers::default(), responses, None));
         };
         if state.len() > MAX_STATE_CHARS {
             return Err(refused("the requestState is too long"));
@@ -213,9 +210,47 @@ impl RoundTrips {
             if !fresh {
                 return Err(refused("this requestState was used before"));
             }
+            for (key, response) in &responses {
+                let mark = Item::new(Vec::new(), Some(SystemTime::now() + STATE_TTL));
+                store
+                    .put(SPENT, &spent_answer(binding, key, response), mark)
+                    .await
+                    .map_err(|e| {
+                        tracing::warn!(target: "oxp::mcp", error = %e, "answer not marked");
+                        ErrorData::internal_error("The server cannot check the answers now", None)
+                    })?;
+            }
         }
         let open = (!sealed.o.is_empty()).then(|| sealed.o.into_iter().collect());
         Ok(Exchange::continued(sealed.a, responses, open))
+    }
+
+    /// `responses` without those a round already took (for this caller, tool and arguments).
+    async fn not_spent(
+        &self,
+        binding: &[u8],
+        mut responses: BTreeMap<String, Value>,
+    ) -> Result<BTreeMap<String, Value>, ErrorData> {
+        let Some(store) = &self.spent else {
+            return Ok(responses);
+        };
+        let mut spent = Vec::new();
+        for (key, response) in &responses {
+            let mark = store
+                .get(SPENT, &spent_answer(binding, key, response))
+                .await
+                .map_err(|e| {
+                    tracing::warn!(target: "oxp::mcp", error = %e, "answers not checked");
+                    ErrorData::internal_error("The server cannot check the answers now", None)
+                })?;
+            if mark.is_some() {
+                spent.push(key.clone());
+            }
+        }
+        for key in spent {
+            responses.remove(&key);
+        }
+        Ok(responses)
     }
 
     /// The `input_required` result for `exchange`'s open questions (every question the run
@@ -249,6 +284,25 @@ impl RoundTrips {
         result.input_requests = Some(requests);
         Ok(Some(result))
     }
+}
+
+/// The mark of an answer a round took: its key and (read, so canonical) response, bound to the
+/// caller, tool and arguments.
+fn spent_answer(binding: &[u8], key: &str, response: &Value) -> String {
+    let mut digest = Sha256::new_with_prefix(b"oxp-lambda mcp answer\0");
+    digest.update((binding.len() as u64).to_be_bytes());
+    digest.update(binding);
+    digest.update((key.len() as u64).to_be_bytes());
+    digest.update(key.as_bytes());
+    digest.update(serde_json::to_vec(response).unwrap_or_default());
+    let digest = digest.finalize();
+    format!(
+        "answer:{}",
+        digest
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    )
 }
 
 fn nonce() -> String {
@@ -316,93 +370,5 @@ fn read_or_keep(file: &std::path::Path, fresh: Vec<u8>) -> Result<Vec<u8>, Strin
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use oxp_lambda_core::form::Form;
-    use oxp_lambda_core::secrets::ClientSecrets;
-    use oxp_lambda_core::talk::{Ask, Talk, TalkError};
-
-    fn trips() -> RoundTrips {
-        let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
-        RoundTrips::new(secrets, false, None)
-    }
-
-    fn accept(label: &str) -> InputResponses {
-        let mut r = InputResponses::new();
-        r.insert(
-            "ask_0".into(),
-            json!({"action": "accept", "content": {"choice": label}}),
-        );
-        r
-    }
-
-    #[tokio::test]
-    async fn a_state_opens_only_for_its_caller_and_call_and_unaltered() {
-        let trips = trips();
-        let binding = binding(Some("alice"), "Demo_Confirm", &json!({"prompt": "Go?"}));
-        let first = Exchange::default();
-        let ask = Ask::new("Go?", ["Yes", "No"]);
-        assert!(matches!(
-            first.ask(ask.clone(), 0).await,
-            Err(TalkError::Parked)
-        ));
-        let result = trips
-            .input_required(&first, &binding)
-            .await
-            .unwrap()
-            .unwrap();
-        let state = result.request_state.unwrap();
-        let answered = trips
-            .begin(&binding, Some(&state), Some(&accept("No")))
-            .await
-            .unwrap();
-        assert_eq!(answered.ask(ask.clone(), 0).await.unwrap().index, 1);
-        // Another caller, another tool's arguments, an altered state: refused.
-        let bob = super::binding(Some("bob"), "Demo_Confirm", &json!({"prompt": "Go?"}));
-        assert!(trips.begin(&bob, Some(&state), None).await.is_err());
-        let other = super::binding(Some("alice"), "Demo_Confirm", &json!({"prompt": "Stop?"}));
-        assert!(trips.begin(&other, Some(&state), None).await.is_err());
-        let mut altered = state.clone().into_bytes();
-        let middle = altered.len() / 2;
-        altered[middle] = if altered[middle] == b'A' { b'B' } else { b'A' };
-        let altered = String::from_utf8(altered).unwrap();
-        assert!(trips.begin(&binding, Some(&altered), None).await.is_err());
-        // Without a state, a response answers nothing, under the question's key or another: the
-        // tool asks again (answers of a spent round sent bare would otherwise run it again); a
-        // malformed one is still refused.
-        for responses in [accept("No"), {
-            let mut elsewhere = InputResponses::new();
-            elsewhere.insert("other".into(), json!({"action": "decline"}));
-            elsewhere
-        }] {
-            let fresh = trips.begin(&binding, None, Some(&responses)).await.unwrap();
-            assert!(matches!(
-                fresh.ask(ask.clone(), 0).await,
-                Err(TalkError::Parked)
-            ));
-        }
-        let mut malformed = InputResponses::new();
-        malformed.insert("ask_0".into(), json!({"action": "maybe"}));
-        assert!(trips.begin(&binding, None, Some(&malformed)).await.is_err());
-        // Two questions open at once may not share a key: the client could not tell which
-        // one a response answers.
-        let twice = Exchange::default();
-        let form = || Form::new("same", "Which?", json!({"type": "object"}));
-        assert!(matches!(
-            twice.fill(form(), 0).await,
-            Err(TalkError::Parked)
-        ));
-        assert!(matches!(
-            twice.fill(form(), 1).await,
-            Err(TalkError::Invalid(why)) if why.contains("share the key")
-        ));
-        let mut bad = InputResponses::new();
-        bad.insert("ask_0".into(), json!({"action": "maybe"}));
-        assert!(
-            trips
-                .begin(&binding, Some(&state), Some(&bad))
-                .await
-                .is_err()
-        );
-    }
-}
+#[path = "round_trip_tests.rs"]
+mod tests;

@@ -52,9 +52,10 @@ pub(crate) fn served_for_mcp(
     }))
 }
 
-/// The listing names of the tools `names` (`OXP_MCP_TASK_REQUIRED`, dotted or listing names)
-/// makes task-only: each must be served, and the server must offer tasks (else none of them
-/// could ever be called).
+/// The listing names of the tools served only as tasks: those that declare it
+/// (`task_support = "required"`) and those `names` (`OXP_MCP_TASK_REQUIRED`, dotted or listing
+/// names) makes so in this deployment: each must be served, and the server must offer tasks
+/// (else none of them could ever be called).
 fn task_required(
     names: &[String],
     tools: &[Arc<RegisteredTool>],
@@ -63,7 +64,7 @@ fn task_required(
     if !names.is_empty() && !offered {
         return Err("OXP_MCP_TASK_REQUIRED needs the tasks extension offered: a state store, and in Lambda OXP_MCP_TASK_QUEUE_URL (docs/mcp.md)".into());
     }
-    names
+    let mut required: HashSet<String> = names
         .iter()
         .map(|name| {
             tools
@@ -74,5 +75,14 @@ fn task_required(
                     format!("OXP_MCP_TASK_REQUIRED names '{name}', which /mcp does not serve")
                 })
         })
-        .collect()
+        .collect::<Result<_, String>>()?;
+    for tool in tools {
+        if tool.task_support == oxp_lambda_core::declare::TaskSupport::Required {
+            if !offered {
+                tracing::warn!(target: "oxp::mcp", tool = tool.id.as_str(), "the tool runs only as a task and this server offers no tasks (a state store, and in Lambda the worker's queue): MCP clients cannot call it");
+            }
+            required.insert(tool.listing_name.clone());
+        }
+    }
+    Ok(required)
 }

@@ -93,6 +93,32 @@ impl Annotations {
     }
 }
 
+/// Whether a client may have the tool run as a task it polls rather than wait for its answer
+/// (MCP's `execution.taskSupport`, the tasks extension at 2026-07-28). A protocol without
+/// tasks ignores it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum TaskSupport {
+    /// Never a task: the call answers in its request.
+    Forbidden,
+    /// A task for a client that takes tasks, an answer in the request for any other. Unset,
+    /// this is what a `long_running` tool gets (and `Forbidden` any other).
+    #[default]
+    Optional,
+    /// Only a task: a client that takes no tasks is told it lacks the capability.
+    Required,
+}
+
+impl TaskSupport {
+    /// Its name as MCP lists it (`forbidden`, `optional`, `required`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Forbidden => "forbidden",
+            Self::Optional => "optional",
+            Self::Required => "required",
+        }
+    }
+}
+
 /// Input type for tools that take no parameters.
 #[derive(Debug, Clone, Copy, Default, serde::Deserialize, JsonSchema)]
 pub struct NoInput {}
@@ -105,6 +131,7 @@ pub struct Tool {
     pub(crate) requirements: Requirements,
     pub(crate) idempotent: bool,
     pub(crate) asks_first: bool,
+    pub(crate) task_support: Option<TaskSupport>,
     pub(crate) annotations: Annotations,
     /// The tool's own time limit ([`ToolBuilder::timeout`]); `None` leaves the server's.
     pub timeout: Option<Duration>,
@@ -155,6 +182,7 @@ impl Tool {
             requirements: Requirements::default(),
             idempotent: true,
             asks_first: false,
+            task_support: None,
             annotations: Annotations::default(),
             timeout: None,
             state: Vec::new(),
@@ -172,6 +200,7 @@ pub struct ToolBuilder {
     requirements: Requirements,
     idempotent: bool,
     asks_first: bool,
+    task_support: Option<TaskSupport>,
     annotations: Annotations,
     timeout: Option<Duration>,
     state: Vec<StateNeed>,
@@ -295,6 +324,14 @@ impl ToolBuilder {
         self
     }
 
+    /// Whether a client may have the tool run as a task ([`TaskSupport`]; unset: `Optional`
+    /// for a `long_running` tool, `Forbidden` otherwise). A deployment may still require a
+    /// task of any tool (`OXP_MCP_TASK_REQUIRED`).
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.task_support = Some(support);
+        self
+    }
+
     /// Finishes with a typed async handler. The input and output JSON Schemas are generated from
     /// `I` and the output's value type; a tool whose value type is `()` declares no output and
     /// answers `null`. The handler returns the value, or a [`ToolOutput`] with content items
@@ -388,6 +425,7 @@ impl ToolBuilder {
             requirements: self.requirements,
             idempotent: self.idempotent,
             asks_first: self.asks_first,
+            task_support: self.task_support,
             annotations: self.annotations,
             timeout: self.timeout,
             input_schema,

@@ -39,6 +39,9 @@ pub struct RegisteredTool {
     pub idempotent: bool,
     /// Its questions come before its long part ([`crate::ToolBuilder::asks_first`]).
     pub asks_first: bool,
+    /// Whether a client may have it run as a task ([`crate::ToolBuilder::task_support`], else
+    /// `Optional` for a long-running tool and `Forbidden` for any other).
+    pub task_support: crate::declare::TaskSupport,
     /// How the tool behaves, for clients (title, read-only, destructive, ...).
     pub annotations: Annotations,
     /// The tool's own time limit, if it set one.
@@ -343,6 +346,13 @@ fn register(tool: Tool) -> Result<RegisteredTool, RegistryError> {
         requirements: tool.requirements,
         idempotent: tool.idempotent,
         asks_first: tool.asks_first,
+        task_support: tool
+            .task_support
+            .unwrap_or(if tool.annotations.long_running == Some(true) {
+                crate::declare::TaskSupport::Optional
+            } else {
+                crate::declare::TaskSupport::Forbidden
+            }),
         annotations: tool.annotations,
         timeout: tool.timeout,
         input_schema: tool.input_schema,

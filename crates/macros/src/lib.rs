@@ -17,7 +17,7 @@ use syn::{
 /// Arguments: `name = "Toolkit.Tool"` and `version = "1.0.0"` (required); `description =
 /// "..."` (default: the function's doc comment); `title = "..."`; the flags `read_only`,
 /// `destructive`, `idempotent_hint`, `long_running`, `asks_first`, `not_idempotent`,
-/// `requires_user_id`;
+/// `requires_user_id`; `task_support = "forbidden" | "optional" | "required"`;
 /// `open_world` or `open_world = false`; `timeout_ms = 1500`; `secrets = [KEY, ...]`
 /// (`SecretKey` constants); `authorization(id = "google", scopes = ["..."])`, repeatable;
 /// `caller_scopes = ["crm:write", ...]`, the scopes the caller's own token must grant.
@@ -67,6 +67,22 @@ impl Options {
             | "not_idempotent" | "requires_user_id" => {
                 let method = format_ident!("{key}");
                 self.calls.push(quote!(.#method()));
+            }
+            "task_support" => {
+                let support: LitStr = meta.value()?.parse()?;
+                let variant = match support.value().as_str() {
+                    "forbidden" => format_ident!("Forbidden"),
+                    "optional" => format_ident!("Optional"),
+                    "required" => format_ident!("Required"),
+                    _ => {
+                        return Err(syn::Error::new(
+                            support.span(),
+                            "task_support is \"forbidden\", \"optional\" or \"required\"",
+                        ));
+                    }
+                };
+                self.calls
+                    .push(quote!(.task_support(::oxp_lambda::TaskSupport::#variant)));
             }
             "open_world" => {
                 let open = if meta.input.peek(syn::Token![=]) {
@@ -120,7 +136,7 @@ impl Options {
                 return Err(meta.error(
                     "unknown argument: expected name, version, description, title, read_only, \
                      destructive, idempotent_hint, open_world, long_running, asks_first, not_idempotent, \
-                     requires_user_id, timeout_ms, secrets, caller_scopes or authorization",
+                     requires_user_id, task_support, timeout_ms, secrets, caller_scopes or authorization",
                 ));
             }
         }

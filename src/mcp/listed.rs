@@ -1,0 +1,59 @@
+//! `tools/list` with each tool's task support, `execution.taskSupport` (`optional` or
+//! `required`; absent: never a task): the tool's declaration (`task_support`, or `optional` for
+//! a long-running tool), with `OXP_MCP_TASK_REQUIRED` over it, and only where this server offers
+//! tasks. rmcp's tool type has no such field, so a listing's JSON answer gets it here.
+
+use super::handler::Served;
+use axum::body::Body;
+use axum::response::Response;
+use http::header;
+use serde_json::Value;
+
+/// Whether `body` asks for `tools/list`.
+pub(super) fn is_listing(body: &[u8]) -> bool {
+    #[derive(serde::Deserialize)]
+    struct Method<'a> {
+        #[serde(borrow)]
+        method: Option<&'a str>,
+    }
+    serde_json::from_slice::<Method<'_>>(body).is_ok_and(|m| m.method == Some("tools/list"))
+}
+
+/// `response` (a `tools/list` answer) with `execution.taskSupport` on each tool that has it.
+pub(super) async fn with_task_support(response: Response, served: &Served) -> Response {
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !json || served.tasks().is_none() {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    // The listing is the server's own, bounded by its tools.
+    let Ok(bytes) = axum::body::to_bytes(body, 16 * 1024 * 1024).await else {
+        return Response::from_parts(parts, Body::empty());
+    };
+    let Ok(mut answer) = serde_json::from_slice::<Value>(&bytes) else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    if let Some(tools) = answer
+        .pointer_mut("/result/tools")
+        .and_then(Value::as_array_mut)
+    {
+        for tool in tools {
+            let support = tool
+                .get("name")
+                .and_then(Value::as_str)
+                .and_then(|name| served.task_support(name));
+            if let (Some(support), Some(tool)) = (support, tool.as_object_mut()) {
+                tool.insert(
+                    "execution".into(),
+                    serde_json::json!({"taskSupport": support}),
+                );
+            }
+        }
+    }
+    let bytes = serde_json::to_vec(&answer).expect("JSON serializes");
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(bytes))
+}

@@ -1,0 +1,126 @@
+//! The round trips' unit tests: sealing, binding, single use.
+use super::*;
+use oxp_lambda_core::form::Form;
+use oxp_lambda_core::secrets::ClientSecrets;
+use oxp_lambda_core::talk::{Ask, Talk, TalkError};
+
+fn trips() -> RoundTrips {
+    let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
+    RoundTrips::new(secrets, false, None)
+}
+
+/// A round's answers are taken once: sent again without its (spent) state, they answer
+/// nothing and the tool asks again; answers no round took are taken as given.
+#[cfg(feature = "embedded-state")]
+#[tokio::test]
+async fn a_spent_rounds_answers_sent_bare_answer_nothing_while_untaken_ones_are_taken() {
+    let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
+    let store: Arc<dyn StateStore> = Arc::new(crate::state::embedded::Embedded::new(None));
+    let trips = RoundTrips::new(secrets, false, Some(store));
+    let binding = binding(Some("alice"), "Demo_Confirm", &json!({"prompt": "Go?"}));
+    let ask = Ask::new("Go?", ["Yes", "No"]);
+    let first = Exchange::default();
+    assert!(first.ask(ask.clone(), 0).await.is_err());
+    let result = trips.input_required(&first, &binding).await.unwrap();
+    let state = result.unwrap().request_state.unwrap();
+    let answered = trips
+        .begin(&binding, Some(&state), Some(&accept("No")))
+        .await
+        .unwrap();
+    assert_eq!(answered.ask(ask.clone(), 0).await.unwrap().index, 1);
+    let replayed = trips
+        .begin(&binding, None, Some(&accept("No")))
+        .await
+        .unwrap();
+    assert!(matches!(
+        replayed.ask(ask.clone(), 0).await,
+        Err(TalkError::Parked)
+    ));
+    // Another caller's bare answer, or another answer, was never taken.
+    let bob = binding_of("bob");
+    let theirs = trips.begin(&bob, None, Some(&accept("No"))).await.unwrap();
+    assert_eq!(theirs.ask(ask.clone(), 0).await.unwrap().index, 1);
+    let other = trips
+        .begin(&binding, None, Some(&accept("Yes")))
+        .await
+        .unwrap();
+    assert_eq!(other.ask(ask, 0).await.unwrap().index, 0);
+}
+
+fn binding_of(caller: &str) -> Vec<u8> {
+    binding(Some(caller), "Demo_Confirm", &json!({"prompt": "Go?"}))
+}
+
+fn accept(label: &str) -> InputResponses {
+    let mut r = InputResponses::new();
+    r.insert(
+        "ask_0".into(),
+        json!({"action": "accept", "content": {"choice": label}}),
+    );
+    r
+}
+
+#[tokio::test]
+async fn a_state_opens_only_for_its_caller_and_call_and_unaltered() {
+    let trips = trips();
+    let binding = binding(Some("alice"), "Demo_Confirm", &json!({"prompt": "Go?"}));
+    let first = Exchange::default();
+    let ask = Ask::new("Go?", ["Yes", "No"]);
+    assert!(matches!(
+        first.ask(ask.clone(), 0).await,
+        Err(TalkError::Parked)
+    ));
+    let result = trips
+        .input_required(&first, &binding)
+        .await
+        .unwrap()
+        .unwrap();
+    let state = result.request_state.unwrap();
+    let answered = trips
+        .begin(&binding, Some(&state), Some(&accept("No")))
+        .await
+        .unwrap();
+    assert_eq!(answered.ask(ask.clone(), 0).await.unwrap().index, 1);
+    // Another caller, another tool's arguments, an altered state: refused.
+    let bob = super::binding(Some("bob"), "Demo_Confirm", &json!({"prompt": "Go?"}));
+    assert!(trips.begin(&bob, Some(&state), None).await.is_err());
+    let other = super::binding(Some("alice"), "Demo_Confirm", &json!({"prompt": "Stop?"}));
+    assert!(trips.begin(&other, Some(&state), None).await.is_err());
+    let mut altered = state.clone().into_bytes();
+    let middle = altered.len() / 2;
+    altered[middle] = if altered[middle] == b'A' { b'B' } else { b'A' };
+    let altered = String::from_utf8(altered).unwrap();
+    assert!(trips.begin(&binding, Some(&altered), None).await.is_err());
+    // Without a state, a response answers the question of its key only; a malformed one
+    // is still refused.
+    let mut elsewhere = InputResponses::new();
+    elsewhere.insert("other".into(), json!({"action": "decline"}));
+    let fresh = trips.begin(&binding, None, Some(&elsewhere)).await.unwrap();
+    assert!(matches!(
+        fresh.ask(ask.clone(), 0).await,
+        Err(TalkError::Parked)
+    ));
+    let mut malformed = InputResponses::new();
+    malformed.insert("ask_0".into(), json!({"action": "maybe"}));
+    assert!(trips.begin(&binding, None, Some(&malformed)).await.is_err());
+    // Two questions open at once may not share a key: the client could not tell which
+    // one a response answers.
+    let twice = Exchange::default();
+    let form = || Form::new("same", "Which?", json!({"type": "object"}));
+    assert!(matches!(
+        twice.fill(form(), 0).await,
+        Err(TalkError::Parked)
+    ));
+    assert!(matches!(
+        twice.fill(form(), 1).await,
+        Err(TalkError::Invalid(why)) if why.contains("share the key")
+    ));
+    let mut bad = InputResponses::new();
+    bad.insert("ask_0".into(), json!({"action": "maybe"}));
+    assert!(
+        trips
+            .begin(&binding, Some(&state), Some(&bad))
+            .await
+            .is_err()
+    );
+}
