@@ -49,6 +49,8 @@ struct Runtime {
     results: AtomicUsize,
     events: AtomicUsize,
     choices: Mutex<Vec<Value>>,
+    /// The first refused call: a bench that waits on results stops at once, saying why.
+    refused: std::sync::Mutex<Option<String>>,
     arrived: Notify,
 }
 
@@ -56,6 +58,13 @@ async fn callback(State(runtime): State<Arc<Runtime>>, body: Bytes) -> &'static 
     let message: Value = serde_json::from_slice(&body).unwrap_or_default();
     match message["type"].as_str() {
         Some("tool_result") => {
+            // A failed call's `text` is a JSON-encoded `{"error": ...}`.
+            let text = message["text"].as_str().unwrap_or_default();
+            let failed = serde_json::from_str::<Value>(text).ok();
+            if let Some(error) = failed.as_ref().and_then(|f| f.get("error")) {
+                let mut refused = runtime.refused.lock().unwrap();
+                refused.get_or_insert_with(|| error.to_string());
+            }
             runtime.results.fetch_add(1, Ordering::SeqCst);
         }
         Some("subscription_event") => {
@@ -88,6 +97,9 @@ impl Runtime {
             if count(self) >= n {
                 return;
             }
+            if let Some(refused) = self.refused.lock().unwrap().as_ref() {
+                panic!("a call of the bench was refused: {refused}");
+            }
             assert!(
                 Instant::now() < end,
                 "the runtime did not receive what it waits for"
@@ -103,6 +115,8 @@ fn app(state: &[(&str, String)], aws: Option<aws_config::SdkConfig>) -> App {
         ("OXP_RAP_ENDPOINT", "http://127.0.0.1:9/invoke".into()),
         ("OXP_SUBSCRIPTION_EVENTS_PER_MINUTE", "100000000".into()),
         ("OXP_SUBSCRIPTION_MAX_BACKLOG", "100000".into()),
+        // One caller opens every subscription of the fan-out.
+        ("OXP_SUBSCRIPTION_MAX_PER_CALLER", "1000000".into()),
         ("OXP_RAP_DELIVERY_ATTEMPTS", "1".into()),
         ("OXP_METRICS", "off".into()),
     ];

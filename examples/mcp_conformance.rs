@@ -5,6 +5,9 @@
 //! against it (`scripts/mcp-conformance`); `tests/mcp-conformance-expected.yml` lists the
 //! scenarios a stateless JSON tool server cannot serve, each with its reason.
 
+#[path = "mcp_conformance/client_asks.rs"]
+mod client_asks;
+
 use base64::Engine;
 use oxp_lambda::{
     Content, Filled, Form, NoInput, Registry, TaskSupport, Tool, ToolContext, ToolError, ToolOutput,
@@ -375,7 +378,7 @@ fn registry() -> Registry {
             .description(description)
             .read_only()
     };
-    Registry::builder()
+    client_asks::tools(Registry::builder())
         .tool(tool("test_simple_text", "Returns simple text content").handler(simple_text))
         .tool(tool("test_image_content", "Returns image content").handler(image))
         .tool(tool("test_audio_content", "Returns audio content").handler(audio))
@@ -480,13 +483,10 @@ fn registry() -> Registry {
                 .handler(failing_job),
         )
         // The stateless scenario's diagnostics: a question on the response (an input_required
-        // result, never a request of the server's own), a tool that needs the client to show
-        // a form (without it: the missing-capability error), and one that logs nothing to a
-        // request that did not ask for log messages.
+        // result, never a request of the server's own), and a tool that logs nothing to a
+        // request that did not ask for log messages (`test_missing_capability`, which needs the
+        // client's model, is in client_asks.rs).
         .tool(tool("test_streaming_elicitation", "Asks the user's name").handler(elicitation))
-        .tool(
-            tool("test_missing_capability", "Needs the client to show a form").handler(elicitation),
-        )
         .tool(
             tool("test_logging_tool", "Answers without logging to the client").handler(simple_text),
         )

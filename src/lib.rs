@@ -137,6 +137,7 @@ pub use oxp_lambda_core::refusal::ErrorClass;
 pub use oxp_lambda_core::registry::{
     RegisteredTool, Registry, RegistryBuilder, RegistryError, ResolveError,
 };
+pub use oxp_lambda_core::sample::{Message, ModelPreferences, Role, Root, Sample, Sampled};
 pub use oxp_lambda_core::state::{Input, SecretKey, SharedState, State};
 pub use oxp_lambda_core::talk;
 pub use oxp_lambda_core::talk::{Ask, Choice, Reported, Subscribe, Subscription, TalkError};

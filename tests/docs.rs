@@ -144,7 +144,8 @@ fn every_page_the_readme_links_exists_and_every_doc_is_linked() {
                 std::path::Path::new(path).exists(),
                 "README.md links {target}, which does not exist"
             );
-            // An anchor names a heading of the page (GitHub's slug: lower case, spaces to `-`).
+            // An anchor names a heading of the page (GitHub's slug: lower case, punctuation but
+            // `-` and `_` dropped, spaces to `-`).
             if !anchor.is_empty() {
                 let slugs: Vec<String> = read(path)
                     .lines()
@@ -153,6 +154,9 @@ fn every_page_the_readme_links_exists_and_every_doc_is_linked() {
                         h.trim_start_matches('#')
                             .trim()
                             .to_lowercase()
+                            .chars()
+                            .filter(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | ' '))
+                            .collect::<String>()
                             .replace(' ', "-")
                     })
                     .collect();

@@ -49,6 +49,7 @@ mod mcp_inspector;
 mod mcp_oauth;
 mod mcp_progress;
 mod mcp_round_trips;
+mod mcp_sampling;
 mod mcp_sdk;
 mod mcp_strands;
 mod mcp_task_support;

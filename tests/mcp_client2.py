@@ -19,13 +19,20 @@ def check(cond, what):
 
 async def main(url):
     asked = []
+    sampled = []
+
+    async def sample(_context, params):
+        sampled.append(params)
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="A short summary."),
+            model="test-model", stop_reason="endTurn")
 
     async def elicit(_context, params):
         asked.append(params)
         choice = params.requested_schema["properties"]["choice"]["enum"][1]
         return types.ElicitResult(action="accept", content={"choice": choice})
 
-    async with Client(url, elicitation_callback=elicit) as client:
+    async with Client(url, elicitation_callback=elicit, sampling_callback=sample) as client:
         check(client.protocol_version == "2026-07-28",
               f"auto mode negotiates 2026-07-28: {client.protocol_version}")
         listed = await client.list_tools()
@@ -49,6 +56,14 @@ async def main(url):
         check(len(asked) == 1 and asked[0].message == "Deploy?", "the question reaches the callback")
         check(not result.is_error and result.structured_content == {"selected": 1, "choice": "No"},
               f"the call completes with the user's choice: {result}")
+
+        # A tool asks the client's model: the SDK drives the sampling round through its callback.
+        text = "The quick brown fox jumps over the lazy dog."
+        result = await client.call_tool("Demo_Summarize", {"text": text})
+        check(len(sampled) == 1 and text in sampled[0].messages[0].content.text
+              and sampled[0].max_tokens == 300, f"the request reaches the model: {sampled}")
+        check(not result.is_error and result.structured_content == {"summary": "A short summary."},
+              f"the call completes with the model's answer: {result}")
 
         # A call with a progress callback: the tool's progress arrives before its result.
         seen = []
@@ -75,6 +90,19 @@ async def main(url):
         waited = time.monotonic() - started
         check(not result.is_error and waited < 1.0,
               f"after a timed-out call the slot is free within 1 s ({waited:.2f} s)")
+
+    # The handshake revision (2025-11-25): the same request reaches the model on the call's
+    # stream, under the session the server hands a client that declares sampling.
+    async with Client(url, mode="legacy", sampling_callback=sample) as client:
+        result = await client.call_tool("Demo_Summarize", {"text": "Handshake text."})
+        check(len(sampled) == 2 and "Handshake text." in sampled[1].messages[0].content.text,
+              "at 2025-11-25 the request reaches the model on the call's stream")
+        check(not result.is_error and result.structured_content == {"summary": "A short summary."},
+              f"and the call completes with its answer: {result}")
+    async with Client(url, mode="legacy") as client:
+        result = await client.call_tool("Demo_Summarize", {"text": "No model here."})
+        check(result.is_error and "MCP client that offers it" in result.content[0].text,
+              f"a handshake client without sampling gets a tool error saying why: {result}")
 
 
 if __name__ == "__main__":

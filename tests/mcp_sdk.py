@@ -30,7 +30,7 @@ async def main(url):
             listed = await session.list_tools()
             names = [t.name for t in listed.tools]
             check(names == ["Calculator_Add", "Demo_Confirm", "Demo_Image", "Demo_Sleep",
-                             "Demo_Watch", "Doorbell_Ring", "SMS_Send", "System_GetTimestamp"],
+                             "Demo_Summarize", "Demo_Watch", "Doorbell_Ring", "SMS_Send", "System_GetTimestamp"],
                   f"tools/list serves each tool under its listing name: {names}")
             add = listed.tools[0]
             check(add.inputSchema["required"] == ["a", "b"], "the input schema is the tool's")
@@ -39,7 +39,7 @@ async def main(url):
                   and sleep.annotations.idempotentHint is True
                   and sleep.annotations.destructiveHint is False,
                   "a tool's title and annotations are served as MCP's")
-            stamp = listed.tools[7]
+            stamp = listed.tools[8]
             check(stamp.outputSchema and stamp.outputSchema["type"] == "object",
                   "an object output has an output schema")
 

@@ -20,6 +20,7 @@ async fn tools_list_serves_listing_names_and_object_output_schemas() {
             "Demo_Confirm",
             "Demo_Image",
             "Demo_Sleep",
+            "Demo_Summarize",
             "Demo_Watch",
             "Doorbell_Ring",
             "SMS_Send",
@@ -34,7 +35,7 @@ async fn tools_list_serves_listing_names_and_object_output_schemas() {
         add.get("outputSchema").is_none(),
         "a number output has no MCP output schema"
     );
-    let timestamp = &tools[7];
+    let timestamp = &tools[8];
     assert_eq!(timestamp["outputSchema"]["type"], "object");
     // A tool without input lists `"properties": {}`: some clients' adapters (smolagents)
     // require the key.

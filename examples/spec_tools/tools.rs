@@ -18,6 +18,8 @@
 //! - `Demo.Confirm@1.0.0`: asks the user to choose one of `choices` and answers
 //!   `{"selected", "choice"}`.
 //! - `Demo.Image@1.0.0`: answers a PNG it draws and a text item describing it: content items.
+//! - `Demo.Summarize@1.0.0`: asks the client's model to summarize `text` and answers
+//!   `{"summary"}` (MCP sampling; over OXP and RAP an `unsupported` error).
 //! - `Demo.Profile@1.0.0` (feature `oauth`, served when `OXP_OAUTH_PROVIDERS` names `demo`):
 //!   needs the user's authorization with provider `demo` and a user id; answers what the
 //!   provider's userinfo endpoint (`OXP_OAUTH_DEMO_USERINFO_URL`, read when the tools are built)
@@ -28,7 +30,8 @@
 
 use oxp_lambda::RegistryError;
 use oxp_lambda::{
-    Ask, Content, NoInput, Registry, Subscribe, Tool, ToolContext, ToolError, ToolOutput,
+    Ask, Content, ModelPreferences, NoInput, Registry, Sample, Subscribe, Tool, ToolContext,
+    ToolError, ToolOutput,
 };
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -269,6 +272,35 @@ pub async fn confirm(input: ConfirmInput, ctx: ToolContext) -> Result<Confirmed,
     })
 }
 
+/// Input of `Demo.Summarize`.
+#[derive(Debug, Deserialize, JsonSchema)]
+pub struct SummarizeInput {
+    /// The text to summarize.
+    #[schemars(length(min = 1, max = 20000))]
+    pub text: String,
+}
+
+/// What `Demo.Summarize` answers.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct Summary {
+    /// The summary, as the client's model wrote it.
+    pub summary: String,
+}
+
+/// `Demo.Summarize`: the client's model summarizes `text`; the server holds no model key.
+pub async fn summarize(input: SummarizeInput, ctx: ToolContext) -> Result<Summary, ToolError> {
+    let fast = ModelPreferences {
+        speed_priority: Some(0.8),
+        ..ModelPreferences::default()
+    };
+    let request = Sample::new(300)
+        .system("Summarize the user's text in one or two sentences.")
+        .user(input.text)
+        .preferences(fast);
+    let summary = ctx.sample(request).await?.text();
+    Ok(Summary { summary })
+}
+
 /// Side of the square `Demo.Image` draws, in pixels.
 pub const IMAGE_SIDE: u32 = 64;
 
@@ -405,6 +437,12 @@ pub fn tools() -> Vec<Tool> {
             .read_only()
             .open_world(false)
             .handler(image),
+        Tool::builder("Demo.Summarize", "1.0.0")
+            .description("Summarizes a text with the client's model (MCP sampling).")
+            .title("Summarize")
+            .read_only()
+            .open_world(false)
+            .handler(summarize),
         Tool::builder("Demo.Watch", "1.0.0")
             .description(
                 "Subscribes to a topic of the demo event source: answers at once with the \

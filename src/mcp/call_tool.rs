@@ -5,6 +5,7 @@
 //! (the fast path's too) goes through [`McpServer::call`].
 
 use super::handler::McpServer;
+use super::questions::Offers;
 use super::{result, round_trip};
 use crate::server::CallContext;
 use oxp_lambda_core::invoke::Target;
@@ -43,6 +44,9 @@ impl McpServer {
                 && as_task
                 && !asks_first
             {
+                let offers = declared_on_request(&context.meta)
+                    .map(|(offers, _)| offers)
+                    .unwrap_or_default();
                 let context = parts.map(CallContext::of).unwrap_or_default();
                 let arguments = request.arguments.unwrap_or_default();
                 // Checked before anything is kept: invalid arguments are the tool's error at
@@ -57,16 +61,22 @@ impl McpServer {
                     _ => Map::new(),
                 };
                 let created = tasks
-                    .create(context, &request.name, arguments, Default::default())
+                    .create(
+                        context,
+                        &request.name,
+                        arguments,
+                        Default::default(),
+                        offers,
+                    )
                     .await?;
                 return Ok(CallToolResponse::Task(created));
             }
             if required && !declared {
                 return Err(missing_tasks_capability());
             }
-            let asking = match elicitation_modes(&context.meta) {
-                Some((form, url)) => Asking::Rounds {
-                    form,
+            let asking = match declared_on_request(&context.meta) {
+                Some((offers, url)) => Asking::Rounds {
+                    offers,
                     url,
                     state: request.request_state.as_deref(),
                     responses: request.input_responses.as_ref(),
@@ -114,11 +124,11 @@ fn declares_tasks(meta: &rmcp::model::MetaObject) -> bool {
         .is_some()
 }
 
-/// The elicitation modes (form, URL) a 2026-07-28 request's client declared on the request
-/// (`_meta["io.modelcontextprotocol/clientCapabilities"].elicitation`; an empty object is
-/// form alone); `None` for a request of an earlier revision, which declares them at
+/// What a 2026-07-28 request's client declared on the request
+/// (`_meta["io.modelcontextprotocol/clientCapabilities"]`), and whether it opens links (URL-mode
+/// elicitation); `None` for a request of an earlier revision, which declares them at
 /// `initialize` only, which a stateless server does not see on `tools/call`.
-fn elicitation_modes(meta: &rmcp::model::MetaObject) -> Option<(bool, bool)> {
+fn declared_on_request(meta: &rmcp::model::MetaObject) -> Option<(Offers, bool)> {
     let modern = meta
         .0
         .get("io.modelcontextprotocol/protocolVersion")
@@ -127,16 +137,12 @@ fn elicitation_modes(meta: &rmcp::model::MetaObject) -> Option<(bool, bool)> {
     if !modern {
         return None;
     }
-    let elicitation = meta
-        .0
-        .get("io.modelcontextprotocol/clientCapabilities")
+    let capabilities = meta.0.get("io.modelcontextprotocol/clientCapabilities");
+    let url = capabilities
         .and_then(|c| c.get("elicitation"))
-        .and_then(Value::as_object);
-    Some(match elicitation {
-        None => (false, false),
-        Some(modes) if modes.is_empty() => (true, false),
-        Some(modes) => (modes.contains_key("form"), modes.contains_key("url")),
-    })
+        .and_then(Value::as_object)
+        .is_some_and(|modes| modes.contains_key("url"));
+    Some((Offers::of(capabilities), url))
 }
 
 /// Longest part of an unknown tool's name an error repeats (listing names are at most 64).
@@ -154,7 +160,7 @@ pub(crate) enum Asking<'a> {
     /// At 2026-07-28, by `input_required` results, in the modes the client declared on the
     /// request; `state` and `responses` continue an earlier round.
     Rounds {
-        form: bool,
+        offers: Offers,
         url: bool,
         state: Option<&'a str>,
         responses: Option<&'a InputResponses>,
@@ -217,7 +223,7 @@ impl McpServer {
         let rounds = match (asking, &self.0.round_trips) {
             (
                 Asking::Rounds {
-                    form,
+                    offers,
                     state,
                     responses,
                     detach,
@@ -228,26 +234,33 @@ impl McpServer {
                 let binding =
                     round_trip::binding(context.principal.subject.as_deref(), name, &input);
                 let mut exchange = trips.begin(&binding, state, responses).await?;
+                exchange = exchange.offering(offers);
                 if detach {
                     exchange = exchange.detachable();
                 }
-                Some((trips, Arc::new(exchange), binding, form))
+                Some((trips, Arc::new(exchange), binding))
             }
             _ => None,
         };
         // What the task starts from, should the tool detach.
-        let detaching = matches!(asking, Asking::Rounds { detach: true, .. }).then(|| {
-            (
+        let detaching = match asking {
+            Asking::Rounds {
+                detach: true,
+                offers,
+                ..
+            } => Some((
                 context.clone(),
                 input.as_object().cloned().unwrap_or_default(),
-            )
-        });
+                offers,
+            )),
+            _ => None,
+        };
         let mut call = context.call("mcp", Target::Tool(tool.clone()), input);
-        if let Some((_, exchange, _, _)) = &rounds {
+        if let Some((_, exchange, _)) = &rounds {
             call.talk = Some(exchange.clone());
         }
         if let Asking::Stream(elicit) = asking
-            && elicit.shows_forms()
+            && elicit.takes_any()
         {
             call.talk = Some(elicit.clone());
         }
@@ -304,14 +317,8 @@ impl McpServer {
         } else {
             self.0.invoker().invoke(call).await
         };
-        // A question the tool asked of a client that cannot show it.
-        if let Some((_, exchange, _, false)) = &rounds
-            && exchange.asked_anything()
-        {
-            return Err(round_trip::missing_form_capability());
-        }
         // A question the tool asked: the next round.
-        if let Some((trips, exchange, binding, true)) = &rounds
+        if let Some((trips, exchange, binding)) = &rounds
             && let Some(input_required) =
                 trips.input_required(exchange, binding).await.map_err(|e| {
                     tracing::error!(target: "oxp::mcp", error = %e, "input_required not built");
@@ -320,12 +327,22 @@ impl McpServer {
         {
             return Ok(CallToolResponse::InputRequired(input_required));
         }
-        // The tool detached: the call goes on as a task, with the answers it had.
-        if let Some((_, exchange, _, _)) = &rounds
-            && let Some(answers) = exchange.detached()
-            && let (Some(tasks), Some((context, arguments))) = (self.0.tasks(), detaching)
+        // What the tool needed of a client that did not declare it, and could not do without.
+        if let Some((_, exchange, _)) = &rounds
+            && !answer.as_ref().is_ok_and(|outcome| outcome.result.is_ok())
+            && let missing = exchange.missing()
+            && !missing.is_empty()
         {
-            let created = tasks.create(context, name, arguments, answers).await?;
+            return Err(super::questions::missing_capabilities(&missing));
+        }
+        // The tool detached: the call goes on as a task, with the answers it had.
+        if let Some((_, exchange, _)) = &rounds
+            && let Some(answers) = exchange.detached()
+            && let (Some(tasks), Some((context, arguments, offers))) = (self.0.tasks(), detaching)
+        {
+            let created = tasks
+                .create(context, name, arguments, answers, offers)
+                .await?;
             return Ok(CallToolResponse::Task(created));
         }
         // A 2025-11-25 client whose session says it opens links gets the revision's -32042.

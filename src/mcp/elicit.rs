@@ -1,10 +1,11 @@
-//! Questions for the user at the handshake revisions (2025-06-18, 2025-11-25), as they have
-//! them: `elicitation/create` sent to the client on the call's own stream, the client's answer
-//! a POST of its own. A stateless server keeps no session, so two things travel with the
-//! client instead, sealed under the `requestState` key (every execution environment opens them):
+//! Questions for the client at the handshake revisions (2025-06-18, 2025-11-25), as they have
+//! them: `elicitation/create`, `sampling/createMessage` or `roots/list` sent to the client on the
+//! call's own stream, the client's answer a POST of its own. A stateless server keeps no
+//! session, so two things travel with the client instead, sealed under the `requestState` key
+//! (every execution environment opens them):
 //!
-//! - what its `initialize` declared: a client that declared form elicitation gets an
-//!   `Mcp-Session-Id` carrying that (and a nonce naming it), bound to the caller; a request
+//! - what its `initialize` declared: a client that declared form elicitation, sampling or roots
+//!   gets an `Mcp-Session-Id` carrying that (and a nonce naming it), bound to the caller; a request
 //!   without it, or whose id does not open for its caller, is asked nothing (the tool error it
 //!   always got);
 //! - which call a question belongs to: rmcp numbers a request's outgoing requests from 0, so a
@@ -14,10 +15,12 @@
 //!   environment may take the POST.
 
 use super::plumbing::subject;
-use super::questions::{Question, choice_of, filled_of, read_response, request_of};
+use super::questions::{Offers, Question, choice_of, filled_of, read_response, request_of};
 use super::round_trip::RoundTrips;
+use super::sampling::{roots_of, sampled_of};
 use oxp_lambda_core::durable::{Item, StateStore};
 use oxp_lambda_core::form::{Filled, Form};
+use oxp_lambda_core::sample::{Root, Sample, Sampled};
 use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
 use rmcp::RoleServer;
 use rmcp::model::{InputRequest, RequestId, ServerRequest};
@@ -60,6 +63,12 @@ pub(crate) struct Session {
     /// URL mode (2025-11-25): a user's authorization as the revision's -32042 error.
     #[serde(default)]
     u: bool,
+    /// `sampling`: requests to the client's model on the call's stream.
+    #[serde(default)]
+    s: bool,
+    /// `roots`: `roots/list` on the call's stream.
+    #[serde(default)]
+    r: bool,
 }
 
 /// What a session is bound to: the caller.
@@ -89,13 +98,26 @@ impl RoundTrips {
             return None;
         }
         let init: Initialize = serde_json::from_slice(body).ok()?;
-        let elicitation = init.params.capabilities.get("elicitation")?.as_object()?;
-        // An empty object is form mode (2025-11-25 keeps 2025-06-18's meaning); URL mode is
-        // 2025-11-25's. Only what this function can carry counts: a form needs the stream.
+        let capabilities = &init.params.capabilities;
+        // URL mode is 2025-11-25's. Only what this function can carry counts: a form, a
+        // request to the model and roots need the stream.
         let version = init.params.protocol_version.as_str();
-        let form = self.on_stream && (elicitation.is_empty() || elicitation.contains_key("form"));
-        let url = version == "2025-11-25" && elicitation.contains_key("url");
-        if init.method != "initialize" || !REVISIONS.contains(&version) || !(form || url) {
+        let offers = Offers::of(Some(capabilities));
+        let on_stream = |declared: bool| self.on_stream && declared;
+        let (form, sampling, roots) = (
+            on_stream(offers.form),
+            on_stream(offers.sampling),
+            on_stream(offers.roots),
+        );
+        let url = version == "2025-11-25"
+            && capabilities
+                .get("elicitation")
+                .and_then(Value::as_object)
+                .is_some_and(|modes| modes.contains_key("url"));
+        if init.method != "initialize"
+            || !REVISIONS.contains(&version)
+            || !(form || url || sampling || roots)
+        {
             return None;
         }
         self.store()?;
@@ -104,6 +126,8 @@ impl RoundTrips {
             n: uuid::Uuid::new_v4().simple().to_string(),
             f: form,
             u: url,
+            s: sampling,
+            r: roots,
         };
         let binding = session_binding(subject);
         let options = rmcp::model::SealOptions::new()
@@ -194,9 +218,18 @@ impl std::fmt::Debug for Elicit {
 }
 
 impl Elicit {
-    /// Whether the client shows forms: the tool's questions go on the stream.
-    pub(crate) fn shows_forms(&self) -> bool {
-        self.session.f
+    /// Whether the client takes anything on the stream (forms, its model, its roots).
+    pub(crate) fn takes_any(&self) -> bool {
+        self.session.f || self.session.s || self.session.r
+    }
+
+    /// What the client takes on the stream.
+    fn offers(&self) -> Offers {
+        Offers {
+            form: self.session.f,
+            sampling: self.session.s,
+            roots: self.session.r,
+        }
     }
 
     /// Whether the client opens links (URL mode, 2025-11-25).
@@ -220,10 +253,14 @@ impl Elicit {
 
     /// Asks `question` and waits for its answer (as [`read_response`] keeps it).
     async fn answer(&self, question: Question) -> Result<Value, TalkError> {
-        let InputRequest::Elicitation(request) =
-            request_of(&question).map_err(TalkError::Invalid)?
-        else {
-            return Err(TalkError::Invalid("not an elicitation".into()));
+        if !self.offers().takes(question.needs()) {
+            return Err(question.needs().not_carried());
+        }
+        let request = match request_of(&question).map_err(TalkError::Invalid)? {
+            InputRequest::Elicitation(request) => ServerRequest::ElicitRequest(request),
+            InputRequest::CreateMessage(request) => ServerRequest::CreateMessageRequest(request),
+            InputRequest::ListRoots(request) => ServerRequest::ListRootsRequest(request),
+            _ => return Err(TalkError::Invalid("not a request of this revision".into())),
         };
         let unavailable = |e: String| TalkError::Unavailable(e);
         let key = {
@@ -243,10 +280,7 @@ impl Elicit {
             }
             let sent_as = self
                 .peer
-                .send_request_with_option(
-                    ServerRequest::ElicitRequest(request),
-                    PeerRequestOptions::no_options(),
-                )
+                .send_request_with_option(request, PeerRequestOptions::no_options())
                 .await;
             *sent += 1;
             match sent_as {
@@ -317,6 +351,14 @@ impl Talk for Elicit {
     fn fill(&self, form: Form, _seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
         Box::pin(async move { Ok(filled_of(&self.answer(Question::Form(form)).await?)) })
     }
+
+    fn sample(&self, sample: Sample, _seq: u32) -> TalkFuture<'_, Result<Sampled, TalkError>> {
+        Box::pin(async move { sampled_of(&self.answer(Question::Sample(sample)).await?) })
+    }
+
+    fn roots(&self, _seq: u32) -> TalkFuture<'_, Result<Vec<Root>, TalkError>> {
+        Box::pin(async move { roots_of(&self.answer(Question::Roots).await?) })
+    }
 }
 
 /// A POST that may answer a question (a JSON-RPC response or error in a session): its
@@ -365,53 +407,5 @@ pub(crate) async fn session(
 }
 
 #[cfg(all(test, feature = "embedded-state"))]
-mod tests {
-    use super::*;
-    use oxp_lambda_core::secrets::{ClientSecrets, Secrets};
-
-    fn trips(on_stream: bool) -> RoundTrips {
-        let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
-        let store: Arc<dyn StateStore> = Arc::new(crate::state::embedded::Embedded::new(None));
-        let mut trips = RoundTrips::new(secrets, false, Some(store));
-        trips.on_stream = on_stream;
-        trips
-    }
-
-    const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#;
-
-    #[tokio::test]
-    async fn a_session_is_given_only_where_the_question_reaches_the_client_in_time() {
-        // Lambda's buffered answers would hold the question until the call ended.
-        assert!(
-            trips(false)
-                .session_for(INIT.as_bytes(), None)
-                .await
-                .is_none()
-        );
-        let trips = trips(true);
-        let token = trips
-            .session_for(INIT.as_bytes(), Some("alice"))
-            .await
-            .unwrap();
-        assert!(trips.open_session(&token, Some("alice")).await.is_some());
-        assert!(trips.open_session(&token, Some("bob")).await.is_none());
-        assert!(trips.open_session(&token, None).await.is_none());
-    }
-
-    #[test]
-    fn only_a_response_or_an_error_is_an_answer() {
-        assert!(is_answer(
-            br#"{"jsonrpc":"2.0","id":0,"result":{"action":"cancel"}}"#
-        ));
-        assert!(is_answer(
-            br#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"x"}}"#
-        ));
-        assert!(!is_answer(
-            br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
-        ));
-        assert!(!is_answer(
-            br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
-        ));
-        assert!(!is_answer(b"[1, 2]"));
-    }
-}
+#[path = "elicit_tests.rs"]
+mod tests;

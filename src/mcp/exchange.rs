@@ -3,12 +3,13 @@
 //! asked that have none, which end the call as the next round ([`super::round_trip`] seals it).
 //! A tool that asks first may detach here: the call then goes on as a task.
 
-use super::questions::{Answers, MAX_ASKS, Question, choice_of, filled_of};
+use super::questions::{Answers, MAX_ASKS, Needs, Offers, Question, choice_of, filled_of};
+use super::sampling::{roots_of, sampled_of};
 use oxp_lambda_core::form::{Filled, Form};
+use oxp_lambda_core::sample::{Root, Sample, Sampled};
 use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
-use std::ops::Not;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -29,6 +30,10 @@ pub(crate) struct Exchange {
     detachable: bool,
     /// The tool detached: the call goes on as a task, with the answers so far.
     detached: AtomicBool,
+    /// What the client declared it takes; `None`: anything (its client was checked before).
+    offers: Option<Offers>,
+    /// What the tool needed that the client did not declare.
+    missing: Mutex<BTreeSet<Needs>>,
 }
 
 impl Exchange {
@@ -58,13 +63,19 @@ impl Exchange {
         (answers, asked)
     }
 
-    /// Whether the tool asked a question that has no answer yet.
-    pub(crate) fn asked_anything(&self) -> bool {
-        self.asked
+    /// The exchange of a client that declared `offers`: a question it does not take fails at
+    /// once ([`TalkError::NotCarried`]), and is [`Exchange::missing`].
+    pub(crate) fn offering(mut self, offers: Offers) -> Self {
+        self.offers = Some(offers);
+        self
+    }
+
+    /// What the tool needed that the client did not declare.
+    pub(crate) fn missing(&self) -> BTreeSet<Needs> {
+        self.missing
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .is_empty()
-            .not()
+            .clone()
     }
 
     /// The call may go on as a task where the tool detaches.
@@ -87,6 +98,12 @@ impl Exchange {
     /// or none, and the question is parked as the next round's (the call ends there, with
     /// every other question asked at the same time).
     fn answer(&self, seq: u32, question: Question) -> Result<Value, TalkError> {
+        let needs = question.needs();
+        if self.offers.is_some_and(|o| !o.takes(needs)) {
+            let mut missing = self.missing.lock().unwrap_or_else(|e| e.into_inner());
+            missing.insert(needs);
+            return Err(needs.not_carried());
+        }
         let mut answers = self.answers.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(answer) = answers.get(seq) {
             return Ok(answer.clone());
@@ -135,6 +152,20 @@ impl Talk for Exchange {
             .answer(seq, Question::Form(form))
             .map(|answer| filled_of(&answer));
         Box::pin(std::future::ready(filled))
+    }
+
+    fn sample(&self, sample: Sample, seq: u32) -> TalkFuture<'_, Result<Sampled, TalkError>> {
+        let sampled = self
+            .answer(seq, Question::Sample(sample))
+            .and_then(|answer| sampled_of(&answer));
+        Box::pin(std::future::ready(sampled))
+    }
+
+    fn roots(&self, seq: u32) -> TalkFuture<'_, Result<Vec<Root>, TalkError>> {
+        let roots = self
+            .answer(seq, Question::Roots)
+            .and_then(|answer| roots_of(&answer));
+        Box::pin(std::future::ready(roots))
     }
 
     fn detach(&self) -> TalkFuture<'_, Result<(), TalkError>> {

@@ -28,6 +28,7 @@ mod progress;
 mod questions;
 pub(crate) mod result;
 mod round_trip;
+mod sampling;
 mod served;
 mod task_store;
 mod task_talk;

@@ -5,6 +5,7 @@
 //! arrives whole, the progress before the result).
 
 use oxp_lambda_core::form::{Filled, Form};
+use oxp_lambda_core::sample::{Root, Sample, Sampled};
 use oxp_lambda_core::talk::{
     Ask, Choice, Progress, Reported, Silent, Subscribe, Subscription, Talk, TalkError, TalkFuture,
     View,
@@ -90,6 +91,14 @@ impl Talk for Streamed {
 
     fn fill(&self, form: Form, seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
         self.inner.fill(form, seq)
+    }
+
+    fn sample(&self, sample: Sample, seq: u32) -> TalkFuture<'_, Result<Sampled, TalkError>> {
+        self.inner.sample(sample, seq)
+    }
+
+    fn roots(&self, seq: u32) -> TalkFuture<'_, Result<Vec<Root>, TalkError>> {
+        self.inner.roots(seq)
     }
 
     fn detach(&self) -> TalkFuture<'_, Result<(), TalkError>> {

@@ -1,10 +1,12 @@
-//! A tool's questions as MCP 2026-07-28 carries them (the same at every turn: an
-//! `input_required` round, a task waiting on `tasks/update`): the `elicitation/create` of a
-//! choice or a form, the key a client answers it under, what an answer says, and a call's
-//! answers by question number. A tool may ask several questions at once (`join!` of two
+//! A tool's questions as MCP carries them (the same at every turn: an `input_required` round, a
+//! task waiting on `tasks/update`, a request on a handshake call's stream): the
+//! `elicitation/create` of a choice or a form, the `sampling/createMessage` of a request to the
+//! client's model, `roots/list`; the key a client answers each under, what an answer says, and
+//! a call's answers by question number. A tool may ask several at once (`join!` of two
 //! `ctx.ask`): each has its own number, so its own key and its own slot among the answers.
 
 use oxp_lambda_core::form::{Filled, Form};
+use oxp_lambda_core::sample::Sample;
 use oxp_lambda_core::talk::{Ask, Choice, TalkError};
 use rmcp::ErrorData;
 use rmcp::model::InputRequest;
@@ -85,12 +87,26 @@ fn choice_form(ask: &Ask) -> Result<InputRequest, String> {
 
 /// Longest accepted `content`, serialized (it travels in every later state).
 const MAX_CONTENT_BYTES: usize = 4096;
+/// Longest accepted answer of the client's model or list of roots, serialized.
+const MAX_ANSWER_BYTES: usize = 32 * 1024;
 
-/// An `ElicitResult` as a state keeps it: its `action` and, accepted, its `content` object.
+/// A response as a state keeps it: an `ElicitResult`'s `action` and, accepted, its `content`
+/// object; a `CreateMessageResult` (its content blocks always a list); a `ListRootsResult`.
 pub(crate) fn read_response(response: &Value) -> Result<Value, ErrorData> {
     let object = response
         .as_object()
         .ok_or_else(|| refused("an input response must be an object"))?;
+    if !object.contains_key("action") {
+        let kept = if object.contains_key("roots") {
+            super::sampling::read_roots(object)?
+        } else {
+            super::sampling::read_sampled(object)?
+        };
+        if serde_json::to_vec(&kept).map_or(usize::MAX, |b| b.len()) > MAX_ANSWER_BYTES {
+            return Err(refused("the answer is too large"));
+        }
+        return Ok(kept);
+    }
     match object.get("action").and_then(Value::as_str) {
         Some("accept") => {
             let content = object
@@ -114,16 +130,131 @@ pub(crate) fn read_response(response: &Value) -> Result<Value, ErrorData> {
 pub(crate) enum Question {
     Choice(Ask),
     Form(Form),
+    Sample(Sample),
+    Roots,
 }
 
 impl Question {
-    /// Its `inputRequests` key: a form's own, `ask_<seq>` for a choice.
+    /// Its `inputRequests` key: a form's own, `ask_<seq>` for a choice, `sample_<seq>` and
+    /// `roots_<seq>` for the others.
     pub(crate) fn key(&self, seq: u32) -> String {
         match self {
             Self::Choice(_) => question_key(seq as usize),
             Self::Form(form) => form.key.clone(),
+            Self::Sample(_) => format!("sample_{seq}"),
+            Self::Roots => format!("roots_{seq}"),
         }
     }
+
+    /// The client capability it needs, as `requiredCapabilities` names it.
+    pub(crate) fn needs(&self) -> Needs {
+        match self {
+            Self::Choice(_) | Self::Form(_) => Needs::Form,
+            Self::Sample(_) => Needs::Sampling,
+            Self::Roots => Needs::Roots,
+        }
+    }
+}
+
+/// A client capability a question needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Needs {
+    /// Form elicitation.
+    Form,
+    /// `sampling`.
+    Sampling,
+    /// `roots`.
+    Roots,
+}
+
+impl Needs {
+    /// The error of a question whose client does not take it.
+    pub(crate) fn not_carried(self) -> TalkError {
+        let what = match self {
+            Self::Form => "asking the user",
+            Self::Sampling => "asking the client's model",
+            Self::Roots => "reading the client's roots",
+        };
+        TalkError::NotCarried {
+            what,
+            protocol: "mcp",
+        }
+    }
+}
+
+/// What a client declared it takes (on a 2026-07-28 request, at a handshake revision's
+/// `initialize`, or when its task was created).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Offers {
+    /// Form elicitation.
+    #[serde(default, rename = "f")]
+    pub(crate) form: bool,
+    /// `sampling`.
+    #[serde(default, rename = "s")]
+    pub(crate) sampling: bool,
+    /// `roots`.
+    #[serde(default, rename = "r")]
+    pub(crate) roots: bool,
+}
+
+impl Offers {
+    /// What `capabilities` (a `ClientCapabilities` object) declares.
+    pub(crate) fn of(capabilities: Option<&Value>) -> Self {
+        let elicitation = capabilities
+            .and_then(|c| c.get("elicitation"))
+            .and_then(Value::as_object);
+        Self {
+            // An empty object is form mode (2025-06-18's meaning, kept since).
+            form: elicitation.is_some_and(|m| m.is_empty() || m.contains_key("form")),
+            sampling: capabilities.is_some_and(|c| c.get("sampling").is_some_and(Value::is_object)),
+            roots: capabilities.is_some_and(|c| c.get("roots").is_some_and(Value::is_object)),
+        }
+    }
+
+    /// Form elicitation alone.
+    pub(crate) fn forms() -> Self {
+        Self {
+            form: true,
+            ..Self::default()
+        }
+    }
+
+    /// Whether the client takes what `needs` names.
+    pub(crate) fn takes(self, needs: Needs) -> bool {
+        match needs {
+            Needs::Form => self.form,
+            Needs::Sampling => self.sampling,
+            Needs::Roots => self.roots,
+        }
+    }
+}
+
+/// The revision's `MissingRequiredClientCapabilityError` (-32021, HTTP 400) of a call whose
+/// tool needed what its client did not declare, naming each capability.
+pub(crate) fn missing_capabilities(needs: &std::collections::BTreeSet<Needs>) -> ErrorData {
+    let mut required = serde_json::Map::new();
+    let mut what = Vec::new();
+    for need in needs {
+        let (name, value, said) = match need {
+            Needs::Form => (
+                "elicitation",
+                json!({"form": {}}),
+                "asks the user (elicitation, form mode)",
+            ),
+            Needs::Sampling => ("sampling", json!({}), "asks the client's model (sampling)"),
+            Needs::Roots => ("roots", json!({}), "reads the client's roots"),
+        };
+        required.insert(name.into(), value);
+        what.push(said);
+    }
+    ErrorData::new(
+        rmcp::model::ErrorCode(super::round_trip::MISSING_REQUIRED_CLIENT_CAPABILITY),
+        format!(
+            "Missing required client capability: the tool {}",
+            what.join(" and ")
+        ),
+        Some(json!({"requiredCapabilities": required})),
+    )
 }
 
 /// The choice an answer (as [`read_response`] keeps it) makes among `choices`: the accepted
@@ -165,8 +296,14 @@ pub(crate) fn refused(why: &str) -> ErrorData {
 
 /// The `inputRequest` of `question`.
 pub(crate) fn request_of(question: &Question) -> Result<InputRequest, String> {
-    match question {
-        Question::Choice(ask) => choice_form(ask),
-        Question::Form(form) => form_request(form),
-    }
+    let request = match question {
+        Question::Choice(ask) => return choice_form(ask),
+        Question::Form(form) => return form_request(form),
+        Question::Sample(sample) => json!({
+            "method": "sampling/createMessage",
+            "params": super::sampling::sample_params(sample),
+        }),
+        Question::Roots => json!({"method": "roots/list", "params": {}}),
+    };
+    serde_json::from_value(request).map_err(|e| format!("input request: {e}"))
 }

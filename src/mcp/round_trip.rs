@@ -20,7 +20,7 @@ use rmcp::ErrorData;
 use rmcp::model::{InputRequests, InputRequiredResult, InputResponses};
 use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -317,16 +317,6 @@ fn random_fill(bytes: &mut [u8]) {
     for chunk in bytes.chunks_mut(16) {
         chunk.copy_from_slice(&uuid()[..chunk.len()]);
     }
-}
-
-/// The revision's `MissingRequiredClientCapabilityError` (-32021, HTTP 400) of a call whose
-/// tool asked the user something a client that declared no form elicitation cannot show.
-pub(crate) fn missing_form_capability() -> ErrorData {
-    ErrorData::new(
-        rmcp::model::ErrorCode(MISSING_REQUIRED_CLIENT_CAPABILITY),
-        "Missing required client capability: the tool asks the user (elicitation, form mode)",
-        Some(json!({"requiredCapabilities": {"elicitation": {"form": {}}}})),
-    )
 }
 
 /// The error code of a request that needs a capability the client did not declare.

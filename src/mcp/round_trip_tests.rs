@@ -3,6 +3,7 @@ use super::*;
 use oxp_lambda_core::form::Form;
 use oxp_lambda_core::secrets::ClientSecrets;
 use oxp_lambda_core::talk::{Ask, Talk, TalkError};
+use serde_json::json;
 
 fn trips() -> RoundTrips {
     let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);

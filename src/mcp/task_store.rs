@@ -2,7 +2,7 @@
 //! A task's run is work of the runner ([`crate::work`]), which takes it over when its process
 //! dies.
 
-use super::questions::Answers;
+use super::questions::{Answers, Offers};
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::principal::Principal;
 use rmcp::model::{JsonObject, TaskStatus};
@@ -48,6 +48,10 @@ pub(super) struct Record {
     /// Lambda); the answer sends the run to the queue again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(super) parked: bool,
+    /// What the client that created it declared it takes (a record of an earlier version:
+    /// forms only).
+    #[serde(default = "Offers::forms")]
+    pub(super) offers: Offers,
 }
 
 pub(super) fn now() -> String {

@@ -4,10 +4,12 @@
 //! invocation: at its deadline the task is parked (no run holds it) and the answer sends the
 //! run to the queue again, which replays the answers given so far.
 
-use super::questions::{Answers, MAX_ASKS, Question, request_of};
+use super::questions::{Answers, MAX_ASKS, Offers, Question, request_of};
+use super::sampling::{roots_of, sampled_of};
 use super::task_store::{TaskStore, WATCH};
 use oxp_lambda_core::durable::StateError;
 use oxp_lambda_core::form::{Filled, Form};
+use oxp_lambda_core::sample::{Root, Sample, Sampled};
 use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
 use oxp_lambda_core::tool::Cancellation;
 use rmcp::model::TaskStatus;
@@ -22,6 +24,8 @@ pub(super) struct TaskTalk {
     id: String,
     /// Answers the record held when the run started (a run that resumes).
     answers: Answers,
+    /// What the task's client declared it takes.
+    offers: Offers,
     signal: Cancellation,
     /// When the executor stops (a Lambda worker's invocation); `None`: it waits as long as
     /// the task lives.
@@ -41,6 +45,7 @@ impl TaskTalk {
         store: TaskStore,
         id: &str,
         answers: Answers,
+        offers: Offers,
         signal: Cancellation,
         deadline: Option<Instant>,
     ) -> Self {
@@ -48,6 +53,7 @@ impl TaskTalk {
             store,
             id: id.to_owned(),
             answers,
+            offers,
             signal,
             deadline,
             parked: AtomicBool::new(false),
@@ -63,6 +69,10 @@ impl TaskTalk {
     async fn answer(&self, seq: u32, question: Question) -> Result<Value, TalkError> {
         if let Some(answer) = self.answers.get(seq) {
             return Ok(answer.clone());
+        }
+        // The task's client did not declare it: the tool may do without, or fail `unsupported`.
+        if !self.offers.takes(question.needs()) {
+            return Err(question.needs().not_carried());
         }
         if seq as usize >= MAX_ASKS {
             return Err(TalkError::Invalid(format!(
@@ -154,5 +164,13 @@ impl Talk for TaskTalk {
             let answer = self.answer(seq, Question::Form(form)).await?;
             Ok(super::questions::filled_of(&answer))
         })
+    }
+
+    fn sample(&self, sample: Sample, seq: u32) -> TalkFuture<'_, Result<Sampled, TalkError>> {
+        Box::pin(async move { sampled_of(&self.answer(seq, Question::Sample(sample)).await?) })
+    }
+
+    fn roots(&self, seq: u32) -> TalkFuture<'_, Result<Vec<Root>, TalkError>> {
+        Box::pin(async move { roots_of(&self.answer(seq, Question::Roots).await?) })
     }
 }

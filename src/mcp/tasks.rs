@@ -14,7 +14,7 @@
 //! may run twice ([`RegisteredTool::may_run_again`]), else failed with a message. Never
 //! `working` forever, never silent.
 
-use super::questions::{Answers, read_response};
+use super::questions::{Answers, Offers, read_response};
 use super::task_store::{Record, TASK_TTL, TaskStore, WATCH, now, owner_of};
 use super::task_talk::TaskTalk;
 use crate::server::{BoxFuture, CallContext};
@@ -117,6 +117,7 @@ impl Tasks {
         tool: &str,
         arguments: Map<String, Value>,
         answers: Answers,
+        offers: Offers,
     ) -> Result<CreateTaskResult, ErrorData> {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let created = now();
@@ -134,6 +135,7 @@ impl Tasks {
             inputs: BTreeMap::new(),
             answers,
             parked: false,
+            offers,
         };
         // Written before the answer: a tasks/get anywhere finds it.
         self.store.create(&id, &record).await.map_err(unavailable)?;
@@ -196,6 +198,7 @@ impl Tasks {
             self.store.clone(),
             id,
             record.answers.clone(),
+            record.offers,
             signal.clone(),
             deadline,
         ));

@@ -12,7 +12,8 @@ use std::time::{Duration, Instant};
 pub const TASKS: &str = "io.modelcontextprotocol/tasks";
 
 pub fn meta(tasks: bool) -> Value {
-    let mut capabilities = json!({"elicitation": {}});
+    // A client that answers every kind of request a tool makes: forms, its model, its roots.
+    let mut capabilities = json!({"elicitation": {}, "sampling": {}, "roots": {}});
     if tasks {
         capabilities["extensions"] = json!({TASKS: {}});
     }

@@ -25,6 +25,7 @@ pub mod refusal;
 pub mod registry;
 pub mod registry_error;
 pub mod running;
+pub mod sample;
 pub mod schema;
 pub mod secrets;
 pub mod state;

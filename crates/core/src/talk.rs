@@ -25,6 +25,7 @@
 //! (class [`ErrorClass::Unsupported`](crate::ErrorClass::Unsupported)).
 
 use crate::form::{Filled, Form};
+use crate::sample::{Root, Sample, Sampled};
 use serde_json::{Map, Value};
 use std::fmt;
 use std::future::Future;
@@ -182,8 +183,10 @@ pub enum TalkError {
     },
     /// The tool's request is malformed (no choices, a default out of range, ...).
     Invalid(String),
-    /// The user's answer is not one of the choices.
+    /// The user's answer is not one of the choices (or not the answer asked for).
     InvalidAnswer,
+    /// The client declined to answer (its model or its roots).
+    Declined,
     /// No answer came in time.
     TimedOut,
     /// The call was cancelled while it waited.
@@ -203,6 +206,7 @@ impl fmt::Display for TalkError {
             }
             Self::Invalid(why) => write!(f, "invalid request: {why}"),
             Self::InvalidAnswer => f.write_str("the answer is not one of the choices"),
+            Self::Declined => f.write_str("the client declined to answer"),
             Self::TimedOut => f.write_str("no answer in time"),
             Self::Cancelled => f.write_str("the call was cancelled"),
             Self::Unavailable(why) => write!(f, "unavailable: {why}"),
@@ -246,6 +250,27 @@ pub trait Talk: Send + Sync + fmt::Debug {
         let protocol = self.protocol();
         Box::pin(std::future::ready(Err(TalkError::NotCarried {
             what: "a form for the user",
+            protocol,
+        })))
+    }
+
+    /// Asks the client's model (request number `seq` of the call, numbered with its questions).
+    fn sample(&self, sample: Sample, seq: u32) -> TalkFuture<'_, Result<Sampled, TalkError>> {
+        let _ = (sample, seq);
+        let protocol = self.protocol();
+        Box::pin(std::future::ready(Err(TalkError::NotCarried {
+            what: "asking the client's model",
+            protocol,
+        })))
+    }
+
+    /// Reads the client's roots (request number `seq` of the call, numbered with its
+    /// questions).
+    fn roots(&self, seq: u32) -> TalkFuture<'_, Result<Vec<Root>, TalkError>> {
+        let _ = seq;
+        let protocol = self.protocol();
+        Box::pin(std::future::ready(Err(TalkError::NotCarried {
+            what: "reading the client's roots",
             protocol,
         })))
     }
@@ -342,6 +367,19 @@ impl TalkBack {
         self.channel.fill(form, seq).await
     }
 
+    /// Asks the client's model and waits for its answer.
+    pub async fn sample(&self, sample: Sample) -> Result<Sampled, TalkError> {
+        sample.check()?;
+        let seq = self.asked.fetch_add(1, Ordering::Relaxed);
+        self.channel.sample(sample, seq).await
+    }
+
+    /// Reads the client's roots.
+    pub async fn roots(&self) -> Result<Vec<Root>, TalkError> {
+        let seq = self.asked.fetch_add(1, Ordering::Relaxed);
+        self.channel.roots(seq).await
+    }
+
     /// Marks where the call's long part starts ([`crate::ToolContext::detach`]).
     pub async fn detach(&self) -> Result<(), TalkError> {
         self.channel.detach().await
@@ -377,55 +415,5 @@ impl fmt::Debug for TalkBack {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::{ErrorClass, ToolError};
-
-    #[tokio::test]
-    async fn a_protocol_without_a_channel_says_what_it_cannot_carry() {
-        let talk = TalkBack::new(Arc::new(Silent("oxp")));
-        assert_eq!(
-            talk.progress(1.0, None, Some("x")).await,
-            Reported::NotCarried
-        );
-        assert_eq!(talk.view("v", Value::Null).await, Reported::NotCarried);
-        // Detaching is a place in the tool, not a demand: without it the call goes on.
-        assert!(talk.detach().await.is_ok());
-        let asked = talk.ask(Ask::new("Go?", ["Yes", "No"])).await.unwrap_err();
-        assert!(matches!(
-            asked,
-            TalkError::NotCarried {
-                protocol: "oxp",
-                ..
-            }
-        ));
-        let error = ToolError::from(asked);
-        assert_eq!(error.class, Some(ErrorClass::Unsupported));
-        assert!(
-            error.message.contains("oxp protocol cannot carry"),
-            "{}",
-            error.message
-        );
-    }
-
-    #[tokio::test]
-    async fn a_malformed_question_is_refused_before_the_protocol_sees_it() {
-        let talk = TalkBack::default();
-        for ask in [
-            Ask::new("Go?", Vec::<String>::new()),
-            Ask::new("Go?", ["Yes"]).default(1),
-            Ask::new("Go?", [""]),
-        ] {
-            assert!(matches!(talk.ask(ask).await, Err(TalkError::Invalid(_))));
-        }
-        let bad = Subscribe {
-            source: String::new(),
-            topic: "t".into(),
-            max_events: None,
-        };
-        assert!(matches!(
-            talk.subscribe(bad).await,
-            Err(TalkError::Invalid(_))
-        ));
-    }
-}
+#[path = "talk_tests.rs"]
+mod tests;

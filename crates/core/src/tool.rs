@@ -6,6 +6,7 @@ pub use http::Extensions;
 
 use crate::class::ErrorClass;
 use crate::form::{Filled, Form};
+use crate::sample::{Root, Sample, Sampled};
 use crate::talk::{Ask, Choice, Reported, Subscribe, Subscription, TalkBack, TalkError};
 use std::collections::HashMap;
 use std::fmt;
@@ -158,6 +159,20 @@ impl ToolContext {
     /// (OXP 1.0, RAP) fails with [`TalkError::NotCarried`]. Never for secrets.
     pub async fn fill(&self, form: Form) -> Result<Filled, TalkError> {
         self.talk.fill(form).await
+    }
+
+    /// Asks the client's model to continue a conversation and waits for its answer: MCP's
+    /// sampling (at 2026-07-28 an `input_required` round, at 2025-06-18 and 2025-11-25 a request
+    /// on the call's stream). A protocol or client that cannot carry it (OXP 1.0, RAP, an MCP
+    /// client that did not declare `sampling`) fails with [`TalkError::NotCarried`].
+    pub async fn sample(&self, sample: Sample) -> Result<Sampled, TalkError> {
+        self.talk.sample(sample).await
+    }
+
+    /// Reads the client's roots (the directories or projects its user works in): MCP's
+    /// `roots/list`, carried as [`ToolContext::sample`] is.
+    pub async fn roots(&self) -> Result<Vec<Root>, TalkError> {
+        self.talk.roots().await
     }
 
     /// Marks where the call's long part starts, in a tool declared
@@ -368,9 +383,21 @@ impl From<TalkError> for ToolError {
     fn from(e: TalkError) -> Self {
         let developer = e.to_string();
         let error = match &e {
-            TalkError::NotCarried { what, protocol } => ToolError::new(format!(
-                "This tool needs {what}, which the {protocol} protocol cannot carry; call it over a protocol that can (RAP)"
-            )),
+            TalkError::NotCarried { what, protocol } => {
+                // What the client offers (its model, its roots) only an MCP client that
+                // declares it can give; a question for the user RAP carries too.
+                let over = if what.contains("client's") {
+                    "from an MCP client that offers it"
+                } else {
+                    "over a protocol that can (RAP)"
+                };
+                ToolError::new(format!(
+                    "This tool needs {what}, which the {protocol} protocol cannot carry; call it {over}"
+                ))
+            }
+            TalkError::Declined => {
+                ToolError::new("The client declined to answer the tool's request")
+            }
             TalkError::Invalid(_) => ToolError::new("The tool asked something it cannot ask"),
             TalkError::InvalidAnswer => ToolError::new(
                 "User choice flow failed: the selection is not one of the choices. Please try again.",
