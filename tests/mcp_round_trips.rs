@@ -27,16 +27,7 @@ fn call(
     if let Some(e) = elicitation {
         capabilities["elicitation"] = e;
     }
-    let mut params = json!({"name": name, "arguments": arguments, "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": capabilities
-    }});
-    if let Some((state, responses)) = continued {
-        params["requestState"] = json!(state);
-        params["inputResponses"] = responses;
-    }
-    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+    common::mcp::modern_call(id, name, arguments, capabilities, continued)
 }
 
 async fn post(app: &App, body: &Value, bearer: Option<&str>) -> Value {

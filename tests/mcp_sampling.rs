@@ -23,16 +23,7 @@ fn call(
     capabilities: Value,
     continued: Option<(&str, Value)>,
 ) -> Value {
-    let mut params = json!({"name": name, "arguments": arguments, "_meta": {
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": capabilities
-    }});
-    if let Some((state, responses)) = continued {
-        params["requestState"] = json!(state);
-        params["inputResponses"] = responses;
-    }
-    json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+    common::mcp::modern_call(1, name, arguments, capabilities, continued)
 }
 
 async fn post(app: &App, body: &Value) -> Reply {

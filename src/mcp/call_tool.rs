@@ -107,7 +107,7 @@ impl McpServer {
 /// that did not declare the tasks extension (SEP-2663, "Required Capabilities").
 fn missing_tasks_capability() -> ErrorData {
     ErrorData::new(
-        rmcp::model::ErrorCode(super::round_trip::MISSING_REQUIRED_CLIENT_CAPABILITY),
+        rmcp::model::ErrorCode(super::questions::MISSING_REQUIRED_CLIENT_CAPABILITY),
         "Missing required client capability: the tool runs only as a task (io.modelcontextprotocol/tasks)",
         Some(serde_json::json!({"requiredCapabilities": {"extensions": {
             rmcp::model::TASKS_EXTENSION_ID: {}

@@ -85,7 +85,7 @@ pub(super) async fn status_of_errors(response: Response) -> Response {
         .and_then(|m| m.get("error")?.get("code")?.as_i64());
     match code {
         Some(-32601) => parts.status = StatusCode::NOT_FOUND,
-        Some(code) if code == i64::from(super::round_trip::MISSING_REQUIRED_CLIENT_CAPABILITY) => {
+        Some(code) if code == i64::from(super::questions::MISSING_REQUIRED_CLIENT_CAPABILITY) => {
             parts.status = StatusCode::BAD_REQUEST;
         }
         _ => {}

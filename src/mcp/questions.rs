@@ -7,7 +7,7 @@
 
 use oxp_lambda_core::form::{Filled, Form};
 use oxp_lambda_core::sample::Sample;
-use oxp_lambda_core::talk::{Ask, Choice, TalkError};
+use oxp_lambda_core::talk::{self, Ask, Choice, TalkError};
 use rmcp::ErrorData;
 use rmcp::model::InputRequest;
 use serde::{Deserialize, Serialize};
@@ -98,9 +98,9 @@ pub(crate) fn read_response(response: &Value) -> Result<Value, ErrorData> {
         .ok_or_else(|| refused("an input response must be an object"))?;
     if !object.contains_key("action") {
         let kept = if object.contains_key("roots") {
-            super::sampling::read_roots(object)?
+            super::sampling::read_roots(object).map_err(refused)?
         } else {
-            super::sampling::read_sampled(object)?
+            super::sampling::read_sampled(object).map_err(refused)?
         };
         if serde_json::to_vec(&kept).map_or(usize::MAX, |b| b.len()) > MAX_ANSWER_BYTES {
             return Err(refused("the answer is too large"));
@@ -171,9 +171,9 @@ impl Needs {
     /// The error of a question whose client does not take it.
     pub(crate) fn not_carried(self) -> TalkError {
         let what = match self {
-            Self::Form => "asking the user",
-            Self::Sampling => "asking the client's model",
-            Self::Roots => "reading the client's roots",
+            Self::Form => talk::ASKING_THE_USER,
+            Self::Sampling => talk::ASKING_THE_CLIENTS_MODEL,
+            Self::Roots => talk::READING_THE_CLIENTS_ROOTS,
         };
         TalkError::NotCarried {
             what,
@@ -231,6 +231,9 @@ impl Offers {
 
 /// The revision's `MissingRequiredClientCapabilityError` (-32021, HTTP 400) of a call whose
 /// tool needed what its client did not declare, naming each capability.
+/// The error code of a request that needs a capability the client did not declare.
+pub(crate) const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
+
 pub(crate) fn missing_capabilities(needs: &std::collections::BTreeSet<Needs>) -> ErrorData {
     let mut required = serde_json::Map::new();
     let mut what = Vec::new();
@@ -248,7 +251,7 @@ pub(crate) fn missing_capabilities(needs: &std::collections::BTreeSet<Needs>) ->
         what.push(said);
     }
     ErrorData::new(
-        rmcp::model::ErrorCode(super::round_trip::MISSING_REQUIRED_CLIENT_CAPABILITY),
+        rmcp::model::ErrorCode(MISSING_REQUIRED_CLIENT_CAPABILITY),
         format!(
             "Missing required client capability: the tool {}",
             what.join(" and ")

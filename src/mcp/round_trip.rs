@@ -319,9 +319,6 @@ fn random_fill(bytes: &mut [u8]) {
     }
 }
 
-/// The error code of a request that needs a capability the client did not declare.
-pub(crate) const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
-
 /// What a state is bound to: the caller, the tool and a digest of its arguments.
 pub(crate) fn binding(subject: Option<&str>, tool: &str, arguments: &Value) -> Vec<u8> {
     let mut hash = Sha256::new();

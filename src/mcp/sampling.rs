@@ -1,12 +1,11 @@
 //! What a tool asks of the client itself, as MCP carries it: a request to its model
 //! (`sampling/createMessage`) and its roots (`roots/list`); what their answers say, read and
-//! bounded like every other answer ([`super::questions::read_response`]).
+//! bounded like every other answer ([`super::questions::read_response`], which refuses an
+//! answer for the reason these give).
 
-use super::questions::refused;
 use oxp_lambda_core::content::Content;
 use oxp_lambda_core::sample::{Role, Root, Sample, Sampled};
 use oxp_lambda_core::talk::TalkError;
-use rmcp::ErrorData;
 use serde_json::{Map, Value, json};
 
 /// Most roots an answer lists.
@@ -14,19 +13,19 @@ const MAX_ROOTS: usize = 64;
 
 /// A `CreateMessageResult` as a state keeps it: its role, model, stop reason and content
 /// blocks (text, image, audio), as a list.
-pub(crate) fn read_sampled(object: &Map<String, Value>) -> Result<Value, ErrorData> {
+pub(crate) fn read_sampled(object: &Map<String, Value>) -> Result<Value, &'static str> {
     let role = match object.get("role").and_then(Value::as_str) {
         Some(role @ ("assistant" | "user")) => role,
         _ => {
-            return Err(refused(
+            return Err(
                 "an input response is an ElicitResult, a CreateMessageResult or a ListRootsResult",
-            ));
+            );
         }
     };
     let blocks = match object.get("content") {
         Some(Value::Array(blocks)) => blocks.clone(),
         Some(block @ Value::Object(_)) => vec![block.clone()],
-        _ => return Err(refused("a CreateMessageResult carries content")),
+        _ => return Err("a CreateMessageResult carries content"),
     };
     for block in &blocks {
         let shaped = match block["type"].as_str() {
@@ -35,32 +34,30 @@ pub(crate) fn read_sampled(object: &Map<String, Value>) -> Result<Value, ErrorDa
             _ => false,
         };
         if !shaped {
-            return Err(refused(
-                "a CreateMessageResult's content is text, images or audio",
-            ));
+            return Err("a CreateMessageResult's content is text, images or audio");
         }
     }
     let text = |key: &str| object.get(key).and_then(Value::as_str);
     Ok(json!({
         "role": role,
         "content": blocks,
-        "model": text("model").ok_or_else(|| refused("a CreateMessageResult names its model"))?,
+        "model": text("model").ok_or("a CreateMessageResult names its model")?,
         "stopReason": text("stopReason"),
     }))
 }
 
 /// A `ListRootsResult` as a state keeps it: each root's URI and name.
-pub(crate) fn read_roots(object: &Map<String, Value>) -> Result<Value, ErrorData> {
+pub(crate) fn read_roots(object: &Map<String, Value>) -> Result<Value, &'static str> {
     let roots = object["roots"]
         .as_array()
         .filter(|r| r.len() <= MAX_ROOTS)
-        .ok_or_else(|| refused("a ListRootsResult lists at most 64 roots"))?;
+        .ok_or("a ListRootsResult lists at most 64 roots")?;
     let roots = roots
         .iter()
         .map(|root| match (root["uri"].as_str(), &root["name"]) {
             (Some(uri), Value::Null) => Ok(json!({"uri": uri})),
             (Some(uri), Value::String(name)) => Ok(json!({"uri": uri, "name": name})),
-            _ => Err(refused("a root has a URI and may have a name")),
+            _ => Err("a root has a URI and may have a name"),
         })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(json!({"roots": roots}))

@@ -15,6 +15,33 @@ pub fn rpc(id: u64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
+/// The `_meta` of a 2026-07-28 request from a client declaring `capabilities`.
+pub fn modern_meta(capabilities: Value) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": capabilities
+    })
+}
+
+/// A 2026-07-28 `tools/call` of `name` with `arguments` from a client declaring `capabilities`,
+/// continuing with `state` and `responses` when given.
+pub fn modern_call(
+    id: u64,
+    name: &str,
+    arguments: Value,
+    capabilities: Value,
+    continued: Option<(&str, Value)>,
+) -> Value {
+    let mut params =
+        json!({"name": name, "arguments": arguments, "_meta": modern_meta(capabilities)});
+    if let Some((state, responses)) = continued {
+        params["requestState"] = json!(state);
+        params["inputResponses"] = responses;
+    }
+    rpc(id, "tools/call", params)
+}
+
 /// The raw answer of a POST to `/mcp` with `headers` on top of the usual ones.
 pub async fn post_mcp(
     app: &App,

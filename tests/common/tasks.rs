@@ -17,11 +17,7 @@ pub fn meta(tasks: bool) -> Value {
     if tasks {
         capabilities["extensions"] = json!({TASKS: {}});
     }
-    json!({
-        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-        "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"},
-        "io.modelcontextprotocol/clientCapabilities": capabilities
-    })
+    super::mcp::modern_meta(capabilities)
 }
 
 /// A 2026-07-28 request of `method` with `params` (and `_meta`), its `Mcp-Name` being `name`.

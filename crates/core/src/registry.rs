@@ -59,7 +59,14 @@ impl RegisteredTool {
     /// Checks `input` against the tool's input schema, as the call path does before a run: what
     /// a protocol keeps for a later run (an MCP task's arguments) is checked before it is kept.
     pub fn check_input(&self, input: &Value) -> Result<(), crate::schema::ParameterErrors> {
-        crate::invoke::check_input(self, input)
+        // Tool input is always an object, whatever a hand-written schema leaves open.
+        if !input.is_object() {
+            return Err(crate::schema::ParameterErrors::from([(
+                crate::schema::WHOLE_INPUT.to_owned(),
+                "Must be an object".to_owned(),
+            )]));
+        }
+        self.input_validator.check_input(input)
     }
 
     /// Whether a run of the tool that was interrupted (its process died or stopped) may simply

@@ -170,6 +170,13 @@ pub enum Reported {
     Failed,
 }
 
+/// What [`TalkError::NotCarried`] names when the tool asked the user.
+pub const ASKING_THE_USER: &str = "asking the user";
+/// What [`TalkError::NotCarried`] names when the tool asked the client's model.
+pub const ASKING_THE_CLIENTS_MODEL: &str = "asking the client's model";
+/// What [`TalkError::NotCarried`] names when the tool read the client's roots.
+pub const READING_THE_CLIENTS_ROOTS: &str = "reading the client's roots";
+
 /// Why a question or a subscription did not go through.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TalkError {
@@ -239,7 +246,7 @@ pub trait Talk: Send + Sync + fmt::Debug {
         let _ = (ask, seq);
         let protocol = self.protocol();
         Box::pin(std::future::ready(Err(TalkError::NotCarried {
-            what: "asking the user",
+            what: ASKING_THE_USER,
             protocol,
         })))
     }
@@ -259,7 +266,7 @@ pub trait Talk: Send + Sync + fmt::Debug {
         let _ = (sample, seq);
         let protocol = self.protocol();
         Box::pin(std::future::ready(Err(TalkError::NotCarried {
-            what: "asking the client's model",
+            what: ASKING_THE_CLIENTS_MODEL,
             protocol,
         })))
     }
@@ -270,7 +277,7 @@ pub trait Talk: Send + Sync + fmt::Debug {
         let _ = seq;
         let protocol = self.protocol();
         Box::pin(std::future::ready(Err(TalkError::NotCarried {
-            what: "reading the client's roots",
+            what: READING_THE_CLIENTS_ROOTS,
             protocol,
         })))
     }
@@ -369,7 +376,7 @@ impl TalkBack {
 
     /// Asks the client's model and waits for its answer.
     pub async fn sample(&self, sample: Sample) -> Result<Sampled, TalkError> {
-        sample.check()?;
+        sample.check().map_err(TalkError::Invalid)?;
         let seq = self.asked.fetch_add(1, Ordering::Relaxed);
         self.channel.sample(sample, seq).await
     }

@@ -7,7 +7,7 @@ pub use http::Extensions;
 use crate::class::ErrorClass;
 use crate::form::{Filled, Form};
 use crate::sample::{Root, Sample, Sampled};
-use crate::talk::{Ask, Choice, Reported, Subscribe, Subscription, TalkBack, TalkError};
+use crate::talk::{self, Ask, Choice, Reported, Subscribe, Subscription, TalkBack, TalkError};
 use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
@@ -386,7 +386,10 @@ impl From<TalkError> for ToolError {
             TalkError::NotCarried { what, protocol } => {
                 // What the client offers (its model, its roots) only an MCP client that
                 // declares it can give; a question for the user RAP carries too.
-                let over = if what.contains("client's") {
+                let over = if matches!(
+                    *what,
+                    talk::ASKING_THE_CLIENTS_MODEL | talk::READING_THE_CLIENTS_ROOTS
+                ) {
                     "from an MCP client that offers it"
                 } else {
                     "over a protocol that can (RAP)"

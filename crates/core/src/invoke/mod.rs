@@ -30,7 +30,6 @@ use crate::talk::{Silent, Talk, TalkBack};
 use crate::tokens::UserTokens;
 use crate::tool::{Cancellation, Secret, ToolContext, ToolError};
 use http::Extensions;
-pub(crate) use prepare::check_input;
 use prepare::{credentials_of, deadline_of, retryable};
 use serde_json::Value;
 use std::sync::Arc;
@@ -287,7 +286,8 @@ impl Invoker {
         )
         .await
         .map_err(Rejection::Missing)?;
-        check_input(&tool, &call.input).map_err(Rejection::InvalidInput)?;
+        tool.check_input(&call.input)
+            .map_err(Rejection::InvalidInput)?;
         let call_id = call
             .call_id
             .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());

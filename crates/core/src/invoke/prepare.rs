@@ -1,10 +1,8 @@
-//! What the call path works out before and after the run: the one deadline, the input's
-//! validity, the credentials that make a repeat another call, and whether a failure may be
-//! retried.
+//! What the call path works out before and after the run: the one deadline, the credentials
+//! that make a repeat another call, and whether a failure may be retried (the input's validity
+//! is the tool's own check, [`RegisteredTool::check_input`](crate::registry::RegisteredTool::check_input)).
 
 use crate::content::ToolOutput;
-use crate::registry::RegisteredTool;
-use crate::schema::{ParameterErrors, WHOLE_INPUT};
 use crate::tool::{Secret, ToolError};
 use serde_json::Value;
 use std::time::{Duration, Instant};
@@ -41,16 +39,4 @@ pub(super) fn credentials_of(
     let mut all = tagged("token", authorization);
     all.extend(tagged("secret", secrets));
     all
-}
-
-/// Validates `input` against the tool's input schema.
-pub(crate) fn check_input(tool: &RegisteredTool, input: &Value) -> Result<(), ParameterErrors> {
-    // Tool input is always an object, whatever a hand-written schema leaves open.
-    if !input.is_object() {
-        return Err(ParameterErrors::from([(
-            WHOLE_INPUT.to_owned(),
-            "Must be an object".to_owned(),
-        )]));
-    }
-    tool.input_validator.check_input(input)
 }
