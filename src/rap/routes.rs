@@ -11,7 +11,9 @@ use crate::auth::Authenticator;
 use crate::rap::Rap;
 use crate::rap::job::{Job, Rejection, error, rfc3339};
 use crate::rap::queue::EnqueueError;
-use crate::rap::wire::{CancelToolCall, CloseThread, ErrorBody, ErrorText, MAX_ID_CHARS, ReplyTo};
+use crate::rap::wire::{
+    CancelToolCall, CloseThread, ErrorBody, ErrorText, MAX_ID_CHARS, ReplyTo, is_loggable_id,
+};
 use crate::server::{
     CallContext, Refused, StrippedPrefix, guard, json, json_only, json_response, only,
 };
@@ -276,12 +278,6 @@ async fn close_thread(
     json_response(StatusCode::OK, Bytes::from_static(br#"{"status":"ok"}"#))
 }
 
-/// An id short enough and plain enough to log as it is (no control characters, so no forged
-/// log lines).
-fn is_loggable_id(id: &str) -> bool {
-    !id.is_empty() && id.chars().count() <= MAX_ID_CHARS && !id.chars().any(char::is_control)
-}
-
 /// `/cancel_tool_call`: fires the signal of the named invocation if it runs here for this
 /// caller. Always 200 with an empty body, whatever the body held and whether the call was
 /// found, as the published spec requires (the notification is advisory and fire-and-forget).
@@ -291,10 +287,7 @@ async fn cancel_tool_call(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let subject = context.principal.subject.as_deref();
-    let request = body
-        .ok()
-        .and_then(|b| serde_json::from_slice::<CancelToolCall>(&b).ok())
-        .filter(|c| is_loggable_id(&c.thread_id) && is_loggable_id(&c.tool_call_id));
+    let request = body.ok().and_then(|b| CancelToolCall::of_body(&b));
     let outcome = match &request {
         None => "malformed",
         Some(c) => {

@@ -17,7 +17,7 @@
 
 use crate::rap::Rap;
 use crate::rap::job::error;
-use crate::rap::wire::{CancelToolCall, ErrorText, MAX_ID_CHARS};
+use crate::rap::wire::{CancelToolCall, ErrorText};
 use crate::server::{CallContext, json, json_response};
 use axum::body::Bytes;
 use axum::extract::State;
@@ -63,10 +63,7 @@ pub(crate) async fn tool_call_status(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let subject = context.principal.subject.as_deref();
-    let request = body
-        .ok()
-        .and_then(|b| serde_json::from_slice::<CancelToolCall>(&b).ok())
-        .filter(|c| [&c.thread_id, &c.tool_call_id].iter().all(|id| plain(id)));
+    let request = body.ok().and_then(|b| CancelToolCall::of_body(&b));
     let Some(request) = request else {
         return refused(
             StatusCode::BAD_REQUEST,
@@ -102,9 +99,4 @@ pub(crate) async fn tool_call_status(
             )
         }
     }
-}
-
-/// An id short enough and plain enough to look up and log.
-fn plain(id: &str) -> bool {
-    !id.is_empty() && id.chars().count() <= MAX_ID_CHARS && !id.chars().any(char::is_control)
 }

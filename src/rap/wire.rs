@@ -194,6 +194,22 @@ pub(crate) struct CancelToolCall {
     pub(crate) tool_call_id: String,
 }
 
+impl CancelToolCall {
+    /// The call a `/cancel_tool_call` or `/tool_call_status` body names, when both its ids can
+    /// be looked up and logged as they are.
+    pub(crate) fn of_body(body: &[u8]) -> Option<Self> {
+        serde_json::from_slice::<Self>(body)
+            .ok()
+            .filter(|c| is_loggable_id(&c.thread_id) && is_loggable_id(&c.tool_call_id))
+    }
+}
+
+/// An id short enough and plain enough to log as it is (no control characters, so no forged
+/// log lines).
+pub(crate) fn is_loggable_id(id: &str) -> bool {
+    !id.is_empty() && id.chars().count() <= MAX_ID_CHARS && !id.chars().any(char::is_control)
+}
+
 /// What the `text` of a failed call holds, JSON-encoded: `{"error": {...}}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub(crate) struct ErrorText {
