@@ -10,6 +10,8 @@
 //! A write is answered only once it is durable, as before; what changes is that 32 writers at
 //! once (a fan-out) share one flush rather than queueing for 32 (docs/performance.md).
 
+mod reclaim;
+
 use super::private_file;
 use oxp_lambda_core::durable::{Item, MAX_VALUE_BYTES, StateError, StateFuture, StateStore};
 use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
@@ -62,6 +64,8 @@ pub(crate) struct Embedded {
     db: OnceCell<Opened>,
     /// The lock that takes the file for this process (see [`store`]).
     lock: Option<File>,
+    /// How often the writer deletes expired rows (`reclaim`).
+    reclaim_every: Duration,
 }
 
 /// The open database and its writer.
@@ -118,6 +122,7 @@ impl Embedded {
             path,
             db: OnceCell::new(),
             lock: None,
+            reclaim_every: reclaim::EVERY,
         }
     }
 
@@ -130,6 +135,7 @@ impl Embedded {
         self.db
             .get_or_try_init(|| {
                 let path = self.path.clone();
+                let reclaim_every = self.reclaim_every;
                 blocking(move || {
                     if let Some(path) = &path {
                         private_file(path).map_err(|e| {
@@ -150,9 +156,10 @@ impl Embedded {
                     let (writes, queue) = mpsc::channel(GROUP * 4);
                     let writer = {
                         let db = db.clone();
+                        let schedule = reclaim::Schedule::new(reclaim_every);
                         std::thread::Builder::new()
                             .name("oxp-state-writer".into())
-                            .spawn(move || write_groups(&db, queue))
+                            .spawn(move || write_groups(&db, queue, schedule))
                             .map_err(|e| StateError(format!("state store: writer: {e}")))?
                     };
                     Ok(Opened {
@@ -310,8 +317,13 @@ impl StateStore for Embedded {
     }
 }
 
-/// The writer thread: each group of waiting writes in one transaction, one commit.
-fn write_groups(db: &Database, mut queue: mpsc::Receiver<Pending>) {
+/// The writer thread: each group of waiting writes in one transaction, one commit; expired rows
+/// reclaimed between groups when `schedule` says.
+fn write_groups(
+    db: &Database,
+    mut queue: mpsc::Receiver<Pending>,
+    mut schedule: reclaim::Schedule,
+) {
     while let Some(first) = queue.blocking_recv() {
         let mut group = vec![first];
         while group.len() < GROUP {
@@ -333,6 +345,7 @@ fn write_groups(db: &Database, mut queue: mpsc::Receiver<Pending>) {
                 }
             }
         }
+        schedule.after_writes(db);
     }
 }
 
