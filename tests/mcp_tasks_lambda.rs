@@ -188,12 +188,12 @@ async fn a_run_waiting_for_its_user_past_the_workers_deadline_parks_and_the_answ
 async fn a_parked_run_with_two_open_questions_resumes_only_once_both_are_answered() {
     let f = functions().await;
     let id = f.task("Job_Pair", json!({})).await;
-    // Time for both questions to be asked (each a write to DynamoDB on moto) before the
-    // invocation's end parks the run.
+    // Time for both questions to be asked (each a few writes to DynamoDB on moto, slow when
+    // the machine is busy) before the invocation's end parks the run.
     let batch = f
-        .pump(Some(Instant::now() + Duration::from_millis(3000)))
+        .pump(Some(Instant::now() + Duration::from_millis(5000)))
         .await;
-    let batch = tokio::time::timeout(Duration::from_secs(5), batch)
+    let batch = tokio::time::timeout(Duration::from_secs(8), batch)
         .await
         .expect("the worker let go of the run at its deadline")
         .unwrap();
