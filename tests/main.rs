@@ -64,7 +64,6 @@ mod observability;
 mod otel;
 mod oxp_sdk;
 mod oxp_spec;
-mod parameter_store;
 mod properties;
 mod rap;
 mod rap_runtime;

@@ -132,3 +132,28 @@ async fn access_denied_is_a_400_and_throttling_a_retryable_failure_naming_the_id
         assert!(!reply.text.contains("oxp/API_KEY"), "{}", reply.text);
     }
 }
+
+#[tokio::test]
+async fn builder_secrets_answer_before_the_aws_source_without_reaching_it() {
+    let mut config = Config::default();
+    config.secrets.source = SecretSourceKind::Aws;
+    // Nothing listens there: a request to Secrets Manager would fail the call.
+    let sdk = sdk_config("http://127.0.0.1:9").await;
+    let app = build(
+        App::builder(Registry::builder().tool(checking_tool()).build().unwrap())
+            .config(config)
+            .aws_config(sdk)
+            .secret("API_KEY", "server-held-value"),
+    );
+    let reply = call(
+        &app,
+        json!({"request": {"tool_id": "Check.Secret", "input": {}}}),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(
+        reply.json["result"]["value"]["server"], true,
+        "{}",
+        reply.text
+    );
+}

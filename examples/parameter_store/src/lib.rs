@@ -2,6 +2,7 @@
 //! Parameter Store (`SecureString` parameters, decrypted), plugged in with
 //! `AppBuilder::secret_source`. The invoker caches its values for `OXP_SECRETS_TTL_SECS`
 //! like the built-in sources', and its errors name the secret id, never a value.
+//! Its tests (tests/moto.rs) run it through the whole call path against moto.
 
 use aws_sdk_ssm::operation::get_parameter::GetParameterError;
 use oxp_lambda::Secret;
