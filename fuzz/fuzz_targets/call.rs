@@ -23,6 +23,8 @@ fn app() -> &'static App {
             false,
             [
                 ("OXP_MAX_BODY_BYTES", "65536"),
+                // State in memory: no database file written beside the corpus.
+                ("OXP_STATE", "off"),
                 ("OXP_RAP_ALLOW_LOOPBACK_CALLBACKS", "false"),
                 ("OXP_RAP_CALLBACK_HOSTS", "callback.invalid"),
                 ("OXP_RAP_DELIVERY_ATTEMPTS", "1"),
