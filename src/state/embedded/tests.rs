@@ -1,0 +1,119 @@
+//! The embedded store: its contract in memory and on disk, group commits, the file's lock.
+
+use super::*;
+
+#[tokio::test]
+async fn the_embedded_store_keeps_the_contract_in_memory() {
+    crate::state::conformance::check(&Embedded::new(None)).await;
+}
+
+#[tokio::test]
+async fn what_was_written_survives_closing_and_opening_the_file_again() {
+    let path = std::env::temp_dir().join(format!("oxp-state-{}.redb", uuid::Uuid::new_v4()));
+    let first = Embedded::new(Some(path.clone()));
+    crate::state::conformance::check(&first).await;
+    first
+        .put("p", "kept", Item::new(b"v".to_vec(), None))
+        .await
+        .unwrap();
+    drop(first);
+    let again = Embedded::new(Some(path.clone()));
+    let kept = again.get("p", "kept").await.unwrap().unwrap();
+    assert_eq!(kept.value, b"v");
+    let _ = std::fs::remove_file(path);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_committed_together_keep_their_order_and_compare_and_swap() {
+    let store = Arc::new(Embedded::new(None));
+    // 64 writers race to create one row: one group or several, exactly one wins.
+    let racers: Vec<_> = (0..64u8)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                store
+                    .put_if("p", "once", Item::new(vec![i], None), None)
+                    .await
+                    .unwrap()
+            })
+        })
+        .collect();
+    let mut won = 0;
+    for racer in racers {
+        won += usize::from(racer.await.unwrap());
+    }
+    assert_eq!(won, 1);
+    // Each writer's own rows, written at once, are all there.
+    let writers: Vec<_> = (0..64)
+        .map(|i| {
+            let store = store.clone();
+            tokio::spawn(async move {
+                let key = format!("k{i:02}");
+                store
+                    .put("many", &key, Item::new(key.clone().into_bytes(), None))
+                    .await
+                    .unwrap();
+            })
+        })
+        .collect();
+    for writer in writers {
+        writer.await.unwrap();
+    }
+    let listed = store.list("many", None, 100).await.unwrap();
+    assert_eq!(listed.len(), 64);
+    assert!(listed.iter().all(|(k, item)| item.value == k.as_bytes()));
+}
+
+#[tokio::test]
+async fn a_second_store_on_the_same_file_is_refused_naming_it_and_the_file_is_its_owners() {
+    let path = std::env::temp_dir().join(format!("oxp-state-{}.redb", uuid::Uuid::new_v4()));
+    let first = store(Some(path.clone())).unwrap();
+    let second = store(Some(path.clone())).unwrap_err();
+    assert!(
+        second.contains(&path.display().to_string()) && second.contains("OXP_STATE_PATH"),
+        "{second}"
+    );
+    first
+        .put("p", "k", Item::new(b"v".to_vec(), None))
+        .await
+        .unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        for file in [path.clone(), lock_path(&path)] {
+            let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+            assert_eq!(mode & 0o777, 0o600, "{}", file.display());
+        }
+    }
+    drop(first);
+    // Once the first is gone, the file is free again.
+    let again = store(Some(path.clone())).unwrap();
+    assert!(again.get("p", "k").await.unwrap().is_some());
+    drop(again);
+    let _ = std::fs::remove_file(lock_path(&path));
+    let _ = std::fs::remove_file(path);
+}
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_file_left_open_to_others_is_made_its_owners_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::temp_dir().join(format!("oxp-state-{}.redb", uuid::Uuid::new_v4()));
+    std::fs::write(&path, b"").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let opened = store(Some(path.clone())).unwrap();
+    opened.get("p", "k").await.unwrap();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+    drop(opened);
+    let _ = std::fs::remove_file(lock_path(&path));
+    let _ = std::fs::remove_file(path);
+}
+
+#[test]
+fn nothing_is_opened_before_the_first_use() {
+    let path = std::env::temp_dir().join(format!("oxp-state-{}.redb", uuid::Uuid::new_v4()));
+    let store = Embedded::new(Some(path.clone()));
+    assert!(!store.db.initialized());
+    assert!(!path.exists(), "no file until a request needs the store");
+}
