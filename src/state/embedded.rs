@@ -230,10 +230,15 @@ fn encode(item: &Item) -> Result<Vec<u8>, StateError> {
     Ok(bytes)
 }
 
+/// A row's expiry (Unix seconds, 0: none) and its value; `None` for a row too short.
+fn split(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let (expiry, value) = bytes.split_at_checked(8)?;
+    Some((u64::from_be_bytes(expiry.try_into().ok()?), value))
+}
+
 /// The item a row holds, `None` once expired.
 fn decode(bytes: &[u8], now: SystemTime) -> Option<Item> {
-    let (expiry, value) = bytes.split_at_checked(8)?;
-    let at = u64::from_be_bytes(expiry.try_into().ok()?);
+    let (at, value) = split(bytes)?;
     let item = Item {
         value: value.to_vec(),
         expires: (at > 0).then(|| UNIX_EPOCH + Duration::from_secs(at)),

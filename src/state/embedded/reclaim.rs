@@ -73,13 +73,10 @@ pub(super) fn reclaim(db: &Database, now: SystemTime, limit: usize) -> Result<us
     Ok(deleted)
 }
 
-/// Whether a row's expiry (its first 8 bytes, Unix seconds, 0: none) is at or before `now`,
-/// as [`super::decode`] reads it. A row too short to hold one is not this pass's to judge.
+/// Whether a row's expiry (Unix seconds, 0: none), read as [`super::decode`] reads it, is at
+/// or before `now`. A row too short to hold one is not this pass's to judge.
 fn expires_by(bytes: &[u8], now: u64) -> bool {
-    bytes
-        .first_chunk::<8>()
-        .map(|at| u64::from_be_bytes(*at))
-        .is_some_and(|at| at > 0 && at <= now)
+    super::split(bytes).is_some_and(|(at, _)| at > 0 && at <= now)
 }
 
 #[cfg(test)]
