@@ -134,6 +134,27 @@ fn a_table_selects_the_dynamodb_idempotency_store() {
         config(&[]).unwrap().idempotency.mode,
         IdempotencyMode::Memory
     );
+    assert_eq!(
+        config(&[("OXP_IDEMPOTENCY", "state")])
+            .unwrap()
+            .idempotency
+            .mode,
+        IdempotencyMode::State
+    );
+}
+
+#[test]
+fn idempotency_on_the_state_store_needs_one_and_says_so_at_start() {
+    let mut c = Config::default();
+    c.idempotency.mode = IdempotencyMode::State;
+    c.state = crate::state::StateConfig::Off;
+    let sdk = crate::aws::SharedSdk::default();
+    let state = crate::state::build(&c.state, &sdk).unwrap();
+    let err = crate::idempotency::build(&c.idempotency, state.as_ref(), &sdk).unwrap_err();
+    assert!(
+        err.contains("OXP_IDEMPOTENCY=state") && err.contains("OXP_STATE"),
+        "{err}"
+    );
 }
 
 #[test]

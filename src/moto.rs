@@ -77,60 +77,6 @@ mod intercept {
     }
 }
 
-/// A table like the template's calls table (key `call_id`, TTL attribute `expires_at`), and a
-/// client for it.
-#[cfg(feature = "dynamodb")]
-pub(crate) async fn calls_table() -> (aws_sdk_dynamodb::Client, String) {
-    table_keyed_by("call_id").await
-}
-
-/// A table keyed by string attribute `key` with TTL attribute `expires_at` (the template's
-/// tables), and a client for it.
-#[cfg(feature = "dynamodb")]
-pub(crate) async fn table_keyed_by(key: &str) -> (aws_sdk_dynamodb::Client, String) {
-    use aws_sdk_dynamodb::types::{
-        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
-        TimeToLiveSpecification,
-    };
-    let client = aws_sdk_dynamodb::Client::new(&sdk_config(&moto_url()).await);
-    let table = format!("oxp-calls-{}", uuid::Uuid::new_v4().simple());
-    client
-        .create_table()
-        .table_name(&table)
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(
-            AttributeDefinition::builder()
-                .attribute_name(key)
-                .attribute_type(ScalarAttributeType::S)
-                .build()
-                .unwrap(),
-        )
-        .key_schema(
-            KeySchemaElement::builder()
-                .attribute_name(key)
-                .key_type(KeyType::Hash)
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .expect("moto creates the table");
-    client
-        .update_time_to_live()
-        .table_name(&table)
-        .time_to_live_specification(
-            TimeToLiveSpecification::builder()
-                .attribute_name("expires_at")
-                .enabled(true)
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .unwrap();
-    (client, table)
-}
-
 /// A table like the template's state table (partition key `pk`, sort key `sk`, TTL attribute
 /// `expires_at`), and a client for it.
 #[cfg(feature = "dynamodb")]

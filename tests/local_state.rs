@@ -3,6 +3,7 @@
 //! readable by its owner only, like the lock beside it and the key the server seals MCP's
 //! states with when `MCP_STATE_KEY` is not set, which lives in a file of its own, never in the
 //! database whose questions it protects. An empty or short `MCP_STATE_KEY` is refused at start.
+//! With `OXP_IDEMPOTENCY=state` a stored outcome outlives the server.
 
 use crate::common;
 
@@ -133,4 +134,51 @@ fn an_empty_or_short_mcp_state_key_is_refused_at_start_naming_its_variable() {
             "{key:?}: {stderr}"
         );
     }
+}
+
+/// An OXP call of `Demo.Sleep` for `ms` with `call_id`: its answer and how long it took.
+async fn sleep_call(base: &str, call_id: &str, ms: u32) -> (Value, std::time::Duration) {
+    let addr = base.trim_start_matches("http://");
+    let body =
+        json!({"request": {"tool_id": "Demo.Sleep", "call_id": call_id, "input": {"ms": ms}}});
+    let headers = format!("Host: {addr}\r\nContent-Type: application/json\r\n");
+    let started = std::time::Instant::now();
+    let (status, text) =
+        common::http_raw_with(addr, "POST", "/tools/call", &headers, &body.to_string()).await;
+    assert_eq!(status, 200, "{text}");
+    (serde_json::from_str(&text).unwrap(), started.elapsed())
+}
+
+#[tokio::test]
+async fn a_stored_outcome_answers_a_repeat_after_the_server_restarts() {
+    let dir = Scratch::new("idempotency-restart");
+    let state = dir.join("oxp-state.redb");
+    let start = || {
+        let mut command = binary(&state);
+        command.env("OXP_IDEMPOTENCY", "state");
+        let (server, line) = common::Process::start("oxp-lambda", command);
+        let base = line
+            .trim()
+            .trim_start_matches("OXP server listening on ")
+            .to_owned();
+        (server, base)
+    };
+    let (server, base) = start();
+    let (first, took) = sleep_call(&base, "restart-1", 1000).await;
+    assert_eq!(first["result"]["success"], true, "{first}");
+    assert!(
+        took >= std::time::Duration::from_secs(1),
+        "the tool ran: {took:?}"
+    );
+    let (stopped, log) = server.terminate();
+    assert!(stopped, "{log}");
+    // The next server on the file answers the repeat from the record, without running the tool
+    // (which would take a second again).
+    let (_server, base) = start();
+    let (repeat, took) = sleep_call(&base, "restart-1", 1000).await;
+    assert_eq!(repeat, first, "the stored answer, as it was");
+    assert!(
+        took < std::time::Duration::from_millis(500),
+        "replayed: {took:?}"
+    );
 }

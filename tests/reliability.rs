@@ -48,6 +48,9 @@ fn counter_tool(
 enum Store {
     /// The in-memory store (the default).
     Memory,
+    /// Records of the state store: the embedded database, in memory (`None`) or in a file
+    /// (a restart: `local_state::a_stored_outcome_answers_a_repeat_after_the_server_restarts`).
+    State(Option<std::path::PathBuf>),
     /// A DynamoDB table, reached with this AWS configuration.
     Dynamo(Box<aws_config::SdkConfig>, String),
 }
@@ -57,6 +60,11 @@ fn app_with_store(tools: Vec<Tool>, store: Store, mut config: Config) -> App {
     let builder = App::builder(registry);
     let builder = match store {
         Store::Memory => builder,
+        Store::State(path) => {
+            config.idempotency.mode = IdempotencyMode::State;
+            config.state = oxp_lambda::config::StateConfig::Embedded { path };
+            builder
+        }
         Store::Dynamo(sdk, table) => {
             config.idempotency.mode = IdempotencyMode::DynamoDb;
             config.idempotency.table = Some(table);
@@ -139,6 +147,16 @@ async fn idempotency_contract(store: Store) {
 #[tokio::test]
 async fn the_memory_store_makes_calls_idempotent() {
     idempotency_contract(Store::Memory).await;
+}
+
+#[tokio::test]
+async fn the_state_store_makes_calls_idempotent() {
+    idempotency_contract(Store::State(None)).await;
+}
+
+#[tokio::test]
+async fn concurrent_duplicates_execute_once_with_the_state_store() {
+    concurrent_duplicates_run_once(Store::State(None)).await;
 }
 
 #[tokio::test]
@@ -240,7 +258,7 @@ async fn concurrent_duplicates_execute_once_with_the_memory_store() {
 // ---- DynamoDB on moto -----------------------------------------------------------------------
 
 async fn dynamo() -> Store {
-    let (_, table) = common::aws::calls_table().await;
+    let (_, table) = common::aws::state_table().await;
     Store::Dynamo(Box::new(sdk_config(&moto_url()).await), table)
 }
 

@@ -63,7 +63,8 @@ PARAMETERS = {
 }
 BASIC = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
 SQS_POLLER = "arn:aws:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole"
-IDEMPOTENCY = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:DeleteItem"]
+# Claims and outcomes are conditional writes; a release writes an expired record: no delete.
+IDEMPOTENCY = ["dynamodb:GetItem", "dynamodb:PutItem"]
 
 
 def log(message):
@@ -370,7 +371,7 @@ def run(binary, moto, admin, physical, functions):
         assert answer["statusCode"] == 200, answer
         assert json.loads(answer["body"])["result"]["value"] == {"status": "sent"}, answer
         items = dynamodb.scan(TableName=table)["Items"]
-        assert any(i["call_id"]["S"].endswith(":stack-call-1") for i in items), items
+        assert any(i["pk"]["S"] == "idempotency" and i["sk"]["S"].endswith(":stack-call-1") for i in items), items
         again = http_fn.invoke(http_event("POST", "/tools/call", call, "alice"))
         assert json.loads(again["body"]) == json.loads(answer["body"]), again
         log("http function: OXP call with its secret and its idempotency record, replayed")
@@ -383,7 +384,7 @@ def run(binary, moto, admin, physical, functions):
         assert streamed.get("streamed") and streamed["statusCode"] == 200, streamed
         assert json.loads(streamed["body"])["result"]["value"] == {"status": "sent"}, streamed
         items = dynamodb.scan(TableName=table)["Items"]
-        assert any(i["call_id"]["S"].endswith(":stack-call-streamed") for i in items), items
+        assert any(i["sk"]["S"].endswith(":stack-call-streamed") for i in items), items
         stream_fn.stop()
         started.remove(stream_fn)
         log("stream function: an OXP call streamed, its secret and record under the http role")
@@ -471,7 +472,7 @@ def run(binary, moto, admin, physical, functions):
     # What each role was not given, refused by moto's IAM.
     def as_role(logical, service):
         return moto.client(service, functions[logical]["creds"])
-    item = {"call_id": {"S": "forged"}}
+    item = {"pk": {"S": "idempotency"}, "sk": {"S": "forged"}}
     for logical in ("OxpAgentCoreFunction", "OxpBedrockAgentFunction"):
         assert denied(lambda: as_role(logical, "dynamodb").put_item(TableName=table, Item=item)), logical
         assert denied(lambda: as_role(logical, "sqs").send_message(QueueUrl=queue, MessageBody="{}")), logical

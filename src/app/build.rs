@@ -313,14 +313,6 @@ impl AppBuilder {
                 "authentication is off (OXP_AUTH=none): any local process can call the tools"
             );
         }
-        let idempotency = match self.idempotency_store {
-            Some(store) => Some(Idempotency {
-                store,
-                keep: config.idempotency.ttl,
-            }),
-            None => crate::idempotency::build(&config.idempotency, &sdk)
-                .map_err(StartError::Idempotency)?,
-        };
         // Whether an earlier run left state to resume: looked at before anything opens it.
         let recovering = matches!(
             &config.state,
@@ -332,6 +324,14 @@ impl AppBuilder {
         let state = match self.state_store {
             Some(store) => Some(store),
             None => crate::state::build(&config.state, &sdk).map_err(StartError::State)?,
+        };
+        let idempotency = match self.idempotency_store {
+            Some(store) => Some(Idempotency {
+                store,
+                keep: config.idempotency.ttl,
+            }),
+            None => crate::idempotency::build(&config.idempotency, state.as_ref(), &sdk)
+                .map_err(StartError::Idempotency)?,
         };
         let runner = work_runner(state.as_ref(), &config, &sdk)?;
         let subscriptions =

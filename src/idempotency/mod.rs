@@ -1,13 +1,11 @@
-//! Where idempotency records live: in memory (the core's `MemoryStore`, the default) or in a DynamoDB table
-//! shared by every execution environment ([`dynamodb`], feature `dynamodb`).
+//! Where idempotency records live: in memory (the core's `MemoryStore`, the default), or as
+//! records of the one state store ([`state`]): the embedded database, or a DynamoDB table shared
+//! by every execution environment (feature `dynamodb`).
 
-#[cfg(feature = "dynamodb")]
-pub(crate) mod dynamodb;
-#[cfg(not(feature = "dynamodb"))]
-#[path = "dynamodb_off.rs"]
-pub(crate) mod dynamodb;
+pub(crate) mod state;
 
 use crate::settings::{ConfigError, Env, invalid};
+use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::idempotency::Idempotency;
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,9 +13,10 @@ use std::time::Duration;
 /// Where idempotency records live.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IdempotencyConfig {
-    /// `OXP_IDEMPOTENCY`: `memory` (default), `dynamodb` (default when a table is set) or `off`.
+    /// `OXP_IDEMPOTENCY`: `memory` (default), `state`, `dynamodb` (default when a table is set)
+    /// or `off`.
     pub mode: IdempotencyMode,
-    /// `OXP_IDEMPOTENCY_TABLE`: DynamoDB table name.
+    /// `OXP_IDEMPOTENCY_TABLE`: the DynamoDB table (the state table's schema; may be that table).
     pub table: Option<String>,
     /// `OXP_IDEMPOTENCY_TTL_SECS` (default 3600): how long a stored outcome answers repeats.
     pub ttl: Duration,
@@ -31,6 +30,9 @@ pub struct IdempotencyConfig {
 pub enum IdempotencyMode {
     /// In process memory (per execution environment in Lambda).
     Memory,
+    /// Records of the state store (`OXP_STATE`): locally the embedded database, so outcomes
+    /// outlive a restart.
+    State,
     /// A DynamoDB table shared by every execution environment.
     DynamoDb,
     /// No idempotency: every call runs.
@@ -57,6 +59,7 @@ impl IdempotencyConfig {
         c.mode = match env.get("OXP_IDEMPOTENCY").as_deref().map(str::trim) {
             None if c.table.is_some() => IdempotencyMode::DynamoDb,
             None | Some("memory") => IdempotencyMode::Memory,
+            Some("state") => IdempotencyMode::State,
             Some("dynamodb") if c.table.is_some() => IdempotencyMode::DynamoDb,
             Some("dynamodb") => {
                 return Err(invalid(
@@ -68,7 +71,7 @@ impl IdempotencyConfig {
             Some(_) => {
                 return Err(invalid(
                     "OXP_IDEMPOTENCY",
-                    "must be 'memory', 'dynamodb' or 'off'",
+                    "must be 'memory', 'state', 'dynamodb' or 'off'",
                 ));
             }
         };
@@ -82,9 +85,11 @@ impl IdempotencyConfig {
     }
 }
 
-/// The store `config` describes (`None`: off); `sdk` is the AWS configuration, for DynamoDB.
+/// The store `config` describes (`None`: off); `state` is the state store (`OXP_STATE`), `sdk`
+/// the AWS configuration, for DynamoDB.
 pub(crate) fn build(
     config: &IdempotencyConfig,
+    state: Option<&Arc<dyn StateStore>>,
     sdk: &crate::aws::SharedSdk,
 ) -> Result<Option<Idempotency>, String> {
     let store: Arc<dyn oxp_lambda_core::idempotency::IdempotencyStore> = match config.mode {
@@ -92,8 +97,16 @@ pub(crate) fn build(
         IdempotencyMode::Memory => Arc::new(
             oxp_lambda_core::idempotency::memory::MemoryStore::new(config.max_bytes),
         ),
+        IdempotencyMode::State => {
+            Arc::new(state::StateRecords::new(state.cloned().ok_or(
+                "OXP_IDEMPOTENCY=state needs a state store (OXP_STATE is 'off')",
+            )?))
+        }
         IdempotencyMode::DynamoDb => {
-            dynamodb::store(sdk, config.table.clone().unwrap_or_default())?
+            let table = config.table.clone().unwrap_or_default();
+            let store = crate::state::dynamodb::store(sdk, table)
+                .map_err(|e| format!("OXP_IDEMPOTENCY_TABLE: {e}"))?;
+            Arc::new(state::StateRecords::new(store))
         }
     };
     Ok(Some(Idempotency {

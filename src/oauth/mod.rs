@@ -10,15 +10,11 @@
 //! forged, altered, expired or replayed state is refused before anything is stored.
 
 pub mod config;
-#[cfg(feature = "dynamodb")]
-pub(crate) mod dynamodb;
-#[cfg(not(feature = "dynamodb"))]
-#[path = "dynamodb_off.rs"]
-pub(crate) mod dynamodb;
 mod flow;
 pub(crate) mod memory;
 pub(crate) mod routes;
 pub(crate) mod seal;
+pub(crate) mod vault;
 
 use config::OAuthConfig;
 use flow::{Failed, Granted, Provider};
@@ -333,7 +329,8 @@ impl Broker {
 }
 
 /// The broker `config` describes, when it names a provider: its vault is the DynamoDB table
-/// of `OXP_OAUTH_TABLE` (feature `dynamodb`), else memory.
+/// of `OXP_OAUTH_TABLE` (feature `dynamodb`, through the state store's implementation), else
+/// memory.
 pub(crate) fn build(
     oauth: &OAuthConfig,
     (host, port): (std::net::IpAddr, u16),
@@ -346,7 +343,7 @@ pub(crate) fn build(
     }
     let store: Arc<dyn TokenStore> = match &oauth.table {
         None => Arc::new(memory::MemoryVault::default()),
-        Some(table) => dynamodb::vault(sdk, table.clone())?,
+        Some(table) => vault::in_table(sdk, table.clone())?,
     };
     let public_url = oauth.public_url.clone().unwrap_or_else(|| {
         let host = match host {

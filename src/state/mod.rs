@@ -113,7 +113,9 @@ pub(crate) fn build(
     match config {
         StateConfig::Off => Ok(None),
         StateConfig::Embedded { path } => embedded::store(path.clone()).map(Some),
-        StateConfig::DynamoDb { table } => dynamodb::store(sdk, table.clone()).map(Some),
+        StateConfig::DynamoDb { table } => dynamodb::store(sdk, table.clone())
+            .map(Some)
+            .map_err(|e| format!("OXP_STATE_TABLE: {e}")),
     }
 }
 

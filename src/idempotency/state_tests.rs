@@ -1,0 +1,100 @@
+//! The records' contract, the same against the embedded store (in memory) and DynamoDB on moto
+//! (started by the test command). Through the app: `tests/reliability.rs`.
+
+use super::{PARTITION, StateRecords};
+use oxp_lambda_core::durable::StateStore;
+use oxp_lambda_core::idempotency::{Claim, IdempotencyStore, StoredOutcome};
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+
+fn outcome(v: i64) -> StoredOutcome {
+    StoredOutcome::new(&Ok(json!(v).into()), Duration::from_millis(3))
+}
+
+/// Keys are fresh per run: the DynamoDB table may be shared.
+async fn contract(state: Arc<dyn StateStore>) {
+    let store = StateRecords::new(state.clone());
+    let run = uuid::Uuid::new_v4().simple().to_string();
+    let key = |k: &str| format!("{run}-{k}");
+    let (k, short) = (key("k"), Duration::from_secs(1));
+
+    // A key is claimed once; the same call again is in progress, another call a conflict.
+    assert_eq!(store.claim(&k, "f", short).await.unwrap(), Claim::Acquired);
+    assert_eq!(
+        store.claim(&k, "f", short).await.unwrap(),
+        Claim::InProgress
+    );
+    assert_eq!(store.claim(&k, "g", short).await.unwrap(), Claim::Conflict);
+    let held = state.get(PARTITION, &k).await.unwrap().expect("a record");
+    assert!(held.expires.is_some(), "a claim expires");
+
+    // A claim whose invocation died holds until its deadline, then is taken over.
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    let hold = Duration::from_secs(30);
+    assert_eq!(store.claim(&k, "f", hold).await.unwrap(), Claim::Acquired);
+
+    // Completed: replayed to the same call, refused to another, and a release leaves it.
+    store
+        .complete(&k, "f", &outcome(1), Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.claim(&k, "f", hold).await.unwrap(),
+        Claim::Completed(outcome(1))
+    );
+    assert_eq!(store.claim(&k, "g", hold).await.unwrap(), Claim::Conflict);
+    store.release(&k, "f").await.unwrap();
+    assert!(matches!(
+        store.claim(&k, "f", hold).await.unwrap(),
+        Claim::Completed(_)
+    ));
+
+    // Released (a retryable failure): free at once, for any call.
+    let r = key("released");
+    assert_eq!(store.claim(&r, "f", hold).await.unwrap(), Claim::Acquired);
+    store.release(&r, "f").await.unwrap();
+    assert_eq!(store.claim(&r, "g", hold).await.unwrap(), Claim::Acquired);
+    // A late release or completion by the call whose claim was taken over changes nothing.
+    store.release(&r, "f").await.unwrap();
+    store
+        .complete(&r, "f", &outcome(2), Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(store.claim(&r, "g", hold).await.unwrap(), Claim::InProgress);
+    store
+        .complete(&r, "g", &outcome(3), Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(
+        store.claim(&r, "g", hold).await.unwrap(),
+        Claim::Completed(outcome(3))
+    );
+
+    // An outcome kept past its time is gone.
+    let e = key("expiring");
+    assert_eq!(store.claim(&e, "f", hold).await.unwrap(), Claim::Acquired);
+    store
+        .complete(&e, "f", &outcome(4), Duration::from_secs(1))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert_eq!(store.claim(&e, "g", hold).await.unwrap(), Claim::Acquired);
+}
+
+#[cfg(feature = "embedded-state")]
+#[tokio::test]
+async fn records_on_the_embedded_store_are_claimed_once_replayed_released_and_expire() {
+    contract(crate::state::embedded::store(None).unwrap()).await;
+}
+
+#[cfg(feature = "dynamodb")]
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn records_on_dynamodb_are_claimed_once_replayed_released_and_expire() {
+    let (client, table) = crate::moto::state_table().await;
+    contract(Arc::new(crate::state::dynamodb::DynamoState::new(
+        client, table,
+    )))
+    .await;
+}
