@@ -2,8 +2,9 @@
 //! binary killed (SIGKILL: no drain, no flush) or stopped (SIGTERM) while a subscription's event
 //! is in flight to the runtime, then started again over the same state file; and two servers
 //! sharing a DynamoDB table (moto), one killed mid-delivery, the other taking the work over
-//! within the lease and a sweep. Short leases here (2 s, a sweep each second) make the
-//! takeovers' timing the thing checked.
+//! within the lease and a sweep; and a task's question, asked by the run in one server, answered
+//! through the other. Short leases here (2 s, a sweep each second) make the takeovers' timing
+//! the thing checked.
 
 use crate::common;
 
@@ -228,4 +229,75 @@ async fn of_two_servers_sharing_a_table_the_survivor_answers_the_killed_ones_inv
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(receiver.of_kind("tool_result").len(), 1, "once");
     drop(second);
+}
+
+/// A 2026-07-28 request of `method` to `server` from a client that takes tasks and forms.
+async fn mcp(server: &Server, method: &str, name: &str, mut params: Value) -> Value {
+    let capabilities = json!({"elicitation": {}, "extensions": {common::tasks::TASKS: {}}});
+    params["_meta"] = common::mcp::modern_meta(capabilities);
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let extra = format!(
+        "Accept: application/json, text/event-stream\r\nMCP-Protocol-Version: 2026-07-28\r\n\
+         Mcp-Method: {method}\r\nMcp-Name: {name}\r\n"
+    );
+    let (status, text) = post(server, "/mcp", &body.to_string(), &extra).await;
+    assert_eq!(status, 200, "{text}");
+    serde_json::from_str::<Value>(&text).unwrap()["result"].clone()
+}
+
+/// Task `id`'s status as `server` reads it, polled until it is `status` (10 s at most).
+async fn task_until(server: &Server, id: &str, status: &str) -> Value {
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        let task = mcp(server, "tasks/get", id, json!({"taskId": id})).await;
+        if task["status"] == status {
+            return task;
+        }
+        assert!(Instant::now() < end, "never {status}: {task}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn of_two_servers_sharing_a_table_a_tasks_question_is_answered_through_either_and_its_run_goes_on()
+ {
+    let moto = common::aws::moto_url();
+    let (_client, table) = common::aws::state_table().await;
+    // Demo.Confirm asks the user; this deployment serves it only as a task.
+    let shared = [
+        ("OXP_STATE_TABLE", table.as_str()),
+        ("OXP_MCP_TASK_REQUIRED", "Demo_Confirm"),
+        ("AWS_ENDPOINT_URL", moto.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ];
+    let (first, second) = (start(&shared), start(&shared));
+    let arguments = json!({"prompt": "Deploy?", "choices": ["Yes", "No"], "default": 0});
+    let created = mcp(
+        &first,
+        "tools/call",
+        "Demo_Confirm",
+        json!({"name": "Demo_Confirm", "arguments": arguments}),
+    )
+    .await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    // The run, in the first server, asks; the second shows the question and takes the answer.
+    let waiting = task_until(&second, &id, "input_required").await;
+    let key = waiting["inputRequests"]
+        .as_object()
+        .and_then(|r| r.keys().next().cloned())
+        .unwrap_or_else(|| panic!("no input request: {waiting}"));
+    let answer = json!({"action": "accept", "content": {"choice": "No"}});
+    let update = json!({"taskId": id, "inputResponses": {key.as_str(): answer}});
+    let answered = Instant::now();
+    mcp(&second, "tasks/update", &id, update).await;
+    // The run reads it from the one question service within its poll (500 ms), and ends.
+    let done = task_until(&first, &id, "completed").await;
+    let took = answered.elapsed();
+    assert!(took < Duration::from_secs(3), "went on after {took:?}");
+    assert!(done.to_string().contains("No"), "{done}");
+    drop((first, second));
 }

@@ -334,6 +334,9 @@ impl AppBuilder {
                 .map_err(StartError::Idempotency)?,
         };
         let runner = work_runner(state.as_ref(), &config, &sdk)?;
+        let questions = state
+            .as_ref()
+            .map(|store| Arc::new(crate::work::Questions::new(store.clone())));
         let subscriptions =
             crate::subscriptions::build(state.as_ref(), runner.as_ref(), &config.env())
                 .map_err(StartError::Config)?;
@@ -364,6 +367,7 @@ impl AppBuilder {
             aws: &sdk,
             user_tokens: user_tokens.as_ref(),
             state: state.as_ref(),
+            questions: questions.as_ref(),
             subscriptions: subscriptions.as_ref(),
             runner: runner.as_ref(),
             recovering,

@@ -79,6 +79,9 @@ pub struct Assembly<'a> {
     /// The subscriptions (over the state store), for the protocol that carries them and the
     /// event sources that feed them.
     pub(crate) subscriptions: Option<&'a Arc<crate::subscriptions::Subscriptions>>,
+    /// The one question service (over the state store): every question a call asks and waits
+    /// on, whichever protocol carries it.
+    pub(crate) questions: Option<&'a Arc<crate::work::Questions>>,
     /// The runner of acknowledged work (over the state store), where a protocol registers the
     /// kinds of work it runs.
     pub(crate) runner: Option<&'a Arc<crate::work::Runner>>,

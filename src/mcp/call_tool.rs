@@ -383,10 +383,10 @@ impl McpServer {
         let session = trips
             .open_session(token, super::plumbing::subject(parts))
             .await?;
-        let store = trips.store()?.clone();
+        let questions = trips.questions()?.clone();
         Some(Arc::new(super::elicit::Elicit::new(
             context.peer.clone(),
-            store,
+            questions,
             session,
         )))
     }

@@ -9,16 +9,17 @@
 //!   without it, or whose id does not open for its caller, is asked nothing (the tool error it
 //!   always got);
 //! - which call a question belongs to: rmcp numbers a request's outgoing requests from 0, so a
-//!   question is `<session nonce>:<id>` in the state store, taken before it is sent (two calls of
-//!   one session asking at once take turns) and answered once, by a POST of the same caller's
-//!   session naming that id; the call reads the answer from the store, so any execution
-//!   environment may take the POST.
+//!   question is `<session nonce>:<id>` in the one question service
+//!   ([`crate::work::questions`]), taken before it is sent (two calls of one session asking at
+//!   once take turns) and answered once, by a POST of the same caller's session naming that
+//!   id; the call reads the answer from the store, so any execution environment may take the
+//!   POST.
 
 use super::plumbing::subject;
 use super::questions::{Offers, Question, choice_of, filled_of, read_response, request_of};
 use super::round_trip::RoundTrips;
 use super::sampling::{roots_of, sampled_of};
-use oxp_lambda_core::durable::{Item, StateStore};
+use crate::work::questions::{Questions, Waited};
 use oxp_lambda_core::form::{Filled, Form};
 use oxp_lambda_core::sample::{Root, Sample, Sampled};
 use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
@@ -29,23 +30,17 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 /// The header a session travels in.
 pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 /// How long a session is good for (a client whose session expired is asked nothing).
 const SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
-/// The state store's partition of questions sent, by `<session nonce>:<request id>`.
-const ASKED: &str = "mcp-elicit";
-/// A question's value until it is answered.
-const OPEN: &[u8] = b"?";
 /// How long a question waits for its answer at most (the call's deadline ends it sooner).
 const MAX_WAIT: Duration = Duration::from_secs(600);
 /// How long a question holds its number unless its call renews it (every third of that): a call
 /// that crashed with its server frees the session's number soon after.
 const HOLD: Duration = Duration::from_secs(6);
-/// How often a waiting question reads the store.
-const WATCH: Duration = Duration::from_millis(200);
 /// Longest `initialize` read for the capabilities it declares.
 const MAX_INITIALIZE: usize = 64 * 1024;
 /// Longest client answer read.
@@ -120,7 +115,7 @@ impl RoundTrips {
         {
             return None;
         }
-        self.store()?;
+        self.questions()?;
         let codec = self.codec().await.ok()?;
         let session = Session {
             n: uuid::Uuid::new_v4().simple().to_string(),
@@ -156,7 +151,7 @@ impl RoundTrips {
             #[serde(default)]
             error: Option<Value>,
         }
-        let Some(store) = self.store() else {
+        let Some(questions) = self.questions() else {
             return false;
         };
         let Ok(answer) = serde_json::from_slice::<Answer>(body) else {
@@ -171,13 +166,13 @@ impl RoundTrips {
             (None, Some(_)) => json!({"action": "cancel"}),
             _ => return false,
         };
+        // The session's nonce stands for its caller: only a request whose session opened for
+        // the caller that initialized it names it.
         let key = question_key(session, &answer.id);
-        let bytes = serde_json::to_vec(&value).unwrap_or_default();
-        let until = Item::new(bytes, Some(SystemTime::now() + MAX_WAIT));
-        store
-            .put_if(ASKED, &key, until, Some(OPEN))
+        questions
+            .answer(&key, Some(&session.n), |_| true, value)
             .await
-            .unwrap_or(false)
+            .is_ok()
     }
 }
 
@@ -204,7 +199,7 @@ pub(crate) fn is_answer(body: &[u8]) -> bool {
 /// A call's questions at a handshake revision: sent on its stream, answered through the store.
 pub(crate) struct Elicit {
     peer: Peer<RoleServer>,
-    store: Arc<dyn StateStore>,
+    questions: Arc<Questions>,
     session: Session,
     /// Requests sent on this call's stream so far: rmcp numbers the next one with it. Held
     /// while a question is taken and sent, so questions asked at once get their own numbers.
@@ -238,14 +233,10 @@ impl Elicit {
     }
 
     /// The questions of a call whose client's session is `session`, sent over `peer`.
-    pub(crate) fn new(
-        peer: Peer<RoleServer>,
-        store: Arc<dyn StateStore>,
-        session: Session,
-    ) -> Self {
+    pub(crate) fn new(peer: Peer<RoleServer>, questions: Arc<Questions>, session: Session) -> Self {
         Self {
             peer,
-            store,
+            questions,
             session,
             sent: tokio::sync::Mutex::new(0),
         }
@@ -263,20 +254,20 @@ impl Elicit {
             _ => return Err(TalkError::Invalid("not a request of this revision".into())),
         };
         let unavailable = |e: String| TalkError::Unavailable(e);
+        let caller = Some(self.session.n.as_str());
         let key = {
             let mut sent = self.sent.lock().await;
             let id = RequestId::Number(i64::from(*sent));
             let key = question_key(&self.session, &id);
             // Another call of the session asking under the same number: this one waits its turn
             // (its hold counted from when it takes the number).
-            let hold = || Item::new(OPEN.to_vec(), Some(SystemTime::now() + HOLD));
             while !self
-                .store
-                .put_if(ASKED, &key, hold(), None)
+                .questions
+                .take(&key, caller, HOLD)
                 .await
                 .map_err(|e| unavailable(e.0))?
             {
-                tokio::time::sleep(WATCH).await;
+                tokio::time::sleep(crate::work::questions::POLL).await;
             }
             let sent_as = self
                 .peer
@@ -286,50 +277,33 @@ impl Elicit {
             match sent_as {
                 Ok(handle) if handle.id == id => key,
                 Ok(_) | Err(_) => {
-                    let _ = self.store.delete(ASKED, &key).await;
+                    let _ = self.questions.forget(&key).await;
                     return Err(unavailable("the question could not be sent".into()));
                 }
             }
         };
         // The question goes with the call: a call ended at its deadline or cancelled frees its
         // number for the session's next question.
-        let _asked = Asked(self.store.clone(), key.clone());
-        let mut held = std::time::Instant::now();
-        loop {
-            tokio::time::sleep(WATCH).await;
-            if held.elapsed() >= HOLD / 3 {
-                // Still waiting: the number stays this call's (unless the answer came first).
-                let until = Some(SystemTime::now() + HOLD);
-                let renewed = Item::new(OPEN.to_vec(), until);
-                let _ = self.store.put_if(ASKED, &key, renewed, Some(OPEN)).await;
-                held = std::time::Instant::now();
-            }
-            let item = self
-                .store
-                .get(ASKED, &key)
-                .await
-                .map_err(|e| unavailable(e.0))?;
-            match item {
-                Some(item) if item.value == OPEN => continue,
-                Some(item) => {
-                    return serde_json::from_slice(&item.value)
-                        .map_err(|_| TalkError::InvalidAnswer);
-                }
-                None => return Err(TalkError::TimedOut),
-            }
+        let _asked = Asked(self.questions.clone(), key.clone());
+        let until = tokio::time::Instant::now() + MAX_WAIT;
+        let pending = std::future::pending();
+        match self.questions.wait(&key, until, Some(HOLD), pending).await {
+            Ok(answer) => Ok(answer),
+            Err(Waited::Unavailable(e)) => Err(unavailable(e.0)),
+            Err(Waited::Until | Waited::Gone | Waited::Cancelled) => Err(TalkError::TimedOut),
         }
     }
 }
 
-/// A question sent: deleted from the store when its call is done with it, answered or not.
-struct Asked(Arc<dyn StateStore>, String);
+/// A question sent: let go when its call is done with it, answered or not.
+struct Asked(Arc<Questions>, String);
 
 impl Drop for Asked {
     fn drop(&mut self) {
-        let (store, key) = (self.0.clone(), std::mem::take(&mut self.1));
+        let (questions, key) = (self.0.clone(), std::mem::take(&mut self.1));
         if let Ok(runtime) = tokio::runtime::Handle::try_current() {
             runtime.spawn(async move {
-                let _ = store.delete(ASKED, &key).await;
+                let _ = questions.forget(&key).await;
             });
         }
     }

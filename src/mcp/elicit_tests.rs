@@ -1,11 +1,16 @@
 //! The handshake revisions' questions: sessions, numbering, answers.
 use super::*;
+use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::secrets::{ClientSecrets, Secrets};
 
 fn trips(on_stream: bool) -> RoundTrips {
     let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
     let store: Arc<dyn StateStore> = Arc::new(crate::state::embedded::Embedded::new(None));
-    let mut trips = RoundTrips::new(secrets, false, Some(store));
+    let mut trips = RoundTrips::new(
+        secrets,
+        false,
+        Some(Arc::new(crate::work::Questions::new(store))),
+    );
     trips.on_stream = on_stream;
     trips
 }

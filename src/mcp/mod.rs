@@ -30,6 +30,7 @@ pub(crate) mod result;
 mod round_trip;
 mod sampling;
 mod served;
+mod task_runs;
 mod task_store;
 mod task_talk;
 mod tasks;

@@ -48,7 +48,8 @@ pub(crate) struct RoundTrips {
     /// in another execution environment.
     key_required: bool,
     codec: OnceCell<RequestStateCodec>,
-    spent: Option<Arc<dyn StateStore>>,
+    /// The one question service (over the state store, where spent states are marked too).
+    questions: Option<Arc<crate::work::Questions>>,
     /// Where a local server keeps its own key, when it holds no `MCP_STATE_KEY`
     /// ([`crate::state::key_file`]); `None`: a key of the process, gone with it.
     key_file: Option<std::path::PathBuf>,
@@ -61,7 +62,7 @@ impl std::fmt::Debug for RoundTrips {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RoundTrips")
             .field("key_required", &self.key_required)
-            .field("single_use", &self.spent.is_some())
+            .field("single_use", &self.questions.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -85,13 +86,13 @@ impl RoundTrips {
     pub(crate) fn new(
         secrets: Secrets,
         key_required: bool,
-        spent: Option<Arc<dyn StateStore>>,
+        questions: Option<Arc<crate::work::Questions>>,
     ) -> Self {
         Self {
             secrets,
             key_required,
             codec: OnceCell::new(),
-            spent,
+            questions,
             key_file: None,
             on_stream: false,
         }
@@ -103,9 +104,14 @@ impl RoundTrips {
         self
     }
 
-    /// The state store (where spent states are marked, and handshake questions wait).
+    /// The state store (where spent states are marked).
     pub(super) fn store(&self) -> Option<&Arc<dyn StateStore>> {
-        self.spent.as_ref()
+        self.questions.as_ref().map(|q| q.store())
+    }
+
+    /// The one question service (where handshake questions wait).
+    pub(super) fn questions(&self) -> Option<&Arc<crate::work::Questions>> {
+        self.questions.as_ref()
     }
 
     /// The sealing key of a server that holds no `MCP_STATE_KEY` (locally): its own, kept in its
@@ -121,7 +127,7 @@ impl RoundTrips {
             .await
             .map_err(|e| e.to_string())??;
         // The key an earlier version kept inside the database goes.
-        if let Some(store) = &self.spent
+        if let Some(store) = self.store()
             && let Err(e) = store.delete(OLD_KEY, OLD_KEY).await
         {
             tracing::warn!(target: "oxp::mcp", error = %e, "the old sealing key in the state store was not removed");
@@ -198,7 +204,7 @@ impl RoundTrips {
             return Err(refused("too many answers"));
         }
         // Used once: a replayed retry would run the tool again with the same answers.
-        if let Some(store) = &self.spent {
+        if let Some(store) = self.store() {
             let until = Item::new(Vec::new(), Some(SystemTime::now() + STATE_TTL));
             let fresh = store
                 .put_if(SPENT, &sealed.n, until, None)
@@ -231,7 +237,7 @@ impl RoundTrips {
         binding: &[u8],
         mut responses: BTreeMap<String, Value>,
     ) -> Result<BTreeMap<String, Value>, ErrorData> {
-        let Some(store) = &self.spent else {
+        let Some(store) = self.store() else {
             return Ok(responses);
         };
         let mut spent = Vec::new();

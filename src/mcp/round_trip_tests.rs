@@ -17,7 +17,11 @@ fn trips() -> RoundTrips {
 async fn a_spent_rounds_answers_sent_bare_answer_nothing_while_untaken_ones_are_taken() {
     let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
     let store: Arc<dyn StateStore> = Arc::new(crate::state::embedded::Embedded::new(None));
-    let trips = RoundTrips::new(secrets, false, Some(store));
+    let trips = RoundTrips::new(
+        secrets,
+        false,
+        Some(Arc::new(crate::work::Questions::new(store))),
+    );
     let binding = binding(Some("alice"), "Demo_Confirm", &json!({"prompt": "Go?"}));
     let ask = Ask::new("Go?", ["Yes", "No"]);
     let first = Exchange::default();

@@ -4,7 +4,6 @@
 use super::round_trip::RoundTrips;
 use super::tasks::Tasks;
 use super::{McpConfig, Served};
-use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::invoke::Invoker;
 use oxp_lambda_core::registry::RegisteredTool;
 use std::collections::HashSet;
@@ -19,12 +18,13 @@ pub(crate) fn served(invoker: Arc<Invoker>, pins: &[String]) -> Result<Arc<Serve
 
 /// The tools `/mcp` serves, whose questions for the user travel as 2026-07-28 round trips:
 /// states sealed under the secret `MCP_STATE_KEY` (required in Lambda, where every execution
-/// environment must open the others' states), spent once in `state` when there is one; and
+/// environment must open the others' states), spent once in the state store of `questions` (the
+/// one question service, where tasks and handshake questions wait) when there is one; and
 /// at the handshake revisions on the call's stream (`streamed`: Lambda's answers stream).
 pub(crate) fn served_for_mcp(
     invoker: Arc<Invoker>,
     settings: &McpConfig,
-    state: Option<&Arc<dyn StateStore>>,
+    questions: Option<&Arc<crate::work::Questions>>,
     in_lambda: bool,
     streamed: bool,
     runner: Option<&Arc<crate::work::Runner>>,
@@ -32,7 +32,7 @@ pub(crate) fn served_for_mcp(
 ) -> Result<Arc<Served>, String> {
     let pins = &settings.pins;
     let tools = invoker.registry().served(pins, "OXP_MCP_TOOLS")?;
-    let mut trips = RoundTrips::new(invoker.secrets().clone(), in_lambda, state.cloned())
+    let mut trips = RoundTrips::new(invoker.secrets().clone(), in_lambda, questions.cloned())
         .with_key_file(key_file);
     // A handshake client's question goes on the call's stream, which must reach it before the
     // call ends: not through Lambda's buffered answers.
@@ -41,9 +41,11 @@ pub(crate) fn served_for_mcp(
     // this process; a Lambda execution environment freezes once it has answered, so there only
     // when the runner sends work to the worker role's queue (without it, tools answer in the
     // request).
-    let tasks = state
+    let tasks = questions
         .zip(runner.filter(|r| !in_lambda || r.queued()))
-        .map(|(store, runner)| Tasks::new(store.clone(), invoker.clone(), &tools, runner.clone()));
+        .map(|(questions, runner)| {
+            Tasks::new(questions.clone(), invoker.clone(), &tools, runner.clone())
+        });
     let required = task_required(&settings.task_required, &tools, tasks.is_some())?;
     let mcp = Served::new(invoker, tools).with_round_trips(trips);
     Ok(Arc::new(match tasks {

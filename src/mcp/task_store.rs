@@ -2,7 +2,7 @@
 //! A task's run is work of the runner ([`crate::work`]), which takes it over when its process
 //! dies.
 
-use super::questions::{Answers, Offers};
+use super::questions::Offers;
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::principal::Principal;
 use rmcp::model::{JsonObject, TaskStatus};
@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 
 /// How long a task is kept after it is created (`ttlMs`).
 pub(crate) const TASK_TTL: Duration = Duration::from_secs(3600);
-/// How often a run reads its record for a cancellation or an answer.
+/// How often a run reads its record for a cancellation written by another process.
 pub(super) const WATCH: Duration = Duration::from_millis(250);
 /// The partition of task records.
 const TASKS: &str = "mcp-task";
@@ -41,9 +41,6 @@ pub(super) struct Record {
     /// The questions the tool is waiting on, by key: each one's number and request.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(super) inputs: BTreeMap<String, (u32, Value)>,
-    /// Answers to the tool's questions, by number.
-    #[serde(default)]
-    pub(super) answers: Answers,
     /// No run holds the task: its worker's time ran out while it waited for the user (in
     /// Lambda); the answer sends the run to the queue again.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -1,29 +1,44 @@
-//! A task's talk-back channel: a question puts the task in `input_required` and waits for
-//! `tasks/update` to answer it (or for a cancellation). Questions asked at once are open at
-//! once, each under its key, and answered in any order; the task works again when none is open. In Lambda a worker cannot wait past its
-//! invocation: at its deadline the task is parked (no run holds it) and the answer sends the
-//! run to the queue again, which replays the answers given so far.
+//! A task's talk-back channel: a question is one of the one question service's
+//! ([`crate::work::questions`], asked once per task and question number, for the task's owner),
+//! listed in the task's record so that `tasks/get` shows it and the task reads
+//! `input_required`; `tasks/update` answers it there and the run, woken, goes on. Questions
+//! asked at once are open at once, each under its key, and answered in any order; the task
+//! works again when none is open. In Lambda a worker cannot wait past its invocation: at its
+//! deadline the task is parked (no run holds it) and the answer sends the run to the queue
+//! again, whose run finds every answer given so far in the service.
 
-use super::questions::{Answers, MAX_ASKS, Offers, Question, request_of};
+use super::questions::{Answers, MAX_ASKS, Offers, Question, read_response, request_of};
 use super::sampling::{roots_of, sampled_of};
-use super::task_store::{TaskStore, WATCH};
+use super::task_store::{TASK_TTL, TaskStore, WATCH};
+use super::tasks::{Tasks, unavailable as task_unavailable, work_id};
+use crate::work::Questions;
+use crate::work::questions::Refused as NotAnswered;
+use crate::work::questions::Waited;
 use oxp_lambda_core::durable::StateError;
 use oxp_lambda_core::form::{Filled, Form};
 use oxp_lambda_core::sample::{Root, Sample, Sampled};
 use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
 use oxp_lambda_core::tool::Cancellation;
+use rmcp::ErrorData;
+use rmcp::model::InputResponses;
 use rmcp::model::TaskStatus;
-use serde_json::Value;
+use serde_json::{Value, json};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-/// A task's talk-back channel: a question puts the task in `input_required` and waits for
-/// `tasks/update` to answer it (or for a cancellation).
+/// The key the question service knows question `seq` of task `id` by.
+pub(super) fn task_question(id: &str, seq: u32) -> String {
+    format!("task:{id}:{seq}")
+}
+
+/// A task's talk-back channel.
 pub(super) struct TaskTalk {
     store: TaskStore,
+    questions: Arc<Questions>,
     id: String,
-    /// Answers the record held when the run started (a run that resumes).
-    answers: Answers,
+    /// The task's owner (as its record names it): the only caller whose answers count.
+    owner: String,
     /// What the task's client declared it takes.
     offers: Offers,
     signal: Cancellation,
@@ -42,17 +57,17 @@ impl std::fmt::Debug for TaskTalk {
 
 impl TaskTalk {
     pub(super) fn new(
-        store: TaskStore,
-        id: &str,
-        answers: Answers,
+        (store, questions): (TaskStore, Arc<Questions>),
+        (id, owner): (&str, &str),
         offers: Offers,
         signal: Cancellation,
         deadline: Option<Instant>,
     ) -> Self {
         Self {
             store,
+            questions,
             id: id.to_owned(),
-            answers,
+            owner: owner.to_owned(),
             offers,
             signal,
             deadline,
@@ -65,10 +80,12 @@ impl TaskTalk {
         self.parked.load(Ordering::Relaxed)
     }
 
-    /// The answer to question `seq`, asking it if the record has none yet.
+    /// The answer to question `seq`, asking it unless it was answered (a run that resumes).
     async fn answer(&self, seq: u32, question: Question) -> Result<Value, TalkError> {
-        if let Some(answer) = self.answers.get(seq) {
-            return Ok(answer.clone());
+        let unavailable = |e: StateError| TalkError::Unavailable(e.0);
+        let call = task_question(&self.id, seq);
+        if let Some(answer) = self.questions.answered(&call).await.map_err(unavailable)? {
+            return Ok(answer);
         }
         // The task's client did not declare it: the tool may do without, or fail `unsupported`.
         if !self.offers.takes(question.needs()) {
@@ -79,16 +96,19 @@ impl TaskTalk {
                 "a call asks at most {MAX_ASKS} questions"
             )));
         }
-        let tasks = &self.store;
         let key = question.key(seq);
         let request = request_of(&question).map_err(TalkError::Invalid)?;
         let request =
             serde_json::to_value(request).map_err(|e| TalkError::Invalid(e.to_string()))?;
-        let unavailable = |e: StateError| TalkError::Unavailable(e.0);
+        let asked = self
+            .questions
+            .ask_once(&call, Some(&self.owner), json!({"key": key}), TASK_TTL)
+            .await
+            .map_err(unavailable)?;
         let shared_key = AtomicBool::new(false);
-        tasks
+        self.store
             .update(&self.id, |r| {
-                if r.status.is_terminal() || r.answers.get(seq).is_some() {
+                if r.status.is_terminal() {
                     return false;
                 }
                 if r.inputs.get(&key).is_some_and(|(s, _)| *s != seq) {
@@ -107,41 +127,45 @@ impl TaskTalk {
                 "two questions asked at once share the key `{key}`"
             )));
         }
-        loop {
-            tokio::select! {
-                () = self.signal.cancelled() => return Err(TalkError::Cancelled),
-                () = tokio::time::sleep(WATCH) => {}
-            }
-            let Some((record, _)) = tasks.read(&self.id).await.map_err(unavailable)? else {
-                return Err(TalkError::Cancelled);
-            };
-            if record.status == TaskStatus::Cancelled {
-                return Err(TalkError::Cancelled);
-            }
-            if let Some(answer) = record.answers.get(seq) {
-                return Ok(answer.clone());
-            }
-            // The executor's time is nearly up: park the task, unless the answer came first.
-            if self
-                .deadline
-                .is_some_and(|d| Instant::now() + WATCH * 2 >= d)
-            {
-                let parked = tasks
-                    .update(&self.id, |r| {
-                        if r.status.is_terminal() || r.answers.get(seq).is_some() {
-                            return false;
-                        }
-                        r.parked = true;
-                        true
-                    })
-                    .await
-                    .map_err(unavailable)?;
-                if parked.is_some() {
-                    self.parked.store(true, Ordering::Relaxed);
-                    return Err(TalkError::Parked);
-                }
-            }
+        // Past the executor's time (less a margin to park in), the task parks.
+        let until = match self.deadline {
+            Some(deadline) => deadline.checked_sub(WATCH * 2).unwrap_or(deadline),
+            None => Instant::now() + TASK_TTL,
+        };
+        let waited = self
+            .questions
+            .wait(&asked.token, until.into(), None, self.signal.cancelled())
+            .await;
+        match waited {
+            Ok(answer) => return Ok(answer),
+            Err(Waited::Cancelled | Waited::Gone) => return Err(TalkError::Cancelled),
+            Err(Waited::Unavailable(e)) => return Err(unavailable(e)),
+            Err(Waited::Until) if self.deadline.is_none() => return Err(TalkError::TimedOut),
+            Err(Waited::Until) => {}
         }
+        // Parked only while the question is still open in the record: `tasks/update` takes it
+        // out in the same compare-and-swap that reads `parked` to send the run again.
+        let parked = self
+            .store
+            .update(&self.id, |r| {
+                if r.status.is_terminal() || !r.inputs.contains_key(&key) {
+                    return false;
+                }
+                r.parked = true;
+                true
+            })
+            .await
+            .map_err(unavailable)?;
+        if parked.is_some() {
+            self.parked.store(true, Ordering::Relaxed);
+            return Err(TalkError::Parked);
+        }
+        // Answered meanwhile: the answer is in the service.
+        self.questions
+            .answered(&call)
+            .await
+            .map_err(unavailable)?
+            .ok_or(TalkError::Cancelled)
     }
 }
 
@@ -172,5 +196,112 @@ impl Talk for TaskTalk {
 
     fn roots(&self, seq: u32) -> TalkFuture<'_, Result<Vec<Root>, TalkError>> {
         Box::pin(async move { roots_of(&self.answer(seq, Question::Roots).await?) })
+    }
+}
+
+/// The answers of a task's questions: those given before the call became a task, and those
+/// `tasks/update` brings.
+impl Tasks {
+    /// Records `answers` (given before the call became task `id`) as its questions' answers.
+    pub(super) async fn seed(
+        &self,
+        id: &str,
+        owner: &str,
+        answers: &Answers,
+    ) -> Result<(), StateError> {
+        for seq in 0..answers.slots() as u32 {
+            let Some(answer) = answers.get(seq) else {
+                continue;
+            };
+            let call = task_question(id, seq);
+            let asked = self
+                .questions
+                .ask_once(&call, Some(owner), Value::Null, TASK_TTL)
+                .await?;
+            let taken = self
+                .questions
+                .answer(&asked.token, Some(owner), |_| true, answer.clone())
+                .await;
+            if taken == Err(NotAnswered::Unavailable) {
+                return Err(StateError("an answer could not be recorded".into()));
+            }
+        }
+        Ok(())
+    }
+
+    /// `tasks/update`: answers to the questions the task waits on, any of them (other keys are
+    /// ignored); the task works again once none is left open.
+    pub(crate) async fn answer(
+        &self,
+        subject: Option<&str>,
+        id: &str,
+        responses: &InputResponses,
+    ) -> Result<(), ErrorData> {
+        let record = self.owned(subject, id).await?;
+        // Every response to an open question is read first: a malformed one changes nothing.
+        let answered = record
+            .inputs
+            .iter()
+            .filter_map(|(key, (seq, _))| Some((key, *seq, responses.get(key)?)))
+            .map(|(key, seq, response)| Ok((key.clone(), seq, read_response(response)?)))
+            .collect::<Result<Vec<_>, ErrorData>>()?;
+        // Each into the one question service (where the run waiting on it, in this process or
+        // another, reads it), then out of the record's open questions.
+        let mut taken = Vec::with_capacity(answered.len());
+        for (key, seq, response) in answered {
+            let call = task_question(id, seq);
+            let names_key = |asked: &Value| asked["key"].as_str() == Some(key.as_str());
+            let owner = Some(record.owner.as_str());
+            match self
+                .questions
+                .answer_call(&call, owner, names_key, response)
+                .await
+            {
+                Ok(()) | Err(NotAnswered::Answered) => taken.push((key, seq)),
+                Err(NotAnswered::Unknown | NotAnswered::Mismatch) => {}
+                Err(NotAnswered::Unavailable) => {
+                    return Err(task_unavailable(StateError(
+                        "an answer not recorded".into(),
+                    )));
+                }
+            }
+        }
+        if taken.is_empty() {
+            return Ok(());
+        }
+        let resumed = std::sync::atomic::AtomicBool::new(false);
+        let written = self
+            .store
+            .update(id, |r| {
+                if r.status != TaskStatus::InputRequired {
+                    return false;
+                }
+                let mut changed = false;
+                for (key, seq) in &taken {
+                    if r.inputs.get(key).is_some_and(|(s, _)| s == seq) {
+                        r.inputs.remove(key);
+                        changed = true;
+                    }
+                }
+                if changed && r.inputs.is_empty() {
+                    r.status = TaskStatus::Working;
+                    r.message = Some("The tool is running".into());
+                    resumed.store(std::mem::take(&mut r.parked), Ordering::Relaxed);
+                }
+                changed
+            })
+            .await
+            .map_err(task_unavailable)?;
+        // No run waits for this answer (it was parked): its work runs again.
+        if written.is_some()
+            && resumed.load(Ordering::Relaxed)
+            && let Err(e) = self.runner.wake(&work_id(id)).await
+        {
+            tracing::error!(target: "oxp::mcp", error = %e, "answered task not resumed");
+            self.fail(id, "The task could not be resumed; call the tool again")
+                .await
+                .map_err(task_unavailable)?;
+        }
+        Ok(())
     }
 }

@@ -3,8 +3,9 @@
 //! `resultType: "task"` at once, once the task is written to the state store; the tool runs
 //! detached, and `tasks/get` answers from the store (working, input_required with the question,
 //! completed with the `CallToolResult`, failed, cancelled). `tasks/update` carries the answer to
-//! a question the tool asked (`ctx.ask`, `ctx.fill`), `tasks/cancel` fires the tool's
-//! cancellation. Tasks are the caller's: another caller's id is an unknown task.
+//! a question the tool asked (`ctx.ask`, `ctx.fill`; the one question service's, in
+//! `task_talk.rs`), `tasks/cancel` fires the tool's cancellation. Tasks are the caller's:
+//! another caller's id is an unknown task.
 //!
 //! The record is the truth: a process that did not start a task answers for it, and a
 //! cancellation reaches the run through the record (polled) as well as directly. A task's run
@@ -14,24 +15,22 @@
 //! may run twice ([`RegisteredTool::may_run_again`]), else failed with a message. Never
 //! `working` forever, never silent.
 
-use super::questions::{Answers, Offers, read_response};
+use super::questions::{Answers, Offers};
 use super::task_store::{Record, TASK_TTL, TaskStore, WATCH, now, owner_of};
 use super::task_talk::TaskTalk;
-use crate::server::{BoxFuture, CallContext};
-use crate::work::{Handler, Outcome, Refused, Run, Runner, Work};
-use oxp_lambda_core::durable::{StateError, StateStore};
+use crate::server::CallContext;
+use crate::work::Questions;
+use crate::work::{Refused, Runner};
+use oxp_lambda_core::durable::StateError;
 use oxp_lambda_core::invoke::{Invoker, Target};
 use oxp_lambda_core::refusal::ErrorClass;
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::running::Running;
 use rmcp::ErrorData;
-use rmcp::model::{
-    CreateTaskResult, DetailedTask, InputRequests, InputResponses, Task, TaskPayload, TaskStatus,
-};
+use rmcp::model::{CreateTaskResult, DetailedTask, InputRequests, Task, TaskPayload, TaskStatus};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 /// The polling interval suggested to clients (`pollIntervalMs`).
@@ -40,7 +39,7 @@ const POLL_INTERVAL: Duration = Duration::from_millis(500);
 pub(crate) const TASK_RUN: &str = "mcp-task";
 
 /// The work that runs task `id`.
-fn work_id(id: &str) -> String {
+pub(super) fn work_id(id: &str) -> String {
     format!("task:{id}")
 }
 
@@ -52,20 +51,22 @@ fn unknown_task() -> ErrorData {
     ErrorData::invalid_params("Unknown task", None)
 }
 
-fn unavailable(e: StateError) -> ErrorData {
+pub(super) fn unavailable(e: StateError) -> ErrorData {
     tracing::warn!(target: "oxp::mcp", error = %e, "task state unavailable");
     ErrorData::internal_error("The server cannot read its tasks now", None)
 }
 
 /// The tasks of `/mcp`.
 pub(crate) struct Tasks {
-    store: TaskStore,
+    pub(super) store: TaskStore,
+    /// Where the tasks' questions wait for their answers.
+    pub(super) questions: Arc<Questions>,
     invoker: Arc<Invoker>,
     /// The tools a task may run, by listing name.
     tools: HashMap<String, Arc<RegisteredTool>>,
     running: Arc<Running>,
     /// Runs the tasks (here, or in Lambda's worker role) and takes them over.
-    runner: Arc<Runner>,
+    pub(super) runner: Arc<Runner>,
 }
 
 /// How a run ended in this process.
@@ -86,16 +87,17 @@ impl std::fmt::Debug for Tasks {
 }
 
 impl Tasks {
-    /// The tasks over `store`, their runs `runner`'s work (registered here).
+    /// The tasks over the store of `questions`, their runs `runner`'s work (registered here).
     pub(crate) fn new(
-        store: Arc<dyn StateStore>,
+        questions: Arc<Questions>,
         invoker: Arc<Invoker>,
         tools: &[Arc<RegisteredTool>],
         runner: Arc<Runner>,
     ) -> Arc<Self> {
         let tasks = Arc::new(Self {
             runner: runner.clone(),
-            store: TaskStore::new(store),
+            store: TaskStore::new(questions.store().clone()),
+            questions,
             invoker,
             tools: tools
                 .iter()
@@ -103,7 +105,10 @@ impl Tasks {
                 .collect(),
             running: Arc::default(),
         });
-        runner.register(TASK_RUN, Arc::new(TaskRuns(Arc::downgrade(&tasks))));
+        runner.register(
+            TASK_RUN,
+            Arc::new(super::task_runs::TaskRuns(Arc::downgrade(&tasks))),
+        );
         tasks
     }
 
@@ -133,12 +138,16 @@ impl Tasks {
             result: None,
             error: None,
             inputs: BTreeMap::new(),
-            answers,
             parked: false,
             offers,
         };
         // Written before the answer: a tasks/get anywhere finds it.
         self.store.create(&id, &record).await.map_err(unavailable)?;
+        // The answers its questions had are the task's first, where its runs read them.
+        if let Err(e) = self.seed(&id, &record.owner, &answers).await {
+            self.store.forget(&id).await;
+            return Err(unavailable(e));
+        }
         let body = json!({"task": id, "traceparent": context.traceparent});
         match self
             .runner
@@ -195,9 +204,8 @@ impl Tasks {
         }
         let (signal, _registered) = self.running.start(None, "task", id);
         let talk = Arc::new(TaskTalk::new(
-            self.store.clone(),
-            id,
-            record.answers.clone(),
+            (self.store.clone(), self.questions.clone()),
+            (id, &record.owner),
             record.offers,
             signal.clone(),
             deadline,
@@ -273,7 +281,7 @@ impl Tasks {
     }
 
     /// The caller's task `id`.
-    async fn owned(&self, subject: Option<&str>, id: &str) -> Result<Record, ErrorData> {
+    pub(super) async fn owned(&self, subject: Option<&str>, id: &str) -> Result<Record, ErrorData> {
         if id.is_empty() || id.len() > 64 {
             return Err(unknown_task());
         }
@@ -314,64 +322,8 @@ impl Tasks {
         Ok(DetailedTask::new(task_of(id, &record), payload))
     }
 
-    /// `tasks/update`: answers to the questions the task waits on, any of them (other keys are
-    /// ignored); the task works again once none is left open.
-    pub(crate) async fn answer(
-        &self,
-        subject: Option<&str>,
-        id: &str,
-        responses: &InputResponses,
-    ) -> Result<(), ErrorData> {
-        let record = self.owned(subject, id).await?;
-        // Every response to an open question is read first: a malformed one changes nothing.
-        let answered = record
-            .inputs
-            .iter()
-            .filter_map(|(key, (seq, _))| Some((key, *seq, responses.get(key)?)))
-            .map(|(key, seq, response)| Ok((key.clone(), seq, read_response(response)?)))
-            .collect::<Result<Vec<_>, ErrorData>>()?;
-        if answered.is_empty() {
-            return Ok(());
-        }
-        let resumed = std::sync::atomic::AtomicBool::new(false);
-        let written = self
-            .store
-            .update(id, |r| {
-                if r.status != TaskStatus::InputRequired {
-                    return false;
-                }
-                let mut changed = false;
-                for (key, seq, response) in &answered {
-                    if r.inputs.get(key).is_some_and(|(s, _)| s == seq) {
-                        r.inputs.remove(key);
-                        r.answers.set(*seq, response.clone());
-                        changed = true;
-                    }
-                }
-                if changed && r.inputs.is_empty() {
-                    r.status = TaskStatus::Working;
-                    r.message = Some("The tool is running".into());
-                    resumed.store(std::mem::take(&mut r.parked), Ordering::Relaxed);
-                }
-                changed
-            })
-            .await
-            .map_err(unavailable)?;
-        // No run waits for this answer (it was parked): its work runs again.
-        if written.is_some()
-            && resumed.load(Ordering::Relaxed)
-            && let Err(e) = self.runner.wake(&work_id(id)).await
-        {
-            tracing::error!(target: "oxp::mcp", error = %e, "answered task not resumed");
-            self.fail(id, "The task could not be resumed; call the tool again")
-                .await
-                .map_err(unavailable)?;
-        }
-        Ok(())
-    }
-
     /// Ends task `id` as failed with `message` (unless it already ended).
-    async fn fail(&self, id: &str, message: &str) -> Result<(), StateError> {
+    pub(super) async fn fail(&self, id: &str, message: &str) -> Result<(), StateError> {
         self.store
             .update(id, |r| {
                 if r.status.is_terminal() {
@@ -407,55 +359,6 @@ impl Tasks {
         // Here at once; elsewhere through the record.
         self.running.cancel(None, "task", id);
         Ok(())
-    }
-}
-
-/// The runner's handler of task runs.
-struct TaskRuns(std::sync::Weak<Tasks>);
-
-impl Handler for TaskRuns {
-    fn run<'a>(&'a self, _: &'a str, work: &'a Work, run: Run) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
-            let Some(tasks) = self.0.upgrade() else {
-                return Outcome::Retry("the server is shutting down".into());
-            };
-            let Some(id) = work.body.get("task").and_then(Value::as_str) else {
-                return Outcome::Done;
-            };
-            let traceparent = work
-                .body
-                .get("traceparent")
-                .and_then(Value::as_str)
-                .map(str::to_owned);
-            let ended = tokio::select! {
-                ended = tasks.run(id, traceparent, run.deadline, work.interrupted) => ended,
-                // Let go (the process stops) or taken over: the run ends here.
-                () = run.stop.cancelled() => return Outcome::Retry("stopped".into()),
-            };
-            match ended {
-                RunEnd::Finished => Outcome::Done,
-                RunEnd::Parked => Outcome::Park,
-                RunEnd::Unavailable(why) => Outcome::Retry(why),
-            }
-        })
-    }
-
-    fn give_up<'a>(&'a self, _: &'a str, work: &'a Work, reason: &'a str) -> BoxFuture<'a, ()> {
-        Box::pin(async move {
-            let (Some(tasks), Some(id)) = (
-                self.0.upgrade(),
-                work.body.get("task").and_then(Value::as_str),
-            ) else {
-                return;
-            };
-            tracing::error!(target: "oxp::mcp", reason, "task run given up");
-            if let Err(e) = tasks
-                .fail(id, "The server could not run the task; call the tool again")
-                .await
-            {
-                tracing::error!(target: "oxp::mcp", error = %e, "task outcome not recorded");
-            }
-        })
     }
 }
 

@@ -12,11 +12,12 @@
 //! | the store did not answer | 503 | nothing |
 
 use crate::rap::Rap;
-use crate::rap::choice::{self, Refused};
+use crate::rap::choice;
 use crate::rap::job::error;
 use crate::rap::messages::ChoiceResponse;
 use crate::rap::wire::{ErrorText, MAX_ID_CHARS};
 use crate::server::{CallContext, json, json_response};
+use crate::work::questions::Refused;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
@@ -50,12 +51,12 @@ pub(crate) async fn user_choice_response(
             "The body must be {\"id\": string, \"selected\": integer}",
         );
     };
-    let Some(store) = &rap.talk.state else {
+    let Some(questions) = &rap.talk.questions else {
         return refused(StatusCode::NOT_FOUND, "unknown_choice", "No such question");
     };
     let token: String = token.chars().take(64).collect();
     let caller = context.principal.subject.as_deref();
-    match choice::answer(&**store, &rap.talk.waiting, &token, caller, &response).await {
+    match choice::answer(questions, &token, caller, &response).await {
         Ok(()) => {
             tracing::info!(target: "oxp::rap::audit", id = response.id.as_str(), selected = response.selected, outcome = "answered", "user_choice_response");
             json_response(StatusCode::OK, Bytes::from_static(br#"{"status":"ok"}"#))
@@ -63,7 +64,7 @@ pub(crate) async fn user_choice_response(
         Err(Refused::Unknown) => {
             refused(StatusCode::NOT_FOUND, "unknown_choice", "No such question")
         }
-        Err(Refused::WrongCall) => refused(
+        Err(Refused::Mismatch) => refused(
             StatusCode::BAD_REQUEST,
             "malformed_answer",
             "The answer names another call than the question's",

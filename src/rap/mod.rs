@@ -180,13 +180,15 @@ pub(crate) struct Shared {
     pub(crate) talk: Arc<talk::Talkback>,
 }
 
-/// The parts `config` describes over `state` and `subscriptions` (registering RAP's delivery
+/// The parts `config` describes over `state`, the one question service and `subscriptions`
+/// (registering RAP's delivery
 /// of subscription events with `runner`); `parks`: whether a call waiting for the user past its
 /// worker's deadline stays queued (the worker role).
 pub(crate) fn shared(
     config: &RapConfig,
     sdk: &crate::aws::SharedSdk,
     state: Option<Arc<dyn oxp_lambda_core::durable::StateStore>>,
+    questions: Option<Arc<crate::work::Questions>>,
     subscriptions: Option<Arc<crate::subscriptions::Subscriptions>>,
     runner: Option<&Arc<crate::work::Runner>>,
     parks: bool,
@@ -212,7 +214,7 @@ pub(crate) fn shared(
     let talk = Arc::new(talk::Talkback {
         state,
         subscriptions,
-        waiting: choice::Waiting::default(),
+        questions,
         choice_timeout: config.choice_timeout,
         parks,
     });

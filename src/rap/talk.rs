@@ -3,11 +3,12 @@
 //! as `user_choice` ([`super::choice`]), and subscriptions whose events follow the call's
 //! answer as `subscription_event`s ([`crate::subscriptions`]).
 
-use crate::rap::choice::{self, Waited, Waiting};
+use crate::rap::choice::{self, Ended};
 use crate::rap::deliver::{Deliverer, Delivery};
 use crate::rap::job::Job;
 use crate::rap::messages::{UserChoice, ViewUpdate};
 use crate::subscriptions::{Owner, Subscriptions};
+use crate::work::Questions;
 use axum::body::Bytes;
 use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::talk::{
@@ -22,13 +23,13 @@ use std::time::{Duration, Instant};
 /// How long a progress or view message may take: a notification must not hold the call up.
 const NOTIFY_WITHIN: Duration = Duration::from_secs(2);
 
-/// What every RAP call's channel shares: the state store, the subscriptions, the calls waiting
-/// on an answer in this process, and how long a question waits.
+/// What every RAP call's channel shares: the state store, the subscriptions, the one question
+/// service, and how long a question waits.
 #[derive(Debug)]
 pub(crate) struct Talkback {
     pub(crate) state: Option<Arc<dyn StateStore>>,
     pub(crate) subscriptions: Option<Arc<Subscriptions>>,
-    pub(crate) waiting: Waiting,
+    pub(crate) questions: Option<Arc<Questions>>,
     /// `OXP_RAP_CHOICE_TIMEOUT_SECS`: how long a question waits for the user at most.
     pub(crate) choice_timeout: Duration,
     /// Whether a call waiting past its executor's deadline is parked for the queue to hand
@@ -142,7 +143,8 @@ impl Talkback {
     }
 
     /// While a queued call runs (a worker), fires `cancellation` when a cancellation mark for
-    /// it appears (within a [`choice::POLL`]); the watch ends when the guard drops. Nothing to
+    /// it appears (within a [`POLL`](crate::work::questions::POLL), the one wake-up policy);
+    /// the watch ends when the guard drops. Nothing to
     /// watch in the process that takes the cancellation itself.
     pub(crate) fn watch_cancel(&self, job: &Job, cancellation: Cancellation) -> Option<Watching> {
         let store = self.state.clone().filter(|_| self.parks)?;
@@ -157,7 +159,7 @@ impl Talkback {
                     cancellation.cancel();
                     return;
                 }
-                tokio::time::sleep(choice::POLL).await;
+                tokio::time::sleep(crate::work::questions::POLL).await;
             }
         });
         Some(Watching(task))
@@ -245,7 +247,7 @@ impl RapTalk {
     }
 
     async fn ask_user(&self, ask: Ask, seq: u32) -> Result<Choice, TalkError> {
-        let Some(store) = &self.parts.state else {
+        let Some(questions) = &self.parts.questions else {
             return Err(TalkError::Unavailable(
                 "asking the user needs durable state (OXP_STATE)".into(),
             ));
@@ -258,12 +260,11 @@ impl RapTalk {
         let unavailable = |e: oxp_lambda_core::durable::StateError| TalkError::Unavailable(e.0);
         let reply_to = &self.job.reply_to;
         let asked = choice::record(
-            &**store,
+            questions,
             self.job.principal.subject.as_deref(),
             &reply_to.group_id,
             &reply_to.id,
             seq,
-            &ask,
             self.parts.choice_timeout + Duration::from_secs(3600),
         )
         .await
@@ -306,21 +307,21 @@ impl RapTalk {
         let give_up = Instant::now() + left;
         let until = self.deadline.map_or(give_up, |d| d.min(give_up));
         let waited = choice::wait(
-            &**store,
-            &self.parts.waiting,
+            questions,
             &asked.token,
+            &ask,
             until.into(),
             self.cancellation.cancelled(),
         )
         .await;
         match waited {
             Ok(choice) => Ok(choice),
-            Err(Waited::Failed(e)) => Err(e),
-            Err(Waited::Until) if until < give_up && self.parts.parks => {
+            Err(Ended::Failed(e)) => Err(e),
+            Err(Ended::Until) if until < give_up && self.parts.parks => {
                 self.parked.store(true, Ordering::Relaxed);
                 Err(TalkError::Parked)
             }
-            Err(Waited::Until) => Err(TalkError::TimedOut),
+            Err(Ended::Until) => Err(TalkError::TimedOut),
         }
     }
 }

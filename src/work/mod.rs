@@ -13,6 +13,7 @@
 //!
 //! Knows no protocol: a handler is registered under its kind.
 
+pub(crate) mod questions;
 mod record;
 mod settings;
 
@@ -37,6 +38,7 @@ pub(crate) mod queue {
     }
 }
 
+pub(crate) use questions::Questions;
 pub(crate) use record::Work;
 pub(crate) use settings::Settings;
 

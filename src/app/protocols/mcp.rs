@@ -45,7 +45,7 @@ impl Protocol for Mcp {
         let served = crate::mcp::served_for_mcp(
             assembly.invoker.clone(),
             &settings,
-            assembly.state(),
+            assembly.questions,
             config.runtime.lambda,
             config.lambda_streaming,
             assembly.runner,

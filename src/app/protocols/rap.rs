@@ -43,6 +43,7 @@ impl Protocol for Rap {
             &settings,
             assembly.aws,
             assembly.state().cloned(),
+            assembly.questions.cloned(),
             assembly.subscriptions.cloned(),
             assembly.runner,
             worker_role,

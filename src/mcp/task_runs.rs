@@ -1,0 +1,57 @@
+//! The runner's handler of MCP task runs ([`TASK_RUN`](super::tasks::TASK_RUN)): a run ends
+//! done, parked (waiting for the user past its executor's deadline), or retried; given up, the
+//! task fails with a message its client sees.
+
+use super::tasks::{RunEnd, Tasks};
+use crate::server::BoxFuture;
+use crate::work::{Handler, Outcome, Run, Work};
+use serde_json::Value;
+
+/// The runner's handler of task runs.
+pub(super) struct TaskRuns(pub(super) std::sync::Weak<Tasks>);
+
+impl Handler for TaskRuns {
+    fn run<'a>(&'a self, _: &'a str, work: &'a Work, run: Run) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            let Some(tasks) = self.0.upgrade() else {
+                return Outcome::Retry("the server is shutting down".into());
+            };
+            let Some(id) = work.body.get("task").and_then(Value::as_str) else {
+                return Outcome::Done;
+            };
+            let traceparent = work
+                .body
+                .get("traceparent")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            let ended = tokio::select! {
+                ended = tasks.run(id, traceparent, run.deadline, work.interrupted) => ended,
+                // Let go (the process stops) or taken over: the run ends here.
+                () = run.stop.cancelled() => return Outcome::Retry("stopped".into()),
+            };
+            match ended {
+                RunEnd::Finished => Outcome::Done,
+                RunEnd::Parked => Outcome::Park,
+                RunEnd::Unavailable(why) => Outcome::Retry(why),
+            }
+        })
+    }
+
+    fn give_up<'a>(&'a self, _: &'a str, work: &'a Work, reason: &'a str) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            let (Some(tasks), Some(id)) = (
+                self.0.upgrade(),
+                work.body.get("task").and_then(Value::as_str),
+            ) else {
+                return;
+            };
+            tracing::error!(target: "oxp::mcp", reason, "task run given up");
+            if let Err(e) = tasks
+                .fail(id, "The server could not run the task; call the tool again")
+                .await
+            {
+                tracing::error!(target: "oxp::mcp", error = %e, "task outcome not recorded");
+            }
+        })
+    }
+}

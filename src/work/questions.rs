@@ -1,0 +1,334 @@
+//! The one question service: a question a running call asks its user or its client (RAP's
+//! `user_choice`, MCP's elicitation, sampling and roots on a handshake call's stream) is a record
+//! in the state store, asked once, answered once by its own caller through any process, and
+//! awaited under one wake-up policy: at once when the answer lands in the waiting call's own
+//! process, else within [`POLL`] (the answer came through another process: a Lambda execution
+//! environment, a second server on the same table). Knows no protocol: what was asked and what
+//! answers it are the protocol's JSON, checked by the protocol.
+//!
+//! Two ways to name a question: by the call that asks it ([`Questions::ask_once`]: a call that
+//! runs again, a redelivered job, finds the question it asked and its answer rather than asking
+//! twice; the answer comes under an unguessable token), or by a key the protocol names
+//! ([`Questions::take`]: MCP numbers a call's requests on its stream, so a number is held while
+//! it is awaited, renewed, and let go when its call is done).
+//!
+//! A task's questions are asked once per task and question number too, answered through
+//! `tasks/update` and replayed from here to a run that resumes. Only answers given in the
+//! request itself are not questions here (MCP 2026-07-28's `input_required` rounds, whose state
+//! the client holds, sealed): nothing waits on them.
+
+use oxp_lambda_core::durable::{Item, StateError, StateStore};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+use tokio::sync::Notify;
+
+/// How often a waiting call reads its question's record (when no answer woke it).
+pub(crate) const POLL: Duration = Duration::from_millis(500);
+/// An answered question is kept at least this long for its waiting call to read.
+const ANSWER_KEPT: Duration = Duration::from_secs(60);
+
+/// Questions, by token.
+const QUESTIONS: &str = "questions";
+/// The token of a call's question, by the key of the call and its question number.
+const ASKED: &str = "questions-of";
+
+/// A question as stored.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Record {
+    /// The caller the answer must come from (`None` without authentication).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    caller: Option<String>,
+    /// What the protocol asked, to check an answer against.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    asked: Value,
+    /// The answer, once given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answer: Option<Value>,
+}
+
+impl Record {
+    fn bytes(&self) -> Vec<u8> {
+        serde_json::to_vec(self).expect("questions serialize")
+    }
+}
+
+/// A question asked by [`Questions::ask_once`]: its token, and whether it was asked just now
+/// (the protocol then sends it) or before.
+#[derive(Debug)]
+pub(crate) struct Asked {
+    pub(crate) token: String,
+    pub(crate) new: bool,
+}
+
+/// Why a wait ended without an answer.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Waited {
+    /// `until` came.
+    Until,
+    /// The question is gone (expired, or let go).
+    Gone,
+    /// The call was cancelled.
+    Cancelled,
+    /// The store did not answer.
+    Unavailable(StateError),
+}
+
+/// Why an answer was refused; nothing changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refused {
+    /// No such question, or it is another caller's (the difference is not told).
+    Unknown,
+    /// The protocol's check of the answer against the question failed.
+    Mismatch,
+    /// The question was answered already.
+    Answered,
+    /// The store did not answer (retry).
+    Unavailable,
+}
+
+/// The questions of every call of this process, over the state store.
+#[derive(Debug)]
+pub(crate) struct Questions {
+    store: Arc<dyn StateStore>,
+    /// The calls of this process waiting on an answer, to wake them at once.
+    waiting: Mutex<HashMap<String, Arc<Notify>>>,
+}
+
+impl Questions {
+    /// The service over `store`.
+    pub(crate) fn new(store: Arc<dyn StateStore>) -> Self {
+        Self {
+            store,
+            waiting: Mutex::default(),
+        }
+    }
+
+    /// The store the questions live in.
+    pub(crate) fn store(&self) -> &Arc<dyn StateStore> {
+        &self.store
+    }
+
+    /// Asks the question `call` names (the call, its caller and the question's number, hashed
+    /// by the protocol) once: recorded for `caller` with what was `asked`, waiting at most
+    /// `keep` for its answer. Asked before: its token, and `new: false`.
+    pub(crate) async fn ask_once(
+        &self,
+        call: &str,
+        caller: Option<&str>,
+        asked: Value,
+        keep: Duration,
+    ) -> Result<Asked, StateError> {
+        if let Some(found) = self.store.get(ASKED, call).await? {
+            return Ok(Asked {
+                token: String::from_utf8_lossy(&found.value).into_owned(),
+                new: false,
+            });
+        }
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        let record = Record {
+            caller: caller.map(str::to_owned),
+            asked,
+            answer: None,
+        };
+        let expires = Some(SystemTime::now() + keep);
+        let item = Item::new(record.bytes(), expires);
+        self.store.put(QUESTIONS, &token, item).await?;
+        // A concurrent copy of the same call that recorded first wins: its token is the one.
+        let index = Item::new(token.clone().into_bytes(), expires);
+        if !self.store.put_if(ASKED, call, index, None).await? {
+            let found = self.store.get(ASKED, call).await?.ok_or_else(|| {
+                StateError("a question's record vanished while it was recorded".into())
+            })?;
+            self.store.delete(QUESTIONS, &token).await?;
+            return Ok(Asked {
+                token: String::from_utf8_lossy(&found.value).into_owned(),
+                new: false,
+            });
+        }
+        Ok(Asked { token, new: true })
+    }
+
+    /// Takes the question `token` (a key the protocol names) for `caller` while no other
+    /// question holds it, for `hold` (renewed while it is awaited): whether it was free.
+    pub(crate) async fn take(
+        &self,
+        token: &str,
+        caller: Option<&str>,
+        hold: Duration,
+    ) -> Result<bool, StateError> {
+        let record = Record {
+            caller: caller.map(str::to_owned),
+            asked: Value::Null,
+            answer: None,
+        };
+        let item = Item::new(record.bytes(), Some(SystemTime::now() + hold));
+        self.store.put_if(QUESTIONS, token, item, None).await
+    }
+
+    /// The answer to the question `call` names, if it was asked and answered.
+    pub(crate) async fn answered(&self, call: &str) -> Result<Option<Value>, StateError> {
+        let Some(token) = self.store.get(ASKED, call).await? else {
+            return Ok(None);
+        };
+        let token = String::from_utf8_lossy(&token.value).into_owned();
+        let Some(item) = self.store.get(QUESTIONS, &token).await? else {
+            return Ok(None);
+        };
+        let record: Record = serde_json::from_slice(&item.value)
+            .map_err(|_| StateError("a question does not read".into()))?;
+        Ok(record.answer)
+    }
+
+    /// [`answer`](Self::answer) to the question `call` names (asked by
+    /// [`ask_once`](Self::ask_once)).
+    pub(crate) async fn answer_call(
+        &self,
+        call: &str,
+        caller: Option<&str>,
+        check: impl FnOnce(&Value) -> bool,
+        answer: Value,
+    ) -> Result<(), Refused> {
+        let token = match self.store.get(ASKED, call).await {
+            Ok(Some(token)) => String::from_utf8_lossy(&token.value).into_owned(),
+            Ok(None) => return Err(Refused::Unknown),
+            Err(_) => return Err(Refused::Unavailable),
+        };
+        self.answer(&token, caller, check, answer).await
+    }
+
+    /// Lets the question `token` go (its call is done with it, answered or not).
+    pub(crate) async fn forget(&self, token: &str) -> Result<(), StateError> {
+        self.store.delete(QUESTIONS, token).await
+    }
+
+    /// Takes `answer` of `caller` to the question `token` once, when `check` passes it against
+    /// what was asked, and wakes the call if it waits in this process.
+    pub(crate) async fn answer(
+        &self,
+        token: &str,
+        caller: Option<&str>,
+        check: impl FnOnce(&Value) -> bool,
+        answer: Value,
+    ) -> Result<(), Refused> {
+        let unavailable = |e: StateError| {
+            tracing::warn!(target: "oxp::questions", error = %e, "state store unavailable for an answer");
+            Refused::Unavailable
+        };
+        let item = self
+            .store
+            .get(QUESTIONS, token)
+            .await
+            .map_err(unavailable)?
+            .ok_or(Refused::Unknown)?;
+        let mut record: Record =
+            serde_json::from_slice(&item.value).map_err(|_| Refused::Unknown)?;
+        if record.caller.as_deref() != caller {
+            return Err(Refused::Unknown);
+        }
+        if record.answer.is_some() {
+            return Err(Refused::Answered);
+        }
+        if !check(&record.asked) {
+            return Err(Refused::Mismatch);
+        }
+        record.answer = Some(answer);
+        let kept = SystemTime::now() + ANSWER_KEPT;
+        let expires = item.expires.map(|e| e.max(kept));
+        let swapped = self
+            .store
+            .put_if(
+                QUESTIONS,
+                token,
+                Item::new(record.bytes(), expires),
+                Some(&item.value),
+            )
+            .await
+            .map_err(unavailable)?;
+        if !swapped {
+            // Another answer (or the asking call letting it go) came between the read and the
+            // write.
+            return Err(Refused::Answered);
+        }
+        let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(notify) = waiting.get(token) {
+            notify.notify_one();
+        }
+        Ok(())
+    }
+
+    /// Waits for the answer to question `token` until `until`, or until `cancelled`; a question
+    /// [taken](Self::take) for `hold` is held on while it waits.
+    pub(crate) async fn wait(
+        &self,
+        token: &str,
+        until: tokio::time::Instant,
+        hold: Option<Duration>,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> Result<Value, Waited> {
+        let woken = {
+            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            waiting.entry(token.to_owned()).or_default().clone()
+        };
+        let waited = self.watch(token, until, hold, &woken, cancelled).await;
+        self.waiting
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(token);
+        waited
+    }
+
+    async fn watch(
+        &self,
+        token: &str,
+        until: tokio::time::Instant,
+        hold: Option<Duration>,
+        woken: &Notify,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> Result<Value, Waited> {
+        tokio::pin!(cancelled);
+        let mut held = tokio::time::Instant::now();
+        loop {
+            match self.store.get(QUESTIONS, token).await {
+                Ok(Some(item)) => {
+                    let record: Record = serde_json::from_slice(&item.value)
+                        .map_err(|_| Waited::Unavailable(StateError("unreadable".into())))?;
+                    if let Some(answer) = record.answer {
+                        return Ok(answer);
+                    }
+                    if let Some(hold) = hold
+                        && held.elapsed() >= hold / 3
+                    {
+                        // Still waiting: the question stays this call's (unless the answer
+                        // came first, which the next read finds).
+                        let renewed = Item::new(item.value.clone(), Some(SystemTime::now() + hold));
+                        let _ = self
+                            .store
+                            .put_if(QUESTIONS, token, renewed, Some(&item.value))
+                            .await;
+                        held = tokio::time::Instant::now();
+                    }
+                }
+                Ok(None) => return Err(Waited::Gone),
+                Err(e) => {
+                    tracing::warn!(target: "oxp::questions", error = %e, "state store unavailable while waiting for an answer");
+                }
+            }
+            let wake = until.min(tokio::time::Instant::now() + POLL);
+            tokio::select! {
+                () = woken.notified() => {}
+                () = tokio::time::sleep_until(wake) => {}
+                () = &mut cancelled => return Err(Waited::Cancelled),
+            }
+            if tokio::time::Instant::now() >= until {
+                return Err(Waited::Until);
+            }
+        }
+    }
+}
+
+#[cfg(all(test, feature = "embedded-state"))]
+#[path = "questions_tests.rs"]
+mod tests;

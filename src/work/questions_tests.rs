@@ -1,0 +1,164 @@
+use super::*;
+use serde_json::json;
+
+fn questions() -> Arc<Questions> {
+    Arc::new(Questions::new(crate::state::embedded::store(None).unwrap()))
+}
+
+fn later(secs: u64) -> tokio::time::Instant {
+    tokio::time::Instant::now() + Duration::from_secs(secs)
+}
+
+const KEEP: Duration = Duration::from_secs(60);
+
+#[tokio::test]
+async fn a_question_takes_one_answer_from_its_own_caller_that_passes_the_protocols_check() {
+    let q = questions();
+    let asked = q
+        .ask_once("call-1#0", Some("alice"), json!({"id": "call-1"}), KEEP)
+        .await
+        .unwrap();
+    assert!(asked.new);
+    let t = asked.token.as_str();
+    let same_call = |asked: &Value| asked["id"] == "call-1";
+    let answer = |token: &str, caller: &str, ok: bool, v: i64| {
+        let q = q.clone();
+        let token = token.to_owned();
+        let caller = caller.to_owned();
+        async move {
+            q.answer(&token, Some(&caller), move |a| ok && same_call(a), json!(v))
+                .await
+        }
+    };
+    assert_eq!(
+        answer("no-such", "alice", true, 0).await,
+        Err(Refused::Unknown)
+    );
+    assert_eq!(
+        answer(t, "mallory", true, 0).await,
+        Err(Refused::Unknown),
+        "another caller's answer is refused as if there were no question"
+    );
+    assert_eq!(answer(t, "alice", false, 0).await, Err(Refused::Mismatch));
+    assert_eq!(answer(t, "alice", true, 0).await, Ok(()));
+    assert_eq!(
+        answer(t, "alice", true, 1).await,
+        Err(Refused::Answered),
+        "a second answer changes nothing"
+    );
+    let got = q.wait(t, later(5), None, std::future::pending()).await;
+    assert_eq!(got, Ok(json!(0)));
+}
+
+#[tokio::test]
+async fn the_same_call_asking_again_finds_its_question_and_its_answer() {
+    let q = questions();
+    let first = q.ask_once("c#0", None, json!(1), KEEP).await.unwrap();
+    let again = q.ask_once("c#0", None, json!(1), KEEP).await.unwrap();
+    assert!(!again.new);
+    assert_eq!(first.token, again.token);
+    let next = q.ask_once("c#1", None, json!(1), KEEP).await.unwrap();
+    assert_ne!(
+        next.token, first.token,
+        "the call's next question is another"
+    );
+    q.answer(&first.token, None, |_| true, json!("yes"))
+        .await
+        .unwrap();
+    // The call, run again (a redelivered job), reads the answer given to its first run.
+    let again = q.ask_once("c#0", None, json!(1), KEEP).await.unwrap();
+    let got = q
+        .wait(&again.token, later(5), None, std::future::pending())
+        .await;
+    assert_eq!(got, Ok(json!("yes")));
+}
+
+#[tokio::test]
+async fn a_waiting_call_wakes_at_once_on_an_answer_taken_in_its_process() {
+    let q = questions();
+    let asked = q.ask_once("w#0", None, Value::Null, KEEP).await.unwrap();
+    let (q2, token) = (q.clone(), asked.token.clone());
+    let waiter = tokio::spawn(async move {
+        q2.wait(&token, later(30), None, std::future::pending())
+            .await
+    });
+    // Past its first read of the store: from here only a wake or the poll can end the wait.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = std::time::Instant::now();
+    q.answer(&asked.token, None, |_| true, json!(5))
+        .await
+        .unwrap();
+    assert_eq!(waiter.await.unwrap(), Ok(json!(5)));
+    assert!(
+        started.elapsed() < POLL / 2,
+        "woken, not polled: {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn an_answer_taken_by_another_process_is_read_within_a_poll() {
+    let q = questions();
+    // Another process on the same store: its own service, its own waiting calls.
+    let other = Questions::new(q.store().clone());
+    let asked = q.ask_once("x#0", None, Value::Null, KEEP).await.unwrap();
+    let (q2, token) = (q.clone(), asked.token.clone());
+    let waiter = tokio::spawn(async move {
+        q2.wait(&token, later(30), None, std::future::pending())
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let started = std::time::Instant::now();
+    other
+        .answer(&asked.token, None, |_| true, json!(7))
+        .await
+        .unwrap();
+    assert_eq!(waiter.await.unwrap(), Ok(json!(7)));
+    assert!(started.elapsed() <= POLL + Duration::from_millis(200));
+}
+
+#[tokio::test]
+async fn a_wait_ends_at_its_time_on_cancellation_and_when_the_question_is_let_go() {
+    let q = questions();
+    let asked = q.ask_once("e#0", None, Value::Null, KEEP).await.unwrap();
+    let soon = tokio::time::Instant::now() + Duration::from_millis(100);
+    let t = asked.token.as_str();
+    assert_eq!(
+        q.wait(t, soon, None, std::future::pending()).await,
+        Err(Waited::Until)
+    );
+    let cancelled = tokio::time::sleep(Duration::from_millis(50));
+    assert_eq!(
+        q.wait(t, later(30), None, cancelled).await,
+        Err(Waited::Cancelled)
+    );
+    q.forget(t).await.unwrap();
+    assert_eq!(
+        q.wait(t, later(30), None, std::future::pending()).await,
+        Err(Waited::Gone)
+    );
+}
+
+#[tokio::test]
+async fn a_taken_key_is_held_while_awaited_and_free_once_let_go_or_lapsed() {
+    let q = questions();
+    // The stores keep expiry to the second: a hold of seconds.
+    let hold = Duration::from_secs(3);
+    assert!(q.take("s:0", Some("a"), hold).await.unwrap());
+    assert!(!q.take("s:0", Some("a"), hold).await.unwrap(), "held");
+    // Awaited past its hold: renewed, so still this call's.
+    let soon = tokio::time::Instant::now() + Duration::from_secs(4);
+    let waited = q
+        .wait("s:0", soon, Some(hold), std::future::pending())
+        .await;
+    assert_eq!(waited, Err(Waited::Until));
+    assert!(
+        !q.take("s:0", Some("a"), hold).await.unwrap(),
+        "renewed while awaited"
+    );
+    // Not awaited (its call crashed): the hold lapses.
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert!(q.take("s:0", Some("a"), hold).await.unwrap(), "lapsed");
+    q.forget("s:0").await.unwrap();
+    assert!(q.take("s:0", Some("a"), hold).await.unwrap(), "let go");
+}
