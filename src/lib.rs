@@ -52,6 +52,7 @@
 //! | `oauth` | users' OAuth flows run by the server (`OXP_OAUTH_PROVIDERS`): a tool's token the caller did not send comes from the user's sealed vault |
 //! | `otel` | a span per call over OTLP/HTTP (`OXP_OTEL_ENDPOINT`), flushed before each Lambda invocation answers |
 //! | `embedded-state` | durable state in an embedded database file (redb): talk-back calls, tasks and acknowledged invocations survive a restart |
+//! | `subscriptions` | subscriptions that outlive their call and `Assembly::events()`, where an event source hands them events (RAP carries them) |
 //! | `webhooks` | `POST /webhooks/{source}`: signed event sources feeding subscriptions |
 //! | `mimalloc` | mimalloc as the binary's allocator |
 //!
@@ -84,6 +85,7 @@ mod aws;
 #[cfg(feature = "bedrock-agent")]
 mod bedrock;
 pub mod config;
+mod events;
 mod idempotency;
 mod logging;
 #[cfg(feature = "mcp")]
@@ -109,9 +111,9 @@ mod sqs;
 #[path = "sqs_off.rs"]
 mod sqs;
 mod state;
-#[cfg(feature = "rap")]
+#[cfg(feature = "subscriptions")]
 mod subscriptions;
-#[cfg(not(feature = "rap"))]
+#[cfg(not(feature = "subscriptions"))]
 #[path = "subscriptions_off.rs"]
 mod subscriptions;
 mod transport;
@@ -155,6 +157,9 @@ pub use run::{run, run_app, run_with};
 /// with [`AppBuilder::protocol`]; docs/architecture.md walks through one.
 pub mod protocol {
     pub use crate::app::protocol::{Assembly, BoxFuture, Contribution, Drain, Protocol};
+    pub use crate::events::{
+        Events, MAX_EVENT_BYTES, MAX_EVENT_ID_CHARS, PublishError, Published, REPLAY_WINDOW,
+    };
     pub use crate::server::{
         CallContext, Deadline, DirectHandler, Handled, LambdaRole, RecordHandler, Refused, WORKER,
     };

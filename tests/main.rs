@@ -31,6 +31,8 @@ mod content;
 mod contract;
 #[cfg(feature = "jwt")]
 mod custom_protocol;
+#[cfg(feature = "rap")]
+mod custom_source;
 mod deps;
 mod docs;
 mod lambda_events;

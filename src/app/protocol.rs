@@ -117,6 +117,13 @@ impl Assembly<'_> {
         self.state
     }
 
+    /// Where an event source hands its events (`None` without durable state, or in a build
+    /// without the `subscriptions` feature): every live subscription of a topic takes each once,
+    /// in order, delivered by the protocol that opened it.
+    pub fn events(&self) -> Option<crate::events::Events> {
+        self.subscriptions.map(|s| crate::events::Events(s.clone()))
+    }
+
     /// Whether an earlier run of this server left durable state (the embedded store's file was
     /// there at start): a protocol resumes what it acknowledged and did not finish. Never in
     /// Lambda, where a queue's redelivery does it.

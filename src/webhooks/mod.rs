@@ -1,13 +1,14 @@
 //! Event sources: `POST /webhooks/{source}` takes an event from an outside system, verifies it
 //! came from there (an HMAC-SHA256 of the raw body with a server-held secret, in
 //! `X-Hub-Signature-256: sha256=<hex>`, GitHub's convention), and hands it to every live
-//! subscription of its topic ([`crate::subscriptions`]), which the call that opened it keeps
-//! receiving as `subscription_event`s.
+//! subscription of its topic through [`Events`], the public door every event source uses (a
+//! program's own is written the same way: `tests/custom_source.rs`), which the call that
+//! opened it keeps receiving as `subscription_event`s.
 //!
 //! | case | answer | delivered |
 //! |---|---|---|
 //! | signed, readable | 202 `{"accepted": n}` (n subscriptions took it) | to each, in order |
-//! | the same signed body again within [`REPLAY_WINDOW`] (a resend, or a replay with other headers) | 202 `{"accepted": 0}` | nothing more |
+//! | the same signed body again within [`REPLAY_WINDOW`](crate::events::REPLAY_WINDOW) (a resend, or a replay with other headers) | 202 `{"accepted": 0}` | nothing more |
 //! | a subscription's backlog is full | 429 with `Retry-After` (send it again: the others do not take it twice) | to the others |
 //! | no signature, a wrong one, or no secret held for the source (or one shorter than [`MIN_KEY_BYTES`]) | 401 | nothing |
 //! | over `OXP_WEBHOOK_MAX_BYTES` (at most what the store keeps, 256 KiB) | 413, before anything is marked | nothing |
@@ -21,15 +22,15 @@
 //!
 //! An event is known by what its signature covers: the digest of its source and its body, never
 //! a header (GitHub's `X-GitHub-Delivery` is not signed). A body taken once is not taken again
-//! for [`REPLAY_WINDOW`] from any subscription's point of view, and each subscription takes it
+//! for [`REPLAY_WINDOW`](crate::events::REPLAY_WINDOW) from any subscription's point of view, and each subscription takes it
 //! once whenever it comes.
 
 mod source;
 
 pub use source::{Kind, Source, WebhooksConfig};
 
+use crate::events::{Events, PublishError};
 use crate::server::{json, only};
-use crate::subscriptions::Subscriptions;
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
@@ -41,13 +42,9 @@ use oxp_lambda_core::secrets::Secrets;
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// The shortest signing key a source may have (an empty key signs nothing).
 pub(crate) const MIN_KEY_BYTES: usize = 16;
-/// How long a signed body taken once is refused as a replay: longer than a sender resends
-/// (GitHub redelivers on request within days).
-pub(crate) const REPLAY_WINDOW: Duration = Duration::from_secs(7 * 24 * 3600);
 
 /// What an event is known by: its source and the digest of its signed body.
 fn event_digest(source: &str, body: &[u8]) -> String {
@@ -63,20 +60,16 @@ fn event_digest(source: &str, body: &[u8]) -> String {
 pub(crate) struct Webhooks {
     sources: Vec<Source>,
     secrets: Secrets,
-    subscriptions: Option<Arc<Subscriptions>>,
+    events: Option<Events>,
     max_bytes: usize,
 }
 
 impl Webhooks {
-    pub(crate) fn new(
-        config: &WebhooksConfig,
-        secrets: Secrets,
-        subscriptions: Option<Arc<Subscriptions>>,
-    ) -> Self {
+    pub(crate) fn new(config: &WebhooksConfig, secrets: Secrets, events: Option<Events>) -> Self {
         Self {
             sources: config.sources.clone(),
             secrets,
-            subscriptions,
+            events,
             max_bytes: config.max_bytes,
         }
     }
@@ -117,61 +110,33 @@ async fn receive(
         Ok(()) => {}
         Err(why) => return refused(StatusCode::UNAUTHORIZED, why, id),
     }
-    let Some(subscriptions) = &webhooks.subscriptions else {
+    let Some(events) = &webhooks.events else {
         return refused(
             StatusCode::SERVICE_UNAVAILABLE,
             "subscriptions are off: the server keeps no durable state (OXP_STATE)",
             id,
         );
     };
-    let events = match source.kind.events(&headers, &body) {
-        Ok(events) => events,
+    let topics = match source.kind.events(&headers, &body) {
+        Ok(topics) => topics,
         Err(why) => return refused(StatusCode::BAD_REQUEST, why, id),
     };
     // Known by what the signature covers: a resend, or a replay with fresh headers, is the same
     // event. Taken once within the window (a subscription opened since gets no old event), and
     // each subscription takes it once whenever it comes.
-    let event_id = event_digest(id, &body);
-    match subscriptions.replayed(id, &event_id).await {
-        Ok(false) => {}
-        Ok(true) => {
-            tracing::info!(target: "oxp::webhooks", source = id, "event taken before: not taken again");
-            return answer(StatusCode::ACCEPTED, json!({"accepted": 0}));
-        }
-        Err(e) => {
-            tracing::error!(target: "oxp::webhooks", source = id, error = %e, "event not published");
+    let published = match events.publish(id, &event_digest(id, &body), &topics).await {
+        Ok(published) => published,
+        Err(PublishError::Invalid(why)) => return refused(StatusCode::BAD_REQUEST, why, id),
+        Err(_) => {
             return refused(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "the event could not be kept; send it again",
                 id,
             );
         }
-    }
-    let (mut accepted, mut full) = (0, 0);
-    for (topic, text) in &events {
-        match subscriptions.publish(id, topic, &event_id, text).await {
-            Ok(published) => {
-                accepted += published.accepted;
-                full += published.full;
-            }
-            Err(e) => {
-                tracing::error!(target: "oxp::webhooks", source = id, error = %e, "event not published");
-                return refused(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    "the event could not be kept; send it again",
-                    id,
-                );
-            }
-        }
-    }
-    tracing::info!(target: "oxp::webhooks", source = id, accepted, full, "event received");
-    // Every subscription that could take it did: a copy now is a replay. (With a backlog full,
-    // the source's resend is what the others wait for, and each takes it once.)
-    if full == 0
-        && let Err(e) = subscriptions.taken(id, &event_id, REPLAY_WINDOW).await
-    {
-        tracing::warn!(target: "oxp::webhooks", source = id, error = %e, "event not marked taken: a replay reaches only new subscriptions");
-    }
+    };
+    let (accepted, full) = (published.accepted, published.full);
+    tracing::info!(target: "oxp::webhooks", source = id, accepted, full, replayed = published.replayed, "event received");
     if full > 0 {
         let mut response = answer(
             StatusCode::TOO_MANY_REQUESTS,

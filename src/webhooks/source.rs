@@ -6,7 +6,7 @@ use serde_json::Value;
 
 /// The largest event a source may send: what the state store keeps of one value (an event
 /// is kept whole until it is delivered), so an event taken is never one the store refuses.
-pub(crate) const MAX_EVENT_BYTES: usize = oxp_lambda_core::durable::MAX_VALUE_BYTES;
+pub(crate) const MAX_EVENT_BYTES: usize = crate::events::MAX_EVENT_BYTES;
 
 /// Longest topic, in characters.
 const MAX_TOPIC_CHARS: usize = 128;

@@ -1,5 +1,5 @@
 //! Webhook event sources (`OXP_WEBHOOK_*`) as the value the app takes: `POST /webhooks/{source}`
-//! feeding the subscriptions RAP calls open.
+//! feeding the subscriptions calls open, through `Assembly::events()` like any event source.
 
 use crate::app::protocol::{Assembly, Contribution, Protocol};
 use crate::config::{Config, ConfigError, Env};
@@ -38,11 +38,7 @@ impl Protocol for EventSources {
                 crate::webhooks::MIN_KEY_BYTES,
             )?;
         }
-        let webhooks = Webhooks::new(
-            &settings,
-            invoker.secrets().clone(),
-            assembly.subscriptions.cloned(),
-        );
+        let webhooks = Webhooks::new(&settings, invoker.secrets().clone(), assembly.events());
         Ok(Contribution::routes(crate::webhooks::router(Arc::new(
             webhooks,
         ))))
