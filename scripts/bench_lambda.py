@@ -186,8 +186,9 @@ import sys, boto3
 kw = dict(endpoint_url=sys.argv[1], region_name="us-east-1", aws_access_key_id="testing",
           aws_secret_access_key="testing")
 boto3.client("dynamodb", **kw).create_table(TableName="oxp-bench", BillingMode="PAY_PER_REQUEST",
-    KeySchema=[{"AttributeName": "call_id", "KeyType": "HASH"}],
-    AttributeDefinitions=[{"AttributeName": "call_id", "AttributeType": "S"}])
+    KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}],
+    AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                          {"AttributeName": "sk", "AttributeType": "S"}])
 sqs = boto3.client("sqs", **kw)
 print(sqs.create_queue(QueueName="oxp-bench")["QueueUrl"], sqs.create_queue(QueueName="oxp-bench-dlq")["QueueUrl"])
 boto3.client("secretsmanager", **kw).create_secret(Name="oxp/TWILIO_API_KEY", SecretString="bench")

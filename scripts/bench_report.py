@@ -316,6 +316,55 @@ def duration(us):
     return f"{us:.0f} µs"
 
 
+def durable_lines(d):
+    """The durable work model's figures (scripts/bench_durable.py), when measured."""
+    if not d:
+        return []
+    mib = lambda b: f"{b / 1048576:.1f} MiB"
+    spread = lambda xs: f"{sorted(xs)[len(xs) // 2]:.1f} s (of {min(xs):.1f}-{max(xs):.1f} s)"
+    sub = d["subscriptions"]
+    n, rounds = sub["n"], sub["rounds"]
+    first = rounds[0]
+    per_sub = (first["rss_open_kib"] - sub["rss_start_kib"]) / n
+    file_per_sub = (first["file_open"] - sub["file_start"]) / n
+    per_event = (first["file_event_2"] - first["file_open"]) / 2
+    lines = [
+        "",
+        "The durable work model (`scripts/bench_durable.py`, the release binary on 127.0.0.1, three",
+        "runs each). A takeover: two servers share a DynamoDB table on moto, one accepts a RAP",
+        "invocation (`Demo.Sleep`, 1 s) and is killed 0.3 s into it; the time from the kill until",
+        "the survivor's `tool_result` reached the runtime, less the tool's own second. It is the",
+        "lease left at the kill (the runner renews it every third of `OXP_WORK_LEASE_SECS`) plus up",
+        "to one sweep (`OXP_WORK_SWEEP_SECS`).",
+        "",
+        "| takeover after a kill -9 | median (of min-max) |",
+        "|---|---|",
+        f"| defaults: 30 s lease, 5 s sweep | {spread(d['takeover_default_s'])} |",
+        f"| 5 s lease, 1 s sweep | {spread(d['takeover_short_s'])} |",
+        "",
+        f"Subscriptions on the embedded file: {n:,} opened over RAP (`Demo.Watch`), two signed "
+        "events to their topic, their thread closed; then the same again.",
+        "",
+        "| | round 1 | round 2 |",
+        "|---|---|---|",
+        f"| server memory (RSS) with {n:,} open | {rounds[0]['rss_open_kib'] / 1024:.0f} MiB | "
+        f"{rounds[1]['rss_open_kib'] / 1024:.0f} MiB |",
+        f"| first event delivered to all {n:,} | {rounds[0]['first_event_all_s']:.2f} s | "
+        f"{rounds[1]['first_event_all_s']:.2f} s |",
+        f"| file with {n:,} open | {mib(rounds[0]['file_open'])} | {mib(rounds[1]['file_open'])} |",
+        f"| file after two events | {mib(rounds[0]['file_event_2'])} | {mib(rounds[1]['file_event_2'])} |",
+        f"| file after the close | {mib(rounds[0]['file_closed'])} | {mib(rounds[1]['file_closed'])} |",
+        "",
+        f"Per open subscription: {per_sub:.1f} KiB of the server's memory (from "
+        f"{sub['rss_start_kib'] / 1024:.0f} MiB at start) and {file_per_sub / 1024:.1f} KiB of file; "
+        f"an event to all {n:,} adds {mib(max(per_event, 0))} to the file (its rows are written, "
+        "delivered and deleted, their pages reused). Closed subscriptions' records are kept for "
+        "their grace (a day) and then deleted by the writer's reclaim, whose freed pages later "
+        "writes reuse: the file does not shrink, it stops growing.",
+    ]
+    return lines
+
+
 def write_talk_back(talk):
     """Puts the section of benches/talk_back.rs (`talk`: criterion id -> median µs) into
     docs/performance.md, before the method, in place of the one there."""
@@ -373,6 +422,7 @@ def write_talk_back(talk):
         f"answer, the reports dropped), {duration(streamed)} with ten notifications streamed (rmcp's "
         "per-request service, which a streamed answer needs, and the ten SSE events).",
     ]
+    lines += durable_lines(talk.get("durable"))
     lines.append("")
     with open("docs/performance.md") as f:
         page = f.read()

@@ -44,7 +44,9 @@ pub(crate) fn served_for_mcp(
     let tasks = questions
         .zip(runner.filter(|r| !in_lambda || r.queued()))
         .map(|(questions, runner)| {
-            Tasks::new(questions.clone(), invoker.clone(), &tools, runner.clone())
+            let tasks = Tasks::new(questions.clone(), invoker.clone(), &tools, runner.clone());
+            super::task_runs::register(&tasks, runner);
+            tasks
         });
     let required = task_required(&settings.task_required, &tools, tasks.is_some())?;
     let mcp = Served::new(invoker, tools).with_round_trips(trips);

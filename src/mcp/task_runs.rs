@@ -2,13 +2,19 @@
 //! done, parked (waiting for the user past its executor's deadline), or retried; given up, the
 //! task fails with a message its client sees.
 
-use super::tasks::{RunEnd, Tasks};
+use super::tasks::{RunEnd, TASK_RUN, Tasks};
 use crate::server::BoxFuture;
 use crate::work::{Handler, Outcome, Run, Work};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// The runner's handler of task runs.
-pub(super) struct TaskRuns(pub(super) std::sync::Weak<Tasks>);
+struct TaskRuns(std::sync::Weak<Tasks>);
+
+/// Registers the handler of `tasks`' runs with `runner`.
+pub(super) fn register(tasks: &Arc<Tasks>, runner: &crate::work::Runner) {
+    runner.register(TASK_RUN, Arc::new(TaskRuns(Arc::downgrade(tasks))));
+}
 
 impl Handler for TaskRuns {
     fn run<'a>(&'a self, _: &'a str, work: &'a Work, run: Run) -> BoxFuture<'a, Outcome> {

@@ -5,7 +5,7 @@
 use super::questions::Offers;
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::principal::Principal;
-use rmcp::model::{JsonObject, TaskStatus};
+use rmcp::model::{DetailedTask, InputRequests, JsonObject, Task, TaskPayload, TaskStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
@@ -13,6 +13,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
+/// The polling interval suggested to clients (`pollIntervalMs`).
+const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// How long a task is kept after it is created (`ttlMs`).
 pub(crate) const TASK_TTL: Duration = Duration::from_secs(3600);
 /// How often a run reads its record for a cancellation written by another process.
@@ -49,6 +51,44 @@ pub(super) struct Record {
     /// forms only).
     #[serde(default = "Offers::forms")]
     pub(super) offers: Offers,
+}
+
+impl Record {
+    /// The wire `Task` of the record, as task `id`.
+    pub(super) fn task(&self, id: &str) -> Task {
+        let mut task = Task::new(id, self.status, &self.created, &self.updated)
+            .with_ttl_ms(TASK_TTL.as_millis() as u64)
+            .with_poll_interval_ms(POLL_INTERVAL.as_millis() as u64);
+        task.status_message = self.message.clone();
+        task
+    }
+
+    /// What `tasks/get` answers of it: the task and what its status carries (the open
+    /// questions, the result, the error).
+    pub(super) fn detailed(&self, id: &str) -> DetailedTask {
+        let payload = match self.status {
+            TaskStatus::InputRequired => {
+                let mut requests = InputRequests::new();
+                for (key, (_, request)) in &self.inputs {
+                    if let Ok(request) = serde_json::from_value(request.clone()) {
+                        requests.insert(key.clone(), request);
+                    }
+                }
+                TaskPayload::InputRequired {
+                    input_requests: requests,
+                }
+            }
+            TaskStatus::Completed => TaskPayload::Completed {
+                result: self.result.clone().unwrap_or_default(),
+            },
+            TaskStatus::Failed => TaskPayload::Failed {
+                error: self.error.clone().unwrap_or_default(),
+            },
+            TaskStatus::Cancelled => TaskPayload::Cancelled,
+            _ => TaskPayload::Working,
+        };
+        DetailedTask::new(self.task(id), payload)
+    }
 }
 
 pub(super) fn now() -> String {

@@ -7,10 +7,9 @@
 //! deadline the task is parked (no run holds it) and the answer sends the run to the queue
 //! again, whose run finds every answer given so far in the service.
 
-use super::questions::{Answers, MAX_ASKS, Offers, Question, read_response, request_of};
+use super::questions::{Answers, MAX_ASKS, Offers, Question, request_of};
 use super::sampling::{roots_of, sampled_of};
 use super::task_store::{TASK_TTL, TaskStore, WATCH};
-use super::tasks::{Tasks, unavailable as task_unavailable, work_id};
 use crate::work::Questions;
 use crate::work::questions::Refused as NotAnswered;
 use crate::work::questions::Waited;
@@ -19,8 +18,6 @@ use oxp_lambda_core::form::{Filled, Form};
 use oxp_lambda_core::sample::{Root, Sample, Sampled};
 use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
 use oxp_lambda_core::tool::Cancellation;
-use rmcp::ErrorData;
-use rmcp::model::InputResponses;
 use rmcp::model::TaskStatus;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -199,109 +196,27 @@ impl Talk for TaskTalk {
     }
 }
 
-/// The answers of a task's questions: those given before the call became a task, and those
-/// `tasks/update` brings.
-impl Tasks {
-    /// Records `answers` (given before the call became task `id`) as its questions' answers.
-    pub(super) async fn seed(
-        &self,
-        id: &str,
-        owner: &str,
-        answers: &Answers,
-    ) -> Result<(), StateError> {
-        for seq in 0..answers.slots() as u32 {
-            let Some(answer) = answers.get(seq) else {
-                continue;
-            };
-            let call = task_question(id, seq);
-            let asked = self
-                .questions
-                .ask_once(&call, Some(owner), Value::Null, TASK_TTL)
-                .await?;
-            let taken = self
-                .questions
-                .answer(&asked.token, Some(owner), |_| true, answer.clone())
-                .await;
-            if taken == Err(NotAnswered::Unavailable) {
-                return Err(StateError("an answer could not be recorded".into()));
-            }
+/// Records `answers` (given before the call became task `id`) as its questions' answers.
+pub(super) async fn seed(
+    questions: &Questions,
+    id: &str,
+    owner: &str,
+    answers: &Answers,
+) -> Result<(), StateError> {
+    for seq in 0..answers.slots() as u32 {
+        let Some(answer) = answers.get(seq) else {
+            continue;
+        };
+        let call = task_question(id, seq);
+        let asked = questions
+            .ask_once(&call, Some(owner), Value::Null, TASK_TTL)
+            .await?;
+        let taken = questions
+            .answer(&asked.token, Some(owner), |_| true, answer.clone())
+            .await;
+        if taken == Err(NotAnswered::Unavailable) {
+            return Err(StateError("an answer could not be recorded".into()));
         }
-        Ok(())
     }
-
-    /// `tasks/update`: answers to the questions the task waits on, any of them (other keys are
-    /// ignored); the task works again once none is left open.
-    pub(crate) async fn answer(
-        &self,
-        subject: Option<&str>,
-        id: &str,
-        responses: &InputResponses,
-    ) -> Result<(), ErrorData> {
-        let record = self.owned(subject, id).await?;
-        // Every response to an open question is read first: a malformed one changes nothing.
-        let answered = record
-            .inputs
-            .iter()
-            .filter_map(|(key, (seq, _))| Some((key, *seq, responses.get(key)?)))
-            .map(|(key, seq, response)| Ok((key.clone(), seq, read_response(response)?)))
-            .collect::<Result<Vec<_>, ErrorData>>()?;
-        // Each into the one question service (where the run waiting on it, in this process or
-        // another, reads it), then out of the record's open questions.
-        let mut taken = Vec::with_capacity(answered.len());
-        for (key, seq, response) in answered {
-            let call = task_question(id, seq);
-            let names_key = |asked: &Value| asked["key"].as_str() == Some(key.as_str());
-            let owner = Some(record.owner.as_str());
-            match self
-                .questions
-                .answer_call(&call, owner, names_key, response)
-                .await
-            {
-                Ok(()) | Err(NotAnswered::Answered) => taken.push((key, seq)),
-                Err(NotAnswered::Unknown | NotAnswered::Mismatch) => {}
-                Err(NotAnswered::Unavailable) => {
-                    return Err(task_unavailable(StateError(
-                        "an answer not recorded".into(),
-                    )));
-                }
-            }
-        }
-        if taken.is_empty() {
-            return Ok(());
-        }
-        let resumed = std::sync::atomic::AtomicBool::new(false);
-        let written = self
-            .store
-            .update(id, |r| {
-                if r.status != TaskStatus::InputRequired {
-                    return false;
-                }
-                let mut changed = false;
-                for (key, seq) in &taken {
-                    if r.inputs.get(key).is_some_and(|(s, _)| s == seq) {
-                        r.inputs.remove(key);
-                        changed = true;
-                    }
-                }
-                if changed && r.inputs.is_empty() {
-                    r.status = TaskStatus::Working;
-                    r.message = Some("The tool is running".into());
-                    resumed.store(std::mem::take(&mut r.parked), Ordering::Relaxed);
-                }
-                changed
-            })
-            .await
-            .map_err(task_unavailable)?;
-        // No run waits for this answer (it was parked): its work runs again.
-        if written.is_some()
-            && resumed.load(Ordering::Relaxed)
-            && let Err(e) = self.runner.wake(&work_id(id)).await
-        {
-            tracing::error!(target: "oxp::mcp", error = %e, "answered task not resumed");
-            self.fail(id, "The task could not be resumed; call the tool again")
-                .await
-                .map_err(task_unavailable)?;
-        }
-        Ok(())
-    }
+    Ok(())
 }

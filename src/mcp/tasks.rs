@@ -15,11 +15,12 @@
 //! may run twice ([`RegisteredTool::may_run_again`]), else failed with a message. Never
 //! `working` forever, never silent.
 
-use super::questions::{Answers, Offers};
-use super::task_store::{Record, TASK_TTL, TaskStore, WATCH, now, owner_of};
-use super::task_talk::TaskTalk;
+use super::questions::{Answers, Offers, read_response};
+use super::task_store::{Record, TaskStore, WATCH, now, owner_of};
+use super::task_talk::{TaskTalk, seed, task_question};
 use crate::server::CallContext;
 use crate::work::Questions;
+use crate::work::questions::Refused as NotAnswered;
 use crate::work::{Refused, Runner};
 use oxp_lambda_core::durable::StateError;
 use oxp_lambda_core::invoke::{Invoker, Target};
@@ -27,14 +28,12 @@ use oxp_lambda_core::refusal::ErrorClass;
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::running::Running;
 use rmcp::ErrorData;
-use rmcp::model::{CreateTaskResult, DetailedTask, InputRequests, Task, TaskPayload, TaskStatus};
+use rmcp::model::{CreateTaskResult, DetailedTask, InputResponses, TaskStatus};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::Ordering;
 
-/// The polling interval suggested to clients (`pollIntervalMs`).
-const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// The kind of work that runs a task (its body: `{"task": id, "traceparent": ...}`).
 pub(crate) const TASK_RUN: &str = "mcp-task";
 
@@ -87,15 +86,16 @@ impl std::fmt::Debug for Tasks {
 }
 
 impl Tasks {
-    /// The tasks over the store of `questions`, their runs `runner`'s work (registered here).
+    /// The tasks over the store of `questions`, their runs `runner`'s work (the handler of
+    /// [`TASK_RUN`] is registered with it by [`super::task_runs::register`]).
     pub(crate) fn new(
         questions: Arc<Questions>,
         invoker: Arc<Invoker>,
         tools: &[Arc<RegisteredTool>],
         runner: Arc<Runner>,
     ) -> Arc<Self> {
-        let tasks = Arc::new(Self {
-            runner: runner.clone(),
+        Arc::new(Self {
+            runner,
             store: TaskStore::new(questions.store().clone()),
             questions,
             invoker,
@@ -104,12 +104,7 @@ impl Tasks {
                 .map(|t| (t.listing_name.clone(), t.clone()))
                 .collect(),
             running: Arc::default(),
-        });
-        runner.register(
-            TASK_RUN,
-            Arc::new(super::task_runs::TaskRuns(Arc::downgrade(&tasks))),
-        );
-        tasks
+        })
     }
 
     /// Creates a task for `tool` with `arguments`, durably, and starts its run here (or in
@@ -144,7 +139,7 @@ impl Tasks {
         // Written before the answer: a tasks/get anywhere finds it.
         self.store.create(&id, &record).await.map_err(unavailable)?;
         // The answers its questions had are the task's first, where its runs read them.
-        if let Err(e) = self.seed(&id, &record.owner, &answers).await {
+        if let Err(e) = seed(&self.questions, &id, &record.owner, &answers).await {
             self.store.forget(&id).await;
             return Err(unavailable(e));
         }
@@ -154,7 +149,7 @@ impl Tasks {
             .submit(TASK_RUN, &work_id(&id), Some(&record.owner), body)
             .await
         {
-            Ok(_) => Ok(CreateTaskResult::new(task_of(&id, &record))),
+            Ok(_) => Ok(CreateTaskResult::new(record.task(&id))),
             Err(refused) => {
                 self.store.forget(&id).await;
                 Err(match refused {
@@ -297,29 +292,81 @@ impl Tasks {
         subject: Option<&str>,
         id: &str,
     ) -> Result<DetailedTask, ErrorData> {
+        Ok(self.owned(subject, id).await?.detailed(id))
+    }
+
+    /// `tasks/update`: answers to the questions the task waits on, any of them (other keys are
+    /// ignored); the task works again once none is left open.
+    pub(crate) async fn answer(
+        &self,
+        subject: Option<&str>,
+        id: &str,
+        responses: &InputResponses,
+    ) -> Result<(), ErrorData> {
         let record = self.owned(subject, id).await?;
-        let payload = match record.status {
-            TaskStatus::InputRequired => {
-                let mut requests = InputRequests::new();
-                for (key, (_, request)) in &record.inputs {
-                    if let Ok(request) = serde_json::from_value(request.clone()) {
-                        requests.insert(key.clone(), request);
-                    }
-                }
-                TaskPayload::InputRequired {
-                    input_requests: requests,
+        // Every response to an open question is read first: a malformed one changes nothing.
+        let answered = record
+            .inputs
+            .iter()
+            .filter_map(|(key, (seq, _))| Some((key, *seq, responses.get(key)?)))
+            .map(|(key, seq, response)| Ok((key.clone(), seq, read_response(response)?)))
+            .collect::<Result<Vec<_>, ErrorData>>()?;
+        // Each into the one question service (where the run waiting on it, in this process or
+        // another, reads it), then out of the record's open questions.
+        let mut taken = Vec::with_capacity(answered.len());
+        for (key, seq, response) in answered {
+            let call = task_question(id, seq);
+            let names_key = |asked: &Value| asked["key"].as_str() == Some(key.as_str());
+            let owner = Some(record.owner.as_str());
+            match self
+                .questions
+                .answer_call(&call, owner, names_key, response)
+                .await
+            {
+                Ok(()) | Err(NotAnswered::Answered) => taken.push((key, seq)),
+                Err(NotAnswered::Unknown | NotAnswered::Mismatch) => {}
+                Err(NotAnswered::Unavailable) => {
+                    return Err(unavailable(StateError("an answer not recorded".into())));
                 }
             }
-            TaskStatus::Completed => TaskPayload::Completed {
-                result: record.result.clone().unwrap_or_default(),
-            },
-            TaskStatus::Failed => TaskPayload::Failed {
-                error: record.error.clone().unwrap_or_default(),
-            },
-            TaskStatus::Cancelled => TaskPayload::Cancelled,
-            _ => TaskPayload::Working,
-        };
-        Ok(DetailedTask::new(task_of(id, &record), payload))
+        }
+        if taken.is_empty() {
+            return Ok(());
+        }
+        let resumed = std::sync::atomic::AtomicBool::new(false);
+        let written = self
+            .store
+            .update(id, |r| {
+                if r.status != TaskStatus::InputRequired {
+                    return false;
+                }
+                let mut changed = false;
+                for (key, seq) in &taken {
+                    if r.inputs.get(key).is_some_and(|(s, _)| s == seq) {
+                        r.inputs.remove(key);
+                        changed = true;
+                    }
+                }
+                if changed && r.inputs.is_empty() {
+                    r.status = TaskStatus::Working;
+                    r.message = Some("The tool is running".into());
+                    resumed.store(std::mem::take(&mut r.parked), Ordering::Relaxed);
+                }
+                changed
+            })
+            .await
+            .map_err(unavailable)?;
+        // No run waits for this answer (it was parked): its work runs again.
+        if written.is_some()
+            && resumed.load(Ordering::Relaxed)
+            && let Err(e) = self.runner.wake(&work_id(id)).await
+        {
+            tracing::error!(target: "oxp::mcp", error = %e, "answered task not resumed");
+            self.fail(id, "The task could not be resumed; call the tool again")
+                .await
+                .map_err(unavailable)?;
+        }
+        Ok(())
     }
 
     /// Ends task `id` as failed with `message` (unless it already ended).
@@ -360,13 +407,4 @@ impl Tasks {
         self.running.cancel(None, "task", id);
         Ok(())
     }
-}
-
-/// The wire `Task` of a record.
-fn task_of(id: &str, record: &Record) -> Task {
-    let mut task = Task::new(id, record.status, &record.created, &record.updated)
-        .with_ttl_ms(TASK_TTL.as_millis() as u64)
-        .with_poll_interval_ms(POLL_INTERVAL.as_millis() as u64);
-    task.status_message = record.message.clone();
-    task
 }
