@@ -10,6 +10,7 @@
 //! A write is answered only once it is durable, as before; what changes is that 32 writers at
 //! once (a fan-out) share one flush rather than queueing for 32 (docs/performance.md).
 
+mod readers;
 mod reclaim;
 
 use super::private_file;
@@ -55,6 +56,10 @@ fn take(path: &Path) -> Result<File, String> {
     }
 }
 
+/// The most memory the database's page cache takes (redb's default is a GiB): the rows a
+/// busy server reads again stay in memory, a large file does not.
+const CACHE_BYTES: usize = 64 * 1024 * 1024;
+
 /// Writes one group commit takes at most.
 const GROUP: usize = 256;
 
@@ -68,11 +73,11 @@ pub(crate) struct Embedded {
     reclaim_every: Duration,
 }
 
-/// The open database and its writer.
+/// The open database's writer and readers (each holds the database).
 struct Opened {
-    db: Arc<Database>,
     writes: mpsc::Sender<Pending>,
     writer: Option<std::thread::JoinHandle<()>>,
+    readers: Option<readers::Readers>,
 }
 
 /// One write and who waits for it.
@@ -96,7 +101,16 @@ impl Drop for Embedded {
     fn drop(&mut self) {
         // The writer ends once its queue closes, and releases the file: the same path may be
         // opened again right after (a restart in a test, a second app in a process).
-        if let Some(Opened { writes, writer, .. }) = self.db.take() {
+        if let Some(Opened {
+            writes,
+            writer,
+            readers,
+            ..
+        }) = self.db.take()
+        {
+            if let Some(readers) = readers {
+                readers.stop();
+            }
             drop(writes);
             if let Some(writer) = writer {
                 let _ = writer.join();
@@ -126,11 +140,8 @@ impl Embedded {
         }
     }
 
-    /// The database, opened (or created) now if this is the first use.
-    async fn db(&self) -> Result<Arc<Database>, StateError> {
-        Ok(self.opened().await?.db.clone())
-    }
-
+    /// The database, opened (or created) now if this is the first use, with its writer and
+    /// readers.
     async fn opened(&self) -> Result<&Opened, StateError> {
         self.db
             .get_or_try_init(|| {
@@ -142,10 +153,11 @@ impl Embedded {
                             StateError(format!("state store: open {}: {e}", path.display()))
                         })?;
                     }
+                    let mut builder = Database::builder();
+                    builder.set_cache_size(CACHE_BYTES);
                     let db = match &path {
-                        Some(path) => Database::create(path),
-                        None => Database::builder()
-                            .create_with_backend(redb::backends::InMemoryBackend::new()),
+                        Some(path) => builder.create(path),
+                        None => builder.create_with_backend(redb::backends::InMemoryBackend::new()),
                     }
                     .map_err(|e| failed("open", e))?;
                     // The table exists from the start, so a read never finds it missing.
@@ -162,10 +174,11 @@ impl Embedded {
                             .spawn(move || write_groups(&db, queue, schedule))
                             .map_err(|e| StateError(format!("state store: writer: {e}")))?
                     };
+                    let readers = readers::Readers::start(&db)?;
                     Ok(Opened {
-                        db,
                         writes,
                         writer: Some(writer),
+                        readers: Some(readers),
                     })
                 })
             })
@@ -185,13 +198,16 @@ impl Embedded {
         answer.await.map_err(|_| gone())?
     }
 
-    /// Runs `f` on the database, off the runtime's threads.
+    /// Runs `f` on the database, on one of the store's reader threads.
     async fn with<T: Send + 'static>(
         &self,
         f: impl FnOnce(&Database) -> Result<T, StateError> + Send + 'static,
     ) -> Result<T, StateError> {
-        let db = self.db().await?;
-        blocking(move || f(&db)).await
+        let opened = self.opened().await?;
+        match &opened.readers {
+            Some(readers) => readers.read(f).await,
+            None => Err(StateError("state store: closed".into())),
+        }
     }
 }
 
