@@ -83,20 +83,34 @@ async fn invoke(server: &Server, callback: &str, id: &str, operation: &str, argu
     assert_eq!(post(server, "/invoke", &body).await.0, 200);
 }
 
-/// Waits for the tool result of call `id` among the callbacks.
-async fn result_of(callbacks: &mut UnboundedReceiver<RapCallback>, id: &str) -> Value {
-    let found = tokio::time::timeout(Duration::from_secs(20), async {
-        while let Some(callback) = callbacks.recv().await {
-            if let RapCallback::ToolResult(result) = callback
-                && result.id.as_str() == id
-            {
-                return serde_json::to_value(&result).unwrap();
-            }
+/// The runtime's callbacks as they come, and the tool results read but not yet asked for:
+/// results of calls made one after the other may arrive in either order.
+struct Callbacks {
+    channel: UnboundedReceiver<RapCallback>,
+    results: Vec<Value>,
+}
+
+impl Callbacks {
+    /// Waits for the tool result of call `id` (20 s at most), whenever it came.
+    async fn result_of(&mut self, id: &str) -> Value {
+        if let Some(at) = self.results.iter().position(|r| r["id"] == id) {
+            return self.results.remove(at);
         }
-        panic!("the callback server stopped");
-    })
-    .await;
-    found.unwrap_or_else(|_| panic!("no result for {id}"))
+        let found = tokio::time::timeout(Duration::from_secs(20), async {
+            while let Some(callback) = self.channel.recv().await {
+                if let RapCallback::ToolResult(result) = callback {
+                    let result = serde_json::to_value(&result).unwrap();
+                    if result["id"] == id {
+                        return result;
+                    }
+                    self.results.push(result);
+                }
+            }
+            panic!("the callback server stopped");
+        })
+        .await;
+        found.unwrap_or_else(|_| panic!("no result for {id} (others: {:?})", self.results))
+    }
 }
 
 /// Waits (2 s at most) until call `id` is gone.
@@ -113,9 +127,13 @@ async fn a_restarting_runtime_learns_which_calls_the_server_still_tracks() {
     let dir = common::Scratch::new("status");
     let state = dir.join("oxp-state.redb");
     let state = state.to_str().unwrap();
-    let (base, mut callbacks) = rap_client::callback_server::start_callback_channel()
+    let (base, channel) = rap_client::callback_server::start_callback_channel()
         .await
         .unwrap();
+    let mut callbacks = Callbacks {
+        channel,
+        results: Vec::new(),
+    };
     let callback = format!("{base}/callback");
     let server = start(state);
     invoke(
@@ -142,8 +160,8 @@ async fn a_restarting_runtime_learns_which_calls_the_server_still_tracks() {
         json!({"ms": 3000}),
     )
     .await;
-    assert_eq!(result_of(&mut callbacks, "done").await["text"], "3");
-    result_of(&mut callbacks, "watching").await;
+    assert_eq!(callbacks.result_of("done").await["text"], "3");
+    callbacks.result_of("watching").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
         liveness(&server, "running").await,
@@ -175,7 +193,7 @@ async fn a_restarting_runtime_learns_which_calls_the_server_still_tracks() {
     assert_eq!(liveness(&server, "watching").await, Liveness::Alive);
     // The interrupted sleep (read-only: it may run again) is taken over and answered.
     let started = Instant::now();
-    result_of(&mut callbacks, "running").await;
+    callbacks.result_of("running").await;
     assert!(started.elapsed() < Duration::from_secs(12));
     // Answered (the record ends just after the callback took the result: the page's race).
     gone_soon(&server, "running").await;
