@@ -13,21 +13,15 @@
 
     .venv/bin/python scripts/bench_durable.py BINARY MOTO_URL [N]
 """
-import hashlib, hmac, http.server, json, os, shutil, signal, socket, subprocess, sys, tempfile
+import hashlib, hmac, http.server, json, os, shutil, signal, subprocess, sys, tempfile
 import threading, time, urllib.request, uuid
 from concurrent.futures import ThreadPoolExecutor
+
+from bench_lambda import free_port
 
 SECRET = "bench-durable-webhook-secret"
 # Subscriptions opened at once (fewer than a caller's pending invocations, 256 by default).
 BATCH = 200
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 class Runtime:

@@ -121,11 +121,8 @@ impl Questions {
         asked: Value,
         keep: Duration,
     ) -> Result<Asked, StateError> {
-        if let Some(found) = self.store.get(ASKED, call).await? {
-            return Ok(Asked {
-                token: String::from_utf8_lossy(&found.value).into_owned(),
-                new: false,
-            });
+        if let Some(token) = self.token_of(call).await? {
+            return Ok(Asked { token, new: false });
         }
         let token = uuid::Uuid::new_v4().simple().to_string();
         let record = Record {
@@ -139,12 +136,12 @@ impl Questions {
         // A concurrent copy of the same call that recorded first wins: its token is the one.
         let index = Item::new(token.clone().into_bytes(), expires);
         if !self.store.put_if(ASKED, call, index, None).await? {
-            let found = self.store.get(ASKED, call).await?.ok_or_else(|| {
+            let found = self.token_of(call).await?.ok_or_else(|| {
                 StateError("a question's record vanished while it was recorded".into())
             })?;
             self.store.delete(QUESTIONS, &token).await?;
             return Ok(Asked {
-                token: String::from_utf8_lossy(&found.value).into_owned(),
+                token: found,
                 new: false,
             });
         }
@@ -170,10 +167,9 @@ impl Questions {
 
     /// The answer to the question `call` names, if it was asked and answered.
     pub(crate) async fn answered(&self, call: &str) -> Result<Option<Value>, StateError> {
-        let Some(token) = self.store.get(ASKED, call).await? else {
+        let Some(token) = self.token_of(call).await? else {
             return Ok(None);
         };
-        let token = String::from_utf8_lossy(&token.value).into_owned();
         let Some(item) = self.store.get(QUESTIONS, &token).await? else {
             return Ok(None);
         };
@@ -191,12 +187,18 @@ impl Questions {
         check: impl FnOnce(&Value) -> bool,
         answer: Value,
     ) -> Result<(), Refused> {
-        let token = match self.store.get(ASKED, call).await {
-            Ok(Some(token)) => String::from_utf8_lossy(&token.value).into_owned(),
+        let token = match self.token_of(call).await {
+            Ok(Some(token)) => token,
             Ok(None) => return Err(Refused::Unknown),
             Err(_) => return Err(Refused::Unavailable),
         };
         self.answer(&token, caller, check, answer).await
+    }
+
+    /// The token of the question `call` names, if it was asked.
+    async fn token_of(&self, call: &str) -> Result<Option<String>, StateError> {
+        let found = self.store.get(ASKED, call).await?;
+        Ok(found.map(|item| String::from_utf8_lossy(&item.value).into_owned()))
     }
 
     /// Lets the question `token` go (its call is done with it, answered or not).
