@@ -7,9 +7,13 @@
   `tool_result` reaches the runtime, less the tool's own second: with the defaults
   (`OXP_WORK_LEASE_SECS` 30, `OXP_WORK_SWEEP_SECS` 5) and with a 5 s lease and a 1 s sweep.
 - subscriptions: one server on an embedded file opens N subscriptions (`Demo.Watch` over RAP),
-  publishes two signed events to their topic, closes their thread, and does it all again: the
-  server's resident memory and the file's size at each step, and the time until every
-  subscription had the first event.
+  publishes two signed events to their topic, closes their thread, and does it all again once
+  the first round's records expired (a 180 s subscription lifetime): the server's resident
+  memory and the file's size at each step, and the time until every subscription had the
+  first event.
+- memory: one server opens N subscriptions, then N more, its other caches (recent call
+  outcomes, the database's pages) bounded to 4 MiB each: the resident set at each step, so
+  the growth between them is what an open subscription holds.
 
     .venv/bin/python scripts/bench_durable.py BINARY MOTO_URL [N]
 """
@@ -22,6 +26,13 @@ from bench_lambda import free_port
 SECRET = "bench-durable-webhook-secret"
 # Subscriptions opened at once (fewer than a caller's pending invocations, 256 by default).
 BATCH = 200
+# Seconds the server is left before its memory is read.
+SETTLE = 5
+# The bound of the server's other caches in the memory run (4 MiB each).
+CACHES = 4 * 1024 * 1024
+# The subscriptions' lifetime (OXP_SUBSCRIPTION_TTL_SECS): longer than a round takes, short
+# enough to wait for between the rounds.
+TTL = 180
 
 
 class Runtime:
@@ -154,33 +165,47 @@ def takeover(binary, moto, lease, sweep, runs):
     return sorted(delays)
 
 
-def subscriptions(binary, n):
-    """Memory and file of N subscriptions over two rounds of open, two events, close."""
+def open_subscriptions(base, runtime, ids):
+    """Opens a subscription to topic `fan` for each id, a batch at a time, each answered before
+    the next: what stays in memory is what the subscriptions hold, not a burst of invocations
+    in flight."""
+    results = runtime.count("tool_result")
+    done = 0
+    for start_ in range(0, len(ids), BATCH):
+        batch = ids[start_:start_ + BATCH]
+        with ThreadPoolExecutor(32) as pool:
+            list(pool.map(lambda i: post(base, "/invoke", {
+                "operation": "Demo_Watch", "arguments": {"topic": "fan"},
+                "id": i, "group_id": "fan", "callback_url": runtime.url}), batch))
+        done += len(batch)
+        runtime.wait("tool_result", results + done, 600)
+
+
+def settled_rss_kib(pid):
+    """The resident set once the allocator gave back what a burst left (it does within
+    seconds)."""
+    time.sleep(SETTLE)
+    return rss_kib(pid)
+
+
+def subscriptions(binary, n, ttl=TTL):
+    """File (and memory) of N subscriptions over two rounds of open, two events, close; the
+    second once the first one's records expired (a lifetime of `ttl` seconds)."""
     folder = tempfile.mkdtemp(prefix="oxp-durable-")
     state = os.path.join(folder, "oxp-state.redb")
     runtime = Runtime()
     # One caller (no authentication) opens them all: its shares sized to fit.
     proc, base = start(binary, {"OXP_STATE_PATH": state, "OXP_SUBSCRIPTION_MAX_PER_CALLER": str(2 * n),
-                                "OXP_WORK_MAX_PER_CALLER": str(4 * n)})
+                                "OXP_WORK_MAX_PER_CALLER": str(4 * n),
+                                "OXP_SUBSCRIPTION_TTL_SECS": str(ttl)})
     out = {"n": n, "rounds": []}
     try:
-        time.sleep(0.5)
-        out["rss_start_kib"] = rss_kib(proc.pid)
+        out["rss_start_kib"] = settled_rss_kib(proc.pid)
         out["file_start"] = os.path.getsize(state) if os.path.exists(state) else 0
         for round_ in range(2):
             r = {}
-            # Opened a batch at a time, each answered before the next: what stays in memory is
-            # what the subscriptions hold, not a burst of invocations in flight.
-            results = runtime.count("tool_result")
-            for start_ in range(0, n, BATCH):
-                batch = range(start_, min(n, start_ + BATCH))
-                with ThreadPoolExecutor(32) as pool:
-                    list(pool.map(lambda i: post(base, "/invoke", {
-                        "operation": "Demo_Watch", "arguments": {"topic": "fan"},
-                        "id": f"w{round_}-{i}", "group_id": "fan", "callback_url": runtime.url}), batch))
-                runtime.wait("tool_result", results + batch.stop, 600)
-            time.sleep(1)
-            r["rss_open_kib"], r["file_open"] = rss_kib(proc.pid), os.path.getsize(state)
+            open_subscriptions(base, runtime, [f"w{round_}-{i}" for i in range(n)])
+            r["rss_open_kib"], r["file_open"] = settled_rss_kib(proc.pid), os.path.getsize(state)
             events = runtime.count("subscription_event")
             for k in (1, 2):
                 body = json.dumps({"topic": "fan", "event": {"round": round_, "n": k}}).encode()
@@ -192,11 +217,40 @@ def subscriptions(binary, n):
                 if k == 1:
                     r["first_event_all_s"] = done - sent
                 r[f"file_event_{k}"] = os.path.getsize(state)
-            r["rss_events_kib"] = rss_kib(proc.pid)
+            r["rss_events_kib"] = settled_rss_kib(proc.pid)
             post(base, "/close_thread", {"thread_id": "fan"})
             time.sleep(2)
             r["file_closed"] = os.path.getsize(state)
             out["rounds"].append(r)
+            if round_ == 0:
+                # The closed subscriptions' records expire a lifetime after the close; the
+                # next round's writes reclaim them and reuse their pages.
+                time.sleep(ttl + 5)
+    finally:
+        proc.terminate()
+        proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+    return out
+
+
+def memory(binary, n):
+    """What an open subscription holds in the server's memory: the resident set with N/2 open
+    and with N open, the server's caches of other things (recent call outcomes, the database's
+    pages) bounded small, so what grows is what subscriptions hold."""
+    folder = tempfile.mkdtemp(prefix="oxp-durable-")
+    runtime = Runtime()
+    proc, base = start(binary, {"OXP_STATE_PATH": os.path.join(folder, "oxp-state.redb"),
+                                "OXP_SUBSCRIPTION_MAX_PER_CALLER": str(2 * n),
+                                "OXP_WORK_MAX_PER_CALLER": str(4 * n),
+                                "OXP_IDEMPOTENCY_MAX_BYTES": str(CACHES),
+                                "OXP_STATE_CACHE_BYTES": str(CACHES)})
+    try:
+        out = {"n": n, "caches_bytes": CACHES, "rss_start_kib": settled_rss_kib(proc.pid)}
+        half = n // 2
+        open_subscriptions(base, runtime, [f"m-{i}" for i in range(half)])
+        out["rss_half_kib"] = settled_rss_kib(proc.pid)
+        open_subscriptions(base, runtime, [f"m-{i}" for i in range(half, n)])
+        out["rss_full_kib"] = settled_rss_kib(proc.pid)
     finally:
         proc.terminate()
         proc.wait()
@@ -211,6 +265,7 @@ def main():
         "takeover_default_s": takeover(binary, moto, None, None, 3),
         "takeover_short_s": takeover(binary, moto, 5, 1, 3),
         "subscriptions": subscriptions(binary, n),
+        "memory": memory(binary, 2 * n),
     }
     print(json.dumps(figures))
 

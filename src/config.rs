@@ -19,7 +19,7 @@ pub use crate::rap::config::{RapConfig, RateLimit};
 pub use crate::rap::deliver::RetryPolicy;
 pub use crate::secrets::{SecretSourceKind, SecretsConfig};
 pub use crate::settings::{ConfigError, Env, Vars};
-pub use crate::state::StateConfig;
+pub use crate::state::{DEFAULT_CACHE_BYTES, StateConfig};
 #[cfg(feature = "webhooks")]
 pub use crate::webhooks::{Kind as WebhookKind, Source as WebhookSource, WebhooksConfig};
 pub use oxp_lambda_core::secrets::ClientSecrets;

@@ -326,3 +326,28 @@ fn spans_are_exported_only_to_an_http_endpoint_named_and_only_with_the_otel_feat
         assert_eq!(named.unwrap_err().variable, "OXP_OTEL_ENDPOINT");
     }
 }
+
+#[test]
+fn the_embedded_stores_page_cache_is_bounded_as_set_and_never_to_nothing() {
+    let set = config(&[
+        ("OXP_STATE_PATH", "s.redb"),
+        ("OXP_STATE_CACHE_BYTES", "1048576"),
+    ])
+    .unwrap();
+    assert_eq!(
+        set.state,
+        crate::state::StateConfig::Embedded {
+            path: Some("s.redb".into()),
+            cache_bytes: 1 << 20
+        }
+    );
+    let unset = config(&[("OXP_STATE_PATH", "s.redb")]).unwrap();
+    assert!(matches!(
+        unset.state,
+        crate::state::StateConfig::Embedded { cache_bytes, .. } if cache_bytes == crate::state::DEFAULT_CACHE_BYTES
+    ));
+    let err = config(&[("OXP_STATE_CACHE_BYTES", "0")])
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("OXP_STATE_CACHE_BYTES"), "{err}");
+}

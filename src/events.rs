@@ -70,8 +70,8 @@ impl Events {
     /// Hands event `id` of `source` to the live subscriptions of each topic of `topics`, each
     /// with its text (one event may concern several topics: a repository and its kind of
     /// event). `id` names the event for good: the same id again is taken by no subscription
-    /// that took it, and once every subscription that could take it did, by none for
-    /// [`REPLAY_WINDOW`]. Make it what the source vouches for (the digest of a signed body),
+    /// that took it among its last 16 events (a fan-out cut short, sent again), and once every
+    /// subscription that could take it did, by none for [`REPLAY_WINDOW`]. Make it what the source vouches for (the digest of a signed body),
     /// never something a sender chooses freely.
     pub async fn publish<T: AsRef<str>, X: AsRef<str>>(
         &self,

@@ -62,7 +62,10 @@ fn app_with_store(tools: Vec<Tool>, store: Store, mut config: Config) -> App {
         Store::Memory => builder,
         Store::State(path) => {
             config.idempotency.mode = IdempotencyMode::State;
-            config.state = oxp_lambda::config::StateConfig::Embedded { path };
+            config.state = oxp_lambda::config::StateConfig::Embedded {
+                path,
+                cache_bytes: oxp_lambda::config::DEFAULT_CACHE_BYTES,
+            };
             builder
         }
         Store::Dynamo(sdk, table) => {

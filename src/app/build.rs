@@ -316,7 +316,7 @@ impl AppBuilder {
         // Whether an earlier run left state to resume: looked at before anything opens it.
         let recovering = matches!(
             &config.state,
-            crate::state::StateConfig::Embedded { path: Some(path) } if path.exists()
+            crate::state::StateConfig::Embedded { path: Some(path), .. } if path.exists()
         );
         // A store the program gives may be shared with other processes, as DynamoDB is.
         let shared = self.state_store.is_some()

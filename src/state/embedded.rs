@@ -26,11 +26,22 @@ use tokio::sync::{OnceCell, mpsc, oneshot};
 /// One table: `partition \0 key` -> expiry (Unix seconds, 0: none) then the value.
 const TABLE: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("state");
 
-/// The store of `path` (`None`: in memory), the file taken for this process now.
+/// The store of `path` (`None`: in memory), the file taken for this process now, with the
+/// default page cache.
+#[cfg(test)]
 pub(crate) fn store(path: Option<PathBuf>) -> Result<Arc<dyn StateStore>, String> {
+    store_cached(path, super::DEFAULT_CACHE_BYTES)
+}
+
+/// [`store`] with a page cache of at most `cache_bytes` (`OXP_STATE_CACHE_BYTES`).
+pub(crate) fn store_cached(
+    path: Option<PathBuf>,
+    cache_bytes: usize,
+) -> Result<Arc<dyn StateStore>, String> {
     let lock = path.as_deref().map(take).transpose()?;
     let mut store = Embedded::new(path);
     store.lock = lock;
+    store.cache_bytes = cache_bytes;
     Ok(Arc::new(store))
 }
 
@@ -56,10 +67,6 @@ fn take(path: &Path) -> Result<File, String> {
     }
 }
 
-/// The most memory the database's page cache takes (redb's default is a GiB): the rows a
-/// busy server reads again stay in memory, a large file does not.
-const CACHE_BYTES: usize = 64 * 1024 * 1024;
-
 /// Writes one group commit takes at most.
 const GROUP: usize = 256;
 
@@ -71,6 +78,8 @@ pub(crate) struct Embedded {
     lock: Option<File>,
     /// How often the writer deletes expired rows (`reclaim`).
     reclaim_every: Duration,
+    /// The most memory redb's page cache takes.
+    cache_bytes: usize,
 }
 
 /// The open database's writer and readers (each holds the database).
@@ -137,6 +146,7 @@ impl Embedded {
             db: OnceCell::new(),
             lock: None,
             reclaim_every: reclaim::EVERY,
+            cache_bytes: super::DEFAULT_CACHE_BYTES,
         }
     }
 
@@ -146,7 +156,7 @@ impl Embedded {
         self.db
             .get_or_try_init(|| {
                 let path = self.path.clone();
-                let reclaim_every = self.reclaim_every;
+                let (reclaim_every, cache_bytes) = (self.reclaim_every, self.cache_bytes);
                 blocking(move || {
                     if let Some(path) = &path {
                         private_file(path).map_err(|e| {
@@ -154,7 +164,7 @@ impl Embedded {
                         })?;
                     }
                     let mut builder = Database::builder();
-                    builder.set_cache_size(CACHE_BYTES);
+                    builder.set_cache_size(cache_bytes);
                     let db = match &path {
                         Some(path) => builder.create(path),
                         None => builder.create_with_backend(redb::backends::InMemoryBackend::new()),

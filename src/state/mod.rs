@@ -27,6 +27,9 @@ pub enum StateConfig {
     Embedded {
         /// The database file.
         path: Option<PathBuf>,
+        /// The most memory the database's page cache takes (`OXP_STATE_CACHE_BYTES`, default
+        /// [`DEFAULT_CACHE_BYTES`]).
+        cache_bytes: usize,
     },
     /// The DynamoDB table `OXP_STATE_TABLE`, shared by every execution environment.
     DynamoDb {
@@ -41,9 +44,17 @@ pub enum StateConfig {
 impl Default for StateConfig {
     /// Memory only: a configuration built in code writes no file.
     fn default() -> Self {
-        Self::Embedded { path: None }
+        Self::Embedded {
+            path: None,
+            cache_bytes: DEFAULT_CACHE_BYTES,
+        }
     }
 }
+
+/// The embedded database's page cache when `OXP_STATE_CACHE_BYTES` is not set (redb's own
+/// default is a GiB): the rows a busy server reads again stay in memory; the rest of the file
+/// is read through the system's page cache, which the kernel gives back when memory is short.
+pub const DEFAULT_CACHE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The binary's database file when `OXP_STATE_PATH` is not set.
 pub(crate) const DEFAULT_PATH: &str = "oxp-state.redb";
@@ -53,6 +64,9 @@ impl StateConfig {
     /// binary's configuration has one; a configuration built in code keeps to memory).
     pub(crate) fn from_env(env: &Env<'_>, file_default: bool) -> Result<Self, ConfigError> {
         let table = env.get("OXP_STATE_TABLE").map(|t| t.trim().to_owned());
+        let cache_bytes = env
+            .positive("OXP_STATE_CACHE_BYTES")?
+            .unwrap_or(DEFAULT_CACHE_BYTES);
         let path = env
             .get("OXP_STATE_PATH")
             .map(|p| PathBuf::from(p.trim()))
@@ -64,7 +78,7 @@ impl StateConfig {
                 "must be set for OXP_STATE=dynamodb",
             )),
             (None, None) if env.in_lambda() => Ok(Self::Off),
-            (None | Some("embedded"), _) => Ok(Self::Embedded { path }),
+            (None | Some("embedded"), _) => Ok(Self::Embedded { path, cache_bytes }),
             (Some("off"), _) => Ok(Self::Off),
             (Some(_), _) => Err(invalid(
                 "OXP_STATE",
@@ -100,7 +114,9 @@ pub(crate) fn private_file(path: &std::path::Path) -> std::io::Result<std::fs::F
 /// any other store (in memory, or DynamoDB, where the key must be a shared secret).
 pub(crate) fn key_file(config: &StateConfig) -> Option<PathBuf> {
     match config {
-        StateConfig::Embedded { path: Some(path) } => Some(path.with_extension("key")),
+        StateConfig::Embedded {
+            path: Some(path), ..
+        } => Some(path.with_extension("key")),
         _ => None,
     }
 }
@@ -112,7 +128,9 @@ pub(crate) fn build(
 ) -> Result<Option<Arc<dyn StateStore>>, String> {
     match config {
         StateConfig::Off => Ok(None),
-        StateConfig::Embedded { path } => embedded::store(path.clone()).map(Some),
+        StateConfig::Embedded { path, cache_bytes } => {
+            embedded::store_cached(path.clone(), *cache_bytes).map(Some)
+        }
         StateConfig::DynamoDb { table } => dynamodb::store(sdk, table.clone())
             .map(Some)
             .map_err(|e| format!("OXP_STATE_TABLE: {e}")),

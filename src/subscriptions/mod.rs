@@ -13,23 +13,24 @@
 //!
 //! Knows no protocol and no transport.
 
+mod delivery;
+mod expiry;
+mod fan_out;
 mod records;
 
 pub(crate) use records::{Owner, Sub, SubState, key_of};
 
 use crate::settings::{ConfigError, Env};
 use crate::work::Runner;
-use futures_util::{StreamExt, TryStreamExt, stream};
-use governor::clock::{Clock, DefaultClock};
+use expiry::Expiries;
 use governor::{DefaultKeyedRateLimiter, Quota};
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::talk::{Subscribe, Subscription};
 use records::Keys;
 use serde_json::json;
-use std::future::Future;
 use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 
 /// Most subscriptions one topic fans an event out to in one page of the store.
 const PAGE: usize = 500;
@@ -79,7 +80,10 @@ pub(crate) struct Published {
 pub(crate) struct Subscriptions {
     store: Arc<dyn StateStore>,
     runner: Arc<Runner>,
+    /// Each subscription's pace, by id; pruned of idle ones as it is used, so it holds about
+    /// the subscriptions being delivered to, not every one that ever was.
     limiter: DefaultKeyedRateLimiter<String>,
+    paced: std::sync::atomic::AtomicU64,
     max_backlog: u32,
     keep: Duration,
     per_caller: usize,
@@ -167,6 +171,7 @@ impl Subscriptions {
             store,
             runner,
             limiter: DefaultKeyedRateLimiter::keyed(quota),
+            paced: std::sync::atomic::AtomicU64::new(0),
             max_backlog: limits.max_backlog.max(1),
             keep: limits.keep,
             per_caller: limits.per_caller.max(1),
@@ -191,7 +196,13 @@ impl Subscriptions {
     /// Writes `sub` over `old` (compare-and-swap); whether it was written.
     async fn swap(&self, id: &str, sub: &Sub, old: &[u8]) -> Result<bool, StateError> {
         let bytes = serde_json::to_vec(sub).expect("records serialize");
-        let item = Item::new(bytes, self.expires());
+        // An ended one is kept a while only (a redelivered job opening it again finds it
+        // ended), so a month of subscriptions opened and closed does not stay in the store.
+        let expires = match sub.state {
+            SubState::Pending | SubState::Active => self.expires(),
+            SubState::Done | SubState::Cancelled => Some(SystemTime::now() + self.keep.min(GRACE)),
+        };
+        let item = Item::new(bytes, expires);
         self.store.put_if(Keys::SUB, id, item, Some(old)).await
     }
 
@@ -262,6 +273,20 @@ impl Subscriptions {
             Keys::of_topic(&sub.source, &sub.topic),
         ] {
             self.store.put(&partition, id, index.clone()).await?;
+        }
+        Ok(())
+    }
+
+    /// Deletes the index entries of subscription `id`, once it ended: out of its topic's
+    /// fan-out and its caller's share, and nothing of it left for its call or thread to find.
+    async fn unindex(&self, id: &str, sub: &Sub) -> Result<(), StateError> {
+        for partition in [
+            Keys::of_topic(&sub.source, &sub.topic),
+            Keys::of_caller(&sub.owner.caller_key()),
+            Keys::of_call(&sub.owner.call_key()),
+            Keys::of_thread(&sub.owner.thread_key()),
+        ] {
+            self.store.delete(&partition, id).await?;
         }
         Ok(())
     }
@@ -377,12 +402,7 @@ impl Subscriptions {
             })
             .await?;
         if let Some(sub) = ended {
-            self.store
-                .delete(&Keys::of_topic(&sub.source, &sub.topic), id)
-                .await?;
-            self.store
-                .delete(&Keys::of_caller(&sub.owner.caller_key()), id)
-                .await?;
+            self.unindex(id, &sub).await?;
             for seq in sub.delivered + 1..=sub.accepted {
                 self.store
                     .delete(&Keys::events(id), &Keys::seq(seq))
@@ -390,314 +410,6 @@ impl Subscriptions {
             }
         }
         Ok(())
-    }
-
-    /// Hands `text` (an event of `topic` from `source`, identified by `event_id` so a source
-    /// sending it again is not delivered twice) to every active subscription of the topic,
-    /// and schedules their delivery.
-    pub(crate) async fn publish(
-        &self,
-        source: &str,
-        topic: &str,
-        event_id: &str,
-        text: &str,
-    ) -> Result<Published, StateError> {
-        let partition = Keys::of_topic(source, topic);
-        let mut published = Published::default();
-        let mut after: Option<String> = None;
-        loop {
-            let page = self.store.list(&partition, after.as_deref(), PAGE).await?;
-            // Each subscription's record is its own: they are written side by side.
-            let ids: Vec<String> = page.iter().map(|(id, _)| id.clone()).collect();
-            let outcomes: Vec<(String, Accepted)> = stream::iter(ids)
-                .map(|id| async move {
-                    let accepted = self.accept(&id, event_id, text).await?;
-                    Ok::<_, StateError>((id, accepted))
-                })
-                .buffer_unordered(AT_ONCE)
-                .try_collect()
-                .await?;
-            let mut due = Vec::new();
-            for (id, accepted) in outcomes {
-                match accepted {
-                    Accepted::Yes => {
-                        published.accepted += 1;
-                        due.push(id);
-                    }
-                    Accepted::Already => published.accepted += 1,
-                    Accepted::Full => published.full += 1,
-                    Accepted::No => {}
-                }
-            }
-            self.schedule(due).await;
-            match page.last() {
-                Some((last, _)) if page.len() == PAGE => after = Some(last.clone()),
-                _ => return Ok(published),
-            }
-        }
-    }
-
-    /// Whether `source` had the event `event_id` taken within its replay window.
-    pub(crate) async fn replayed(&self, source: &str, event_id: &str) -> Result<bool, StateError> {
-        Ok(self
-            .store
-            .get(&Keys::taken(source), event_id)
-            .await?
-            .is_some())
-    }
-
-    /// Marks `source`'s event `event_id` taken for `window`: a copy within it is a replay.
-    pub(crate) async fn taken(
-        &self,
-        source: &str,
-        event_id: &str,
-        window: Duration,
-    ) -> Result<(), StateError> {
-        let mark = Item::new(Vec::new(), Some(SystemTime::now() + window));
-        self.store.put(&Keys::taken(source), event_id, mark).await
-    }
-
-    /// Has the events of subscriptions `ids` delivered: each one's delivery is work, taken at
-    /// once (here, or by the worker in Lambda) unless a run holds it, which then runs again.
-    pub(crate) async fn schedule(&self, ids: Vec<String>) {
-        if ids.is_empty() {
-            return;
-        }
-        let work = ids.iter().map(|id| events_work(id)).collect();
-        let failed = self.runner.due_all(EVENTS, work).await;
-        if failed > 0 {
-            // The events are kept: the subscription's next event makes its delivery due.
-            tracing::warn!(target: "oxp::subscriptions", failed, "deliveries not made due");
-        }
-    }
-
-    /// Writes the event as the next of subscription `id`, unless it had it already, is no
-    /// longer active, or holds its whole backlog.
-    async fn accept(&self, id: &str, event_id: &str, text: &str) -> Result<Accepted, StateError> {
-        let seen = Item::new(Vec::new(), self.expires());
-        if !self
-            .store
-            .put_if(&Keys::seen(id), event_id, seen, None)
-            .await?
-        {
-            return Ok(Accepted::Already);
-        }
-        for _ in 0..16 {
-            let Some((mut sub, old)) = self.read(id).await? else {
-                return Ok(Accepted::No);
-            };
-            let live = matches!(sub.state, SubState::Pending | SubState::Active);
-            if !live || sub.max_events.is_some_and(|m| sub.accepted >= m) {
-                return Ok(Accepted::No);
-            }
-            if sub.accepted - sub.delivered >= self.max_backlog {
-                // Not seen after all: the source's retry is accepted once there is room.
-                self.store.delete(&Keys::seen(id), event_id).await?;
-                return Ok(Accepted::Full);
-            }
-            sub.accepted += 1;
-            let seq = sub.accepted;
-            // It lives on while events come: its lifetime counts from now, and its index
-            // entries are written again before they could lapse.
-            let now = now_ms();
-            sub.renewed_ms = now;
-            let reindex = now.saturating_sub(sub.indexed_ms) > ms(self.keep) / 4;
-            if reindex {
-                sub.indexed_ms = now;
-            }
-            // The event first, then the count: a count never names a missing event.
-            let item = Item::new(text.as_bytes().to_vec(), self.expires());
-            self.store
-                .put(&Keys::events(id), &Keys::seq(seq), item)
-                .await?;
-            if self.swap(id, &sub, &old).await? {
-                if reindex {
-                    self.index(id, &sub).await?;
-                }
-                return Ok(Accepted::Yes);
-            }
-        }
-        Err(StateError(
-            "a subscription is updated too often at once".into(),
-        ))
-    }
-
-    /// Delivers subscription `id`'s accepted events in order through `send` until none is
-    /// left or `deadline` comes (then `false`: more remain). The runner's lease makes this the
-    /// one deliverer of the subscription. `send` answers once the event was delivered or
-    /// dead-lettered; either way it counts as sent.
-    pub(crate) async fn drain<F, Fut>(
-        &self,
-        id: &str,
-        deadline: Option<Instant>,
-        send: F,
-    ) -> Result<bool, StateError>
-    where
-        F: Fn(Event) -> Fut,
-        Fut: Future<Output = ()>,
-    {
-        self.drain_leased(id, deadline, &send).await
-    }
-
-    async fn drain_leased<F, Fut>(
-        &self,
-        id: &str,
-        deadline: Option<Instant>,
-        send: &F,
-    ) -> Result<bool, StateError>
-    where
-        F: Fn(Event) -> Fut,
-        Fut: Future<Output = ()>,
-    {
-        loop {
-            let Some((sub, _)) = self.read(id).await? else {
-                return Ok(true);
-            };
-            if sub.state != SubState::Active || sub.delivered >= sub.accepted {
-                return Ok(true);
-            }
-            if deadline.is_some_and(|d| Instant::now() >= d) {
-                return Ok(false);
-            }
-            // The subscription's pace: wait for its turn (or stop at the deadline).
-            if let Err(not_until) = self.limiter.check_key(&id.to_owned()) {
-                let wait = not_until.wait_time_from(DefaultClock::default().now());
-                if deadline.is_some_and(|d| Instant::now() + wait >= d) {
-                    return Ok(false);
-                }
-                tokio::time::sleep(wait).await;
-                continue;
-            }
-            let seq = sub.delivered + 1;
-            let events = Keys::events(id);
-            let text = self
-                .store
-                .get(&events, &Keys::seq(seq))
-                .await?
-                .map(|i| String::from_utf8_lossy(&i.value).into_owned());
-            let last = sub.max_events == Some(seq);
-            if let Some(text) = text {
-                send(Event {
-                    sub: sub.clone(),
-                    id: id.to_owned(),
-                    text,
-                    last,
-                })
-                .await;
-            }
-            let counted = self
-                .update(id, |s| {
-                    let next = s.delivered + 1 == seq;
-                    if next {
-                        s.delivered = seq;
-                        if last {
-                            s.state = SubState::Done;
-                        }
-                    }
-                    next
-                })
-                .await?;
-            self.store.delete(&events, &Keys::seq(seq)).await?;
-            if let Some(sub) = counted
-                && sub.state == SubState::Done
-            {
-                self.store
-                    .delete(&Keys::of_topic(&sub.source, &sub.topic), id)
-                    .await?;
-                return Ok(true);
-            }
-        }
-    }
-}
-
-/// Ends subscription `id` if it took no event for its lifetime: a last event, `final`, tells
-/// its caller (delivered after those it holds); else it is looked at again when its lifetime
-/// would end.
-struct Expiries(std::sync::Weak<Subscriptions>);
-
-impl crate::work::Handler for Expiries {
-    fn run<'a>(
-        &'a self,
-        _: &'a str,
-        work: &'a crate::work::Work,
-        _: crate::work::Run,
-    ) -> crate::server::BoxFuture<'a, crate::work::Outcome> {
-        use crate::work::Outcome;
-        Box::pin(async move {
-            let (Some(subscriptions), Some(id)) = (
-                self.0.upgrade(),
-                work.body.get("sub").and_then(|s| s.as_str()),
-            ) else {
-                return Outcome::Done;
-            };
-            match subscriptions.expire(id).await {
-                Ok(None) => Outcome::Done,
-                Ok(Some(left)) => Outcome::After(left),
-                Err(e) => Outcome::Retry(e.0),
-            }
-        })
-    }
-
-    fn give_up<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a crate::work::Work,
-        reason: &'a str,
-    ) -> crate::server::BoxFuture<'a, ()> {
-        Box::pin(async move {
-            tracing::error!(target: "oxp::subscriptions", reason, "a subscription's expiry not run: it is forgotten without a final event");
-        })
-    }
-}
-
-/// The text of the last event of a subscription that ended because no event came.
-fn expired_text(keep: Duration) -> String {
-    json!({
-        "ended": "expired",
-        "message": format!(
-            "The subscription ended: no event came for {}",
-            humantime::format_duration(keep)
-        ),
-    })
-    .to_string()
-}
-
-impl Subscriptions {
-    /// Ends subscription `id` with a final event if it took no event for its lifetime (`None`:
-    /// it ended, or had ended before); else how long until it would.
-    async fn expire(&self, id: &str) -> Result<Option<Duration>, StateError> {
-        let keep = ms(self.keep);
-        let text = expired_text(self.keep);
-        for _ in 0..16 {
-            let Some((mut sub, old)) = self.read(id).await? else {
-                return Ok(None);
-            };
-            if !matches!(sub.state, SubState::Pending | SubState::Active) {
-                return Ok(None);
-            }
-            let now = now_ms();
-            let ends = sub.renewed_ms.saturating_add(keep);
-            if now < ends {
-                return Ok(Some(Duration::from_millis(ends - now)));
-            }
-            // Its last event: after those it holds, and nothing after it.
-            sub.accepted += 1;
-            sub.max_events = Some(sub.accepted);
-            let item = Item::new(text.clone().into_bytes(), self.expires());
-            self.store
-                .put(&Keys::events(id), &Keys::seq(sub.accepted), item)
-                .await?;
-            if self.swap(id, &sub, &old).await? {
-                self.store
-                    .delete(&Keys::of_topic(&sub.source, &sub.topic), id)
-                    .await?;
-                self.schedule(vec![id.to_owned()]).await;
-                return Ok(None);
-            }
-        }
-        Err(StateError(
-            "a subscription is updated too often at once".into(),
-        ))
     }
 }
 
@@ -712,11 +424,5 @@ fn ms(d: Duration) -> u64 {
     u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
-/// Whether a subscription took an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Accepted {
-    Yes,
-    Already,
-    Full,
-    No,
-}
+#[cfg(test)]
+mod tests;

@@ -78,7 +78,16 @@ pub(crate) struct Sub {
     /// When its index entries were last written (they are renewed as it lives).
     #[serde(default)]
     pub(crate) indexed_ms: u64,
+    /// The marks ([`event_mark`]) of the last events it took, newest last, at most
+    /// [`RECENT`]: a source's resend of one of them (its fan-out interrupted, or a backlog
+    /// full elsewhere) is not taken again. Kept in the record rather than a row per event, so
+    /// an event to thousands of subscriptions writes nothing that outlives its delivery.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) recent: Vec<String>,
 }
+
+/// How many of its last events' marks a subscription keeps.
+pub(crate) const RECENT: usize = 16;
 
 impl Sub {
     pub(crate) fn new(owner: Owner, subscribe: &Subscribe) -> Self {
@@ -92,8 +101,29 @@ impl Sub {
             state: SubState::Pending,
             renewed_ms: 0,
             indexed_ms: 0,
+            recent: Vec::new(),
         }
     }
+
+    /// Whether it took the event marked `mark` among its last [`RECENT`].
+    pub(crate) fn took(&self, mark: &str) -> bool {
+        self.recent.iter().any(|m| m == mark)
+    }
+
+    /// Remembers that it took the event marked `mark`, forgetting the oldest beyond
+    /// [`RECENT`].
+    pub(crate) fn remember(&mut self, mark: String) {
+        if self.recent.len() >= RECENT {
+            self.recent.drain(..=self.recent.len() - RECENT);
+        }
+        self.recent.push(mark);
+    }
+}
+
+/// An event's mark in a subscription's record: the first 64 bits of the SHA-256 of its id, in
+/// hex (a subscription keeps a few, so two ids sharing one is a 2^-60 chance).
+pub(crate) fn event_mark(event_id: &str) -> String {
+    key_of(&[event_id])[..16].to_owned()
 }
 
 /// The partitions.
@@ -126,11 +156,6 @@ impl Keys {
     /// A subscription's accepted, undelivered events, by sequence number.
     pub(crate) fn events(id: &str) -> String {
         format!("sub-events#{id}")
-    }
-
-    /// The event ids a subscription has accepted (so a source's resend is not taken twice).
-    pub(crate) fn seen(id: &str) -> String {
-        format!("sub-seen#{id}")
     }
 
     /// The events a source had taken lately, by digest (a copy is a replay).

@@ -22,8 +22,8 @@
 //!
 //! An event is known by what its signature covers: the digest of its source and its body, never
 //! a header (GitHub's `X-GitHub-Delivery` is not signed). A body taken once is not taken again
-//! for [`REPLAY_WINDOW`](crate::events::REPLAY_WINDOW) from any subscription's point of view, and each subscription takes it
-//! once whenever it comes.
+//! for [`REPLAY_WINDOW`](crate::events::REPLAY_WINDOW) from any subscription's point of view, and a subscription that
+//! took it among its last 16 events does not take it again whenever it comes.
 
 mod source;
 
