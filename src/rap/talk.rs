@@ -43,32 +43,29 @@ const CANCELLED: &str = "rap-cancel";
 const CANCEL_KEEP: Duration = Duration::from_secs(3600);
 
 impl Talkback {
-    /// Whether the call of `owner` opened subscriptions (its answer then says
+    /// The subscriptions the call of `owner` opened (if any, its answer says
     /// `subscription: true`).
-    pub(crate) async fn opened(&self, owner: &Owner) -> bool {
+    pub(crate) async fn opened(&self, owner: &Owner) -> Vec<String> {
         let Some(subscriptions) = &self.subscriptions else {
-            return false;
+            return Vec::new();
         };
-        match subscriptions.of_call(owner).await {
-            Ok(ids) => !ids.is_empty(),
-            Err(e) => {
-                tracing::warn!(target: "oxp::rap", error = %e, "subscriptions of a call not read");
-                false
-            }
-        }
+        subscriptions.of_call(owner).await.unwrap_or_else(|e| {
+            tracing::warn!(target: "oxp::rap", error = %e, "subscriptions of a call not read");
+            Vec::new()
+        })
     }
 
-    /// After the answer of `owner`'s call: its subscriptions start when the answer confirmed
-    /// them to the caller (the events they took meanwhile delivered now), and are dropped
-    /// otherwise (an error, or an answer never delivered).
-    pub(crate) async fn settle(&self, owner: &Owner, confirmed: bool) {
+    /// After the answer of the call that opened subscriptions `ids` ([`Self::opened`]): they
+    /// start when the answer confirmed them to the caller (the events they took meanwhile
+    /// delivered now), and are dropped otherwise (an error, or an answer never delivered).
+    pub(crate) async fn settle(&self, ids: Vec<String>, confirmed: bool) {
         let Some(subscriptions) = &self.subscriptions else {
             return;
         };
         let settled = if confirmed {
-            subscriptions.activate(owner).await
+            subscriptions.activate(ids).await
         } else {
-            subscriptions.discard(owner).await
+            subscriptions.discard(ids).await
         };
         if let Err(e) = settled {
             tracing::error!(target: "oxp::rap", error = %e, confirmed, "subscriptions of a call not settled");

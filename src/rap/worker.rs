@@ -112,7 +112,7 @@ impl Worker {
         // A call that opened subscriptions says so, and they start once its answer arrived.
         let owner = RapTalk::owner(&job);
         let opened = self.talk.opened(&owner).await;
-        if opened && outcome == "success" {
+        if !opened.is_empty() && outcome == "success" {
             message.subscription = Some(true);
         }
         let body = Bytes::from(serde_json::to_vec(&message).expect("results serialize"));
@@ -138,9 +138,9 @@ impl Worker {
         };
         let confirmed = message.subscription.is_some();
         let report = self.deliver(job, message, body, outcome, deadline).await;
-        if opened {
+        if !opened.is_empty() {
             let delivered = matches!(&report, Ok(r) if r.delivered);
-            self.talk.settle(&owner, confirmed && delivered).await;
+            self.talk.settle(opened, confirmed && delivered).await;
         }
         if let Some(mark) = marker {
             once::settle(

@@ -36,7 +36,7 @@ impl Subscriptions {
         Fut: Future<Output = ()>,
     {
         loop {
-            let Some((sub, _)) = self.read(id).await? else {
+            let Some((sub, bytes)) = self.read(id).await? else {
                 return Ok(true);
             };
             if sub.state != SubState::Active || sub.delivered >= sub.accepted {
@@ -79,8 +79,11 @@ impl Subscriptions {
                 })
                 .await;
             }
-            let counted = self
-                .update(id, |s| {
+            // Counted over the record as read (read again only if an event came meanwhile),
+            // and the event's row gone, side by side.
+            let key = Keys::seq(seq);
+            let (counted, ()) = tokio::try_join!(
+                self.update_from(id, Some((sub, bytes)), |s| {
                     let next = s.delivered + 1 == seq;
                     if next {
                         s.delivered = seq;
@@ -89,9 +92,9 @@ impl Subscriptions {
                         }
                     }
                     next
-                })
-                .await?;
-            self.store.delete(&events, &Keys::seq(seq)).await?;
+                }),
+                self.store.delete(&events, &key),
+            )?;
             if let Some(sub) = counted
                 && sub.state == SubState::Done
             {

@@ -23,6 +23,7 @@ pub(crate) use records::{Owner, Sub, SubState, key_of};
 use crate::settings::{ConfigError, Env};
 use crate::work::Runner;
 use expiry::Expiries;
+use futures_util::future::try_join_all;
 use governor::{DefaultKeyedRateLimiter, Quota};
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::talk::{Subscribe, Subscription};
@@ -213,8 +214,23 @@ impl Subscriptions {
         id: &str,
         change: impl Fn(&mut Sub) -> bool,
     ) -> Result<Option<Sub>, StateError> {
+        self.update_from(id, None, change).await
+    }
+
+    /// [`Self::update`] starting from `known`, the record as just read (no read again unless
+    /// it changed since).
+    async fn update_from(
+        &self,
+        id: &str,
+        mut known: Option<(Sub, Vec<u8>)>,
+        change: impl Fn(&mut Sub) -> bool,
+    ) -> Result<Option<Sub>, StateError> {
         for _ in 0..16 {
-            let Some((mut sub, old)) = self.read(id).await? else {
+            let found = match known.take() {
+                Some(known) => Some(known),
+                None => self.read(id).await?,
+            };
+            let Some((mut sub, old)) = found else {
                 return Ok(None);
             };
             if !change(&mut sub) {
@@ -239,23 +255,35 @@ impl Subscriptions {
         seq: u32,
     ) -> Result<Subscription, NotOpened> {
         let id = format!("sub_{}", key_of(&[&owner.call_key(), &seq.to_string()]));
-        if self.read(&id).await?.is_some() {
-            return Ok(Subscription { id });
-        }
         let held = self
             .store
             .list(&Keys::of_caller(&owner.caller_key()), None, self.per_caller)
             .await?;
         if held.len() >= self.per_caller {
+            // A redelivered job opening its own again finds it, whatever the share.
+            if self.read(&id).await?.is_some() {
+                return Ok(Subscription { id });
+            }
             return Err(NotOpened::CallerFull);
         }
         let mut sub = Sub::new(owner.clone(), subscribe);
         sub.renewed_ms = now_ms();
         sub.indexed_ms = sub.renewed_ms;
         let bytes = serde_json::to_vec(&sub).expect("records serialize");
-        self.store
+        let created = self
+            .store
             .put_if(Keys::SUB, &id, Item::new(bytes, self.expires()), None)
             .await?;
+        if !created {
+            // Opened before by this call (a redelivered job): indexed again while pending, in
+            // case the process that opened it stopped before its index was written.
+            if let Some((sub, _)) = self.read(&id).await?
+                && sub.state == SubState::Pending
+            {
+                self.index(&id, &sub).await?;
+            }
+            return Ok(Subscription { id });
+        }
         // Events are taken from now on (the topic's index), and delivered once the call's
         // answer confirmed the subscription: none falls between the two.
         self.index(&id, &sub).await?;
@@ -266,28 +294,37 @@ impl Subscriptions {
     /// its caller's and its topic's.
     async fn index(&self, id: &str, sub: &Sub) -> Result<(), StateError> {
         let index = Item::new(Vec::new(), self.expires());
-        for partition in [
+        // Side by side: one round trip's wait (and one group commit in the embedded store).
+        let partitions = [
             Keys::of_call(&sub.owner.call_key()),
             Keys::of_thread(&sub.owner.thread_key()),
             Keys::of_caller(&sub.owner.caller_key()),
             Keys::of_topic(&sub.source, &sub.topic),
-        ] {
-            self.store.put(&partition, id, index.clone()).await?;
-        }
+        ];
+        try_join_all(
+            partitions
+                .iter()
+                .map(|partition| self.store.put(partition, id, index.clone())),
+        )
+        .await?;
         Ok(())
     }
 
     /// Deletes the index entries of subscription `id`, once it ended: out of its topic's
     /// fan-out and its caller's share, and nothing of it left for its call or thread to find.
     async fn unindex(&self, id: &str, sub: &Sub) -> Result<(), StateError> {
-        for partition in [
+        let partitions = [
             Keys::of_topic(&sub.source, &sub.topic),
             Keys::of_caller(&sub.owner.caller_key()),
             Keys::of_call(&sub.owner.call_key()),
             Keys::of_thread(&sub.owner.thread_key()),
-        ] {
-            self.store.delete(&partition, id).await?;
-        }
+        ];
+        try_join_all(
+            partitions
+                .iter()
+                .map(|partition| self.store.delete(partition, id)),
+        )
+        .await?;
         Ok(())
     }
 
@@ -312,11 +349,12 @@ impl Subscriptions {
         Ok(false)
     }
 
-    /// Activates the pending subscriptions of `owner`'s call, once its answer reached the
-    /// caller: the events they took meanwhile, and all that follow, are delivered.
-    pub(crate) async fn activate(&self, owner: &Owner) -> Result<(), StateError> {
+    /// Activates the pending subscriptions `ids` of a call ([`Self::of_call`]), once its
+    /// answer reached the caller: the events they took meanwhile, and all that follow, are
+    /// delivered.
+    pub(crate) async fn activate(&self, ids: Vec<String>) -> Result<(), StateError> {
         let mut backlogged = Vec::new();
-        for id in self.of_call(owner).await? {
+        for id in ids {
             let activated = self
                 .update(&id, |s| {
                     let pending = s.state == SubState::Pending;
@@ -348,10 +386,10 @@ impl Subscriptions {
         Ok(())
     }
 
-    /// Drops the pending subscriptions of `owner`'s call: its answer was an error, so the
-    /// caller knows of none.
-    pub(crate) async fn discard(&self, owner: &Owner) -> Result<(), StateError> {
-        for id in self.of_call(owner).await? {
+    /// Drops the pending subscriptions `ids` of a call ([`Self::of_call`]): its answer was an
+    /// error, so the caller knows of none.
+    pub(crate) async fn discard(&self, ids: Vec<String>) -> Result<(), StateError> {
+        for id in ids {
             if let Some((sub, _)) = self.read(&id).await?
                 && sub.state == SubState::Pending
             {

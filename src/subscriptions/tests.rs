@@ -35,7 +35,10 @@ async fn two_subscriptions() -> (Arc<dyn StateStore>, Subscriptions, [String; 2]
             traceparent: None,
         };
         let opened = subscriptions.open(&owner, &subscribe, 0).await.unwrap();
-        subscriptions.activate(&owner).await.unwrap();
+        subscriptions
+            .activate(vec![opened.id.clone()])
+            .await
+            .unwrap();
         ids.push(opened.id);
     }
     (store, subscriptions, ids.try_into().unwrap())
@@ -119,7 +122,10 @@ async fn a_subscription_that_ended_leaves_its_callers_share_and_its_calls_index(
         max_events: Some(1),
     };
     let first = subscriptions.open(&owner("c1"), &once, 0).await.unwrap();
-    subscriptions.activate(&owner("c1")).await.unwrap();
+    subscriptions
+        .activate(vec![first.id.clone()])
+        .await
+        .unwrap();
     // The caller's share is full while it lives.
     assert!(matches!(
         subscriptions.open(&owner("c2"), &once, 0).await,
@@ -144,7 +150,10 @@ async fn a_subscription_that_ended_leaves_its_callers_share_and_its_calls_index(
             .is_empty()
     );
     let second = subscriptions.open(&owner("c2"), &once, 0).await.unwrap();
-    subscriptions.activate(&owner("c2")).await.unwrap();
+    subscriptions
+        .activate(vec![second.id.clone()])
+        .await
+        .unwrap();
     // Cancelled: the same, and a second cancellation finds nothing to cancel.
     assert!(subscriptions.cancel_call(&owner("c2")).await.unwrap());
     assert!(!subscriptions.cancel_call(&owner("c2")).await.unwrap());

@@ -112,8 +112,13 @@ pub(crate) enum Refused {
     Unavailable(String),
 }
 
+/// A record as this runner last wrote it: the work, and the item stored. A change to it is
+/// written over exactly those bytes (compare-and-swap) without reading first; only when
+/// another process wrote since is it read again.
+type Held = (Work, Item);
+
 /// Work to run: its id, and its record when it was just accepted here (held already).
-type ToBegin = (String, Option<Work>);
+type ToBegin = (String, Option<Held>);
 
 /// The queued messages of the worker role: work to run, or a sweep.
 #[derive(Debug, Serialize, Deserialize)]
@@ -230,16 +235,17 @@ impl Runner {
         self.within_share(share).await?;
         let work = self.fresh(kind, share, body);
         let bytes = serde_json::to_vec(&work).expect("work serializes");
+        let item = Item::new(bytes, self.expires());
         let kept = self
             .store
-            .put_if(WORK, id, Item::new(bytes, self.expires()), None)
+            .put_if(WORK, id, item.clone(), None)
             .await
             .map_err(|e| Refused::Unavailable(e.0))?;
         if !kept {
             return Ok(false);
         }
         self.counted(id, &work).await?;
-        self.begin(vec![(id.to_owned(), Some(work))]).await;
+        self.begin(vec![(id.to_owned(), Some((work, item)))]).await;
         Ok(true)
     }
 
@@ -307,7 +313,7 @@ impl Runner {
         kind: &str,
         id: &str,
         body: Value,
-    ) -> Result<Option<Option<Work>>, StateError> {
+    ) -> Result<Option<Option<Held>>, StateError> {
         for _ in 0..16 {
             let found = self.read(id).await?;
             let now = now_ms();
@@ -332,17 +338,13 @@ impl Runner {
                 (Some(true), _) | (_, None) => self.expires(),
                 (_, Some(item)) => item.expires,
             };
+            let item = Item::new(bytes, expires);
             let written = self
                 .store
-                .put_if(
-                    WORK,
-                    id,
-                    Item::new(bytes, expires),
-                    old.map(|i| i.value.as_slice()),
-                )
+                .put_if(WORK, id, item.clone(), old.map(|i| i.value.as_slice()))
                 .await?;
             if written {
-                return Ok(start.map(|fresh| fresh.then_some(next)));
+                return Ok(start.map(|fresh| fresh.then_some((next, item))));
             }
         }
         Err(StateError("work is made due too often at once".into()))
@@ -409,12 +411,12 @@ impl Runner {
                 for (id, held) in work {
                     let this = self.clone();
                     tokio::spawn(async move {
-                        let work = match held {
-                            Some(work) => Some(work),
+                        let held = match held {
+                            Some(held) => Some(held),
                             None => this.claim(&id).await.ok().flatten(),
                         };
-                        if let Some(work) = work {
-                            this.execute(id, work, None).await;
+                        if let Some(held) = held {
+                            this.execute(id, held, None).await;
                         }
                     });
                 }
@@ -451,6 +453,7 @@ impl Runner {
         let ended = self
             .update_until(
                 id,
+                None,
                 |w| {
                     let mine = w.held_by(owner);
                     if mine {
@@ -503,27 +506,48 @@ impl Runner {
         id: &str,
         change: impl FnMut(&mut Work) -> bool,
     ) -> Result<Option<Work>, StateError> {
-        self.update_until(id, change, None).await
+        Ok(self
+            .update_until(id, None, change, None)
+            .await?
+            .map(|(work, _)| work))
     }
 
-    /// [`Runner::update`], the record then kept until `expires` when given (else as it was).
+    /// [`Runner::update`] starting from `known` (the record as this runner last wrote it, if
+    /// it did: no read unless another process wrote since), the record then kept until
+    /// `expires` when given (else as it was). The record and item as written.
     async fn update_until(
         &self,
         id: &str,
+        mut known: Option<Item>,
         mut change: impl FnMut(&mut Work) -> bool,
         expires: Option<SystemTime>,
-    ) -> Result<Option<Work>, StateError> {
+    ) -> Result<Option<Held>, StateError> {
         for _ in 0..16 {
-            let Some((mut work, item)) = self.read(id).await? else {
-                return Ok(None);
+            let (fresh, (mut work, item)) = match known.take() {
+                Some(item) => match serde_json::from_slice(&item.value) {
+                    Ok(work) => (false, (work, item)),
+                    Err(_) => continue,
+                },
+                None => match self.read(id).await? {
+                    Some(found) => (true, found),
+                    None => return Ok(None),
+                },
             };
             if !change(&mut work) {
-                return Ok(None);
+                // A refusal counts only on the stored record, not on what this runner wrote.
+                if fresh {
+                    return Ok(None);
+                }
+                continue;
             }
             let bytes = serde_json::to_vec(&work).expect("work serializes");
             let next = Item::new(bytes, expires.or(item.expires));
-            if self.store.put_if(WORK, id, next, Some(&item.value)).await? {
-                return Ok(Some(work));
+            if self
+                .store
+                .put_if(WORK, id, next.clone(), Some(&item.value))
+                .await?
+            {
+                return Ok(Some((work, next)));
             }
         }
         Err(StateError(
@@ -532,23 +556,29 @@ impl Runner {
     }
 
     /// Takes work `id` under a lease, if it is claimable now.
-    async fn claim(&self, id: &str) -> Result<Option<Work>, StateError> {
+    async fn claim(&self, id: &str) -> Result<Option<Held>, StateError> {
         if self.stopping.is_cancelled() {
             return Ok(None);
         }
         let (owner, lease, now) = (&self.owner, self.settings.lease, now_ms());
-        self.update(id, |w| {
-            if !w.claimable(now) {
-                return false;
-            }
-            w.claim(owner, lease, now);
-            true
-        })
+        self.update_until(
+            id,
+            None,
+            |w| {
+                if !w.claimable(now) {
+                    return false;
+                }
+                w.claim(owner, lease, now);
+                true
+            },
+            None,
+        )
         .await
     }
 
     /// Runs claimed work `id` to its outcome, renewing its lease meanwhile.
-    async fn execute(self: Arc<Self>, id: String, work: Work, deadline: Option<Instant>) {
+    async fn execute(self: Arc<Self>, id: String, held: Held, deadline: Option<Instant>) {
+        let (work, item) = held;
         let Some(handler) = self.handler(&work.kind) else {
             tracing::error!(target: "oxp::work", kind = work.kind.as_str(), "no handler runs this kind of work here: let go");
             let later = now_ms() + self.settings.backoff(work.attempts);
@@ -572,7 +602,9 @@ impl Runner {
         if work.interrupted {
             tracing::warn!(target: "oxp::work", kind = work.kind.as_str(), attempt = work.attempts, "work taken over after its run ended unfinished");
         }
-        let renewing = self.renew(&id, stop.clone());
+        // The record as last written here: the renewals' and then the outcome's starting point.
+        let last = std::sync::Mutex::new(item);
+        let renewing = self.renew(&id, stop.clone(), &last);
         let run = Run {
             deadline,
             stop: stop.clone(),
@@ -589,7 +621,8 @@ impl Runner {
             // Lost: another runner has it (or the process let it go at shutdown).
             None => {}
             Some(outcome) => {
-                if let Err(e) = self.finish(&id, &work, &*handler, outcome).await {
+                let known = last.into_inner().unwrap_or_else(|p| p.into_inner());
+                if let Err(e) = self.finish(&id, &work, known, &*handler, outcome).await {
                     tracing::error!(target: "oxp::work", error = %e, "work outcome not recorded: it runs again once its lease lapses");
                 }
             }
@@ -606,7 +639,7 @@ impl Runner {
 
     /// Renews work `id`'s lease while it runs; returns (and fires `stop`) once the lease is
     /// lost, which ends the run.
-    async fn renew(&self, id: &str, stop: Cancellation) {
+    async fn renew(&self, id: &str, stop: Cancellation, last: &std::sync::Mutex<Item>) {
         let every = self.settings.lease / 3;
         loop {
             tokio::select! {
@@ -614,9 +647,12 @@ impl Runner {
                 () = stop.cancelled() => return,
             }
             let (owner, lease) = (&self.owner, self.settings.lease);
-            let renewed = self.update(id, |w| w.extend(owner, lease, now_ms())).await;
+            let known = last.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let renewed = self
+                .update_until(id, Some(known), |w| w.extend(owner, lease, now_ms()), None)
+                .await;
             match renewed {
-                Ok(Some(_)) => {}
+                Ok(Some((_, item))) => *last.lock().unwrap_or_else(|p| p.into_inner()) = item,
                 // The store did not answer: the lease still runs; try again.
                 Err(e) => {
                     tracing::warn!(target: "oxp::work", error = %e, "lease not renewed");
@@ -635,6 +671,7 @@ impl Runner {
         &self,
         id: &str,
         work: &Work,
+        known: Item,
         handler: &dyn Handler,
         outcome: Outcome,
     ) -> Result<(), StateError> {
@@ -645,6 +682,7 @@ impl Runner {
                 let written = self
                     .update_until(
                         id,
+                        Some(known),
                         |w| {
                             let mine = w.held_by(owner);
                             if mine {
@@ -668,24 +706,34 @@ impl Runner {
                 Ok(())
             }
             Outcome::Park => {
-                self.update(id, |w| {
-                    let mine = w.held_by(owner);
-                    if mine {
-                        w.park();
-                    }
-                    mine
-                })
+                self.update_until(
+                    id,
+                    Some(known),
+                    |w| {
+                        let mine = w.held_by(owner);
+                        if mine {
+                            w.park();
+                        }
+                        mine
+                    },
+                    None,
+                )
                 .await?;
                 Ok(())
             }
             Outcome::Continue => {
-                self.update(id, |w| {
-                    let mine = w.held_by(owner);
-                    if mine {
-                        w.go_on(now_ms());
-                    }
-                    mine
-                })
+                self.update_until(
+                    id,
+                    Some(known),
+                    |w| {
+                        let mine = w.held_by(owner);
+                        if mine {
+                            w.go_on(now_ms());
+                        }
+                        mine
+                    },
+                    None,
+                )
                 .await?;
                 // Anywhere: here now, or on the queue for the next worker.
                 self.restart(id);
@@ -697,6 +745,7 @@ impl Runner {
                 let kept = SystemTime::now() + wait + self.settings.keep;
                 self.update_until(
                     id,
+                    Some(known),
                     |w| {
                         let mine = w.held_by(owner);
                         if mine {
@@ -717,13 +766,18 @@ impl Runner {
             Outcome::Retry(why) => {
                 let due = now_ms() + self.settings.backoff(work.failures + 1);
                 tracing::warn!(target: "oxp::work", kind = work.kind.as_str(), attempt = work.attempts, reason = why.as_str(), "work to be retried");
-                self.update(id, |w| {
-                    let mine = w.held_by(owner);
-                    if mine {
-                        w.retry(due, &why);
-                    }
-                    mine
-                })
+                self.update_until(
+                    id,
+                    Some(known),
+                    |w| {
+                        let mine = w.held_by(owner);
+                        if mine {
+                            w.retry(due, &why);
+                        }
+                        mine
+                    },
+                    None,
+                )
                 .await?;
                 Ok(())
             }

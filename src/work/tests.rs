@@ -296,3 +296,91 @@ async fn more_that_comes_while_a_run_holds_the_work_runs_it_again_and_nothing_is
         .await;
     until("anew", || handler.runs().len() == 3).await;
 }
+
+/// A store that counts the reads of work records (every other call passes through).
+#[derive(Debug)]
+struct CountingReads(Arc<dyn StateStore>, AtomicUsize);
+
+impl StateStore for CountingReads {
+    fn get<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+    ) -> oxp_lambda_core::durable::StateFuture<'a, Option<Item>> {
+        if partition == WORK {
+            self.1.fetch_add(1, Ordering::SeqCst);
+        }
+        self.0.get(partition, key)
+    }
+    fn put_if<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+        item: Item,
+        expected: Option<&'a [u8]>,
+    ) -> oxp_lambda_core::durable::StateFuture<'a, bool> {
+        self.0.put_if(partition, key, item, expected)
+    }
+    fn put<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+        item: Item,
+    ) -> oxp_lambda_core::durable::StateFuture<'a, ()> {
+        self.0.put(partition, key, item)
+    }
+    fn delete<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+    ) -> oxp_lambda_core::durable::StateFuture<'a, ()> {
+        self.0.delete(partition, key)
+    }
+    fn list<'a>(
+        &'a self,
+        partition: &'a str,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> oxp_lambda_core::durable::StateFuture<'a, Vec<(String, Item)>> {
+        self.0.list(partition, after, limit)
+    }
+}
+
+#[tokio::test]
+async fn work_accepted_and_run_here_is_renewed_and_ended_over_what_this_runner_wrote_without_reading_it()
+ {
+    let counting = Arc::new(CountingReads(store(), AtomicUsize::new(0)));
+    let store: Arc<dyn StateStore> = counting.clone();
+    // Long enough for two renewals (every third of the 600 ms lease).
+    let handler = Recording::new(Duration::from_millis(500), |_| Outcome::Done);
+    let runner = Runner::new(store.clone(), quick());
+    runner.register("test", handler.clone());
+    assert!(
+        runner
+            .submit("test", "w1", Some("alice"), json(1))
+            .await
+            .unwrap()
+    );
+    until("ran", || !handler.runs().is_empty()).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    let (work, _) = Runner::read(&runner, "w1").await.unwrap().unwrap();
+    assert!(work.done, "ended");
+    assert_eq!(
+        counting.1.load(Ordering::SeqCst),
+        1,
+        "the one read is this test's own"
+    );
+    // Another process's write in between: read again, and the change still made.
+    let runner2 = Runner::new(store.clone(), quick());
+    let slow = Recording::new(Duration::from_millis(300), |_| Outcome::Done);
+    runner2.register("test", slow.clone());
+    assert!(runner2.submit("test", "w2", None, json(2)).await.unwrap());
+    until("running", || !slow.runs().is_empty()).await;
+    // More for it while it runs (as a subscription's next event does): the record changes
+    // under the run, whose end then reads it and runs it again.
+    assert_eq!(
+        runner.due_all("test", vec![("w2".into(), json(2))]).await,
+        0
+    );
+    until("ran again", || slow.runs().len() == 2).await;
+}
