@@ -9,7 +9,7 @@
 
 use super::questions::{Answers, MAX_ASKS, Offers, Question, request_of};
 use super::sampling::{roots_of, sampled_of};
-use super::task_store::{TASK_TTL, TaskStore, WATCH};
+use super::task_store::{PARK_MARGIN, TASK_TTL, TaskStore};
 use crate::work::Questions;
 use crate::work::questions::Refused as NotAnswered;
 use crate::work::questions::Waited;
@@ -126,7 +126,7 @@ impl TaskTalk {
         }
         // Past the executor's time (less a margin to park in), the task parks.
         let until = match self.deadline {
-            Some(deadline) => deadline.checked_sub(WATCH * 2).unwrap_or(deadline),
+            Some(deadline) => deadline.checked_sub(PARK_MARGIN).unwrap_or(deadline),
             None => Instant::now() + TASK_TTL,
         };
         let waited = self

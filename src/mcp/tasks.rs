@@ -16,7 +16,7 @@
 //! `working` forever, never silent.
 
 use super::questions::{Answers, Offers, read_response};
-use super::task_store::{Record, TaskStore, WATCH, now, owner_of};
+use super::task_store::{Record, TaskStore, now, owner_of};
 use super::task_talk::{TaskTalk, seed, task_question};
 use crate::server::CallContext;
 use crate::work::Questions;
@@ -222,22 +222,18 @@ impl Tasks {
         let watch = {
             let tasks = Arc::downgrade(self);
             let id = id.to_owned();
-            let signal = signal.clone();
-            tokio::spawn(async move {
-                loop {
-                    tokio::time::sleep(WATCH).await;
-                    let Some(tasks) = tasks.upgrade() else { return };
-                    if let Ok(Some((r, _))) = tasks.store.read(&id).await
-                        && r.status == TaskStatus::Cancelled
-                    {
-                        signal.cancel();
-                        return;
-                    }
+            crate::work::watch::cancel_when(signal.clone(), false, move || {
+                let (tasks, id) = (tasks.clone(), id.clone());
+                async move {
+                    let Some(tasks) = tasks.upgrade() else {
+                        return false;
+                    };
+                    matches!(tasks.store.read(&id).await, Ok(Some((r, _))) if r.status == TaskStatus::Cancelled)
                 }
             })
         };
         let answer = self.invoker.invoke(call).await;
-        watch.abort();
+        drop(watch);
         if talk.parked() {
             return RunEnd::Parked;
         }

@@ -143,33 +143,25 @@ impl Talkback {
     /// it appears (within a [`POLL`](crate::work::questions::POLL), the one wake-up policy);
     /// the watch ends when the guard drops. Nothing to
     /// watch in the process that takes the cancellation itself.
-    pub(crate) fn watch_cancel(&self, job: &Job, cancellation: Cancellation) -> Option<Watching> {
+    pub(crate) fn watch_cancel(
+        &self,
+        job: &Job,
+        cancellation: Cancellation,
+    ) -> Option<crate::work::watch::Watching> {
         let store = self.state.clone().filter(|_| self.parks)?;
         let key = crate::subscriptions::key_of(&[
             job.principal.subject.as_deref().unwrap_or_default(),
             &job.reply_to.group_id,
             &job.reply_to.id,
         ]);
-        let task = tokio::spawn(async move {
-            loop {
-                if let Ok(Some(_)) = store.get(CANCELLED, &key).await {
-                    cancellation.cancel();
-                    return;
-                }
-                tokio::time::sleep(crate::work::questions::POLL).await;
-            }
-        });
-        Some(Watching(task))
-    }
-}
-
-/// A cancellation watch, stopped when dropped.
-#[derive(Debug)]
-pub(crate) struct Watching(tokio::task::JoinHandle<()>);
-
-impl Drop for Watching {
-    fn drop(&mut self) {
-        self.0.abort();
+        Some(crate::work::watch::cancel_when(
+            cancellation,
+            true,
+            move || {
+                let (store, key) = (store.clone(), key.clone());
+                async move { matches!(store.get(CANCELLED, &key).await, Ok(Some(_))) }
+            },
+        ))
     }
 }
 

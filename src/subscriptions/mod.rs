@@ -355,28 +355,28 @@ impl Subscriptions {
     pub(crate) async fn activate(&self, ids: Vec<String>) -> Result<(), StateError> {
         let mut backlogged = Vec::new();
         for id in ids {
-            let activated = self
-                .update(&id, |s| {
-                    let pending = s.state == SubState::Pending;
-                    if pending {
-                        s.state = SubState::Active;
-                    }
-                    pending
-                })
-                .await?;
-            if activated.is_none() {
-                continue;
-            }
-            // It ends, with a final event, once it took no event for its lifetime.
-            let expiry = json!({"sub": id});
-            if let Err(e) = self
-                .runner
-                .submit_later(EXPIRY, &format!("expiry:{id}"), expiry, self.keep)
-                .await
-            {
-                tracing::warn!(target: "oxp::subscriptions", error = ?e, "a subscription's expiry not kept: it is forgotten without a final event");
-            }
-            if let Some(sub) = activated
+            // It ends, with a final event, once it took no event for its lifetime: that work
+            // is kept beside the activation (for one already active or ended, it exists
+            // already or finds nothing to end).
+            let expiry = async {
+                let work = json!({"sub": id});
+                let kept = self
+                    .runner
+                    .submit_later(EXPIRY, &format!("expiry:{id}"), work, self.keep)
+                    .await;
+                if let Err(e) = kept {
+                    tracing::warn!(target: "oxp::subscriptions", error = ?e, "a subscription's expiry not kept: it is forgotten without a final event");
+                }
+            };
+            let activate = self.update(&id, |s| {
+                let pending = s.state == SubState::Pending;
+                if pending {
+                    s.state = SubState::Active;
+                }
+                pending
+            });
+            let (activated, ()) = tokio::join!(activate, expiry);
+            if let Some(sub) = activated?
                 && sub.delivered < sub.accepted
             {
                 backlogged.push(id);

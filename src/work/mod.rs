@@ -16,6 +16,7 @@
 pub(crate) mod questions;
 mod record;
 mod settings;
+pub(crate) mod watch;
 
 /// Where work goes in Lambda: the worker's queue.
 pub(crate) mod queue {
