@@ -5,7 +5,7 @@
 //!
 //! - `subscribe_round_trip`: `POST /invoke` of `Demo_Watch` until its `tool_result` reached the
 //!   runtime (the subscription written, the job kept, the answer delivered, the subscription
-//!   activated).
+//!   activated); each cancelled after, untimed, so the caller holds one at a time.
 //! - `choice_round_trip`: `POST /invoke` of `Demo_Confirm`, its `user_choice` at the runtime,
 //!   the answer POSTed to its `response_url`, until the `tool_result` reached the runtime.
 //! - `fan_out_accepted/N`: one signed webhook event to a topic with N live subscriptions, until
@@ -195,15 +195,26 @@ fn bench(c: &mut Criterion) {
         let app = rt.block_on(async { app(&store.vars, store.aws.clone()) });
         let mut group = c.benchmark_group(format!("talk_back_{}", store.name));
         group.bench_function("subscribe_round_trip", |b| {
-            b.to_async(&rt).iter(|| async {
-                let n = calls.fetch_add(1, Ordering::SeqCst);
-                let before = runtime.results.load(Ordering::SeqCst);
-                let id = format!("rt-{}-{n}", store.name);
-                let body = invocation(&url, &id, "Demo_Watch", json!({"topic": id}));
-                assert_eq!(post(&app, "/invoke", body, None).await, 200);
-                runtime
-                    .wait(|r| r.results.load(Ordering::SeqCst), before + 1)
-                    .await;
+            // Each subscription cancelled once its round trip is timed: the caller holds one
+            // at a time, as opening one lists the caller's live ones (its share).
+            let (calls, runtime, url, app, name) = (&calls, &runtime, &url, &app, store.name);
+            b.to_async(&rt).iter_custom(|iters| async move {
+                let mut took = Duration::ZERO;
+                for _ in 0..iters {
+                    let n = calls.fetch_add(1, Ordering::SeqCst);
+                    let before = runtime.results.load(Ordering::SeqCst);
+                    let id = format!("rt-{name}-{n}");
+                    let body = invocation(url, &id, "Demo_Watch", json!({"topic": id}));
+                    let started = Instant::now();
+                    assert_eq!(post(app, "/invoke", body, None).await, 200);
+                    runtime
+                        .wait(|r| r.results.load(Ordering::SeqCst), before + 1)
+                        .await;
+                    took += started.elapsed();
+                    let cancel = json!({"thread_id": "bench", "tool_call_id": id}).to_string();
+                    assert_eq!(post(app, "/cancel_tool_call", cancel, None).await, 200);
+                }
+                took
             })
         });
         group.bench_function("choice_round_trip", |b| {

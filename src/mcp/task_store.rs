@@ -142,12 +142,30 @@ impl TaskStore {
         id: &str,
         change: impl Fn(&mut Record) -> bool,
     ) -> Result<Option<Record>, StateError> {
+        self.update_from(id, None, change).await
+    }
+
+    /// [`Self::update`] starting from `known`, the record as read before (no read again unless
+    /// it changed since: a decline counts only on a fresh read).
+    pub(super) async fn update_from(
+        &self,
+        id: &str,
+        mut known: Option<(Record, Vec<u8>)>,
+        change: impl Fn(&mut Record) -> bool,
+    ) -> Result<Option<Record>, StateError> {
         for _ in 0..16 {
-            let Some((mut record, old)) = self.read(id).await? else {
+            let (fresh, found) = match known.take() {
+                Some(known) => (false, Some(known)),
+                None => (true, self.read(id).await?),
+            };
+            let Some((mut record, old)) = found else {
                 return Ok(None);
             };
             if !change(&mut record) {
-                return Ok(None);
+                if fresh {
+                    return Ok(None);
+                }
+                continue;
             }
             record.updated = now();
             let bytes = serde_json::to_vec(&record).expect("records serialize");

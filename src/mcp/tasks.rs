@@ -176,11 +176,14 @@ impl Tasks {
         deadline: Option<std::time::Instant>,
         interrupted: bool,
     ) -> RunEnd {
-        let record = match self.store.read(id).await {
-            Ok(Some((record, _))) => record,
+        let (record, read) = match self.store.read(id).await {
+            Ok(Some((record, bytes))) => (record, bytes),
             Ok(None) => return RunEnd::Finished,
             Err(e) => return RunEnd::Unavailable(e.0),
         };
+        // The outcome is written over the record as read here (read again only if the run
+        // changed it meanwhile: a question, a status message, a cancellation).
+        let known = (record.clone(), read);
         // A run happens at least once: a task already ended is not run again.
         if record.status.is_terminal() {
             return RunEnd::Finished;
@@ -254,7 +257,7 @@ impl Tasks {
             .unwrap_or_default();
         let written = self
             .store
-            .update(id, |r| {
+            .update_from(id, Some(known), |r| {
                 if r.status.is_terminal() {
                     return false;
                 }
