@@ -237,15 +237,27 @@ impl Runner {
         let work = self.fresh(kind, share, body);
         let bytes = serde_json::to_vec(&work).expect("work serializes");
         let item = Item::new(bytes, self.expires());
-        let kept = self
-            .store
-            .put_if(WORK, id, item.clone(), None)
-            .await
-            .map_err(|e| Refused::Unavailable(e.0))?;
+        // The record and its mark in the caller's share side by side (one round trip's wait).
+        // A repeat's mark is the first one's, written again: taken back below when that work
+        // already ended (its end deleted the mark; a run still going deletes it at its end).
+        let (kept, counted) = tokio::join!(
+            self.store.put_if(WORK, id, item.clone(), None),
+            self.counted(id, &work)
+        );
+        let kept = match kept {
+            Ok(kept) => kept,
+            Err(e) => {
+                self.uncount(id, &work).await;
+                return Err(Refused::Unavailable(e.0));
+            }
+        };
         if !kept {
+            if !matches!(self.read(id).await, Ok(Some((first, _))) if !first.done) {
+                self.uncount(id, &work).await;
+            }
             return Ok(false);
         }
-        self.counted(id, &work).await?;
+        counted?;
         self.begin(vec![(id.to_owned(), Some((work, item)))]).await;
         Ok(true)
     }
@@ -388,6 +400,15 @@ impl Runner {
             .put(&of_caller(caller), id, mark)
             .await
             .map_err(|e| Refused::Unavailable(e.0))
+    }
+
+    /// Takes work `id`'s mark out of its caller's share again (the work was not kept).
+    async fn uncount(&self, id: &str, work: &Work) {
+        if let Some(caller) = &work.share
+            && let Err(e) = self.store.delete(&of_caller(caller), id).await
+        {
+            tracing::warn!(target: "oxp::work", error = %e, "a share's mark not taken back: it lapses with its expiry");
+        }
     }
 
     /// Runs `work`: each id with its record when it was just accepted here (held by this

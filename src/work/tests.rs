@@ -384,3 +384,48 @@ async fn work_accepted_and_run_here_is_renewed_and_ended_over_what_this_runner_w
     );
     until("ran again", || slow.runs().len() == 2).await;
 }
+
+#[tokio::test]
+async fn a_repeat_counts_in_its_callers_share_only_while_the_first_runs() {
+    let store = store();
+    let handler = Recording::new(Duration::from_millis(300), |_| Outcome::Done);
+    let runner = Runner::new(store.clone(), quick());
+    runner.register("test", handler.clone());
+    let share = |store: Arc<dyn StateStore>| async move {
+        store
+            .list(&of_caller("alice"), None, 10)
+            .await
+            .unwrap()
+            .len()
+    };
+    assert!(
+        runner
+            .submit("test", "w1", Some("alice"), json(1))
+            .await
+            .unwrap()
+    );
+    // While the first runs, a repeat leaves its one mark.
+    assert!(
+        !runner
+            .submit("test", "w1", Some("alice"), json(1))
+            .await
+            .unwrap()
+    );
+    assert_eq!(share(store.clone()).await, 1);
+    until("ended", || !handler.runs().is_empty()).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(share(store.clone()).await, 0, "its end took the mark");
+    // Once it ended, a repeat leaves none.
+    assert!(
+        !runner
+            .submit("test", "w1", Some("alice"), json(1))
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        share(store.clone()).await,
+        0,
+        "a repeat of ended work holds no share"
+    );
+    assert_eq!(handler.runs().len(), 1);
+}
