@@ -470,23 +470,13 @@ impl Runner {
     /// Ends work `id` this runner holds without its handler's outcome (its protocol answered it
     /// otherwise: dead-lettered at shutdown): not run again.
     pub(crate) async fn end(&self, id: &str) -> Result<(), StateError> {
-        let owner = &self.owner;
         let mut share = None;
         let ended = self
-            .update_until(
-                id,
-                None,
-                |w| {
-                    let mine = w.held_by(owner);
-                    if mine {
-                        share = w.share.clone();
-                        w.again = false;
-                        w.end();
-                    }
-                    mine
-                },
-                Some(SystemTime::now() + ENDED_KEPT),
-            )
+            .if_mine(id, None, Some(SystemTime::now() + ENDED_KEPT), |w| {
+                share = w.share.clone();
+                w.again = false;
+                w.end();
+            })
             .await?;
         if ended.is_some()
             && let Some(caller) = share
@@ -575,6 +565,31 @@ impl Runner {
         Err(StateError(
             "a work record is updated too often at once".into(),
         ))
+    }
+
+    /// [`Runner::update_until`] of work `id` only while this runner holds it: `change` made
+    /// to the record if its lease is this runner's (the one rule of every outcome it writes).
+    async fn if_mine(
+        &self,
+        id: &str,
+        known: Option<Item>,
+        expires: Option<SystemTime>,
+        mut change: impl FnMut(&mut Work),
+    ) -> Result<Option<Held>, StateError> {
+        let owner = &self.owner;
+        self.update_until(
+            id,
+            known,
+            |w| {
+                let mine = w.held_by(owner);
+                if mine {
+                    change(w);
+                }
+                mine
+            },
+            expires,
+        )
+        .await
     }
 
     /// Takes work `id` under a lease, if it is claimable now.
@@ -697,23 +712,13 @@ impl Runner {
         handler: &dyn Handler,
         outcome: Outcome,
     ) -> Result<(), StateError> {
-        let owner = &self.owner;
         match outcome {
             Outcome::Done => {
                 let mut ended = false;
                 let written = self
-                    .update_until(
-                        id,
-                        Some(known),
-                        |w| {
-                            let mine = w.held_by(owner);
-                            if mine {
-                                ended = w.end();
-                            }
-                            mine
-                        },
-                        Some(SystemTime::now() + ENDED_KEPT),
-                    )
+                    .if_mine(id, Some(known), Some(SystemTime::now() + ENDED_KEPT), |w| {
+                        ended = w.end();
+                    })
                     .await?;
                 match written {
                     Some(_) if ended => {
@@ -728,34 +733,16 @@ impl Runner {
                 Ok(())
             }
             Outcome::Park => {
-                self.update_until(
-                    id,
-                    Some(known),
-                    |w| {
-                        let mine = w.held_by(owner);
-                        if mine {
-                            w.park();
-                        }
-                        mine
-                    },
-                    None,
-                )
+                self.if_mine(id, Some(known), None, |w| {
+                    w.park();
+                })
                 .await?;
                 Ok(())
             }
             Outcome::Continue => {
-                self.update_until(
-                    id,
-                    Some(known),
-                    |w| {
-                        let mine = w.held_by(owner);
-                        if mine {
-                            w.go_on(now_ms());
-                        }
-                        mine
-                    },
-                    None,
-                )
+                self.if_mine(id, Some(known), None, |w| {
+                    w.go_on(now_ms());
+                })
                 .await?;
                 // Anywhere: here now, or on the queue for the next worker.
                 self.restart(id);
@@ -765,19 +752,8 @@ impl Runner {
                 let due = now_ms() + u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
                 // Kept at least a full keep past when it is due (work may wait long).
                 let kept = SystemTime::now() + wait + self.settings.keep;
-                self.update_until(
-                    id,
-                    Some(known),
-                    |w| {
-                        let mine = w.held_by(owner);
-                        if mine {
-                            w.go_on(due);
-                        }
-                        mine
-                    },
-                    Some(kept),
-                )
-                .await?;
+                self.if_mine(id, Some(known), Some(kept), |w| w.go_on(due))
+                    .await?;
                 Ok(())
             }
             Outcome::Retry(why) if work.failures + 1 >= self.settings.max_attempts => {
@@ -788,18 +764,9 @@ impl Runner {
             Outcome::Retry(why) => {
                 let due = now_ms() + self.settings.backoff(work.failures + 1);
                 tracing::warn!(target: "oxp::work", kind = work.kind.as_str(), attempt = work.attempts, reason = why.as_str(), "work to be retried");
-                self.update_until(
-                    id,
-                    Some(known),
-                    |w| {
-                        let mine = w.held_by(owner);
-                        if mine {
-                            w.retry(due, &why);
-                        }
-                        mine
-                    },
-                    None,
-                )
+                self.if_mine(id, Some(known), None, |w| {
+                    w.retry(due, &why);
+                })
                 .await?;
                 Ok(())
             }
