@@ -3,6 +3,7 @@
 //! dies.
 
 use super::questions::Offers;
+use crate::state::record::Records;
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::principal::Principal;
 use rmcp::model::{DetailedTask, InputRequests, JsonObject, Task, TaskPayload, TaskStatus};
@@ -125,14 +126,20 @@ impl TaskStore {
         }
     }
 
-    /// Task `id` and its bytes as stored.
-    pub(super) async fn read(&self, id: &str) -> Result<Option<(Record, Vec<u8>)>, StateError> {
+    /// The task records, each changed by compare-and-swap.
+    fn records(&self) -> Records<'_> {
+        Records::new(&*self.0, TASKS, "a task record")
+    }
+
+    /// Task `id` and the item it is stored as; one that does not read is no task (of an
+    /// earlier version: a client asking is told it is unknown).
+    pub(super) async fn read(&self, id: &str) -> Result<Option<(Record, Item)>, StateError> {
         let Some(item) = self.0.get(TASKS, id).await? else {
             return Ok(None);
         };
         Ok(serde_json::from_slice(&item.value)
             .ok()
-            .map(|record| (record, item.value)))
+            .map(|record| (record, item)))
     }
 
     /// `change` applied to task `id` (compare-and-swap, retried); the record as written, or
@@ -146,35 +153,28 @@ impl TaskStore {
     }
 
     /// [`Self::update`] starting from `known`, the record as read before (no read again unless
-    /// it changed since: a decline counts only on a fresh read).
+    /// it changed since: a decline counts only on a fresh read). Each change is the task's
+    /// last update, and keeps it [`TASK_TTL`] from now.
     pub(super) async fn update_from(
         &self,
         id: &str,
-        mut known: Option<(Record, Vec<u8>)>,
+        known: Option<(Record, Item)>,
         change: impl Fn(&mut Record) -> bool,
     ) -> Result<Option<Record>, StateError> {
-        for _ in 0..16 {
-            let (fresh, found) = match known.take() {
-                Some(known) => (false, Some(known)),
-                None => (true, self.read(id).await?),
-            };
-            let Some((mut record, old)) = found else {
-                return Ok(None);
-            };
-            if !change(&mut record) {
-                if fresh {
-                    return Ok(None);
-                }
-                continue;
+        let changed = |record: &mut Record| {
+            let changed = change(record);
+            if changed {
+                record.updated = now();
             }
-            record.updated = now();
-            let bytes = serde_json::to_vec(&record).expect("records serialize");
-            let item = Item::new(bytes, Some(SystemTime::now() + TASK_TTL));
-            if self.0.put_if(TASKS, id, item, Some(&old)).await? {
-                return Ok(Some(record));
-            }
-        }
-        Err(StateError("a task is updated too often at once".into()))
+            changed
+        };
+        let written = self
+            .records()
+            .update(id, known, changed, |_, _| {
+                Some(SystemTime::now() + TASK_TTL)
+            })
+            .await?;
+        Ok(written.map(|(record, _)| record))
     }
 
     /// Task `id` was never started: it goes.

@@ -177,7 +177,7 @@ impl Tasks {
         interrupted: bool,
     ) -> RunEnd {
         let (record, read) = match self.store.read(id).await {
-            Ok(Some((record, bytes))) => (record, bytes),
+            Ok(Some(found)) => found,
             Ok(None) => return RunEnd::Finished,
             Err(e) => return RunEnd::Unavailable(e.0),
         };

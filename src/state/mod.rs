@@ -13,6 +13,7 @@ pub(crate) mod embedded;
 #[cfg(not(feature = "embedded-state"))]
 #[path = "embedded_off.rs"]
 pub(crate) mod embedded;
+pub(crate) mod record;
 
 use crate::settings::{ConfigError, Env, invalid};
 use oxp_lambda_core::durable::StateStore;

@@ -36,7 +36,7 @@ impl Subscriptions {
         Fut: Future<Output = ()>,
     {
         loop {
-            let Some((sub, bytes)) = self.read(id).await? else {
+            let Some((sub, item)) = self.read(id).await? else {
                 return Ok(true);
             };
             if sub.state != SubState::Active || sub.delivered >= sub.accepted {
@@ -83,7 +83,7 @@ impl Subscriptions {
             // and the event's row gone, side by side.
             let key = Keys::seq(seq);
             let (counted, ()) = tokio::try_join!(
-                self.update_from(id, Some((sub, bytes)), |s| {
+                self.update_from(id, Some((sub, item)), |s| {
                     let next = s.delivered + 1 == seq;
                     if next {
                         s.delivered = seq;

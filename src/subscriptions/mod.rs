@@ -21,6 +21,7 @@ mod records;
 pub(crate) use records::{Owner, Sub, SubState, key_of};
 
 use crate::settings::{ConfigError, Env};
+use crate::state::record::Records;
 use crate::work::Runner;
 use expiry::Expiries;
 use futures_util::future::try_join_all;
@@ -185,26 +186,32 @@ impl Subscriptions {
         Some(SystemTime::now() + self.keep + GRACE)
     }
 
-    async fn read(&self, id: &str) -> Result<Option<(Sub, Vec<u8>)>, StateError> {
-        let Some(item) = self.store.get(Keys::SUB, id).await? else {
-            return Ok(None);
-        };
-        let sub = serde_json::from_slice(&item.value)
-            .map_err(|_| StateError("a subscription record does not read".into()))?;
-        Ok(Some((sub, item.value)))
+    /// The subscription records, each changed by compare-and-swap.
+    fn records(&self) -> Records<'_> {
+        Records::new(&*self.store, Keys::SUB, "a subscription record")
+    }
+
+    async fn read(&self, id: &str) -> Result<Option<(Sub, Item)>, StateError> {
+        self.records().read(id).await
+    }
+
+    /// How long a record of `sub` is kept. An ended one only a while (a redelivered job
+    /// opening it again finds it ended), so a month of subscriptions opened and closed does
+    /// not stay in the store.
+    fn kept(&self, sub: &Sub) -> Option<SystemTime> {
+        match sub.state {
+            SubState::Pending | SubState::Active => self.expires(),
+            SubState::Done | SubState::Cancelled => Some(SystemTime::now() + self.keep.min(GRACE)),
+        }
     }
 
     /// Writes `sub` over `old` (compare-and-swap); whether it was written.
-    async fn swap(&self, id: &str, sub: &Sub, old: &[u8]) -> Result<bool, StateError> {
-        let bytes = serde_json::to_vec(sub).expect("records serialize");
-        // An ended one is kept a while only (a redelivered job opening it again finds it
-        // ended), so a month of subscriptions opened and closed does not stay in the store.
-        let expires = match sub.state {
-            SubState::Pending | SubState::Active => self.expires(),
-            SubState::Done | SubState::Cancelled => Some(SystemTime::now() + self.keep.min(GRACE)),
-        };
-        let item = Item::new(bytes, expires);
-        self.store.put_if(Keys::SUB, id, item, Some(old)).await
+    async fn swap(&self, id: &str, sub: &Sub, old: &Item) -> Result<bool, StateError> {
+        let written = self
+            .records()
+            .write_over(id, sub, old, self.kept(sub))
+            .await?;
+        Ok(written.is_some())
     }
 
     /// Changes subscription `id` with `change` (retrying on a concurrent write); the record as
@@ -222,27 +229,14 @@ impl Subscriptions {
     async fn update_from(
         &self,
         id: &str,
-        mut known: Option<(Sub, Vec<u8>)>,
+        known: Option<(Sub, Item)>,
         change: impl Fn(&mut Sub) -> bool,
     ) -> Result<Option<Sub>, StateError> {
-        for _ in 0..16 {
-            let found = match known.take() {
-                Some(known) => Some(known),
-                None => self.read(id).await?,
-            };
-            let Some((mut sub, old)) = found else {
-                return Ok(None);
-            };
-            if !change(&mut sub) {
-                return Ok(None);
-            }
-            if self.swap(id, &sub, &old).await? {
-                return Ok(Some(sub));
-            }
-        }
-        Err(StateError(
-            "a subscription is updated too often at once".into(),
-        ))
+        let written = self
+            .records()
+            .update(id, known, change, |sub, _| self.kept(sub))
+            .await?;
+        Ok(written.map(|(sub, _)| sub))
     }
 
     /// Opens subscription number `seq` of `owner`'s call (pending until [`Self::activate`]).

@@ -1,0 +1,254 @@
+//! A JSON record of the state store, changed by compare-and-swap: the one read-change-write
+//! loop every kind of durable record (work, subscriptions, MCP tasks) is changed through.
+
+use oxp_lambda_core::durable::{Item, StateError, StateStore};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use std::time::SystemTime;
+
+/// How often a change is tried again when another writer came first.
+const TRIES: usize = 16;
+
+/// The records of one partition of a store.
+#[derive(Clone, Copy)]
+pub(crate) struct Records<'a> {
+    store: &'a dyn StateStore,
+    partition: &'a str,
+    /// What a record is, for errors ("a work record").
+    what: &'static str,
+}
+
+impl<'a> Records<'a> {
+    /// The records of `partition` in `store`, each a `what` (for errors).
+    pub(crate) fn new(store: &'a dyn StateStore, partition: &'a str, what: &'static str) -> Self {
+        Self {
+            store,
+            partition,
+            what,
+        }
+    }
+
+    /// Record `key` and the item it is stored as; one that does not read is an error (a
+    /// record of another version, or not this kind).
+    pub(crate) async fn read<T: DeserializeOwned>(
+        &self,
+        key: &str,
+    ) -> Result<Option<(T, Item)>, StateError> {
+        let Some(item) = self.store.get(self.partition, key).await? else {
+            return Ok(None);
+        };
+        match serde_json::from_slice(&item.value) {
+            Ok(value) => Ok(Some((value, item))),
+            Err(_) => Err(StateError(format!("{} does not read", self.what))),
+        }
+    }
+
+    /// Writes `value` as record `key` over `old` (compare-and-swap), kept until `expires`; the
+    /// item written, or `None` when another writer came first.
+    pub(crate) async fn write_over<T: Serialize>(
+        &self,
+        key: &str,
+        value: &T,
+        old: &Item,
+        expires: Option<SystemTime>,
+    ) -> Result<Option<Item>, StateError> {
+        let next = Item::new(
+            serde_json::to_vec(value).expect("records serialize"),
+            expires,
+        );
+        let written = self
+            .store
+            .put_if(self.partition, key, next.clone(), Some(&old.value))
+            .await?;
+        Ok(written.then_some(next))
+    }
+
+    /// `change` applied to record `key`, starting from `known` (the record as this process
+    /// read or wrote it last: read again only when another writer came since), written kept
+    /// until `expires` says (of the record changed and the item it replaces). A concurrent
+    /// write makes it read and change again; `change` declining on the stored record ends it
+    /// (a decline on `known` alone reads first: it may be out of date). The record and item
+    /// as written, or `None` when there is none or `change` declines.
+    pub(crate) async fn update<T: Serialize + DeserializeOwned>(
+        &self,
+        key: &str,
+        mut known: Option<(T, Item)>,
+        mut change: impl FnMut(&mut T) -> bool,
+        expires: impl Fn(&T, &Item) -> Option<SystemTime>,
+    ) -> Result<Option<(T, Item)>, StateError> {
+        for _ in 0..TRIES {
+            let (fresh, (mut value, old)) = match known.take() {
+                Some(known) => (false, known),
+                None => match self.read(key).await? {
+                    Some(found) => (true, found),
+                    None => return Ok(None),
+                },
+            };
+            if !change(&mut value) {
+                if fresh {
+                    return Ok(None);
+                }
+                continue;
+            }
+            let until = expires(&value, &old);
+            if let Some(next) = self.write_over(key, &value, &old, until).await? {
+                return Ok(Some((value, next)));
+            }
+        }
+        Err(StateError(format!(
+            "{} is updated too often at once",
+            self.what
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde::Deserialize;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+    struct Counter {
+        n: u32,
+    }
+
+    fn store() -> Arc<dyn StateStore> {
+        crate::state::embedded::store(None).unwrap()
+    }
+
+    async fn put(store: &dyn StateStore, n: u32) -> Item {
+        let item = Item::new(serde_json::to_vec(&Counter { n }).unwrap(), None);
+        store.put("p", "k", item.clone()).await.unwrap();
+        item
+    }
+
+    fn kept(_: &Counter, old: &Item) -> Option<SystemTime> {
+        old.expires
+    }
+
+    #[tokio::test]
+    async fn a_change_is_written_over_the_record_and_returned_as_written() {
+        let store = store();
+        put(&*store, 1).await;
+        let records = Records::new(&*store, "p", "a counter");
+        let (value, item) = records
+            .update(
+                "k",
+                None,
+                |c: &mut Counter| {
+                    c.n += 1;
+                    true
+                },
+                kept,
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(value, Counter { n: 2 });
+        assert_eq!(
+            store.get("p", "k").await.unwrap().unwrap().value,
+            item.value
+        );
+    }
+
+    #[tokio::test]
+    async fn a_record_changed_by_another_writer_since_it_was_known_is_read_and_changed_again() {
+        let store = store();
+        let old = put(&*store, 1).await;
+        put(&*store, 5).await;
+        let records = Records::new(&*store, "p", "a counter");
+        let runs = AtomicUsize::new(0);
+        let (value, _) = records
+            .update(
+                "k",
+                Some((Counter { n: 1 }, old)),
+                |c: &mut Counter| {
+                    runs.fetch_add(1, Ordering::Relaxed);
+                    c.n += 1;
+                    true
+                },
+                kept,
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            value,
+            Counter { n: 6 },
+            "the change is made to what is stored"
+        );
+        assert_eq!(runs.load(Ordering::Relaxed), 2);
+    }
+
+    #[tokio::test]
+    async fn a_decline_on_an_out_of_date_record_reads_first_and_only_a_decline_on_the_stored_one_ends_it()
+     {
+        let store = store();
+        let old = put(&*store, 1).await;
+        put(&*store, 2).await;
+        let records = Records::new(&*store, "p", "a counter");
+        // Declines on n = 1 (the known, out of date), accepts on n = 2 (stored).
+        let written = records
+            .update(
+                "k",
+                Some((Counter { n: 1 }, old)),
+                |c: &mut Counter| {
+                    let even = c.n.is_multiple_of(2);
+                    c.n += 10;
+                    even
+                },
+                kept,
+            )
+            .await
+            .unwrap();
+        assert_eq!(written.map(|(c, _)| c), Some(Counter { n: 12 }));
+        let declined = records
+            .update("k", None, |_: &mut Counter| false, kept)
+            .await
+            .unwrap();
+        assert!(declined.is_none());
+        let absent = records
+            .update("none", None, |_: &mut Counter| true, kept)
+            .await
+            .unwrap();
+        assert!(absent.is_none(), "no record, nothing written");
+        assert!(store.get("p", "none").await.unwrap().is_none());
+    }
+
+    #[tokio::test]
+    async fn a_record_is_kept_as_long_as_expires_says_of_the_changed_record() {
+        let store = store();
+        put(&*store, 1).await;
+        let records = Records::new(&*store, "p", "a counter");
+        let until = SystemTime::now() + Duration::from_secs(3600);
+        let (_, item) = records
+            .update(
+                "k",
+                None,
+                |c: &mut Counter| {
+                    c.n = 7;
+                    true
+                },
+                |c: &Counter, _| (c.n == 7).then_some(until),
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(item.expires, Some(until));
+    }
+
+    #[tokio::test]
+    async fn a_record_that_does_not_read_is_an_error_naming_what_it_is() {
+        let store = store();
+        store
+            .put("p", "k", Item::new(b"not json".to_vec(), None))
+            .await
+            .unwrap();
+        let records = Records::new(&*store, "p", "a counter");
+        let e = records.read::<Counter>("k").await.unwrap_err();
+        assert_eq!(e.0, "a counter does not read");
+    }
+}

@@ -1,0 +1,255 @@
+//! Accepting work: kept (and counted in its caller's share) before the caller is answered,
+//! then begun here or sent to the queue; made due again when more comes or someone answers.
+
+use super::*;
+
+impl Runner {
+    /// Accepts work `id` of `kind`, counted in `share` (a caller's hash): kept before this
+    /// answers, then run here at once (or sent to the queue). `Ok(false)`: work `id` was
+    /// accepted before (a repeat), nothing more is done.
+    pub(crate) async fn submit(
+        self: &Arc<Self>,
+        kind: &str,
+        id: &str,
+        share: Option<&str>,
+        body: Value,
+    ) -> Result<bool, Refused> {
+        self.within_share(share).await?;
+        let work = self.fresh(kind, share, body);
+        let bytes = serde_json::to_vec(&work).expect("work serializes");
+        let item = Item::new(bytes, self.expires());
+        // The record and its mark in the caller's share side by side (one round trip's wait).
+        // A repeat's mark is the first one's, written again: taken back below when that work
+        // already ended (its end deleted the mark; a run still going deletes it at its end).
+        let (kept, counted) = tokio::join!(
+            self.store.put_if(WORK, id, item.clone(), None),
+            self.counted(id, &work)
+        );
+        let kept = match kept {
+            Ok(kept) => kept,
+            Err(e) => {
+                self.uncount(id, &work).await;
+                return Err(Refused::Unavailable(e.0));
+            }
+        };
+        if !kept {
+            if !matches!(self.read(id).await, Ok(Some((first, _))) if !first.done) {
+                self.uncount(id, &work).await;
+            }
+            return Ok(false);
+        }
+        counted?;
+        self.begin(vec![(id.to_owned(), Some((work, item)))]).await;
+        Ok(true)
+    }
+
+    /// Accepts work `id` of `kind` due only `after` from now: kept, and run by the sweep that
+    /// finds it due (locally the server's, in Lambda the worker's schedule), nothing woken now.
+    /// `Ok(false)`: work `id` was accepted before.
+    pub(crate) async fn submit_later(
+        &self,
+        kind: &str,
+        id: &str,
+        body: Value,
+        after: Duration,
+    ) -> Result<bool, Refused> {
+        let mut work = Work::new(kind, None, body);
+        work.due_ms = now_ms() + u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
+        let bytes = serde_json::to_vec(&work).expect("work serializes");
+        let kept = SystemTime::now() + after + self.settings.keep;
+        let written = self
+            .store
+            .put_if(WORK, id, Item::new(bytes, Some(kept)), None)
+            .await
+            .map_err(|e| Refused::Unavailable(e.0))?;
+        if written {
+            self.active
+                .store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+        Ok(written)
+    }
+
+    /// Makes each work of `ids` (of `kind`, `body` its own) due: accepted anew when there is
+    /// none (or it ended), marked to run again when a runner holds it (more came while it ran),
+    /// due now otherwise; then run. What brings more of a kind of work one run takes all of (a
+    /// subscription's events), counted in no caller's share. How many could not be made due
+    /// (the store did not answer; they are not lost when a record exists: its next run takes
+    /// what came).
+    pub(crate) async fn due_all(self: &Arc<Self>, kind: &str, ids: Vec<(String, Value)>) -> usize {
+        let made: Vec<Result<Option<ToBegin>, StateError>> = stream::iter(ids)
+            .map(|(id, body)| async move {
+                let made = self.make_due(kind, &id, body).await?;
+                Ok(made.map(|fresh| (id, fresh)))
+            })
+            .buffer_unordered(self.settings.at_once)
+            .collect()
+            .await;
+        let mut failed = 0;
+        let mut to_start = Vec::new();
+        for made in made {
+            match made {
+                Ok(Some(start)) => to_start.push(start),
+                Ok(None) => {}
+                Err(e) => {
+                    tracing::warn!(target: "oxp::work", error = %e, "work not made due");
+                    failed += 1;
+                }
+            }
+        }
+        self.begin(to_start).await;
+        failed
+    }
+
+    /// Makes work `id` due (see [`Runner::due_all`]); what to start: `Some((work))` when it was
+    /// accepted anew here, `Some(None)` when it is due now, `None` when a running one takes it.
+    pub(super) async fn make_due(
+        &self,
+        kind: &str,
+        id: &str,
+        body: Value,
+    ) -> Result<Option<Option<Held>>, StateError> {
+        for _ in 0..16 {
+            let found = self.read(id).await?;
+            let now = now_ms();
+            let (next, old, start) = match &found {
+                None => (self.fresh(kind, None, body.clone()), None, Some(true)),
+                Some((w, item)) if w.done => {
+                    (self.fresh(kind, None, body.clone()), Some(item), Some(true))
+                }
+                Some((w, item)) if w.running(now) => {
+                    let mut next = w.clone();
+                    next.again = true;
+                    (next, Some(item), None)
+                }
+                Some((w, item)) => {
+                    let mut next = w.clone();
+                    next.wake();
+                    (next, Some(item), Some(false))
+                }
+            };
+            let bytes = serde_json::to_vec(&next).expect("work serializes");
+            let expires = match (start, old) {
+                (Some(true), _) | (_, None) => self.expires(),
+                (_, Some(item)) => item.expires,
+            };
+            let item = Item::new(bytes, expires);
+            let written = self
+                .store
+                .put_if(WORK, id, item.clone(), old.map(|i| i.value.as_slice()))
+                .await?;
+            if written {
+                return Ok(start.map(|fresh| fresh.then_some((next, item))));
+            }
+        }
+        Err(StateError("work is made due too often at once".into()))
+    }
+
+    /// Refuses when the caller of `share` holds its whole share.
+    pub(super) async fn within_share(&self, share: Option<&str>) -> Result<(), Refused> {
+        let Some(caller) = share else {
+            return Ok(());
+        };
+        let most = self.settings.per_caller;
+        let held = self
+            .store
+            .list(&of_caller(caller), None, most)
+            .await
+            .map_err(|e| Refused::Unavailable(e.0))?;
+        if held.len() >= most {
+            return Err(Refused::CallerFull);
+        }
+        Ok(())
+    }
+
+    /// New work, held from the start by this process when it runs it here (no sweep takes it
+    /// meanwhile).
+    pub(super) fn fresh(&self, kind: &str, share: Option<&str>, body: Value) -> Work {
+        let mut work = Work::new(kind, share, body);
+        if self.local() {
+            work.claim(&self.owner, self.settings.lease, now_ms());
+        }
+        work
+    }
+
+    /// Counts work `id`, just kept, in its caller's share.
+    pub(super) async fn counted(&self, id: &str, work: &Work) -> Result<(), Refused> {
+        let Some(caller) = &work.share else {
+            return Ok(());
+        };
+        let mark = Item::new(Vec::new(), self.expires());
+        self.store
+            .put(&of_caller(caller), id, mark)
+            .await
+            .map_err(|e| Refused::Unavailable(e.0))
+    }
+
+    /// Takes work `id`'s mark out of its caller's share again (the work was not kept).
+    pub(super) async fn uncount(&self, id: &str, work: &Work) {
+        if let Some(caller) = &work.share
+            && let Err(e) = self.store.delete(&of_caller(caller), id).await
+        {
+            tracing::warn!(target: "oxp::work", error = %e, "a share's mark not taken back: it lapses with its expiry");
+        }
+    }
+
+    /// Runs `work`: each id with its record when it was just accepted here (held by this
+    /// process already), else claimed now if claimable; or sends the ids to the queue.
+    pub(super) async fn begin(self: &Arc<Self>, work: Vec<ToBegin>) {
+        if work.is_empty() {
+            return;
+        }
+        self.active
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+        match self.wake.get() {
+            Some(wake) => {
+                let ids: Vec<String> = work.into_iter().map(|(id, _)| id).collect();
+                for batch in ids.chunks(WAKE_BATCH) {
+                    if let Err(e) = wake.wake(batch.to_vec()).await {
+                        // Kept: the next sweep runs it.
+                        tracing::warn!(target: "oxp::work", error = %e, "work not queued: the next sweep runs it");
+                    }
+                }
+            }
+            None => {
+                for (id, held) in work {
+                    let this = self.clone();
+                    tokio::spawn(async move {
+                        let held = match held {
+                            Some(held) => Some(held),
+                            None => this.claim(&id).await.ok().flatten(),
+                        };
+                        if let Some(held) = held {
+                            this.execute(id, held, None).await;
+                        }
+                    });
+                }
+            }
+        }
+    }
+
+    /// Makes work `id` due now (woken from waiting, or sooner than its retry) and runs it; a
+    /// run holding it already is left alone. Whether there is such work.
+    pub(crate) async fn wake(self: &Arc<Self>, id: &str) -> Result<bool, StateError> {
+        let now = now_ms();
+        let woken = self
+            .update_until(
+                id,
+                None,
+                |w| {
+                    let held = w.lease.as_ref().is_some_and(|l| l.until_ms > now);
+                    if held || (!w.waiting && w.due_ms <= now) {
+                        return false;
+                    }
+                    w.wake();
+                    true
+                },
+                None,
+            )
+            .await?;
+        if woken.is_none() && !self.alive(id).await? {
+            return Ok(false);
+        }
+        self.begin(vec![(id.to_owned(), None)]).await;
+        Ok(true)
+    }
+}
