@@ -136,19 +136,28 @@ impl Tasks {
             parked: false,
             offers,
         };
-        // Written before the answer: a tasks/get anywhere finds it.
-        self.store.create(&id, &record).await.map_err(unavailable)?;
-        // The answers its questions had are the task's first, where its runs read them.
-        if let Err(e) = seed(&self.questions, &id, &record.owner, &answers).await {
-            self.store.forget(&id).await;
-            return Err(unavailable(e));
-        }
-        let body = json!({"task": id, "traceparent": context.traceparent});
-        match self
-            .runner
-            .submit(TASK_RUN, &work_id(&id), Some(&record.owner), body)
-            .await
-        {
+        // Written before the answer: a tasks/get anywhere finds it. The caller's share of
+        // work is looked at meanwhile.
+        let (created, room) = tokio::join!(
+            self.store.create(&id, &record),
+            self.runner.room(Some(&record.owner))
+        );
+        created.map_err(unavailable)?;
+        let kept = match room {
+            Ok(room) => {
+                // The answers its questions had are the task's first, where its runs read them.
+                if let Err(e) = seed(&self.questions, &id, &record.owner, &answers).await {
+                    self.store.forget(&id).await;
+                    return Err(unavailable(e));
+                }
+                let body = json!({"task": id, "traceparent": context.traceparent});
+                self.runner
+                    .submit_in(room, TASK_RUN, &work_id(&id), body)
+                    .await
+            }
+            Err(refused) => Err(refused),
+        };
+        match kept {
             Ok(_) => Ok(CreateTaskResult::new(record.task(&id))),
             Err(refused) => {
                 self.store.forget(&id).await;

@@ -14,8 +14,29 @@ impl Runner {
         share: Option<&str>,
         body: Value,
     ) -> Result<bool, Refused> {
+        let room = self.room(share).await?;
+        self.submit_in(room, kind, id, body).await
+    }
+
+    /// Room for one more piece of work in the share of `share` (a caller's hash; `None`: in no
+    /// share), or [`Refused::CallerFull`] when the caller holds its whole share. Found apart
+    /// from [`Runner::submit_in`] so that a protocol checks it beside its own writes.
+    pub(crate) async fn room(&self, share: Option<&str>) -> Result<Room, Refused> {
         self.within_share(share).await?;
-        let work = self.fresh(kind, share, body);
+        Ok(Room {
+            share: share.map(str::to_owned),
+        })
+    }
+
+    /// [`Runner::submit`] in the `room` found before.
+    pub(crate) async fn submit_in(
+        self: &Arc<Self>,
+        room: Room,
+        kind: &str,
+        id: &str,
+        body: Value,
+    ) -> Result<bool, Refused> {
+        let work = self.fresh(kind, room.share.as_deref(), body);
         let bytes = serde_json::to_vec(&work).expect("work serializes");
         let item = Item::new(bytes, self.expires());
         // The record and its mark in the caller's share side by side (one round trip's wait).
@@ -185,9 +206,7 @@ impl Runner {
 
     /// Takes work `id`'s mark out of its caller's share again (the work was not kept).
     pub(super) async fn uncount(&self, id: &str, work: &Work) {
-        if let Some(caller) = &work.share
-            && let Err(e) = self.store.delete(&of_caller(caller), id).await
-        {
+        if let Err(e) = self.uncounted(id, work).await {
             tracing::warn!(target: "oxp::work", error = %e, "a share's mark not taken back: it lapses with its expiry");
         }
     }
@@ -231,25 +250,34 @@ impl Runner {
     /// run holding it already is left alone. Whether there is such work.
     pub(crate) async fn wake(self: &Arc<Self>, id: &str) -> Result<bool, StateError> {
         let now = now_ms();
+        // Run here: woken and claimed in one write (not a second read and write to claim).
+        let here = self.local() && !self.stopping.is_cancelled();
+        let (owner, lease) = (&self.owner, self.settings.lease);
         let woken = self
             .update_until(
                 id,
                 None,
                 |w| {
                     let held = w.lease.as_ref().is_some_and(|l| l.until_ms > now);
-                    if held || (!w.waiting && w.due_ms <= now) {
+                    if w.done || held || (!here && !w.waiting && w.due_ms <= now) {
                         return false;
                     }
                     w.wake();
+                    if here {
+                        w.claim(owner, lease, now);
+                    }
                     true
                 },
                 None,
             )
             .await?;
-        if woken.is_none() && !self.alive(id).await? {
-            return Ok(false);
-        }
-        self.begin(vec![(id.to_owned(), None)]).await;
+        let held = match woken {
+            Some(held) if here => Some(held),
+            Some(_) => None,
+            None if !self.alive(id).await? => return Ok(false),
+            None => None,
+        };
+        self.begin(vec![(id.to_owned(), held)]).await;
         Ok(true)
     }
 }

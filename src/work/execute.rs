@@ -147,22 +147,20 @@ impl Runner {
         match outcome {
             Outcome::Done => {
                 let mut ended = false;
-                let written = self
-                    .if_mine(id, Some(known), Some(SystemTime::now() + ENDED_KEPT), |w| {
-                        ended = w.end();
-                    })
-                    .await?;
-                match written {
-                    Some(_) if ended => {
-                        if let Some(caller) = &work.share {
-                            self.store.delete(&of_caller(caller), id).await?;
-                        }
+                let kept = Some(SystemTime::now() + ENDED_KEPT);
+                let end = self.if_mine(id, Some(known), kept, |w| ended = w.end());
+                // Its mark in the caller's share goes beside the record's end: one wait, not
+                // two. (Taken over meanwhile, the work is another runner's, whose end finds
+                // the mark gone: the share counts one less until then.)
+                let (written, uncounted) = tokio::join!(end, self.uncounted(id, work));
+                if written?.is_some() && !ended {
+                    // More came while it ran: again, at once, counted again.
+                    if let Err(Refused::Unavailable(e)) = self.counted(id, work).await {
+                        return Err(StateError(e));
                     }
-                    // More came while it ran: again, at once.
-                    Some(_) => self.restart(id),
-                    None => {}
+                    self.restart(id);
                 }
-                Ok(())
+                uncounted
             }
             Outcome::Park => {
                 self.if_mine(id, Some(known), None, |w| {
@@ -191,7 +189,7 @@ impl Runner {
             Outcome::Retry(why) if work.failures + 1 >= self.settings.max_attempts => {
                 tracing::error!(target: "oxp::work", kind = work.kind.as_str(), attempts = work.attempts, reason = why.as_str(), "work given up after its last attempt");
                 handler.give_up(id, work, &why).await;
-                self.forget(id, work.share.as_deref()).await
+                self.forget(id, work).await
             }
             Outcome::Retry(why) => {
                 let due = now_ms() + self.settings.backoff(work.failures + 1);
@@ -214,9 +212,15 @@ impl Runner {
         tokio::spawn(async move { this.begin(vec![(id, None)]).await });
     }
 
-    pub(super) async fn forget(&self, id: &str, share: Option<&str>) -> Result<(), StateError> {
-        self.store.delete(WORK, id).await?;
-        match share {
+    /// Deletes work `id` and its mark in its caller's share, side by side.
+    pub(super) async fn forget(&self, id: &str, work: &Work) -> Result<(), StateError> {
+        let (record, mark) = tokio::join!(self.store.delete(WORK, id), self.uncounted(id, work));
+        record.and(mark)
+    }
+
+    /// Deletes work `id`'s mark in its caller's share (if it counts in one).
+    pub(super) async fn uncounted(&self, id: &str, work: &Work) -> Result<(), StateError> {
+        match &work.share {
             Some(caller) => self.store.delete(&of_caller(caller), id).await,
             None => Ok(()),
         }

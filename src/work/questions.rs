@@ -121,9 +121,8 @@ impl Questions {
         asked: Value,
         keep: Duration,
     ) -> Result<Asked, StateError> {
-        if let Some(token) = self.token_of(call).await? {
-            return Ok(Asked { token, new: false });
-        }
+        // Asked for the first time, mostly: recorded at once (not looked up first), and a call
+        // that asked before (a redelivered job, a resumed task) finds its index taken below.
         let token = uuid::Uuid::new_v4().simple().to_string();
         let record = Record {
             caller: caller.map(str::to_owned),

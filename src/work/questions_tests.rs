@@ -57,6 +57,8 @@ async fn the_same_call_asking_again_finds_its_question_and_its_answer() {
     let again = q.ask_once("c#0", None, json!(1), KEEP).await.unwrap();
     assert!(!again.new);
     assert_eq!(first.token, again.token);
+    let kept = q.store().list(QUESTIONS, None, 10).await.unwrap();
+    assert_eq!(kept.len(), 1, "asking again leaves no second question");
     let next = q.ask_once("c#1", None, json!(1), KEEP).await.unwrap();
     assert_ne!(
         next.token, first.token,

@@ -429,3 +429,34 @@ async fn a_repeat_counts_in_its_callers_share_only_while_the_first_runs() {
     );
     assert_eq!(handler.runs().len(), 1);
 }
+
+#[tokio::test]
+async fn parked_work_woken_here_is_claimed_by_the_write_that_wakes_it_and_run_without_another_read()
+{
+    let counting = Arc::new(CountingReads(store(), AtomicUsize::new(0)));
+    let store: Arc<dyn StateStore> = counting.clone();
+    let handler = Recording::new(Duration::ZERO, |w| {
+        if w.attempts == 1 {
+            Outcome::Park
+        } else {
+            Outcome::Done
+        }
+    });
+    let runner = Runner::new(store, quick());
+    runner.register("test", handler.clone());
+    assert!(runner.submit("test", "w1", None, json(1)).await.unwrap());
+    until("parked", || handler.runs().len() == 1).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    counting.1.store(0, Ordering::SeqCst);
+    assert!(runner.wake("w1").await.unwrap(), "there is such work");
+    until("ran again", || handler.runs().len() == 2).await;
+    assert_eq!(
+        counting.1.load(Ordering::SeqCst),
+        1,
+        "one read: the wake's, whose write holds it for this run"
+    );
+    assert_eq!(handler.runs()[1].1, 2, "its second attempt");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!runner.alive("w1").await.unwrap(), "ended");
+    assert!(!runner.wake("w1").await.unwrap(), "ended work is not woken");
+}
