@@ -1,8 +1,10 @@
 //! The DynamoDB state store (`OXP_STATE_TABLE`): every execution environment of every function
 //! reads and writes the same items. Items: `pk` (partition key, S: the partition), `sk` (sort
 //! key, S: the key), `v` (B: the value), `expires_at` (N, Unix seconds: the table's TTL
-//! attribute). DynamoDB deletes expired items lazily, so expiry is checked on every read and in
-//! every conditional write too.
+//! attribute). DynamoDB deletes expired items lazily (within days), so expiry is checked on
+//! every read and in every conditional write too, and the expired items a listing reads are
+//! deleted by the store itself: a partition listed again and again (the runner's sweep lists
+//! every work record) reads what lived lately, not days of what expired.
 
 use crate::aws::dynamo::{self, epoch_secs as epoch, number as n};
 use crate::aws::{AwsClient, SharedSdk};
@@ -11,7 +13,12 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use oxp_lambda_core::durable::{Item, MAX_VALUE_BYTES, StateError, StateFuture, StateStore};
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// The most expired items one listing leaves to be deleted (one pass at a time per store; what
+/// a pass leaves, the next listing finds).
+const RECLAIM_BATCH: usize = 100;
 
 /// The store of `table`.
 pub(crate) fn store(sdk: &SharedSdk, table: String) -> Result<Arc<dyn StateStore>, String> {
@@ -26,6 +33,8 @@ pub(crate) fn store(sdk: &SharedSdk, table: String) -> Result<Arc<dyn StateStore
 pub(crate) struct DynamoState {
     client: AwsClient<aws_sdk_dynamodb::Client>,
     table: String,
+    /// Whether a pass deleting expired items runs (at most one at a time).
+    reclaiming: Arc<AtomicBool>,
 }
 
 impl DynamoState {
@@ -36,7 +45,51 @@ impl DynamoState {
         Self {
             client: client.into(),
             table,
+            reclaiming: Arc::default(),
         }
+    }
+
+    /// Deletes the expired items `keys` of `partition` in the background, unless a pass runs
+    /// already (then a later listing finds them again).
+    fn reclaim(&self, partition: &str, keys: Vec<String>) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if keys.is_empty() || self.reclaiming.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let (this, partition) = (self.clone(), partition.to_owned());
+        runtime.spawn(async move {
+            if let Err(e) = this.delete_expired(&partition, keys).await {
+                tracing::debug!(target: "oxp::state", error = %e, "expired items left to DynamoDB's TTL");
+            }
+            this.reclaiming.store(false, Ordering::Release);
+        });
+    }
+
+    /// Deletes each of `keys` of `partition` that is still expired: an item written again
+    /// since it was read (a live one now) is kept.
+    async fn delete_expired(&self, partition: &str, keys: Vec<String>) -> Result<(), StateError> {
+        let client = self.client.get().await;
+        for key in keys {
+            let deleted = client
+                .delete_item()
+                .table_name(&self.table)
+                .key("pk", AttributeValue::S(partition.into()))
+                .key("sk", AttributeValue::S(key))
+                .condition_expression("expires_at <= :now")
+                .expression_attribute_values(":now", n(epoch(SystemTime::now())))
+                .send()
+                .await;
+            match deleted {
+                Ok(_) => {}
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
+                Err(e) => return Err(failed(&e)),
+            }
+        }
+        Ok(())
     }
 }
 
@@ -185,9 +238,10 @@ impl StateStore for DynamoState {
                     ("sk".to_owned(), AttributeValue::S(key.into())),
                 ])
             });
+            let mut expired = Vec::new();
             // Expired items still count against a page's `Limit`: read on until `limit` live
             // ones, or the partition's end.
-            loop {
+            let listed = loop {
                 let page = client
                     .query()
                     .table_name(&self.table)
@@ -201,18 +255,24 @@ impl StateStore for DynamoState {
                     .map_err(|e| failed(&e))?;
                 for attributes in page.items() {
                     if items.len() >= limit {
-                        return Ok(items);
+                        break;
                     }
-                    let key = attributes.get("sk").and_then(|v| v.as_s().ok());
-                    if let (Some(key), Some(item)) = (key, item_of(attributes, now)) {
-                        items.push((key.clone(), item));
+                    let Some(key) = attributes.get("sk").and_then(|v| v.as_s().ok()) else {
+                        continue;
+                    };
+                    match item_of(attributes, now) {
+                        Some(item) => items.push((key.clone(), item)),
+                        None if expired.len() < RECLAIM_BATCH => expired.push(key.clone()),
+                        None => {}
                     }
                 }
                 match page.last_evaluated_key() {
                     Some(last) if items.len() < limit => start = Some(last.clone()),
-                    _ => return Ok(items),
+                    _ => break items,
                 }
-            }
+            };
+            self.reclaim(partition, expired);
+            Ok(listed)
         })
     }
 }
@@ -226,5 +286,57 @@ mod tests {
     async fn the_dynamodb_store_keeps_the_contract_on_moto() {
         let (client, table) = crate::moto::state_table().await;
         crate::state::conformance::check(&DynamoState::new(client, table)).await;
+    }
+
+    #[tokio::test]
+    #[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+    async fn expired_items_a_listing_reads_are_deleted_and_one_written_again_since_is_kept() {
+        let (client, table) = crate::moto::state_table().await;
+        let store = DynamoState::new(client.clone(), table.clone());
+        let past = SystemTime::now() - Duration::from_secs(10);
+        for key in ["a", "b", "c"] {
+            store
+                .put("p", key, Item::new(b"old".to_vec(), Some(past)))
+                .await
+                .unwrap();
+        }
+        store
+            .put("p", "live", Item::new(b"new".to_vec(), None))
+            .await
+            .unwrap();
+        let stored = |key: &'static str| {
+            let (client, table) = (client.clone(), table.clone());
+            async move {
+                client
+                    .get_item()
+                    .table_name(table)
+                    .key("pk", AttributeValue::S("p".into()))
+                    .key("sk", AttributeValue::S(key.into()))
+                    .consistent_read(true)
+                    .send()
+                    .await
+                    .unwrap()
+                    .item()
+                    .is_some()
+            }
+        };
+        assert!(stored("a").await, "DynamoDB's TTL has not deleted it yet");
+        let listed = store.list("p", None, 10).await.unwrap();
+        assert_eq!(listed.len(), 1, "only the live one is listed");
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while stored("a").await || stored("b").await || stored("c").await {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the expired items the listing read are deleted"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        // An item read expired but written again before its deletion is live: kept.
+        store
+            .delete_expired("p", vec!["live".into()])
+            .await
+            .unwrap();
+        assert!(stored("live").await, "a live item is never deleted");
+        assert_eq!(store.get("p", "live").await.unwrap().unwrap().value, b"new");
     }
 }
