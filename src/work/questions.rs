@@ -131,14 +131,27 @@ impl Questions {
         };
         let expires = Some(SystemTime::now() + keep);
         let item = Item::new(record.bytes(), expires);
-        self.store.put(QUESTIONS, &token, item).await?;
-        // A concurrent copy of the same call that recorded first wins: its token is the one.
         let index = Item::new(token.clone().into_bytes(), expires);
-        if !self.store.put_if(ASKED, call, index, None).await? {
+        // The question and its index side by side: one wait (on the embedded store one commit,
+        // its writer keeping their order). A concurrent copy of the same call whose index was
+        // written first wins: its token is the one.
+        let (recorded, indexed) = tokio::join!(
+            self.store.put(QUESTIONS, &token, item.clone()),
+            self.store.put_if(ASKED, call, index, None)
+        );
+        recorded?;
+        if !indexed? {
             let found = self.token_of(call).await?.ok_or_else(|| {
                 StateError("a question's record vanished while it was recorded".into())
             })?;
-            self.store.delete(QUESTIONS, &token).await?;
+            // Ours goes; the first one's question is recorded again if its index was written
+            // and it was not (a crash between the two, on a store that does not keep their
+            // order): kept as it is when it was.
+            let (deleted, healed) = tokio::join!(
+                self.store.delete(QUESTIONS, &token),
+                self.store.put_if(QUESTIONS, &found, item, None)
+            );
+            deleted.and(healed.map(drop))?;
             return Ok(Asked {
                 token: found,
                 new: false,

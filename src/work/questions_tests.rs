@@ -164,3 +164,45 @@ async fn a_taken_key_is_held_while_awaited_and_free_once_let_go_or_lapsed() {
     q.forget("s:0").await.unwrap();
     assert!(q.take("s:0", Some("a"), hold).await.unwrap(), "let go");
 }
+
+#[tokio::test]
+async fn a_question_whose_index_was_kept_and_record_lost_is_recorded_again_when_its_call_asks_again()
+ {
+    let q = questions();
+    let first = q
+        .ask_once("lost#0", Some("alice"), json!(1), KEEP)
+        .await
+        .unwrap();
+    // A crash between the two writes on a store that does not keep their order: the index
+    // is there, the question is not.
+    q.store().delete(QUESTIONS, &first.token).await.unwrap();
+    let again = q
+        .ask_once("lost#0", Some("alice"), json!(1), KEEP)
+        .await
+        .unwrap();
+    assert_eq!(again.token, first.token, "the call's one question");
+    assert_eq!(
+        q.answer(
+            &again.token,
+            Some("alice"),
+            |a| *a == json!(1),
+            json!("yes")
+        )
+        .await,
+        Ok(()),
+        "recorded again: it takes its caller's answer"
+    );
+    let got = q
+        .wait(&again.token, later(5), None, std::future::pending())
+        .await;
+    assert_eq!(got, Ok(json!("yes")));
+    // An answered question asked again is kept as it is.
+    let third = q
+        .ask_once("lost#0", Some("alice"), json!(1), KEEP)
+        .await
+        .unwrap();
+    let got = q
+        .wait(&third.token, later(5), None, std::future::pending())
+        .await;
+    assert_eq!(got, Ok(json!("yes")));
+}
