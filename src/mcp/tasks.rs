@@ -136,27 +136,22 @@ impl Tasks {
             parked: false,
             offers,
         };
-        // Written before the answer: a tasks/get anywhere finds it. The caller's share of
-        // work is looked at meanwhile.
-        let (created, room) = tokio::join!(
-            self.store.create(&id, &record),
-            self.runner.room(Some(&record.owner))
-        );
-        created.map_err(unavailable)?;
-        let kept = match room {
-            Ok(room) => {
-                // The answers its questions had are the task's first, where its runs read them.
-                if let Err(e) = seed(&self.questions, &id, &record.owner, &answers).await {
-                    self.store.forget(&id).await;
-                    return Err(unavailable(e));
-                }
-                let body = json!({"task": id, "traceparent": context.traceparent});
-                self.runner
-                    .submit_in(room, TASK_RUN, &work_id(&id), body)
-                    .await
-            }
-            Err(refused) => Err(refused),
+        // Written before the answer, beside the work that runs it: a tasks/get anywhere finds
+        // it. The answers its questions had are the task's first, where its runs read them.
+        let first = async {
+            self.store
+                .create(&id, &record)
+                .await
+                .map_err(|e| Refused::Unavailable(e.0))?;
+            seed(&self.questions, &id, &record.owner, &answers)
+                .await
+                .map_err(|e| Refused::Unavailable(e.0))
         };
+        let body = json!({"task": id, "traceparent": context.traceparent});
+        let kept = self
+            .runner
+            .submit_beside(TASK_RUN, &work_id(&id), Some(&record.owner), body, first)
+            .await;
         match kept {
             Ok(_) => Ok(CreateTaskResult::new(record.task(&id))),
             Err(refused) => {

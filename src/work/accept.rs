@@ -14,37 +14,49 @@ impl Runner {
         share: Option<&str>,
         body: Value,
     ) -> Result<bool, Refused> {
-        let room = self.room(share).await?;
-        self.submit_in(room, kind, id, body).await
+        self.submit_beside(kind, id, share, body, async { Ok(()) })
+            .await
     }
 
-    /// Room for one more piece of work in the share of `share` (a caller's hash; `None`: in no
-    /// share), or [`Refused::CallerFull`] when the caller holds its whole share. Found apart
-    /// from [`Runner::submit_in`] so that a protocol checks it beside its own writes.
-    pub(crate) async fn room(&self, share: Option<&str>) -> Result<Room, Refused> {
-        self.within_share(share).await?;
-        Ok(Room {
-            share: share.map(str::to_owned),
-        })
-    }
-
-    /// [`Runner::submit`] in the `room` found before.
-    pub(crate) async fn submit_in(
+    /// [`Runner::submit`] with `first` (what the work's run reads: its protocol's own record)
+    /// written beside the work's record, so its caller waits once, not twice. The work begins
+    /// only once `first` is done; when `first` fails or the work is refused, the work is not
+    /// kept (what `first` wrote is its caller's to take back).
+    pub(crate) async fn submit_beside(
         self: &Arc<Self>,
-        room: Room,
         kind: &str,
         id: &str,
+        share: Option<&str>,
         body: Value,
+        first: impl Future<Output = Result<(), Refused>>,
     ) -> Result<bool, Refused> {
-        let work = self.fresh(kind, room.share.as_deref(), body);
+        // Here, new work is held by this runner from its first write (no other process takes
+        // it meanwhile): the caller's share is looked at beside the writes, and the work taken
+        // back when it was full. Work that goes to a queue is written unheld, for a worker (or
+        // its sweep) to take at once: its share is looked at first.
+        let beside = self.local();
+        if !beside {
+            self.within_share(share, None).await?;
+        }
+        let work = self.fresh(kind, share, body);
         let bytes = serde_json::to_vec(&work).expect("work serializes");
         let item = Item::new(bytes, self.expires());
-        // The record and its mark in the caller's share side by side (one round trip's wait).
-        // A repeat's mark is the first one's, written again: taken back below when that work
-        // already ended (its end deleted the mark; a run still going deletes it at its end).
-        let (kept, counted) = tokio::join!(
+        // The record, its mark in the caller's share, what its run reads and (here) the look
+        // at the share, side by side: one round trip's wait (on the embedded store, one
+        // commit). A repeat's mark is the first one's, written again: taken back below when
+        // that work already ended (its end deleted the mark; a run still going deletes it at
+        // its end).
+        let (first, kept, counted, room) = tokio::join!(
+            first,
             self.store.put_if(WORK, id, item.clone(), None),
-            self.counted(id, &work)
+            self.counted(id, &work),
+            async {
+                if beside {
+                    self.within_share(share, Some(id)).await
+                } else {
+                    Ok(())
+                }
+            },
         );
         let kept = match kept {
             Ok(kept) => kept,
@@ -57,9 +69,15 @@ impl Runner {
             if !matches!(self.read(id).await, Ok(Some((first, _))) if !first.done) {
                 self.uncount(id, &work).await;
             }
-            return Ok(false);
+            return first.map(|()| false);
         }
-        counted?;
+        if let Err(refused) = first.and(counted).and(room) {
+            // Not accepted after all: nothing of it is kept.
+            if let Err(e) = self.forget(id, &work).await {
+                tracing::warn!(target: "oxp::work", error = %e, "refused work not taken back: it runs once its lease lapses");
+            }
+            return Err(refused);
+        }
         self.begin(vec![(id.to_owned(), Some((work, item)))]).await;
         Ok(true)
     }
@@ -165,18 +183,27 @@ impl Runner {
         Err(StateError("work is made due too often at once".into()))
     }
 
-    /// Refuses when the caller of `share` holds its whole share.
-    pub(super) async fn within_share(&self, share: Option<&str>) -> Result<(), Refused> {
+    /// Refuses when the caller of `share` holds its whole share, work `except` aside (work
+    /// being accepted, whose mark is written meanwhile).
+    pub(super) async fn within_share(
+        &self,
+        share: Option<&str>,
+        except: Option<&str>,
+    ) -> Result<(), Refused> {
         let Some(caller) = share else {
             return Ok(());
         };
         let most = self.settings.per_caller;
         let held = self
             .store
-            .list(&of_caller(caller), None, most)
+            .list(&of_caller(caller), None, most + 1)
             .await
             .map_err(|e| Refused::Unavailable(e.0))?;
-        if held.len() >= most {
+        let others = held
+            .iter()
+            .filter(|(id, _)| Some(id.as_str()) != except)
+            .count();
+        if others >= most {
             return Err(Refused::CallerFull);
         }
         Ok(())

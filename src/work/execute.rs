@@ -7,20 +7,16 @@ impl Runner {
     /// Ends work `id` this runner holds without its handler's outcome (its protocol answered it
     /// otherwise: dead-lettered at shutdown): not run again.
     pub(crate) async fn end(&self, id: &str) -> Result<(), StateError> {
-        let mut share = None;
         let ended = self
             .if_mine(id, None, Some(SystemTime::now() + ENDED_KEPT), |w| {
-                share = w.share.clone();
                 w.again = false;
                 w.end();
             })
             .await?;
-        if ended.is_some()
-            && let Some(caller) = share
-        {
-            self.store.delete(&of_caller(&caller), id).await?;
+        match ended {
+            Some((work, _)) => self.uncounted(id, &work).await,
+            None => Ok(()),
         }
-        Ok(())
     }
 
     /// Takes work `id` under a lease, if it is claimable now.

@@ -117,13 +117,6 @@ pub(crate) enum Refused {
     Unavailable(String),
 }
 
-/// Room in a caller's share for one more piece of work ([`Runner::room`]): what
-/// [`Runner::submit_in`] takes, so no work is kept whose share was not looked at.
-#[derive(Debug)]
-pub(crate) struct Room {
-    share: Option<String>,
-}
-
 /// A record as this runner last wrote it: the work, and the item stored. A change to it is
 /// written over exactly those bytes (compare-and-swap) without reading first; only when
 /// another process wrote since is it read again.

@@ -259,11 +259,23 @@ async fn a_caller_holds_at_most_its_share_and_others_are_not_refused() {
         Err(Refused::CallerFull)
     );
     assert!(!runner.alive("a3").await.unwrap(), "nothing kept");
+    let marks = store.list(&of_caller("alice"), None, 10).await.unwrap();
+    assert_eq!(marks.len(), 3, "nor its mark in the share");
+    assert_eq!(
+        runner.submit("test", "a0", Some("alice"), json(0)).await,
+        Ok(false),
+        "a repeat of accepted work is a repeat, not refused, whatever the share"
+    );
     assert!(
         runner
             .submit("test", "b0", Some("bob"), json(0))
             .await
             .unwrap()
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(
+        handler.runs().iter().all(|(id, _, _)| id != "a3"),
+        "the refused work never ran"
     );
 }
 
