@@ -112,6 +112,13 @@ pub(crate) mod dynamo {
         t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs())
     }
 
+    /// An expiry `t` in Unix seconds for `expires_at`, rounded up: an item is never taken for
+    /// expired before its time (rounded down, an item kept for a second could expire at once).
+    pub(crate) fn expiry_secs(t: SystemTime) -> u64 {
+        t.duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() + u64::from(d.subsec_nanos() > 0))
+    }
+
     /// The service's error code for a failed request: never its message, which may echo a key.
     pub(crate) fn error_code<E: ProvideErrorMetadata>(e: &SdkError<E>) -> &str {
         e.code().unwrap_or("unreachable or timed out")
@@ -121,6 +128,19 @@ pub(crate) mod dynamo {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_expiry_is_written_in_whole_seconds_rounded_up_so_an_item_never_expires_early() {
+        let at = |ms| std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms);
+        assert_eq!(dynamo::expiry_secs(at(1_500)), 2);
+        assert_eq!(dynamo::expiry_secs(at(2_000)), 2);
+        assert_eq!(dynamo::expiry_secs(at(2_001)), 3);
+        assert_eq!(
+            dynamo::epoch_secs(at(1_500)),
+            1,
+            "a time now is not rounded"
+        );
+    }
 
     #[tokio::test]
     async fn nothing_is_loaded_or_built_before_the_first_call_and_only_once_after() {

@@ -6,7 +6,7 @@
 //! deleted by the store itself: a partition listed again and again (the runner's sweep lists
 //! every work record) reads what lived lately, not days of what expired.
 
-use crate::aws::dynamo::{self, epoch_secs as epoch, number as n};
+use crate::aws::dynamo::{self, epoch_secs as epoch, expiry_secs, number as n};
 use crate::aws::{AwsClient, SharedSdk};
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -133,7 +133,7 @@ impl DynamoState {
             .item("sk", AttributeValue::S(key.into()))
             .item("v", AttributeValue::B(Blob::new(item.value)));
         if let Some(expires) = item.expires {
-            put = put.item("expires_at", n(epoch(expires)));
+            put = put.item("expires_at", n(expiry_secs(expires)));
         }
         put
     }

@@ -241,9 +241,12 @@ fn row(partition: &str, key: &str) -> Result<String, StateError> {
     Ok(format!("{partition}\0{key}"))
 }
 
+/// An expiry in whole Unix seconds, rounded up: an item is never taken for expired before its
+/// time (rounded down, an item kept for a second could expire at once).
 fn secs(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs().max(1))
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| {
+        (d.as_secs() + u64::from(d.subsec_nanos() > 0)).max(1)
+    })
 }
 
 fn encode(item: &Item) -> Result<Vec<u8>, StateError> {

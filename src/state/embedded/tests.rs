@@ -117,3 +117,14 @@ fn nothing_is_opened_before_the_first_use() {
     assert!(!store.db.initialized());
     assert!(!path.exists(), "no file until a request needs the store");
 }
+
+#[test]
+fn an_expiry_is_kept_in_whole_seconds_rounded_up_so_an_item_never_expires_early() {
+    let at = |ms| UNIX_EPOCH + Duration::from_millis(ms);
+    assert_eq!(secs(at(1_500)), 2);
+    assert_eq!(secs(at(2_000)), 2);
+    assert_eq!(secs(at(2_001)), 3);
+    let item = Item::new(b"v".to_vec(), Some(at(1_500)));
+    let stored = decode(&encode(&item).unwrap(), at(1_999)).expect("live until its time");
+    assert!(stored.expires.unwrap() >= at(1_500));
+}
