@@ -33,6 +33,7 @@ mod served;
 mod task_runs;
 mod task_store;
 mod task_talk;
+mod task_update;
 mod tasks;
 
 pub(crate) use served::{served, served_for_mcp};

@@ -111,16 +111,15 @@ impl TaskStore {
         Self(store)
     }
 
-    /// Writes new task `id`, unless one exists.
-    pub(super) async fn create(&self, id: &str, record: &Record) -> Result<(), StateError> {
+    /// Writes new task `id`, unless one exists; the item written.
+    pub(super) async fn create(&self, id: &str, record: &Record) -> Result<Item, StateError> {
         let expires = Some(SystemTime::now() + TASK_TTL);
-        let bytes = serde_json::to_vec(record).expect("records serialize");
-        if self
-            .0
-            .put_if(TASKS, id, Item::new(bytes, expires), None)
-            .await?
-        {
-            Ok(())
+        let item = Item::new(
+            serde_json::to_vec(record).expect("records serialize"),
+            expires,
+        );
+        if self.0.put_if(TASKS, id, item.clone(), None).await? {
+            Ok(item)
         } else {
             Err(StateError("a task with this id exists".into()))
         }

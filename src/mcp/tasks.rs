@@ -15,12 +15,11 @@
 //! may run twice ([`RegisteredTool::may_run_again`]), else failed with a message. Never
 //! `working` forever, never silent.
 
-use super::questions::{Answers, Offers, read_response};
+use super::questions::{Answers, Offers};
 use super::task_store::{Record, TaskStore, now, owner_of};
-use super::task_talk::{TaskTalk, seed, task_question};
+use super::task_talk::{TaskTalk, seed};
 use crate::server::CallContext;
 use crate::work::Questions;
-use crate::work::questions::Refused as NotAnswered;
 use crate::work::{Refused, Runner};
 use oxp_lambda_core::durable::StateError;
 use oxp_lambda_core::invoke::{Invoker, Target};
@@ -28,11 +27,10 @@ use oxp_lambda_core::refusal::ErrorClass;
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::running::Running;
 use rmcp::ErrorData;
-use rmcp::model::{CreateTaskResult, DetailedTask, InputResponses, TaskStatus};
+use rmcp::model::{CreateTaskResult, DetailedTask, TaskStatus};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 
 /// The kind of work that runs a task (its body: `{"task": id, "traceparent": ...}`).
 pub(crate) const TASK_RUN: &str = "mcp-task";
@@ -41,6 +39,9 @@ pub(crate) const TASK_RUN: &str = "mcp-task";
 pub(super) fn work_id(id: &str) -> String {
     format!("task:{id}")
 }
+
+/// Most tasks created here and not yet begun whose records are handed to their runs.
+const HANDED_MAX: usize = 1024;
 
 /// The JSON-RPC error of a task refused because its caller has too many (an implementation
 /// error code, in the range JSON-RPC leaves to servers).
@@ -66,6 +67,9 @@ pub(crate) struct Tasks {
     running: Arc<Running>,
     /// Runs the tasks (here, or in Lambda's worker role) and takes them over.
     pub(super) runner: Arc<Runner>,
+    /// Tasks created here whose runs begin here, with their records as written: the run
+    /// starts from it rather than reading it back (one store call fewer per task).
+    handed: std::sync::Mutex<HashMap<String, (Record, oxp_lambda_core::durable::Item)>>,
 }
 
 /// How a run ended in this process.
@@ -104,7 +108,16 @@ impl Tasks {
                 .map(|t| (t.listing_name.clone(), t.clone()))
                 .collect(),
             running: Arc::default(),
+            handed: std::sync::Mutex::default(),
         })
+    }
+
+    /// The record of task `id` as created here, once (its run's).
+    fn handed(&self, id: &str) -> Option<(Record, oxp_lambda_core::durable::Item)> {
+        self.handed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(id)
     }
 
     /// Creates a task for `tool` with `arguments`, durably, and starts its run here (or in
@@ -139,10 +152,18 @@ impl Tasks {
         // Written before the answer, beside the work that runs it: a tasks/get anywhere finds
         // it. The answers its questions had are the task's first, where its runs read them.
         let first = async {
-            self.store
+            let item = self
+                .store
                 .create(&id, &record)
                 .await
                 .map_err(|e| Refused::Unavailable(e.0))?;
+            // Its run begins here once this is written: handed the record.
+            if !self.runner.queued() {
+                let mut handed = self.handed.lock().unwrap_or_else(|p| p.into_inner());
+                if handed.len() < HANDED_MAX {
+                    handed.insert(id.clone(), (record.clone(), item));
+                }
+            }
             seed(&self.questions, &id, &record.owner, &answers)
                 .await
                 .map_err(|e| Refused::Unavailable(e.0))
@@ -155,6 +176,7 @@ impl Tasks {
         match kept {
             Ok(_) => Ok(CreateTaskResult::new(record.task(&id))),
             Err(refused) => {
+                self.handed(&id);
                 self.store.forget(&id).await;
                 Err(match refused {
                     Refused::CallerFull => ErrorData::new(
@@ -180,7 +202,11 @@ impl Tasks {
         deadline: Option<std::time::Instant>,
         interrupted: bool,
     ) -> RunEnd {
-        let (record, read) = match self.store.read(id).await {
+        let found = match self.handed(id) {
+            Some(handed) => Ok(Some(handed)),
+            None => self.store.read(id).await,
+        };
+        let (record, read) = match found {
             Ok(Some(found)) => found,
             Ok(None) => return RunEnd::Finished,
             Err(e) => return RunEnd::Unavailable(e.0),
@@ -298,80 +324,6 @@ impl Tasks {
         Ok(self.owned(subject, id).await?.detailed(id))
     }
 
-    /// `tasks/update`: answers to the questions the task waits on, any of them (other keys are
-    /// ignored); the task works again once none is left open.
-    pub(crate) async fn answer(
-        &self,
-        subject: Option<&str>,
-        id: &str,
-        responses: &InputResponses,
-    ) -> Result<(), ErrorData> {
-        let record = self.owned(subject, id).await?;
-        // Every response to an open question is read first: a malformed one changes nothing.
-        let answered = record
-            .inputs
-            .iter()
-            .filter_map(|(key, (seq, _))| Some((key, *seq, responses.get(key)?)))
-            .map(|(key, seq, response)| Ok((key.clone(), seq, read_response(response)?)))
-            .collect::<Result<Vec<_>, ErrorData>>()?;
-        // Each into the one question service (where the run waiting on it, in this process or
-        // another, reads it), then out of the record's open questions.
-        let mut taken = Vec::with_capacity(answered.len());
-        for (key, seq, response) in answered {
-            let call = task_question(id, seq);
-            let names_key = |asked: &Value| asked["key"].as_str() == Some(key.as_str());
-            let owner = Some(record.owner.as_str());
-            match self
-                .questions
-                .answer_call(&call, owner, names_key, response)
-                .await
-            {
-                Ok(()) | Err(NotAnswered::Answered) => taken.push((key, seq)),
-                Err(NotAnswered::Unknown | NotAnswered::Mismatch) => {}
-                Err(NotAnswered::Unavailable) => {
-                    return Err(unavailable(StateError("an answer not recorded".into())));
-                }
-            }
-        }
-        if taken.is_empty() {
-            return Ok(());
-        }
-        let resumed = std::sync::atomic::AtomicBool::new(false);
-        let written = self
-            .store
-            .update(id, |r| {
-                if r.status != TaskStatus::InputRequired {
-                    return false;
-                }
-                let mut changed = false;
-                for (key, seq) in &taken {
-                    if r.inputs.get(key).is_some_and(|(s, _)| s == seq) {
-                        r.inputs.remove(key);
-                        changed = true;
-                    }
-                }
-                if changed && r.inputs.is_empty() {
-                    r.status = TaskStatus::Working;
-                    r.message = Some("The tool is running".into());
-                    resumed.store(std::mem::take(&mut r.parked), Ordering::Relaxed);
-                }
-                changed
-            })
-            .await
-            .map_err(unavailable)?;
-        // No run waits for this answer (it was parked): its work runs again.
-        if written.is_some()
-            && resumed.load(Ordering::Relaxed)
-            && let Err(e) = self.runner.wake(&work_id(id)).await
-        {
-            tracing::error!(target: "oxp::mcp", error = %e, "answered task not resumed");
-            self.fail(id, "The task could not be resumed; call the tool again")
-                .await
-                .map_err(unavailable)?;
-        }
-        Ok(())
-    }
-
     /// Ends task `id` as failed with `message` (unless it already ended).
     pub(super) async fn fail(&self, id: &str, message: &str) -> Result<(), StateError> {
         self.store
@@ -411,3 +363,7 @@ impl Tasks {
         Ok(())
     }
 }
+
+#[cfg(test)]
+#[path = "tasks_tests.rs"]
+mod tests;

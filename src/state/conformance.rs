@@ -65,4 +65,26 @@ pub(crate) async fn check(store: &dyn StateStore) {
     let back = read.expires.unwrap();
     let apart = back.duration_since(later).unwrap_or_else(|e| e.duration());
     assert!(apart < Duration::from_secs(2), "{apart:?}");
+    // An item written already expired removes what was there, under the write's condition.
+    store.put(&p, "end", item(b"live")).await.unwrap();
+    let ended = || Item::new(b"ended".to_vec(), Some(SystemTime::now()));
+    assert!(
+        !store
+            .put_if(&p, "end", ended(), Some(b"other"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.get(&p, "end").await.unwrap().unwrap().value, b"live");
+    assert!(
+        store
+            .put_if(&p, "end", ended(), Some(b"live"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.get(&p, "end").await.unwrap(), None);
+    assert!(!keys(store.list(&p, None, 10).await.unwrap()).contains(&"end".to_owned()));
+    store.put(&p, "end", item(b"live")).await.unwrap();
+    store.put(&p, "end", ended()).await.unwrap();
+    assert_eq!(store.get(&p, "end").await.unwrap(), None);
+    assert!(store.put_if(&p, "end", item(b"again"), None).await.unwrap());
 }

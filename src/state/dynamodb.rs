@@ -139,6 +139,44 @@ impl DynamoState {
     }
 }
 
+impl DynamoState {
+    /// [`StateStore::put_if`] of an item already expired: the item is deleted if the value
+    /// there now is `expected` (`None`: there is none, or it expired: nothing to delete).
+    async fn delete_if(
+        &self,
+        client: &aws_sdk_dynamodb::Client,
+        partition: &str,
+        key: &str,
+        expected: Option<&[u8]>,
+    ) -> Result<bool, StateError> {
+        let Some(old) = expected else {
+            return Ok(self.get(partition, key).await?.is_none());
+        };
+        let deleted = client
+            .delete_item()
+            .table_name(&self.table)
+            .key("pk", AttributeValue::S(partition.into()))
+            .key("sk", AttributeValue::S(key.into()))
+            .condition_expression(
+                "v = :old AND (attribute_not_exists(expires_at) OR expires_at > :now)",
+            )
+            .expression_attribute_values(":old", AttributeValue::B(Blob::new(old)))
+            .expression_attribute_values(":now", n(epoch(SystemTime::now())))
+            .send()
+            .await;
+        match deleted {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(failed(&e)),
+        }
+    }
+}
+
 impl StateStore for DynamoState {
     fn get<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, Option<Item>> {
         Box::pin(async move {
@@ -168,6 +206,9 @@ impl StateStore for DynamoState {
         Box::pin(async move {
             too_large(&item)?;
             let client = self.client.get().await;
+            if item.expired(SystemTime::now()) {
+                return self.delete_if(client, partition, key, expected).await;
+            }
             let now = n(epoch(SystemTime::now()));
             let put = self.put_request(client, partition, key, item);
             let put = match expected {
@@ -197,6 +238,9 @@ impl StateStore for DynamoState {
     fn put<'a>(&'a self, partition: &'a str, key: &'a str, item: Item) -> StateFuture<'a, ()> {
         Box::pin(async move {
             too_large(&item)?;
+            if item.expired(SystemTime::now()) {
+                return self.delete(partition, key).await;
+            }
             let client = self.client.get().await;
             self.put_request(client, partition, key, item)
                 .send()
@@ -293,10 +337,17 @@ mod tests {
     async fn expired_items_a_listing_reads_are_deleted_and_one_written_again_since_is_kept() {
         let (client, table) = crate::moto::state_table().await;
         let store = DynamoState::new(client.clone(), table.clone());
+        // Items that expired while stored (one written expired is deleted at once).
         let past = SystemTime::now() - Duration::from_secs(10);
         for key in ["a", "b", "c"] {
-            store
-                .put("p", key, Item::new(b"old".to_vec(), Some(past)))
+            client
+                .put_item()
+                .table_name(&table)
+                .item("pk", AttributeValue::S("p".into()))
+                .item("sk", AttributeValue::S(key.into()))
+                .item("v", AttributeValue::B(Blob::new(b"old".to_vec())))
+                .item("expires_at", n(epoch(past)))
+                .send()
                 .await
                 .unwrap();
         }

@@ -12,16 +12,18 @@
 
 mod readers;
 mod reclaim;
+mod writer;
 
 use super::private_file;
 use oxp_lambda_core::durable::{Item, MAX_VALUE_BYTES, StateError, StateFuture, StateStore};
-use redb::{Database, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{Database, ReadableDatabase, TableDefinition};
 use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{OnceCell, mpsc, oneshot};
+use writer::{GROUP, Pending, Write, write_groups};
 
 /// One table: `partition \0 key` -> expiry (Unix seconds, 0: none) then the value.
 const TABLE: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("state");
@@ -67,9 +69,6 @@ fn take(path: &Path) -> Result<File, String> {
     }
 }
 
-/// Writes one group commit takes at most.
-const GROUP: usize = 256;
-
 /// The embedded store.
 pub(crate) struct Embedded {
     path: Option<PathBuf>,
@@ -87,23 +86,6 @@ struct Opened {
     writes: mpsc::Sender<Pending>,
     writer: Option<std::thread::JoinHandle<()>>,
     readers: Option<readers::Readers>,
-}
-
-/// One write and who waits for it.
-struct Pending {
-    row: String,
-    write: Write,
-    done: oneshot::Sender<Result<bool, StateError>>,
-}
-
-enum Write {
-    /// Written when the row holds `expected` (`None`: no live item).
-    PutIf {
-        bytes: Vec<u8>,
-        expected: Option<Vec<u8>>,
-    },
-    Put(Vec<u8>),
-    Delete,
 }
 
 impl Drop for Embedded {
@@ -208,6 +190,19 @@ impl Embedded {
         answer.await.map_err(|_| gone())?
     }
 
+    /// Writes `item` as it is, kept even when it expired already (a row that expired while
+    /// stored, which the reclaim deletes): for the tests of what happens to such rows.
+    #[cfg(test)]
+    pub(crate) async fn put_as_is(
+        &self,
+        partition: &str,
+        key: &str,
+        item: Item,
+    ) -> Result<(), StateError> {
+        let (row, bytes) = (row(partition, key)?, encode(&item)?);
+        self.write(row, Write::Put(bytes)).await.map(drop)
+    }
+
     /// Runs `f` on the database, on one of the store's reader threads.
     async fn with<T: Send + 'static>(
         &self,
@@ -298,6 +293,7 @@ impl StateStore for Embedded {
         let expected = expected.map(<[u8]>::to_vec);
         Box::pin(async move {
             let (row, bytes) = (row?, encode(&item)?);
+            let bytes = (!item.expired(SystemTime::now())).then_some(bytes);
             self.write(row, Write::PutIf { bytes, expected }).await
         })
     }
@@ -306,7 +302,12 @@ impl StateStore for Embedded {
         let row = row(partition, key);
         Box::pin(async move {
             let (row, bytes) = (row?, encode(&item)?);
-            self.write(row, Write::Put(bytes)).await.map(drop)
+            let write = if item.expired(SystemTime::now()) {
+                Write::Delete
+            } else {
+                Write::Put(bytes)
+            };
+            self.write(row, write).await.map(drop)
         })
     }
 
@@ -349,84 +350,6 @@ impl StateStore for Embedded {
             Ok(items)
         }))
     }
-}
-
-/// The writer thread: each group of waiting writes in one transaction, one commit; expired rows
-/// reclaimed between groups when `schedule` says.
-fn write_groups(
-    db: &Database,
-    mut queue: mpsc::Receiver<Pending>,
-    mut schedule: reclaim::Schedule,
-) {
-    while let Some(first) = queue.blocking_recv() {
-        let mut group = vec![first];
-        while group.len() < GROUP {
-            match queue.try_recv() {
-                Ok(next) => group.push(next),
-                Err(_) => break,
-            }
-        }
-        match commit(db, &group) {
-            Ok(answers) => {
-                for (pending, answer) in group.into_iter().zip(answers) {
-                    let _ = pending.done.send(Ok(answer));
-                }
-            }
-            Err(e) => {
-                // Nothing of the group was committed: each writer hears so.
-                for pending in group {
-                    let _ = pending.done.send(Err(e.clone()));
-                }
-            }
-        }
-        schedule.after_writes(db);
-    }
-}
-
-/// Applies `group` in order in one transaction (a later write sees an earlier one's result)
-/// and commits it.
-fn commit(db: &Database, group: &[Pending]) -> Result<Vec<bool>, StateError> {
-    let txn = db.begin_write().map_err(|e| failed("write", e))?;
-    let mut answers = Vec::with_capacity(group.len());
-    {
-        let mut table = txn.open_table(TABLE).map_err(|e| failed("write", e))?;
-        let now = SystemTime::now();
-        for pending in group {
-            let row = pending.row.as_str();
-            let answer = match &pending.write {
-                Write::PutIf { bytes, expected } => {
-                    let live = table
-                        .get(row)
-                        .map_err(|e| failed("write", e))?
-                        .and_then(|v| decode(v.value(), now));
-                    let matches = match (&live, expected) {
-                        (None, None) => true,
-                        (Some(live), Some(expected)) => live.value == *expected,
-                        _ => false,
-                    };
-                    if matches {
-                        table
-                            .insert(row, bytes.as_slice())
-                            .map_err(|e| failed("write", e))?;
-                    }
-                    matches
-                }
-                Write::Put(bytes) => {
-                    table
-                        .insert(row, bytes.as_slice())
-                        .map_err(|e| failed("write", e))?;
-                    true
-                }
-                Write::Delete => {
-                    table.remove(row).map_err(|e| failed("delete", e))?;
-                    true
-                }
-            };
-            answers.push(answer);
-        }
-    }
-    txn.commit().map_err(|e| failed("write", e))?;
-    Ok(answers)
 }
 
 #[cfg(test)]

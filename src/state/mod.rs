@@ -141,3 +141,5 @@ pub(crate) fn build(
 #[cfg(test)]
 #[path = "conformance.rs"]
 pub(crate) mod conformance;
+#[cfg(test)]
+pub(crate) mod counting;

@@ -142,14 +142,26 @@ impl Runner {
     ) -> Result<(), StateError> {
         match outcome {
             Outcome::Done => {
-                let mut ended = false;
-                let kept = Some(SystemTime::now() + ENDED_KEPT);
-                let end = self.if_mine(id, Some(known), kept, |w| ended = w.end());
+                // Ended, kept as its kind's marker; or (more came while it ran) due again, kept
+                // as any work is.
+                let (owner, marker) = (&self.owner, handler.ended_kept());
+                let end = self.update_then(
+                    id,
+                    Some(known),
+                    |w| {
+                        let mine = w.held_by(owner);
+                        if mine {
+                            w.end();
+                        }
+                        mine
+                    },
+                    |w| Some(SystemTime::now() + if w.done { marker } else { self.settings.keep }),
+                );
                 // Its mark in the caller's share goes beside the record's end: one wait, not
                 // two. (Taken over meanwhile, the work is another runner's, whose end finds
                 // the mark gone: the share counts one less until then.)
                 let (written, uncounted) = tokio::join!(end, self.uncounted(id, work));
-                if written?.is_some() && !ended {
+                if written?.is_some_and(|(w, _)| !w.done) {
                     // More came while it ran: again, at once, counted again.
                     if let Err(Refused::Unavailable(e)) = self.counted(id, work).await {
                         return Err(StateError(e));

@@ -63,7 +63,7 @@ use tokio::sync::{Notify, Semaphore};
 const PAGE: usize = 500;
 /// Most ids one queued message names.
 pub(crate) const WAKE_BATCH: usize = 200;
-/// How long ended work is kept as a marker (a repeat is no new work meanwhile).
+/// How long ended work is kept as a marker by default (a repeat is no new work meanwhile).
 const ENDED_KEPT: Duration = Duration::from_secs(60);
 
 /// What a handler made of one run.
@@ -100,6 +100,14 @@ pub(crate) trait Handler: Send + Sync {
 
     /// Gives work `id` up after its last attempt (`reason`): dead-letter it, tell its caller.
     fn give_up<'a>(&'a self, id: &'a str, work: &'a Work, reason: &'a str) -> BoxFuture<'a, ()>;
+
+    /// How long this kind's work is kept as a marker once it ended: accepted again meanwhile,
+    /// its id is a repeat, no new work (an invocation redelivered after it ran). Zero where an
+    /// id never comes again or its next coming is new work (a fresh id per task, a
+    /// subscription's next events): the record goes at the end, and no sweep reads it again.
+    fn ended_kept(&self) -> Duration {
+        ENDED_KEPT
+    }
 }
 
 /// Sends work to where it runs when it does not run here (Lambda's worker queue).
@@ -262,12 +270,24 @@ impl Runner {
         change: impl FnMut(&mut Work) -> bool,
         expires: Option<SystemTime>,
     ) -> Result<Option<Held>, StateError> {
+        self.update_then(id, known, change, |_| expires).await
+    }
+
+    /// [`Runner::update_until`] kept until what `expires` says of the changed record (`None`:
+    /// as it was).
+    pub(super) async fn update_then(
+        &self,
+        id: &str,
+        known: Option<Item>,
+        change: impl FnMut(&mut Work) -> bool,
+        expires: impl Fn(&Work) -> Option<SystemTime>,
+    ) -> Result<Option<Held>, StateError> {
         let known = known.and_then(|item| {
             let work = serde_json::from_slice(&item.value).ok()?;
             Some((work, item))
         });
         self.records()
-            .update(id, known, change, |_, old| expires.or(old.expires))
+            .update(id, known, change, |work, old| expires(work).or(old.expires))
             .await
     }
 
@@ -339,5 +359,7 @@ pub(crate) fn queued_work(ids: Vec<String>) -> String {
     .expect("messages serialize")
 }
 
+#[cfg(test)]
+mod marker_tests;
 #[cfg(test)]
 mod tests;

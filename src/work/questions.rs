@@ -89,12 +89,21 @@ pub(crate) enum Refused {
     Unavailable,
 }
 
+/// A call of this process waiting on its question's answer.
+#[derive(Debug, Default)]
+struct Waiter {
+    woken: Notify,
+    /// The answer, when it was taken in this process: handed over, not read back from the
+    /// store.
+    answer: Mutex<Option<Value>>,
+}
+
 /// The questions of every call of this process, over the state store.
 #[derive(Debug)]
 pub(crate) struct Questions {
     store: Arc<dyn StateStore>,
     /// The calls of this process waiting on an answer, to wake them at once.
-    waiting: Mutex<HashMap<String, Arc<Notify>>>,
+    waiting: Mutex<HashMap<String, Arc<Waiter>>>,
 }
 
 impl Questions {
@@ -267,8 +276,9 @@ impl Questions {
             return Err(Refused::Answered);
         }
         let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(notify) = waiting.get(token) {
-            notify.notify_one();
+        if let Some(waiter) = waiting.get(token) {
+            *waiter.answer.lock().unwrap_or_else(|p| p.into_inner()) = record.answer.take();
+            waiter.woken.notify_one();
         }
         Ok(())
     }
@@ -282,11 +292,11 @@ impl Questions {
         hold: Option<Duration>,
         cancelled: impl std::future::Future<Output = ()>,
     ) -> Result<Value, Waited> {
-        let woken = {
+        let waiter = {
             let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
             waiting.entry(token.to_owned()).or_default().clone()
         };
-        let waited = self.watch(token, until, hold, &woken, cancelled).await;
+        let waited = self.watch(token, until, hold, &waiter, cancelled).await;
         self.waiting
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -299,12 +309,20 @@ impl Questions {
         token: &str,
         until: tokio::time::Instant,
         hold: Option<Duration>,
-        woken: &Notify,
+        waiter: &Waiter,
         cancelled: impl std::future::Future<Output = ()>,
     ) -> Result<Value, Waited> {
         tokio::pin!(cancelled);
         let mut held = tokio::time::Instant::now();
         loop {
+            if let Some(answer) = waiter
+                .answer
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .take()
+            {
+                return Ok(answer);
+            }
             match self.store.get(QUESTIONS, token).await {
                 Ok(Some(item)) => {
                     let record: Record = serde_json::from_slice(&item.value)
@@ -332,7 +350,7 @@ impl Questions {
             }
             let wake = until.min(tokio::time::Instant::now() + POLL);
             tokio::select! {
-                () = woken.notified() => {}
+                () = waiter.woken.notified() => {}
                 () = tokio::time::sleep_until(wake) => {}
                 () = &mut cancelled => return Err(Waited::Cancelled),
             }

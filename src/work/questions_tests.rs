@@ -76,8 +76,10 @@ async fn the_same_call_asking_again_finds_its_question_and_its_answer() {
 }
 
 #[tokio::test]
-async fn a_waiting_call_wakes_at_once_on_an_answer_taken_in_its_process() {
-    let q = questions();
+async fn a_waiting_call_wakes_at_once_on_an_answer_taken_in_its_process_and_is_handed_it() {
+    let store = crate::state::embedded::store(None).unwrap();
+    let counting = crate::state::counting::CountingReads::of(store, QUESTIONS);
+    let q = Arc::new(Questions::new(counting.clone()));
     let asked = q.ask_once("w#0", None, Value::Null, KEEP).await.unwrap();
     let (q2, token) = (q.clone(), asked.token.clone());
     let waiter = tokio::spawn(async move {
@@ -95,6 +97,11 @@ async fn a_waiting_call_wakes_at_once_on_an_answer_taken_in_its_process() {
         started.elapsed() < POLL / 2,
         "woken, not polled: {:?}",
         started.elapsed()
+    );
+    let reads = counting.reads();
+    assert_eq!(
+        reads, 2,
+        "the wait's first look and the answer's own read; the answer handed to the wait, not read again"
     );
 }
 

@@ -173,7 +173,8 @@ impl Work {
         self.due_ms = now_ms();
     }
 
-    /// Ended, unless more came meanwhile (then due again at once); whether it ended.
+    /// Ended, unless more came meanwhile (then due again at once); whether it ended. An ended
+    /// record is a marker only: what it carried (a job's arguments) goes.
     pub(crate) fn end(&mut self) -> bool {
         self.lease = None;
         self.interrupted = false;
@@ -182,6 +183,7 @@ impl Work {
             return false;
         }
         self.done = true;
+        self.body = Value::Null;
         true
     }
 }

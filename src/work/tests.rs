@@ -4,6 +4,7 @@
 //! only once woken, a caller's share is bounded.
 
 use super::*;
+use crate::state::counting::CountingReads;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn store() -> Arc<dyn StateStore> {
@@ -309,59 +310,10 @@ async fn more_that_comes_while_a_run_holds_the_work_runs_it_again_and_nothing_is
     until("anew", || handler.runs().len() == 3).await;
 }
 
-/// A store that counts the reads of work records (every other call passes through).
-#[derive(Debug)]
-struct CountingReads(Arc<dyn StateStore>, AtomicUsize);
-
-impl StateStore for CountingReads {
-    fn get<'a>(
-        &'a self,
-        partition: &'a str,
-        key: &'a str,
-    ) -> oxp_lambda_core::durable::StateFuture<'a, Option<Item>> {
-        if partition == WORK {
-            self.1.fetch_add(1, Ordering::SeqCst);
-        }
-        self.0.get(partition, key)
-    }
-    fn put_if<'a>(
-        &'a self,
-        partition: &'a str,
-        key: &'a str,
-        item: Item,
-        expected: Option<&'a [u8]>,
-    ) -> oxp_lambda_core::durable::StateFuture<'a, bool> {
-        self.0.put_if(partition, key, item, expected)
-    }
-    fn put<'a>(
-        &'a self,
-        partition: &'a str,
-        key: &'a str,
-        item: Item,
-    ) -> oxp_lambda_core::durable::StateFuture<'a, ()> {
-        self.0.put(partition, key, item)
-    }
-    fn delete<'a>(
-        &'a self,
-        partition: &'a str,
-        key: &'a str,
-    ) -> oxp_lambda_core::durable::StateFuture<'a, ()> {
-        self.0.delete(partition, key)
-    }
-    fn list<'a>(
-        &'a self,
-        partition: &'a str,
-        after: Option<&'a str>,
-        limit: usize,
-    ) -> oxp_lambda_core::durable::StateFuture<'a, Vec<(String, Item)>> {
-        self.0.list(partition, after, limit)
-    }
-}
-
 #[tokio::test]
 async fn work_accepted_and_run_here_is_renewed_and_ended_over_what_this_runner_wrote_without_reading_it()
  {
-    let counting = Arc::new(CountingReads(store(), AtomicUsize::new(0)));
+    let counting = CountingReads::of(store(), WORK);
     let store: Arc<dyn StateStore> = counting.clone();
     // Long enough for two renewals (every third of the 600 ms lease).
     let handler = Recording::new(Duration::from_millis(500), |_| Outcome::Done);
@@ -377,11 +329,7 @@ async fn work_accepted_and_run_here_is_renewed_and_ended_over_what_this_runner_w
     tokio::time::sleep(Duration::from_millis(700)).await;
     let (work, _) = Runner::read(&runner, "w1").await.unwrap().unwrap();
     assert!(work.done, "ended");
-    assert_eq!(
-        counting.1.load(Ordering::SeqCst),
-        1,
-        "the one read is this test's own"
-    );
+    assert_eq!(counting.reads(), 1, "the one read is this test's own");
     // Another process's write in between: read again, and the change still made.
     let runner2 = Runner::new(store.clone(), quick());
     let slow = Recording::new(Duration::from_millis(300), |_| Outcome::Done);
@@ -445,7 +393,7 @@ async fn a_repeat_counts_in_its_callers_share_only_while_the_first_runs() {
 #[tokio::test]
 async fn parked_work_woken_here_is_claimed_by_the_write_that_wakes_it_and_run_without_another_read()
 {
-    let counting = Arc::new(CountingReads(store(), AtomicUsize::new(0)));
+    let counting = CountingReads::of(store(), WORK);
     let store: Arc<dyn StateStore> = counting.clone();
     let handler = Recording::new(Duration::ZERO, |w| {
         if w.attempts == 1 {
@@ -459,11 +407,11 @@ async fn parked_work_woken_here_is_claimed_by_the_write_that_wakes_it_and_run_wi
     assert!(runner.submit("test", "w1", None, json(1)).await.unwrap());
     until("parked", || handler.runs().len() == 1).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
-    counting.1.store(0, Ordering::SeqCst);
+    counting.reset();
     assert!(runner.wake("w1").await.unwrap(), "there is such work");
     until("ran again", || handler.runs().len() == 2).await;
     assert_eq!(
-        counting.1.load(Ordering::SeqCst),
+        counting.reads(),
         1,
         "one read: the wake's, whose write holds it for this run"
     );

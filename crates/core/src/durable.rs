@@ -50,7 +50,9 @@ pub const MAX_VALUE_BYTES: usize = 256 * 1024;
 
 /// A partitioned key-value store with expiry: what outlives a call. Partitions and keys are
 /// non-empty opaque strings the callers make (hashing what names a user; an empty one is an
-/// error, as DynamoDB has it); an expired item reads as absent everywhere.
+/// error, as DynamoDB has it); an expired item reads as absent everywhere, and an item written
+/// already expired (its expiry at or before the write) removes what was there, under the same
+/// condition as any write: a record that ends leaves nothing for a listing to read.
 pub trait StateStore: Send + Sync + fmt::Debug {
     /// The item at `key` of `partition`, if there is one that has not expired.
     fn get<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, Option<Item>>;

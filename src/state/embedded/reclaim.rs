@@ -115,7 +115,7 @@ mod tests {
         let later = Some(SystemTime::now() + Duration::from_secs(3600));
         for (key, expires) in [("a", past()), ("b", past()), ("c", None), ("d", later)] {
             store
-                .put("p", key, Item::new(b"v".to_vec(), expires))
+                .put_as_is("p", key, Item::new(b"v".to_vec(), expires))
                 .await
                 .unwrap();
         }
@@ -163,7 +163,7 @@ mod tests {
                 let keys: Vec<String> = (0..200).map(|i| format!("{round}-{i}")).collect();
                 let puts = keys
                     .iter()
-                    .map(|key| store.put("p", key, Item::new(vec![7; 8 * 1024], past())));
+                    .map(|key| store.put_as_is("p", key, Item::new(vec![7; 8 * 1024], past())));
                 for put in futures_util::future::join_all(puts).await {
                     put.unwrap();
                 }

@@ -1,0 +1,71 @@
+//! A store for tests that counts the reads of one partition's records (every call passes
+//! through to the store it wraps): what shows a path reads less.
+
+use oxp_lambda_core::durable::{Item, StateFuture, StateStore};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// `store`, its reads of `partition` counted.
+#[derive(Debug)]
+pub(crate) struct CountingReads {
+    store: Arc<dyn StateStore>,
+    partition: &'static str,
+    reads: AtomicUsize,
+}
+
+impl CountingReads {
+    /// `store` with the reads of `partition` counted.
+    pub(crate) fn of(store: Arc<dyn StateStore>, partition: &'static str) -> Arc<Self> {
+        Arc::new(Self {
+            store,
+            partition,
+            reads: AtomicUsize::new(0),
+        })
+    }
+
+    /// The reads so far.
+    pub(crate) fn reads(&self) -> usize {
+        self.reads.load(Ordering::SeqCst)
+    }
+
+    /// Counts from zero again.
+    pub(crate) fn reset(&self) {
+        self.reads.store(0, Ordering::SeqCst);
+    }
+}
+
+impl StateStore for CountingReads {
+    fn get<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, Option<Item>> {
+        if partition == self.partition {
+            self.reads.fetch_add(1, Ordering::SeqCst);
+        }
+        self.store.get(partition, key)
+    }
+
+    fn put_if<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+        item: Item,
+        expected: Option<&'a [u8]>,
+    ) -> StateFuture<'a, bool> {
+        self.store.put_if(partition, key, item, expected)
+    }
+
+    fn put<'a>(&'a self, partition: &'a str, key: &'a str, item: Item) -> StateFuture<'a, ()> {
+        self.store.put(partition, key, item)
+    }
+
+    fn delete<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, ()> {
+        self.store.delete(partition, key)
+    }
+
+    fn list<'a>(
+        &'a self,
+        partition: &'a str,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> StateFuture<'a, Vec<(String, Item)>> {
+        self.store.list(partition, after, limit)
+    }
+}
