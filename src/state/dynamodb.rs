@@ -81,15 +81,30 @@ impl DynamoState {
                 .expression_attribute_values(":now", n(epoch(SystemTime::now())))
                 .send()
                 .await;
-            match deleted {
-                Ok(_) => {}
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
-                Err(e) => return Err(failed(&e)),
-            }
+            // Written again since (live now): kept.
+            held(deleted)?;
         }
         Ok(())
+    }
+}
+
+/// The condition of a write over the live value `:old` (compare-and-swap).
+const SWAP: &str = "v = :old AND (attribute_not_exists(expires_at) OR expires_at > :now)";
+
+/// Whether a conditional write's condition held (it was written), or why the table did not
+/// answer.
+fn held<T, E: aws_sdk_dynamodb::error::ProvideErrorMetadata>(
+    sent: Result<T, aws_sdk_dynamodb::error::SdkError<E>>,
+) -> Result<bool, StateError> {
+    match sent {
+        Ok(_) => Ok(true),
+        Err(e)
+            if e.as_service_error().and_then(|e| e.code())
+                == Some("ConditionalCheckFailedException") =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(failed(&e)),
     }
 }
 
@@ -137,9 +152,7 @@ impl DynamoState {
         }
         put
     }
-}
 
-impl DynamoState {
     /// [`StateStore::put_if`] of an item already expired: the item is deleted if the value
     /// there now is `expected` (`None`: there is none, or it expired: nothing to delete).
     async fn delete_if(
@@ -157,23 +170,12 @@ impl DynamoState {
             .table_name(&self.table)
             .key("pk", AttributeValue::S(partition.into()))
             .key("sk", AttributeValue::S(key.into()))
-            .condition_expression(
-                "v = :old AND (attribute_not_exists(expires_at) OR expires_at > :now)",
-            )
+            .condition_expression(SWAP)
             .expression_attribute_values(":old", AttributeValue::B(Blob::new(old)))
             .expression_attribute_values(":now", n(epoch(SystemTime::now())))
             .send()
             .await;
-        match deleted {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(failed(&e)),
-        }
+        held(deleted)
     }
 }
 
@@ -216,22 +218,11 @@ impl StateStore for DynamoState {
                     .condition_expression("attribute_not_exists(pk) OR expires_at <= :now")
                     .expression_attribute_values(":now", now),
                 Some(old) => put
-                    .condition_expression(
-                        "v = :old AND (attribute_not_exists(expires_at) OR expires_at > :now)",
-                    )
+                    .condition_expression(SWAP)
                     .expression_attribute_values(":old", AttributeValue::B(Blob::new(old)))
                     .expression_attribute_values(":now", now),
             };
-            match put.send().await {
-                Ok(_) => Ok(true),
-                Err(e)
-                    if e.as_service_error()
-                        .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-                {
-                    Ok(false)
-                }
-                Err(e) => Err(failed(&e)),
-            }
+            held(put.send().await)
         })
     }
 
