@@ -32,7 +32,7 @@ fn the_template_runs_on_moto_with_each_functions_own_iam_policies_enforced() {
         "OxpStreamFunction: the HTTP function's role, behind an IAM-authenticated streaming URL and REST API",
         "stream function: an OXP call streamed, its secret and record under the http role",
         "worker: the invocation ran and was delivered exactly once, redelivery included",
-        "worker: an undeliverable result went to the dead-letter queue",
+        "worker: an undeliverable result went to the dead-letter queue, its mark released",
         "mcp task: queued by the http function, run by the worker, answered from the table",
         "agentcore function: a tool with its secret",
         "bedrock-agent function: a tool with its secret",

@@ -75,8 +75,7 @@ impl DynamoState {
             let deleted = client
                 .delete_item()
                 .table_name(&self.table)
-                .key("pk", AttributeValue::S(partition.into()))
-                .key("sk", AttributeValue::S(key))
+                .set_key(Some(key_of(partition, &key)))
                 .condition_expression("expires_at <= :now")
                 .expression_attribute_values(":now", n(epoch(SystemTime::now())))
                 .send()
@@ -90,6 +89,39 @@ impl DynamoState {
 
 /// The condition of a write over the live value `:old` (compare-and-swap).
 const SWAP: &str = "v = :old AND (attribute_not_exists(expires_at) OR expires_at > :now)";
+/// The condition of a write where no live item is.
+const ABSENT: &str = "attribute_not_exists(pk) OR expires_at <= :now";
+
+/// The condition of a write over the live value `expected` (`None`: where no live item is),
+/// and its values.
+fn condition(expected: Option<&[u8]>) -> (String, HashMap<String, AttributeValue>) {
+    let now = (":now".to_owned(), n(epoch(SystemTime::now())));
+    match expected {
+        None => (ABSENT.into(), HashMap::from([now])),
+        Some(old) => (
+            SWAP.into(),
+            HashMap::from([now, (":old".into(), AttributeValue::B(Blob::new(old)))]),
+        ),
+    }
+}
+
+/// The attributes of the item at `key` of `partition`.
+fn key_of(partition: &str, key: &str) -> HashMap<String, AttributeValue> {
+    HashMap::from([
+        ("pk".to_owned(), AttributeValue::S(partition.into())),
+        ("sk".to_owned(), AttributeValue::S(key.into())),
+    ])
+}
+
+/// The attributes `item` is stored as at `key` of `partition`.
+fn attributes(partition: &str, key: &str, item: Item) -> HashMap<String, AttributeValue> {
+    let mut attributes = key_of(partition, key);
+    attributes.insert("v".into(), AttributeValue::B(Blob::new(item.value)));
+    if let Some(expires) = item.expires {
+        attributes.insert("expires_at".into(), n(expiry_secs(expires)));
+    }
+    attributes
+}
 
 /// Whether a conditional write's condition held (it was written), or why the table did not
 /// answer.
@@ -134,25 +166,6 @@ fn item_of(attributes: &HashMap<String, AttributeValue>, now: SystemTime) -> Opt
 }
 
 impl DynamoState {
-    fn put_request(
-        &self,
-        client: &aws_sdk_dynamodb::Client,
-        partition: &str,
-        key: &str,
-        item: Item,
-    ) -> aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder {
-        let mut put = client
-            .put_item()
-            .table_name(&self.table)
-            .item("pk", AttributeValue::S(partition.into()))
-            .item("sk", AttributeValue::S(key.into()))
-            .item("v", AttributeValue::B(Blob::new(item.value)));
-        if let Some(expires) = item.expires {
-            put = put.item("expires_at", n(expiry_secs(expires)));
-        }
-        put
-    }
-
     /// [`StateStore::put_if`] of an item already expired: the item is deleted if the value
     /// there now is `expected` (`None`: there is none, or it expired: nothing to delete).
     async fn delete_if(
@@ -165,14 +178,13 @@ impl DynamoState {
         let Some(old) = expected else {
             return Ok(self.get(partition, key).await?.is_none());
         };
+        let (expression, values) = condition(Some(old));
         let deleted = client
             .delete_item()
             .table_name(&self.table)
-            .key("pk", AttributeValue::S(partition.into()))
-            .key("sk", AttributeValue::S(key.into()))
-            .condition_expression(SWAP)
-            .expression_attribute_values(":old", AttributeValue::B(Blob::new(old)))
-            .expression_attribute_values(":now", n(epoch(SystemTime::now())))
+            .set_key(Some(key_of(partition, key)))
+            .condition_expression(expression)
+            .set_expression_attribute_values(Some(values))
             .send()
             .await;
         held(deleted)
@@ -188,8 +200,7 @@ impl StateStore for DynamoState {
                 .await
                 .get_item()
                 .table_name(&self.table)
-                .key("pk", AttributeValue::S(partition.into()))
-                .key("sk", AttributeValue::S(key.into()))
+                .set_key(Some(key_of(partition, key)))
                 .consistent_read(true)
                 .send()
                 .await
@@ -211,17 +222,13 @@ impl StateStore for DynamoState {
             if item.expired(SystemTime::now()) {
                 return self.delete_if(client, partition, key, expected).await;
             }
-            let now = n(epoch(SystemTime::now()));
-            let put = self.put_request(client, partition, key, item);
-            let put = match expected {
-                None => put
-                    .condition_expression("attribute_not_exists(pk) OR expires_at <= :now")
-                    .expression_attribute_values(":now", now),
-                Some(old) => put
-                    .condition_expression(SWAP)
-                    .expression_attribute_values(":old", AttributeValue::B(Blob::new(old)))
-                    .expression_attribute_values(":now", now),
-            };
+            let (expression, values) = condition(expected);
+            let put = client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(attributes(partition, key, item)))
+                .condition_expression(expression)
+                .set_expression_attribute_values(Some(values));
             held(put.send().await)
         })
     }
@@ -233,7 +240,10 @@ impl StateStore for DynamoState {
                 return self.delete(partition, key).await;
             }
             let client = self.client.get().await;
-            self.put_request(client, partition, key, item)
+            client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(attributes(partition, key, item)))
                 .send()
                 .await
                 .map_err(|e| failed(&e))?;
@@ -248,8 +258,7 @@ impl StateStore for DynamoState {
                 .await
                 .delete_item()
                 .table_name(&self.table)
-                .key("pk", AttributeValue::S(partition.into()))
-                .key("sk", AttributeValue::S(key.into()))
+                .set_key(Some(key_of(partition, key)))
                 .send()
                 .await
                 .map_err(|e| failed(&e))?;
@@ -267,12 +276,7 @@ impl StateStore for DynamoState {
             let client = self.client.get().await;
             let now = SystemTime::now();
             let mut items = Vec::new();
-            let mut start: Option<HashMap<String, AttributeValue>> = after.map(|key| {
-                HashMap::from([
-                    ("pk".to_owned(), AttributeValue::S(partition.into())),
-                    ("sk".to_owned(), AttributeValue::S(key.into())),
-                ])
-            });
+            let mut start = after.map(|key| key_of(partition, key));
             let mut expired = Vec::new();
             // Expired items still count against a page's `Limit`: read on until `limit` live
             // ones, or the partition's end.
