@@ -21,7 +21,7 @@ use super::task_talk::{TaskTalk, seed};
 use crate::server::CallContext;
 use crate::work::Questions;
 use crate::work::{Refused, Runner};
-use oxp_lambda_core::durable::StateError;
+use oxp_lambda_core::durable::{Item, StateError};
 use oxp_lambda_core::invoke::{Invoker, Target};
 use oxp_lambda_core::refusal::ErrorClass;
 use oxp_lambda_core::registry::RegisteredTool;
@@ -69,7 +69,7 @@ pub(crate) struct Tasks {
     pub(super) runner: Arc<Runner>,
     /// Tasks created here whose runs begin here, with their records as written: the run
     /// starts from it rather than reading it back (one store call fewer per task).
-    handed: std::sync::Mutex<HashMap<String, (Record, oxp_lambda_core::durable::Item)>>,
+    handed: std::sync::Mutex<HashMap<String, (Record, Item)>>,
 }
 
 /// How a run ended in this process.
@@ -113,7 +113,7 @@ impl Tasks {
     }
 
     /// The record of task `id` as created here, once (its run's).
-    fn handed(&self, id: &str) -> Option<(Record, oxp_lambda_core::durable::Item)> {
+    fn handed(&self, id: &str) -> Option<(Record, Item)> {
         self.handed
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -144,18 +144,14 @@ impl Runner {
             Outcome::Done => {
                 // Ended, kept as its kind's marker; or (more came while it ran) due again, kept
                 // as any work is.
-                let (owner, marker) = (&self.owner, handler.ended_kept());
-                let end = self.update_then(
+                let marker = handler.ended_kept();
+                let end = self.if_mine_then(
                     id,
                     Some(known),
-                    |w| {
-                        let mine = w.held_by(owner);
-                        if mine {
-                            w.end();
-                        }
-                        mine
-                    },
                     |w| Some(SystemTime::now() + if w.done { marker } else { self.settings.keep }),
+                    |w| {
+                        w.end();
+                    },
                 );
                 // Its mark in the caller's share goes beside the record's end: one wait, not
                 // two. (Taken over meanwhile, the work is another runner's, whose end finds

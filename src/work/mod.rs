@@ -298,10 +298,22 @@ impl Runner {
         id: &str,
         known: Option<Item>,
         expires: Option<SystemTime>,
+        change: impl FnMut(&mut Work),
+    ) -> Result<Option<Held>, StateError> {
+        self.if_mine_then(id, known, |_| expires, change).await
+    }
+
+    /// [`Runner::if_mine`] kept until what `expires` says of the changed record (`None`: as
+    /// it was).
+    pub(super) async fn if_mine_then(
+        &self,
+        id: &str,
+        known: Option<Item>,
+        expires: impl Fn(&Work) -> Option<SystemTime>,
         mut change: impl FnMut(&mut Work),
     ) -> Result<Option<Held>, StateError> {
         let owner = &self.owner;
-        self.update_until(
+        self.update_then(
             id,
             known,
             |w| {
