@@ -60,9 +60,4 @@ impl Handler for TaskRuns {
             }
         })
     }
-
-    /// A task's id is fresh: no repeat to recognize once its run ended.
-    fn ended_kept(&self) -> std::time::Duration {
-        std::time::Duration::ZERO
-    }
 }

@@ -129,9 +129,4 @@ impl Handler for EventDelivery {
             tracing::error!(target: "oxp::rap", subscription = ?work.body.get("sub"), reason, "subscription events not delivered: the state store keeps failing");
         })
     }
-
-    /// A subscription's next events are new work under the same id: no marker.
-    fn ended_kept(&self) -> std::time::Duration {
-        std::time::Duration::ZERO
-    }
 }

@@ -44,11 +44,6 @@ impl crate::work::Handler for Expiries {
             tracing::error!(target: "oxp::subscriptions", reason, "a subscription's expiry not run: it is forgotten without a final event");
         })
     }
-
-    /// Its subscription ended with it: nothing to keep a marker for.
-    fn ended_kept(&self) -> Duration {
-        Duration::ZERO
-    }
 }
 
 /// The text of the last event of a subscription that ended because no event came.

@@ -44,8 +44,8 @@ impl Runner {
         // The record, its mark in the caller's share, what its run reads and (here) the look
         // at the share, side by side: one round trip's wait (on the embedded store, one
         // commit). A repeat's mark is the first one's, written again: taken back below when
-        // that work already ended (its end deleted the mark; a run still going deletes it at
-        // its end).
+        // that work ended meanwhile (its end deleted the mark; a run still going deletes it at
+        // its end). Ended work leaves no record: its id coming again is new work.
         let (first, kept, counted, room) = tokio::join!(
             first,
             self.store.put_if(WORK, id, item.clone(), None),
@@ -66,7 +66,8 @@ impl Runner {
             }
         };
         if !kept {
-            if !matches!(self.read(id).await, Ok(Some((first, _))) if !first.done) {
+            // Running still (its mark is its own), unless it ended since.
+            if !matches!(self.read(id).await, Ok(Some(_))) {
                 self.uncount(id, &work).await;
             }
             return first.map(|()| false);
@@ -152,9 +153,6 @@ impl Runner {
             let now = now_ms();
             let (next, old, start) = match &found {
                 None => (self.fresh(kind, None, body.clone()), None, Some(true)),
-                Some((w, item)) if w.done => {
-                    (self.fresh(kind, None, body.clone()), Some(item), Some(true))
-                }
                 Some((w, item)) if w.running(now) => {
                     let mut next = w.clone();
                     next.again = true;
@@ -286,7 +284,7 @@ impl Runner {
                 None,
                 |w| {
                     let held = w.lease.as_ref().is_some_and(|l| l.until_ms > now);
-                    if w.done || held || (!here && !w.waiting && w.due_ms <= now) {
+                    if held || (!here && !w.waiting && w.due_ms <= now) {
                         return false;
                     }
                     w.wake();

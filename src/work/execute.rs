@@ -2,13 +2,15 @@
 //! outcome says (done, parked, retried with a backoff, given up after the last attempt).
 
 use super::*;
+use std::sync::atomic::Ordering::Relaxed;
 
 impl Runner {
     /// Ends work `id` this runner holds without its handler's outcome (its protocol answered it
     /// otherwise: dead-lettered at shutdown): not run again.
     pub(crate) async fn end(&self, id: &str) -> Result<(), StateError> {
+        // Written already expired: the record goes.
         let ended = self
-            .if_mine(id, None, Some(SystemTime::now() + ENDED_KEPT), |w| {
+            .if_mine(id, None, Some(SystemTime::now()), |w| {
                 w.again = false;
                 w.end();
             })
@@ -142,22 +144,27 @@ impl Runner {
     ) -> Result<(), StateError> {
         match outcome {
             Outcome::Done => {
-                // Ended, kept as its kind's marker; or (more came while it ran) due again, kept
-                // as any work is.
-                let marker = handler.ended_kept();
+                // Ended: the record goes (written already expired), so no sweep reads it again;
+                // or (more came while it ran) due again, kept as any work is.
+                let ended = std::sync::atomic::AtomicBool::new(false);
                 let end = self.if_mine_then(
                     id,
                     Some(known),
-                    |w| Some(SystemTime::now() + if w.done { marker } else { self.settings.keep }),
-                    |w| {
-                        w.end();
+                    |_| {
+                        let kept = if ended.load(Relaxed) {
+                            Duration::ZERO
+                        } else {
+                            self.settings.keep
+                        };
+                        Some(SystemTime::now() + kept)
                     },
+                    |w| ended.store(w.end(), Relaxed),
                 );
                 // Its mark in the caller's share goes beside the record's end: one wait, not
                 // two. (Taken over meanwhile, the work is another runner's, whose end finds
                 // the mark gone: the share counts one less until then.)
                 let (written, uncounted) = tokio::join!(end, self.uncounted(id, work));
-                if written?.is_some_and(|(w, _)| !w.done) {
+                if written?.is_some() && !ended.load(Relaxed) {
                     // More came while it ran: again, at once, counted again.
                     if let Err(Refused::Unavailable(e)) = self.counted(id, work).await {
                         return Err(StateError(e));

@@ -63,8 +63,6 @@ use tokio::sync::{Notify, Semaphore};
 const PAGE: usize = 500;
 /// Most ids one queued message names.
 pub(crate) const WAKE_BATCH: usize = 200;
-/// How long ended work is kept as a marker by default (a repeat is no new work meanwhile).
-const ENDED_KEPT: Duration = Duration::from_secs(60);
 
 /// What a handler made of one run.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -100,14 +98,6 @@ pub(crate) trait Handler: Send + Sync {
 
     /// Gives work `id` up after its last attempt (`reason`): dead-letter it, tell its caller.
     fn give_up<'a>(&'a self, id: &'a str, work: &'a Work, reason: &'a str) -> BoxFuture<'a, ()>;
-
-    /// How long this kind's work is kept as a marker once it ended: accepted again meanwhile,
-    /// its id is a repeat, no new work (an invocation redelivered after it ran). Zero where an
-    /// id never comes again or its next coming is new work (a fresh id per task, a
-    /// subscription's next events): the record goes at the end, and no sweep reads it again.
-    fn ended_kept(&self) -> Duration {
-        ENDED_KEPT
-    }
 }
 
 /// Sends work to where it runs when it does not run here (Lambda's worker queue).
@@ -238,16 +228,13 @@ impl Runner {
     /// Whether any work whose id starts with `prefix` is kept (accepted and not ended).
     pub(crate) async fn alive_under(&self, prefix: &str) -> Result<bool, StateError> {
         // Ids sort as strings: the first after the prefix itself is the first that has it.
-        let first = self.store.list(WORK, Some(prefix), 8).await?;
-        Ok(first
-            .iter()
-            .take_while(|(id, _)| id.starts_with(prefix))
-            .any(|(_, item)| serde_json::from_slice::<Work>(&item.value).is_ok_and(|w| !w.done)))
+        let first = self.store.list(WORK, Some(prefix), 1).await?;
+        Ok(first.first().is_some_and(|(id, _)| id.starts_with(prefix)))
     }
 
     /// Whether work `id` is kept (accepted and not ended).
     pub(crate) async fn alive(&self, id: &str) -> Result<bool, StateError> {
-        Ok(self.read(id).await?.is_some_and(|(w, _)| !w.done))
+        Ok(self.read(id).await?.is_some())
     }
 
     /// The work records, each changed by compare-and-swap.
@@ -372,6 +359,6 @@ pub(crate) fn queued_work(ids: Vec<String>) -> String {
 }
 
 #[cfg(test)]
-mod marker_tests;
+mod end_tests;
 #[cfg(test)]
 mod tests;

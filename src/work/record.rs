@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-/// The partition of work records, by id.
+/// The partition of work records, by id: live work only (ended work's record goes), what a
+/// sweep reads.
 pub(super) const WORK: &str = "work";
 
 /// The partition of one caller's work ids (its share is counted there).
@@ -71,10 +72,6 @@ pub(crate) struct Work {
     /// More came for it while it ran (another event to deliver): run again rather than end.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) again: bool,
-    /// Ended: kept a moment as a marker (a repeat of it is no new work; work of the same id
-    /// that comes later replaces it), then forgotten by expiry.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) done: bool,
 }
 
 impl Work {
@@ -92,22 +89,18 @@ impl Work {
             waiting: false,
             last_error: None,
             again: false,
-            done: false,
         }
     }
 
     /// Whether a runner may take it at `now`: due, not waiting, and nobody's or its lease
     /// lapsed.
     pub(crate) fn claimable(&self, now: u64) -> bool {
-        !self.done
-            && !self.waiting
-            && self.due_ms <= now
-            && self.lease.as_ref().is_none_or(|l| l.until_ms <= now)
+        !self.waiting && self.due_ms <= now && self.lease.as_ref().is_none_or(|l| l.until_ms <= now)
     }
 
     /// Whether a runner holds it at `now`.
     pub(crate) fn running(&self, now: u64) -> bool {
-        !self.done && self.lease.as_ref().is_some_and(|l| l.until_ms > now)
+        self.lease.as_ref().is_some_and(|l| l.until_ms > now)
     }
 
     /// Taken by `owner` for `lease`: a lease that lapsed under another runner makes this run
@@ -173,8 +166,9 @@ impl Work {
         self.due_ms = now_ms();
     }
 
-    /// Ended, unless more came meanwhile (then due again at once); whether it ended. An ended
-    /// record is a marker only: what it carried (a job's arguments) goes.
+    /// Ended, unless more came meanwhile (then due again at once); whether it ended (the
+    /// record then goes: a repeat of its id is new work, which a RAP invocation's call
+    /// answers from its idempotency record).
     pub(crate) fn end(&mut self) -> bool {
         self.lease = None;
         self.interrupted = false;
@@ -182,8 +176,6 @@ impl Work {
             self.due_ms = now_ms();
             return false;
         }
-        self.done = true;
-        self.body = Value::Null;
         true
     }
 }

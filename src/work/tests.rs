@@ -327,8 +327,10 @@ async fn work_accepted_and_run_here_is_renewed_and_ended_over_what_this_runner_w
     );
     until("ran", || !handler.runs().is_empty()).await;
     tokio::time::sleep(Duration::from_millis(700)).await;
-    let (work, _) = Runner::read(&runner, "w1").await.unwrap().unwrap();
-    assert!(work.done, "ended");
+    assert!(
+        Runner::read(&runner, "w1").await.unwrap().is_none(),
+        "ended"
+    );
     assert_eq!(counting.reads(), 1, "the one read is this test's own");
     // Another process's write in between: read again, and the change still made.
     let runner2 = Runner::new(store.clone(), quick());
@@ -346,7 +348,8 @@ async fn work_accepted_and_run_here_is_renewed_and_ended_over_what_this_runner_w
 }
 
 #[tokio::test]
-async fn a_repeat_counts_in_its_callers_share_only_while_the_first_runs() {
+async fn a_repeat_counts_in_its_callers_share_only_while_the_first_runs_and_ended_work_is_new_work_again()
+ {
     let store = store();
     let handler = Recording::new(Duration::from_millis(300), |_| Outcome::Done);
     let runner = Runner::new(store.clone(), quick());
@@ -375,19 +378,17 @@ async fn a_repeat_counts_in_its_callers_share_only_while_the_first_runs() {
     until("ended", || !handler.runs().is_empty()).await;
     tokio::time::sleep(Duration::from_millis(500)).await;
     assert_eq!(share(store.clone()).await, 0, "its end took the mark");
-    // Once it ended, a repeat leaves none.
+    // Once it ended, its id coming again is new work: counted while it runs, then not.
     assert!(
-        !runner
+        runner
             .submit("test", "w1", Some("alice"), json(1))
             .await
             .unwrap()
     );
-    assert_eq!(
-        share(store.clone()).await,
-        0,
-        "a repeat of ended work holds no share"
-    );
-    assert_eq!(handler.runs().len(), 1);
+    assert_eq!(share(store.clone()).await, 1);
+    until("ran again", || handler.runs().len() == 2).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(share(store.clone()).await, 0, "its end took the mark");
 }
 
 #[tokio::test]

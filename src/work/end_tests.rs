@@ -1,21 +1,20 @@
-//! What stays of ended work: a marker for as long as its kind says (a repeat of its id meanwhile
-//! is no new work), none for a kind whose ids never repeat; and work that more came for while
-//! it ran is kept as live work, not as an ended marker.
+//! What stays of ended work: nothing (its record goes at its end, so a sweep reads live work
+//! only, and its id coming again is new work: a RAP invocation's repeat is answered by its
+//! call's idempotency record, `rap::the_same_invocation_sent_twice_*`); and work that more came
+//! for while it ran is kept as live work, not ended.
 
 use super::*;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// A handler whose runs take `takes` and end done, its kind's ended work kept `marker`.
+/// A handler whose runs take `takes` and end done.
 struct Ends {
-    marker: Duration,
     takes: Duration,
     runs: AtomicUsize,
 }
 
 impl Ends {
-    fn new(marker: Duration, takes: Duration) -> Arc<Self> {
+    fn new(takes: Duration) -> Arc<Self> {
         Arc::new(Self {
-            marker,
             takes,
             runs: AtomicUsize::new(0),
         })
@@ -38,10 +37,6 @@ impl Handler for Ends {
     fn give_up<'a>(&'a self, _: &'a str, _: &'a Work, _: &'a str) -> BoxFuture<'a, ()> {
         Box::pin(async {})
     }
-
-    fn ended_kept(&self) -> Duration {
-        self.marker
-    }
 }
 
 fn runner() -> (Arc<dyn StateStore>, Arc<Runner>) {
@@ -59,19 +54,6 @@ async fn stored(store: &dyn StateStore, id: &str) -> Option<(Work, Item)> {
     Some((serde_json::from_slice(&item.value).unwrap(), item))
 }
 
-async fn until_ended(store: &dyn StateStore, id: &str) -> (Work, Item) {
-    let started = Instant::now();
-    loop {
-        if let Some((work, item)) = stored(store, id).await
-            && work.done
-        {
-            return (work, item);
-        }
-        assert!(started.elapsed() < Duration::from_secs(10), "{id} ended");
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-}
-
 async fn until_gone(store: &dyn StateStore, id: &str) {
     let started = Instant::now();
     while stored(store, id).await.is_some() {
@@ -81,56 +63,46 @@ async fn until_gone(store: &dyn StateStore, id: &str) {
 }
 
 #[tokio::test]
-async fn ended_work_is_kept_as_a_marker_as_long_as_its_kind_says_and_not_at_all_where_ids_never_repeat()
- {
+async fn ended_work_leaves_no_record_for_a_sweep_to_read_and_its_id_coming_again_is_new_work() {
     let (store, runner) = runner();
-    runner.register("marked", Ends::new(ENDED_KEPT, Duration::ZERO));
-    let fresh = Ends::new(Duration::ZERO, Duration::ZERO);
-    runner.register("fresh", fresh.clone());
+    let ends = Ends::new(Duration::ZERO);
+    runner.register("ends", ends.clone());
     let body = serde_json::json!({"arguments": "x".repeat(1000)});
-    for (kind, id) in [("marked", "m"), ("fresh", "f")] {
-        assert!(runner.submit(kind, id, None, body.clone()).await.unwrap());
-    }
-
-    let (marker, item) = until_ended(&*store, "m").await;
-    let left = item
-        .expires
-        .unwrap()
-        .duration_since(SystemTime::now())
-        .unwrap();
-    assert!(left > ENDED_KEPT - Duration::from_secs(5), "kept {left:?}");
-    assert_eq!(
-        marker.body,
-        Value::Null,
-        "a marker carries nothing of the work"
+    assert!(
+        runner
+            .submit("ends", "e", Some("alice"), body.clone())
+            .await
+            .unwrap()
+    );
+    until_gone(&*store, "e").await;
+    assert_eq!(ends.runs(), 1, "removed by its end, not before");
+    assert!(
+        store.list(WORK, None, 10).await.unwrap().is_empty(),
+        "a sweep reads no ended work"
     );
     assert!(
-        !runner
-            .submit("marked", "m", None, body.clone())
+        store
+            .list(&of_caller("alice"), None, 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "nothing of it counts in its caller's share"
+    );
+    assert!(
+        runner
+            .submit("ends", "e", Some("alice"), body)
             .await
             .unwrap(),
-        "a repeat while the marker is kept is no new work"
-    );
-
-    // The other kind's record is removed by its end: no row left for a sweep to read.
-    until_gone(&*store, "f").await;
-    assert_eq!(fresh.runs(), 1, "removed by its end, not before");
-    let listed = store.list(WORK, None, 10).await.unwrap();
-    assert_eq!(
-        listed.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>(),
-        ["m"],
-        "a sweep reads only the marker"
-    );
-    assert!(
-        runner.submit("fresh", "f", None, body).await.unwrap(),
         "its id coming again is new work"
     );
+    until_gone(&*store, "e").await;
+    assert_eq!(ends.runs(), 2);
 }
 
 #[tokio::test]
-async fn work_that_more_came_for_while_it_ran_is_kept_as_live_work_not_as_an_ended_marker() {
+async fn work_that_more_came_for_while_it_ran_is_kept_as_live_work_not_ended() {
     let (store, runner) = runner();
-    let handler = Ends::new(Duration::ZERO, Duration::from_millis(300));
+    let handler = Ends::new(Duration::from_millis(300));
     runner.register("fresh", handler.clone());
     let more = || vec![("d".to_owned(), serde_json::json!({}))];
     assert_eq!(runner.due_all("fresh", more()).await, 0);
@@ -145,7 +117,7 @@ async fn work_that_more_came_for_while_it_ran_is_kept_as_live_work_not_as_an_end
     let (work, item) = stored(&*store, "d")
         .await
         .expect("kept while it runs again");
-    assert!(!work.done);
+    assert!(work.lease.is_some(), "running again");
     let left = item
         .expires
         .unwrap()
@@ -153,7 +125,7 @@ async fn work_that_more_came_for_while_it_ran_is_kept_as_live_work_not_as_an_end
         .unwrap();
     assert!(
         left > Duration::from_secs(24 * 3600),
-        "kept as live work is ({left:?}), not as a marker that lapses mid-run"
+        "kept as live work is ({left:?}), not as ended work that lapses mid-run"
     );
     until_gone(&*store, "d").await;
     assert_eq!(handler.runs(), 2);
