@@ -1,4 +1,5 @@
-//! The documentation, the SAM template and the code agree on configuration and routes.
+//! The documentation, the SAM template and the code agree on configuration, routes and the tests
+//! the pages cite.
 
 use std::collections::BTreeSet;
 
@@ -341,5 +342,64 @@ fn the_deploy_page_installs_cargo_lambda_and_zig_in_the_ranges_the_scripts_use()
             installed,
             "docs/deploy.md installs {package} as scripts/lambda-tools does"
         );
+    }
+}
+
+/// The `fn` names of every Rust file under `dir`.
+fn functions(dir: &std::path::Path, found: &mut BTreeSet<String>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            functions(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = read(path.to_str().unwrap());
+            for (at, _) in text.match_indices("fn ") {
+                let name: String = text[at + 3..]
+                    .chars()
+                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                    .collect();
+                found.insert(name);
+            }
+        }
+    }
+}
+
+#[test]
+fn every_test_a_doc_cites_by_name_exists() {
+    let mut names = BTreeSet::new();
+    for dir in ["src", "tests", "crates", "examples"] {
+        functions(std::path::Path::new(dir), &mut names);
+    }
+    let mut pages = vec!["README.md".to_owned()];
+    for entry in std::fs::read_dir("docs").unwrap() {
+        pages.push(format!(
+            "docs/{}",
+            entry.unwrap().file_name().to_str().unwrap()
+        ));
+    }
+    for page in pages {
+        // A cited test is `module::...::name` in backticks (on one line), its name a sentence.
+        let text = read(&page);
+        for cited in text.lines().flat_map(|l| l.split('`').skip(1).step_by(2)) {
+            let Some((module, name)) = cited.rsplit_once("::") else {
+                continue;
+            };
+            let sentence = name.len() > 25
+                && name.contains('_')
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+            // Of this project: a module of the tests or of the library, not another crate's.
+            let first = module.split("::").next().unwrap();
+            let ours = ["tests/{}.rs", "src/{}.rs", "src/{}"]
+                .iter()
+                .any(|shape| std::path::Path::new(&shape.replace("{}", first)).exists());
+            if sentence && ours {
+                assert!(
+                    names.contains(name),
+                    "{page} cites `{cited}`, which no test is named"
+                );
+            }
+        }
     }
 }
