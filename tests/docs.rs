@@ -28,20 +28,27 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(path).unwrap()
 }
 
-/// The non-test code under `dir`, concatenated: each subsystem reads its own variables.
-fn source(dir: &std::path::Path) -> String {
-    let mut text = String::new();
+/// Every Rust file under `dir`, with its text.
+fn rust_files(dir: &std::path::Path, found: &mut Vec<(std::path::PathBuf, String)>) {
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
         if path.is_dir() {
-            text += &source(&path);
-        } else if name.ends_with(".rs")
-            && !name.ends_with("_tests.rs")
-            && name != "tests.rs"
-            && name != "moto.rs"
-        {
-            let file = read(path.to_str().unwrap());
+            rust_files(&path, found);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            let text = read(path.to_str().unwrap());
+            found.push((path, text));
+        }
+    }
+}
+
+/// The non-test code under `dir`, concatenated: each subsystem reads its own variables.
+fn source(dir: &std::path::Path) -> String {
+    let mut files = Vec::new();
+    rust_files(dir, &mut files);
+    let mut text = String::new();
+    for (path, file) in files {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        if !name.ends_with("_tests.rs") && name != "tests.rs" && name != "moto.rs" {
             text += file.split("#[cfg(test)]\nmod tests").next().unwrap();
         }
     }
@@ -345,30 +352,22 @@ fn the_deploy_page_installs_cargo_lambda_and_zig_in_the_ranges_the_scripts_use()
     }
 }
 
-/// The `fn` names of every Rust file under `dir`.
-fn functions(dir: &std::path::Path, found: &mut BTreeSet<String>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            functions(&path, found);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            let text = read(path.to_str().unwrap());
-            for (at, _) in text.match_indices("fn ") {
-                let name: String = text[at + 3..]
-                    .chars()
-                    .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-                    .collect();
-                found.insert(name);
-            }
-        }
-    }
-}
-
 #[test]
 fn every_test_a_doc_cites_by_name_exists() {
-    let mut names = BTreeSet::new();
+    let mut files = Vec::new();
     for dir in ["src", "tests", "crates", "examples"] {
-        functions(std::path::Path::new(dir), &mut names);
+        rust_files(std::path::Path::new(dir), &mut files);
+    }
+    // The `fn` names of them all.
+    let mut names = BTreeSet::new();
+    for (_, text) in &files {
+        for (at, _) in text.match_indices("fn ") {
+            let name: String = text[at + 3..]
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+                .collect();
+            names.insert(name);
+        }
     }
     let mut pages = vec!["README.md".to_owned()];
     for entry in std::fs::read_dir("docs").unwrap() {

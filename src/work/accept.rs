@@ -67,7 +67,7 @@ impl Runner {
         };
         if !kept {
             // Running still (its mark is its own), unless it ended since.
-            if !matches!(self.read(id).await, Ok(Some(_))) {
+            if !matches!(self.alive(id).await, Ok(true)) {
                 self.uncount(id, &work).await;
             }
             return first.map(|()| false);
@@ -283,8 +283,7 @@ impl Runner {
                 id,
                 None,
                 |w| {
-                    let held = w.lease.as_ref().is_some_and(|l| l.until_ms > now);
-                    if held || (!here && !w.waiting && w.due_ms <= now) {
+                    if w.running(now) || (!here && !w.waiting && w.due_ms <= now) {
                         return false;
                     }
                     w.wake();

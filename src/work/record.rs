@@ -95,7 +95,7 @@ impl Work {
     /// Whether a runner may take it at `now`: due, not waiting, and nobody's or its lease
     /// lapsed.
     pub(crate) fn claimable(&self, now: u64) -> bool {
-        !self.waiting && self.due_ms <= now && self.lease.as_ref().is_none_or(|l| l.until_ms <= now)
+        !self.waiting && self.due_ms <= now && !self.running(now)
     }
 
     /// Whether a runner holds it at `now`.
