@@ -35,6 +35,8 @@ mod custom_protocol;
 mod custom_source;
 mod deps;
 mod docs;
+#[cfg(all(feature = "rap", feature = "mcp"))]
+mod fuzz_seeds;
 mod lambda_events;
 mod lambda_streaming;
 mod layout;

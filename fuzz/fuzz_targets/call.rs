@@ -14,24 +14,17 @@ use tower::ServiceExt;
 #[path = "../../examples/spec_tools/tools.rs"]
 mod tools;
 
+/// What the bytes ask and what every answer must be, shared with the test that replays the
+/// seeds (`fuzz_seeds::tests::every_seed_of_the_fuzz_target_is_answered_in_its_protocols_shape`).
+#[path = "../../tests/fuzz_seeds.rs"]
+mod seeds;
+
 fn app() -> &'static App {
     static APP: OnceLock<App> = OnceLock::new();
     APP.get_or_init(|| {
         let registry = tools::registry().expect("valid tools");
         // RAP's settings are its protocol's, read from the variables like the binary's.
-        let config = Config::from_vars(
-            false,
-            [
-                ("OXP_MAX_BODY_BYTES", "65536"),
-                // State in memory: no database file written beside the corpus.
-                ("OXP_STATE", "off"),
-                ("OXP_RAP_ALLOW_LOOPBACK_CALLBACKS", "false"),
-                ("OXP_RAP_CALLBACK_HOSTS", "callback.invalid"),
-                ("OXP_RAP_DELIVERY_ATTEMPTS", "1"),
-                ("OXP_RAP_DEAD_LETTER_FILE", "/dev/null"),
-            ],
-        )
-        .expect("a valid configuration");
+        let config = Config::from_vars(false, seeds::VARS).expect("a valid configuration");
         runtime()
             .block_on(App::builder(registry).config(config).build())
             .expect("the app builds")
@@ -49,15 +42,9 @@ fn runtime() -> &'static tokio::runtime::Runtime {
 }
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&route, body)) = data.split_first() else {
+    let Some((path, request)) = seeds::request(data) else {
         return;
     };
-    let path = ["/tools/call", "/invoke", "/mcp"][usize::from(route % 3)];
-    let request = axum::http::Request::post(path)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(axum::body::Body::from(body.to_vec()))
-        .expect("a request");
     // Built outside the runtime's `block_on`, which building uses itself.
     let app = app().clone();
     let (status, body) = runtime().block_on(async move {
@@ -71,19 +58,5 @@ fuzz_target!(|data: &[u8]| {
             .to_bytes();
         (status, body)
     });
-    if path == "/mcp" && status == 202 {
-        assert!(body.is_empty(), "a notification's 202 has no body");
-        return;
-    }
-    let json: serde_json::Value = serde_json::from_slice(&body).expect("every answer is JSON");
-    if path == "/mcp" {
-        assert!([200, 400, 413].contains(&status), "status {status}");
-        assert_eq!(json["jsonrpc"], "2.0");
-    } else if path == "/invoke" {
-        assert!([200, 400, 409, 413, 429, 503].contains(&status), "status {status}");
-        assert!(json["status"] == "accepted" || json["error"]["kind"].is_string(), "{json}");
-    } else {
-        assert!([200, 400, 422].contains(&status), "status {status}");
-        assert_eq!(json["$schema"], "urn:oxp:1.0");
-    }
+    seeds::check(path, status, &body);
 });
