@@ -62,19 +62,15 @@ pub fn check(path: &str, status: u16, body: &[u8]) {
 #[cfg(test)]
 mod tests {
     use super::{VARS, check, request};
-    use crate::common::example_tools;
+    use crate::common::{app_with, example_tools};
     use http_body_util::BodyExt;
-    use oxp_lambda::{App, Config};
+    use oxp_lambda::Config;
     use tower::ServiceExt;
 
     #[tokio::test]
     async fn every_seed_of_the_fuzz_target_is_answered_in_its_protocols_shape() {
         let config = Config::from_vars(false, VARS).expect("a valid configuration");
-        let app = App::builder(example_tools::registry().expect("valid tools"))
-            .config(config)
-            .build()
-            .await
-            .expect("the app builds");
+        let app = app_with(example_tools::registry().expect("valid tools"), config);
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus_seed");
         let mut seeds = 0;
         for entry in std::fs::read_dir(&dir).expect("the seed corpus") {
