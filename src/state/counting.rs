@@ -1,5 +1,5 @@
-//! A store for tests that counts the reads of one partition's records (every call passes
-//! through to the store it wraps): what shows a path reads less.
+//! A store for tests that counts the reads of one partition's records, and its listings (every
+//! call passes through to the store it wraps): what shows a path reads less.
 
 use oxp_lambda_core::durable::{Item, StateFuture, StateStore};
 use std::sync::Arc;
@@ -9,18 +9,25 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 #[derive(Debug)]
 pub(crate) struct CountingReads {
     store: Arc<dyn StateStore>,
-    partition: &'static str,
+    partition: String,
     reads: AtomicUsize,
+    lists: AtomicUsize,
 }
 
 impl CountingReads {
     /// `store` with the reads of `partition` counted.
-    pub(crate) fn of(store: Arc<dyn StateStore>, partition: &'static str) -> Arc<Self> {
+    pub(crate) fn of(store: Arc<dyn StateStore>, partition: impl Into<String>) -> Arc<Self> {
         Arc::new(Self {
             store,
-            partition,
+            partition: partition.into(),
             reads: AtomicUsize::new(0),
+            lists: AtomicUsize::new(0),
         })
+    }
+
+    /// The listings of the partition so far.
+    pub(crate) fn lists(&self) -> usize {
+        self.lists.load(Ordering::SeqCst)
     }
 
     /// The reads so far.
@@ -66,6 +73,9 @@ impl StateStore for CountingReads {
         after: Option<&'a str>,
         limit: usize,
     ) -> StateFuture<'a, Vec<(String, Item)>> {
+        if partition == self.partition {
+            self.lists.fetch_add(1, Ordering::SeqCst);
+        }
         self.store.list(partition, after, limit)
     }
 }

@@ -1,4 +1,4 @@
-//! Accepting work: kept (and counted in its caller's share) before the caller is answered,
+//! Accepting work: kept (holding a slot of its caller's share) before the caller is answered,
 //! then begun here or sent to the queue; made due again when more comes or someone answers.
 
 use super::*;
@@ -31,55 +31,87 @@ impl Runner {
         first: impl Future<Output = Result<(), Refused>>,
     ) -> Result<bool, Refused> {
         // Here, new work is held by this runner from its first write (no other process takes
-        // it meanwhile): the caller's share is looked at beside the writes, and the work taken
-        // back when it was full. Work that goes to a queue is written unheld, for a worker (or
-        // its sweep) to take at once: its share is looked at first.
+        // it meanwhile): its slot in the caller's share is taken beside the writes, and the
+        // work taken back when the share was full. Work that goes to a queue is written
+        // unheld, for a worker (or its sweep) to take at once: its slot is taken first.
         let beside = self.local();
-        if !beside {
-            self.within_share(share, None).await?;
+        let mut work = self.fresh(kind, share, body);
+        let guess = share.map(|_| self.guess_slot());
+        let mut early = None;
+        if let (Some(caller), Some(guess), false) = (share, &guess, beside) {
+            early = Some(self.take_slot(caller, id, guess).await?);
         }
-        let work = self.fresh(kind, share, body);
+        work.slot = early.clone().or_else(|| guess.clone());
         let bytes = serde_json::to_vec(&work).expect("work serializes");
         let item = Item::new(bytes, self.expires());
-        // The record, its mark in the caller's share, what its run reads and (here) the look
-        // at the share, side by side: one round trip's wait (on the embedded store, one
-        // commit). A repeat's mark is the first one's, written again: taken back below when
-        // that work ended meanwhile (its end deleted the mark; a run still going deletes it at
-        // its end). Ended work leaves no record: its id coming again is new work.
-        let (first, kept, counted, room) = tokio::join!(
+        // The record, what its run reads and (here) its slot, side by side: one round trip's
+        // wait (on the embedded store, one commit). The record names the slot tried first;
+        // when another was taken, it is written again below.
+        let (first, kept, slot) = tokio::join!(
             first,
             self.store.put_if(WORK, id, item.clone(), None),
-            self.counted(id, &work),
             async {
-                if beside {
-                    self.within_share(share, Some(id)).await
-                } else {
-                    Ok(())
+                match (share, &guess) {
+                    (Some(caller), Some(guess)) if beside => {
+                        self.take_slot(caller, id, guess).await.map(Some)
+                    }
+                    _ => Ok(early),
                 }
             },
         );
+        // What this call holds of the share: only that is given back.
+        let (taken, room) = match slot {
+            Ok(taken) => (taken, Ok(())),
+            Err(refused) => (None, Err(refused)),
+        };
         let kept = match kept {
             Ok(kept) => kept,
             Err(e) => {
-                self.uncount(id, &work).await;
+                self.give_back(share, id, taken.as_deref()).await;
                 return Err(Refused::Unavailable(e.0));
             }
         };
         if !kept {
-            // Running still (its mark is its own), unless it ended since.
-            if !matches!(self.alive(id).await, Ok(true)) {
-                self.uncount(id, &work).await;
-            }
+            // A repeat: the first holds a slot of its own (and has its record). Ended work
+            // leaves no record: its id coming again is new work.
+            self.give_back(share, id, taken.as_deref()).await;
             return first.map(|()| false);
         }
-        if let Err(refused) = first.and(counted).and(room) {
+        if let Err(refused) = first.and(room) {
             // Not accepted after all: nothing of it is kept.
+            work.slot = taken;
             if let Err(e) = self.forget(id, &work).await {
                 tracing::warn!(target: "oxp::work", error = %e, "refused work not taken back: it runs once its lease lapses");
             }
             return Err(refused);
         }
-        self.begin(vec![(id.to_owned(), Some((work, item)))]).await;
+        let mut held = (work, item);
+        if taken != held.0.slot {
+            // Another slot than the one tried first: the record names the one it holds.
+            let named = self
+                .update_until(
+                    id,
+                    Some(held.1.clone()),
+                    |w| {
+                        w.slot.clone_from(&taken);
+                        true
+                    },
+                    None,
+                )
+                .await;
+            match named {
+                Ok(Some(named)) => held = named,
+                Ok(None) => {
+                    // Ended meanwhile (a shutdown's end): nothing holds the slot now.
+                    self.give_back(share, id, taken.as_deref()).await;
+                    return Ok(true);
+                }
+                Err(e) => {
+                    tracing::warn!(target: "oxp::work", error = %e, "work's slot not named in its record: it counts until it expires");
+                }
+            }
+        }
+        self.begin(vec![(id.to_owned(), Some(held))]).await;
         Ok(true)
     }
 
@@ -181,32 +213,6 @@ impl Runner {
         Err(StateError("work is made due too often at once".into()))
     }
 
-    /// Refuses when the caller of `share` holds its whole share, work `except` aside (work
-    /// being accepted, whose mark is written meanwhile).
-    pub(super) async fn within_share(
-        &self,
-        share: Option<&str>,
-        except: Option<&str>,
-    ) -> Result<(), Refused> {
-        let Some(caller) = share else {
-            return Ok(());
-        };
-        let most = self.settings.per_caller;
-        let held = self
-            .store
-            .list(&of_caller(caller), None, most + 1)
-            .await
-            .map_err(|e| Refused::Unavailable(e.0))?;
-        let others = held
-            .iter()
-            .filter(|(id, _)| Some(id.as_str()) != except)
-            .count();
-        if others >= most {
-            return Err(Refused::CallerFull);
-        }
-        Ok(())
-    }
-
     /// New work, held from the start by this process when it runs it here (no sweep takes it
     /// meanwhile).
     pub(super) fn fresh(&self, kind: &str, share: Option<&str>, body: Value) -> Work {
@@ -215,25 +221,6 @@ impl Runner {
             work.claim(&self.owner, self.settings.lease, now_ms());
         }
         work
-    }
-
-    /// Counts work `id`, just kept, in its caller's share.
-    pub(super) async fn counted(&self, id: &str, work: &Work) -> Result<(), Refused> {
-        let Some(caller) = &work.share else {
-            return Ok(());
-        };
-        let mark = Item::new(Vec::new(), self.expires());
-        self.store
-            .put(&of_caller(caller), id, mark)
-            .await
-            .map_err(|e| Refused::Unavailable(e.0))
-    }
-
-    /// Takes work `id`'s mark out of its caller's share again (the work was not kept).
-    pub(super) async fn uncount(&self, id: &str, work: &Work) {
-        if let Err(e) = self.uncounted(id, work).await {
-            tracing::warn!(target: "oxp::work", error = %e, "a share's mark not taken back: it lapses with its expiry");
-        }
     }
 
     /// Runs `work`: each id with its record when it was just accepted here (held by this

@@ -160,18 +160,17 @@ impl Runner {
                     },
                     |w| ended.store(w.end(), Relaxed),
                 );
-                // Its mark in the caller's share goes beside the record's end: one wait, not
-                // two. (Taken over meanwhile, the work is another runner's, whose end finds
-                // the mark gone: the share counts one less until then.)
-                let (written, uncounted) = tokio::join!(end, self.uncounted(id, work));
-                if written?.is_some() && !ended.load(Relaxed) {
-                    // More came while it ran: again, at once, counted again.
-                    if let Err(Refused::Unavailable(e)) = self.counted(id, work).await {
-                        return Err(StateError(e));
-                    }
+                // Its slot in the caller's share is given back once the record ended; kept
+                // when more came while it ran (it runs again at once), and left to whoever
+                // holds the record when it was taken over meanwhile (its end gives it back).
+                let Some(_) = end.await? else {
+                    return Ok(());
+                };
+                if !ended.load(Relaxed) {
                     self.restart(id);
+                    return Ok(());
                 }
-                uncounted
+                self.uncounted(id, work).await
             }
             Outcome::Park => {
                 self.if_mine(id, Some(known), None, |w| {
@@ -223,17 +222,9 @@ impl Runner {
         tokio::spawn(async move { this.begin(vec![(id, None)]).await });
     }
 
-    /// Deletes work `id` and its mark in its caller's share, side by side.
+    /// Deletes work `id` and gives back its slot in its caller's share, side by side.
     pub(super) async fn forget(&self, id: &str, work: &Work) -> Result<(), StateError> {
         let (record, mark) = tokio::join!(self.store.delete(WORK, id), self.uncounted(id, work));
         record.and(mark)
-    }
-
-    /// Deletes work `id`'s mark in its caller's share (if it counts in one).
-    pub(super) async fn uncounted(&self, id: &str, work: &Work) -> Result<(), StateError> {
-        match &work.share {
-            Some(caller) => self.store.delete(&of_caller(caller), id).await,
-            None => Ok(()),
-        }
     }
 }

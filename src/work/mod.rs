@@ -18,6 +18,7 @@ mod execute;
 pub(crate) mod questions;
 mod record;
 mod settings;
+mod share;
 mod sweep;
 pub(crate) mod watch;
 
@@ -360,5 +361,7 @@ pub(crate) fn queued_work(ids: Vec<String>) -> String {
 
 #[cfg(test)]
 mod end_tests;
+#[cfg(test)]
+mod share_tests;
 #[cfg(test)]
 mod tests;

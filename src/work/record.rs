@@ -11,7 +11,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// sweep reads.
 pub(super) const WORK: &str = "work";
 
-/// The partition of one caller's work ids (its share is counted there).
+/// The partition of one caller's share: its slots, each holding a work id.
 pub(super) fn of_caller(caller: &str) -> String {
     format!("work-of#{caller}")
 }
@@ -45,6 +45,9 @@ pub(crate) struct Work {
     /// `None`: in no caller's share (bounded elsewhere: a subscription's deliveries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) share: Option<String>,
+    /// The slot of its caller's share it holds (`share.rs`), given back by its end.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) slot: Option<String>,
     /// What the handler needs (opaque here).
     pub(crate) body: Value,
     /// Runs started so far.
@@ -80,6 +83,7 @@ impl Work {
         Self {
             kind: kind.to_owned(),
             share: share.map(str::to_owned),
+            slot: None,
             body,
             attempts: 0,
             failures: 0,
