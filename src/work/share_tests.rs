@@ -62,7 +62,22 @@ async fn slot_named_by(runner: &Runner, id: &str) -> Option<String> {
 #[tokio::test]
 async fn of_more_work_offered_at_once_to_two_runners_sharing_a_store_exactly_the_share_is_accepted()
 {
-    let store = store();
+    exactly_the_share_is_accepted(store()).await;
+}
+
+#[cfg(feature = "dynamodb")]
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn of_more_work_offered_at_once_to_two_runners_sharing_a_dynamodb_table_exactly_the_share_is_accepted()
+ {
+    let (client, table) = crate::moto::state_table().await;
+    let store = crate::state::dynamodb::DynamoState::new(client, table);
+    exactly_the_share_is_accepted(Arc::new(store)).await;
+}
+
+/// Two runners on `store` (two processes sharing it), offered twelve works of one caller at
+/// once, half each, with a share of three.
+async fn exactly_the_share_is_accepted(store: Arc<dyn StateStore>) {
     let long = Duration::from_secs(3);
     let (a, b) = (
         runner(&store, share_of(3), long),
