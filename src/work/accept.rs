@@ -36,12 +36,11 @@ impl Runner {
         // unheld, for a worker (or its sweep) to take at once: its slot is taken first.
         let beside = self.local();
         let mut work = self.fresh(kind, share, body);
-        let guess = share.map(|_| self.guess_slot());
-        let mut early = None;
-        if let (Some(caller), Some(guess), false) = (share, &guess, beside) {
-            early = Some(self.take_slot(caller, id, guess).await?);
+        // The slot to try first; taken already when the work goes to a queue.
+        work.slot = share.map(|_| self.guess_slot());
+        if let (Some(caller), Some(guess), false) = (share, &work.slot, beside) {
+            work.slot = Some(self.take_slot(caller, id, guess).await?);
         }
-        work.slot = early.clone().or_else(|| guess.clone());
         let bytes = serde_json::to_vec(&work).expect("work serializes");
         let item = Item::new(bytes, self.expires());
         // The record, what its run reads and (here) its slot, side by side: one round trip's
@@ -51,11 +50,11 @@ impl Runner {
             first,
             self.store.put_if(WORK, id, item.clone(), None),
             async {
-                match (share, &guess) {
+                match (share, &work.slot) {
                     (Some(caller), Some(guess)) if beside => {
                         self.take_slot(caller, id, guess).await.map(Some)
                     }
-                    _ => Ok(early),
+                    _ => Ok(work.slot.clone()),
                 }
             },
         );
