@@ -42,8 +42,8 @@
 //! | `aws-secrets` | secrets from AWS Secrets Manager |
 //! | `dynamodb` | the DynamoDB idempotency store |
 //! | `jwt` | `OXP_AUTH=jwt` (HS256, RS256/ES256 with JWKS) |
-//! | `rap` | the async tool invocation adapter, with an in-process queue |
-//! | `rap-sqs` | its SQS queue and the Lambda worker role |
+//! | `rap` | the async tool invocation adapter: its invocations the runner's work, over the state store |
+//! | `rap-sqs` | its wake-up queue and dead-letter queue in Lambda, and the worker role |
 //! | `sqs` | SQS queues in Lambda (RAP's, MCP tasks' `OXP_MCP_TASK_QUEUE_URL`), fed to the worker role; not useful alone |
 //! | `mcp` | MCP (Streamable HTTP, stateless) at `/mcp`, with `rmcp` |
 //! | `agentcore` | the Bedrock AgentCore Gateway Lambda target role, `oxp-lambda schema --agentcore` |

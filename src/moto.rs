@@ -82,14 +82,15 @@ mod intercept {
 #[cfg(feature = "dynamodb")]
 pub(crate) async fn state_table() -> (aws_sdk_dynamodb::Client, String) {
     use aws_sdk_dynamodb::types::{
-        AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+        AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType,
+        Projection, ProjectionType, ScalarAttributeType,
     };
     let client = aws_sdk_dynamodb::Client::new(&sdk_config(&moto_url()).await);
     let table = format!("oxp-state-{}", uuid::Uuid::new_v4().simple());
-    let attribute = |name: &str| {
+    let attribute = |name: &str, kind: ScalarAttributeType| {
         AttributeDefinition::builder()
             .attribute_name(name)
-            .attribute_type(ScalarAttributeType::S)
+            .attribute_type(kind)
             .build()
             .unwrap()
     };
@@ -104,10 +105,26 @@ pub(crate) async fn state_table() -> (aws_sdk_dynamodb::Client, String) {
         .create_table()
         .table_name(&table)
         .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(attribute("pk"))
-        .attribute_definitions(attribute("sk"))
+        .attribute_definitions(attribute("pk", ScalarAttributeType::S))
+        .attribute_definitions(attribute("sk", ScalarAttributeType::S))
+        .attribute_definitions(attribute("dpk", ScalarAttributeType::S))
+        .attribute_definitions(attribute("due", ScalarAttributeType::N))
         .key_schema(key("pk", KeyType::Hash))
         .key_schema(key("sk", KeyType::Range))
+        // As template.yaml has it: the items due by time, for the runner's sweep.
+        .global_secondary_indexes(
+            GlobalSecondaryIndex::builder()
+                .index_name("due")
+                .key_schema(key("dpk", KeyType::Hash))
+                .key_schema(key("due", KeyType::Range))
+                .projection(
+                    Projection::builder()
+                        .projection_type(ProjectionType::All)
+                        .build(),
+                )
+                .build()
+                .unwrap(),
+        )
         .send()
         .await
         .expect("moto creates the table");

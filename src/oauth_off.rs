@@ -7,7 +7,7 @@ pub(crate) mod config;
 use axum::Router;
 use config::OAuthConfig;
 use oxp_lambda_core::secrets::Secrets;
-use oxp_lambda_core::tokens::{Authorized, Held, TokenError, TokenFuture, UserTokens};
+use oxp_lambda_core::tokens::{Held, TokenError, TokenFuture, UserTokens};
 use std::sync::Arc;
 use std::time::SystemTime;
 
@@ -55,11 +55,7 @@ impl UserTokens for Broker {
         match *self {}
     }
 
-    fn completions(&self) -> tokio::sync::broadcast::Receiver<Authorized> {
-        match *self {}
-    }
-
-    fn first_time<'a>(&'a self, _marker: &'a str, _until: SystemTime) -> TokenFuture<'a, bool> {
+    fn when_completed(&self, _hook: oxp_lambda_core::tokens::Completed) {
         match *self {}
     }
 }

@@ -17,12 +17,26 @@ impl Sqs {
 
     /// Sends `body` to `queue_url`.
     pub(crate) async fn send(&self, queue_url: &str, body: String) -> Result<(), String> {
+        self.send_later(queue_url, body, std::time::Duration::ZERO)
+            .await
+    }
+
+    /// [`Sqs::send`], the message visible only `after` from now (at most SQS's 15 minutes: a
+    /// later one is visible then, and finds its work not yet due).
+    pub(crate) async fn send_later(
+        &self,
+        queue_url: &str,
+        body: String,
+        after: std::time::Duration,
+    ) -> Result<(), String> {
+        let delay = after.as_secs_f64().ceil().min(900.0) as i32;
         self.0
             .get()
             .await
             .send_message()
             .queue_url(queue_url)
             .message_body(body)
+            .set_delay_seconds((delay > 0).then_some(delay))
             .send()
             .await
             .map(drop)

@@ -17,4 +17,14 @@ impl Sqs {
     pub(crate) async fn send(&self, _queue_url: &str, _body: String) -> Result<(), String> {
         match *self {}
     }
+
+    /// Unreachable: no client is ever made.
+    pub(crate) async fn send_later(
+        &self,
+        _queue_url: &str,
+        _body: String,
+        _after: std::time::Duration,
+    ) -> Result<(), String> {
+        match *self {}
+    }
 }

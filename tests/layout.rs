@@ -110,3 +110,42 @@ fn every_file_in_tests_is_a_module_of_the_one_binary_or_a_binary_of_its_own() {
     }
     assert!(orphans.is_empty(), "test files that never run: {orphans:?}");
 }
+
+#[test]
+fn the_layout_table_names_every_folder_and_file_of_src() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let page = std::fs::read_to_string(root.join("docs/architecture.md")).unwrap();
+    let table = page
+        .split("| layer | path | what |")
+        .nth(1)
+        .and_then(|rest| rest.split("\n\n").next())
+        .expect("docs/architecture.md has its layout table");
+    let named: Vec<&str> = table
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|path| path.starts_with("src/"))
+        .collect();
+    let mut unnamed = Vec::new();
+    for entry in std::fs::read_dir(root.join("src")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let cited = if path.is_dir() {
+            format!("src/{name}/")
+        } else {
+            format!("src/{name}")
+        };
+        if !named.contains(&cited.as_str()) {
+            unnamed.push(cited);
+        }
+    }
+    assert!(unnamed.is_empty(), "not in the layout table: {unnamed:?}");
+    let gone: Vec<&&str> = named
+        .iter()
+        .filter(|path| !root.join(path).exists())
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "named in the layout table, not in the tree: {gone:?}"
+    );
+}

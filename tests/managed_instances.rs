@@ -118,7 +118,9 @@ async fn sqs_batches_are_served_concurrently_under_managed_instances() {
         || events(&batch, None),
         &[
             ("OXP_LAMBDA_ROLE", "worker"),
-            // The role needs its queues configured; nothing is sent to them here.
+            // The role needs its queues and its state table configured; nothing is sent to
+            // them here.
+            ("OXP_STATE_TABLE", "oxp-state"),
             ("OXP_RAP_QUEUE_URL", "http://127.0.0.1:9/000000000000/jobs"),
             (
                 "OXP_RAP_DEAD_LETTER_QUEUE_URL",

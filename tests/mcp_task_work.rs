@@ -136,3 +136,91 @@ async fn a_caller_holds_at_most_its_share_of_running_tasks_and_is_told_so() {
         "the refused one is not kept"
     );
 }
+
+/// Task `id`'s record as the table keeps it.
+async fn task_record(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    id: &str,
+) -> serde_json::Value {
+    use aws_sdk_dynamodb::types::AttributeValue;
+    let got = client
+        .get_item()
+        .table_name(table)
+        .key("pk", AttributeValue::S("mcp-task".into()))
+        .key("sk", AttributeValue::S(id.into()))
+        .send()
+        .await
+        .unwrap();
+    let bytes = got.item().unwrap()["v"].as_b().unwrap().as_ref().to_vec();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn finished_tasks_count_in_their_callers_share_while_kept_and_keep_no_arguments() {
+    let (client, table) = state_table().await;
+    let app = server(&table, &[("OXP_WORK_MAX_PER_CALLER", "2")]).await;
+    let pad = "x".repeat(100 * 1024);
+    let mut ids = Vec::new();
+    for _ in 0..2 {
+        ids.push(task(&app, "Demo_Sleep", json!({"ms": 10, "note": pad})).await);
+    }
+    for id in &ids {
+        until(&app, id, "completed").await;
+        let kept = task_record(&client, &table, id).await;
+        assert!(
+            kept["arguments"].as_object().is_none_or(|a| a.is_empty()),
+            "a finished task keeps no arguments: {}",
+            kept["arguments"].to_string().len()
+        );
+    }
+    // Both ended, both still kept (their results readable for an hour): the share is full.
+    let reply = rpc(
+        &app,
+        "tools/call",
+        "Demo_Sleep",
+        json!({"name": "Demo_Sleep", "arguments": {"ms": 10, "note": pad}}),
+        true,
+        None,
+    )
+    .await;
+    assert_eq!(reply.json["error"]["code"], -32005, "{}", reply.text);
+    assert_eq!(items(&client, &table, "mcp-task").await, 2);
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn a_callers_rap_jobs_and_mcp_tasks_count_in_one_share() {
+    let (_, table) = state_table().await;
+    let app = server(
+        &table,
+        &[
+            ("OXP_WORK_MAX_PER_CALLER", "2"),
+            ("OXP_RAP_ALLOW_LOOPBACK_CALLBACKS", "true"),
+        ],
+    )
+    .await;
+    let receiver = common::receiver::Receiver::ok().await;
+    // One RAP job and one MCP task of the same (anonymous) caller, both running.
+    let invocation = json!({"operation": "Demo_Sleep", "arguments": {"ms": 5000}, "id": "j-1",
+                            "group_id": "t", "callback_url": receiver.url});
+    let reply = common::post(&app, "/invoke", invocation.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    task(&app, "Job_Migrate", json!({})).await;
+    // A third, over either protocol, is over the one share.
+    let reply = rpc(
+        &app,
+        "tools/call",
+        "Job_Migrate",
+        json!({"name": "Job_Migrate", "arguments": {}}),
+        true,
+        None,
+    )
+    .await;
+    assert_eq!(reply.json["error"]["code"], -32005, "{}", reply.text);
+    let invocation = json!({"operation": "Demo_Sleep", "arguments": {"ms": 1}, "id": "j-2",
+                            "group_id": "t", "callback_url": receiver.url});
+    let reply = common::post(&app, "/invoke", invocation.to_string()).await;
+    assert_eq!(reply.status, 429, "{}", reply.text);
+}

@@ -786,23 +786,48 @@ async fn at_shutdown_running_tools_are_cancelled_and_their_results_delivered() {
 }
 
 #[tokio::test]
-async fn invocations_still_pending_at_shutdown_are_dead_lettered_not_dropped() {
+async fn invocations_still_pending_at_shutdown_are_dead_lettered_with_their_real_outcome_not_dropped()
+ {
+    // A store that ends with the process (in memory): what is left at shutdown is
+    // dead-lettered, with the outcome its run had, never another one.
     let rig = Rig::new().await;
     // A callback that accepts the connection and never answers: the result is still being
     // delivered when the shutdown's grace runs out.
     let hanging = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let callback = format!("http://{}/callback", hanging.local_addr().unwrap());
+    // One that finished (its answer, 3, is being delivered) and one whose tool ignores the
+    // shutdown's cancellation (stopped after the grace: its outcome is `cancelled`).
     accepted(
-        &rig.invoke(invocation(&callback, "Test_Wait", json!({})))
-            .await,
+        &rig.invoke(with_id(
+            invocation(&callback, "Calculator_Add", json!({"a": 1, "b": 2})),
+            "done",
+        ))
+        .await,
     );
-    assert_eq!(rig.app.drain(Duration::from_millis(100)).await, 1);
-    let letters = rig.dead_letters();
-    assert_eq!(letters.len(), 1);
-    assert!(letters[0]["reason"].as_str().unwrap().contains("shut down"));
-    let error = error_of(&letters[0]["message"]);
-    assert_eq!(error["kind"], "interrupted");
-    assert_eq!(error["can_retry"], true);
+    accepted(
+        &rig.invoke(with_id(
+            invocation(&callback, "Test_Wait", json!({})),
+            "running",
+        ))
+        .await,
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(rig.app.drain(Duration::from_millis(100)).await, 2);
+    let mut letters = rig.dead_letters();
+    letters.sort_by(|a, b| {
+        a["message"]["id"]
+            .as_str()
+            .cmp(&b["message"]["id"].as_str())
+    });
+    assert_eq!(letters.len(), 2);
+    assert!(
+        letters
+            .iter()
+            .all(|l| l["reason"].as_str().unwrap().contains("shut down"))
+    );
+    assert_eq!(letters[0]["message"]["id"], "done");
+    assert_eq!(letters[0]["message"]["text"], "3", "its real result");
+    assert_eq!(error_of(&letters[1]["message"])["kind"], "cancelled");
 }
 
 // ---- Security -------------------------------------------------------------------------------
@@ -950,14 +975,13 @@ async fn invocations_are_rate_limited_per_caller() {
 async fn each_caller_holds_at_most_its_share_of_the_pending_invocations() {
     let rig = Rig::build(
         |c| {
+            // One caller's share of the work every process shares.
+            *c = Config::from_vars(false, [("OXP_WORK_MAX_PER_CALLER", "2")]).unwrap();
             c.auth = AuthConfig::ApiGateway {
                 bind_user_id: false,
-            }
+            };
         },
-        |r| {
-            r.max_pending = 4;
-            r.max_pending_per_caller = Some(2);
-        },
+        |r| r.max_pending = 4,
     )
     .await;
     let receiver = Receiver::ok().await;
@@ -985,6 +1009,36 @@ async fn each_caller_holds_at_most_its_share_of_the_pending_invocations() {
         .collect();
     assert!(!ids.contains(&"a3".to_owned()), "the refused one never ran");
     assert!(ids.contains(&"a4".to_owned()));
+}
+
+#[tokio::test]
+async fn one_callers_hung_callbacks_do_not_delay_another_callers_result() {
+    let rig = Rig::build(
+        |c| {
+            c.auth = AuthConfig::ApiGateway {
+                bind_user_id: false,
+            }
+        },
+        |r| r.retry.attempt_timeout = Duration::from_secs(30),
+    )
+    .await;
+    // Alice's callback accepts the connection and never answers: each of her 70 results is
+    // in flight for the attempt's 30 s.
+    let hanging = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let hung = format!("http://{}/callback", hanging.local_addr().unwrap());
+    for n in 0..70 {
+        let body = with_id(add(&hung), &format!("a{n}"));
+        assert_eq!(invoke_as(&rig, "alice", &body).await, 200);
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Bob's result arrives as it would alone: Alice's runs hold her own turns, not his.
+    let receiver = Receiver::ok().await;
+    let started = std::time::Instant::now();
+    assert_eq!(invoke_as(&rig, "bob", &add(&receiver.url)).await, 200);
+    assert_eq!(receiver.result().await["text"], "3");
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(2), "bob waited {took:?}");
+    drop(hanging);
 }
 
 #[tokio::test]

@@ -1,12 +1,15 @@
-//! RAP in its Lambda shape, against moto's SQS on loopback (started by `scripts/test`):
-//! `/invoke` enqueues to SQS before answering, the worker handler gets the batch as an SQS
-//! event, the callback arrives, an unreadable record comes back in `batchItemFailures`, and
-//! an undeliverable result lands in the dead-letter queue, and a record SQS delivers twice
-//! runs its tool once.
+//! RAP in its Lambda shape, against moto (DynamoDB for the state table, SQS for the queues) on
+//! loopback: two apps stand for the HTTP function and the worker. `/invoke` keeps the job in
+//! the state table before answering and wakes the worker through the queue
+//! (`{"oxp_work": [id]}`); the worker runs it from the table, the callback arrives, a record
+//! that is no work comes back in `batchItemFailures`, an undeliverable result lands in the
+//! dead-letter queue, a record SQS delivers twice runs its tool once, and an invocation the
+//! table cannot take is refused, never acknowledged. The recorded batch (`events/sqs/`) names a
+//! work record kept beside it.
 
 use crate::common;
 
-use common::aws::{moto_url, sdk_config};
+use common::aws::{moto_url, sdk_config, state_table};
 use common::receiver::Receiver;
 use common::*;
 use oxp_lambda::{App, Config, NoInput, Registry, Tool, ToolContext, ToolError};
@@ -14,12 +17,14 @@ use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-/// The HTTP side (`/invoke` enqueues to SQS) and the worker side (`handle_sqs_batch`) of one
-/// deployment, as the two functions of the template run them.
+/// The HTTP function and the worker of one deployment, sharing its table and queues.
 struct Rig {
-    app: App,
+    http: App,
+    worker: App,
     runs: Arc<AtomicUsize>,
     sqs: aws_sdk_sqs::Client,
+    dynamodb: aws_sdk_dynamodb::Client,
+    table: String,
     queue_url: String,
     dead_letter_queue_url: String,
 }
@@ -27,51 +32,53 @@ struct Rig {
 async fn rig() -> Rig {
     let sdk = sdk_config(&moto_url()).await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
-    let name = format!("oxp-rap-{}", uuid::Uuid::new_v4().simple());
-    let create = |name: String| {
-        let sqs = sqs.clone();
-        async move {
-            sqs.create_queue()
-                .queue_name(name)
-                .send()
-                .await
-                .unwrap()
-                .queue_url
-                .unwrap()
-        }
-    };
-    let queue_url = create(name.clone()).await;
-    let dead_letter_queue_url = create(format!("{name}-dlq")).await;
-    let mut config = Config::from_vars(
-        false,
-        [
-            ("OXP_RAP_QUEUE_URL", queue_url.as_str()),
-            (
-                "OXP_RAP_DEAD_LETTER_QUEUE_URL",
-                dead_letter_queue_url.as_str(),
-            ),
-            ("OXP_RAP_DELIVERY_ATTEMPTS", "3"),
-            ("OXP_RAP_RETRY_BASE_MS", "20"),
-        ],
-    )
-    .unwrap();
-    config.lambda_role = "worker".into();
+    let (queue_url, dead_letter_queue_url) = common::queue::queues(&sqs, "oxp-rap").await;
+    let (dynamodb, table) = state_table().await;
     let runs = Arc::new(AtomicUsize::new(0));
-    let counted = runs.clone();
-    let count =
-        Tool::builder("Counter.Count", "1.0.0").handler(move |_: NoInput, _: ToolContext| {
-            let runs = counted.clone();
-            async move { Ok::<_, ToolError>(runs.fetch_add(1, Ordering::SeqCst) + 1) }
-        });
-    let registry = Registry::builder()
-        .tools(common::example_tools::tools())
-        .tool(count)
-        .build()
+    let function = |role: &str| {
+        let mut config = Config::from_vars(
+            true,
+            [
+                ("OXP_AUTH", "none"),
+                ("OXP_STATE_TABLE", table.as_str()),
+                ("OXP_RAP_QUEUE_URL", queue_url.as_str()),
+                (
+                    "OXP_RAP_DEAD_LETTER_QUEUE_URL",
+                    dead_letter_queue_url.as_str(),
+                ),
+                ("OXP_RAP_ALLOW_HTTP", "true"),
+                ("OXP_RAP_ALLOW_LOOPBACK_CALLBACKS", "true"),
+                // One attempt: what is not delivered is dead-lettered at once.
+                ("OXP_RAP_DELIVERY_ATTEMPTS", "1"),
+                ("OXP_METRICS", "off"),
+            ],
+        )
         .unwrap();
+        config.lambda_role = role.into();
+        let counted = runs.clone();
+        let count =
+            Tool::builder("Counter.Count", "1.0.0").handler(move |_: NoInput, _: ToolContext| {
+                let runs = counted.clone();
+                async move { Ok::<_, ToolError>(runs.fetch_add(1, Ordering::SeqCst) + 1) }
+            });
+        let registry = Registry::builder()
+            .tools(common::example_tools::tools())
+            .tool(count)
+            .build()
+            .unwrap();
+        build(
+            App::builder(registry)
+                .config(config)
+                .aws_config(sdk.clone()),
+        )
+    };
     Rig {
-        app: build(App::builder(registry).config(config).aws_config(sdk)),
+        http: function("http"),
+        worker: function("worker"),
         runs,
         sqs,
+        dynamodb,
+        table,
         queue_url,
         dead_letter_queue_url,
     }
@@ -88,17 +95,37 @@ fn invocation(callback_url: &str) -> Value {
     })
 }
 
+/// The worker's answer to `records` as one SQS batch.
+async fn batch(rig: &Rig, records: Vec<Value>) -> Value {
+    let event = serde_json::from_value(json!({ "Records": records })).unwrap();
+    serde_json::to_value(rig.worker.handle_sqs_batch(event).await).unwrap()
+}
+
 #[tokio::test]
 #[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
-async fn invoke_enqueues_to_sqs_and_the_worker_delivers_the_batch() {
+async fn invoke_keeps_the_job_in_the_state_table_and_the_worker_delivers_it() {
     let rig = rig().await;
     let receiver = Receiver::ok().await;
-    let reply = post(&rig.app, "/invoke", invocation(&receiver.url).to_string()).await;
+    let reply = post(&rig.http, "/invoke", invocation(&receiver.url).to_string()).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
-    // Nothing runs in the HTTP function: the job is on the queue, and no result went out.
+    // Nothing runs in the HTTP function: the job is kept in the table, and the queue's message
+    // only names it.
     let mut records = common::queue::receive_records(&rig.sqs, &rig.queue_url, 1).await;
-    let job: Value = serde_json::from_str(records[0]["body"].as_str().unwrap()).unwrap();
-    assert_eq!(job["operation"], "Calculator_Add");
+    let woken: Value = serde_json::from_str(records[0]["body"].as_str().unwrap()).unwrap();
+    let id = woken["oxp_work"][0].as_str().unwrap().to_owned();
+    let kept = rig
+        .dynamodb
+        .get_item()
+        .table_name(&rig.table)
+        .key(
+            "pk",
+            aws_sdk_dynamodb::types::AttributeValue::S("work".into()),
+        )
+        .key("sk", aws_sdk_dynamodb::types::AttributeValue::S(id))
+        .send()
+        .await
+        .unwrap();
+    assert!(kept.item().is_some(), "the job is kept in the table");
     assert!(
         receiver.hits().is_empty(),
         "no callback before the worker ran"
@@ -109,10 +136,8 @@ async fn invoke_enqueues_to_sqs_and_the_worker_delivers_the_batch() {
         "body": "{\"hello\": \"world\"}",
         "eventSource": "aws:sqs"
     }));
-    let event = serde_json::from_value(json!({ "Records": records })).unwrap();
-    let response = rig.app.handle_sqs_batch(event).await;
     assert_eq!(
-        serde_json::to_value(&response).unwrap(),
+        batch(&rig, records).await,
         json!({"batchItemFailures": [{"itemIdentifier": "not-a-job"}]}),
         "only the unreadable record is reported for redelivery"
     );
@@ -128,13 +153,12 @@ async fn invoke_enqueues_to_sqs_and_the_worker_delivers_the_batch() {
 async fn an_undeliverable_result_is_recorded_in_the_dead_letter_queue() {
     let rig = rig().await;
     let receiver = Receiver::start(&[], 410).await;
-    let reply = post(&rig.app, "/invoke", invocation(&receiver.url).to_string()).await;
+    let reply = post(&rig.http, "/invoke", invocation(&receiver.url).to_string()).await;
     assert_eq!(reply.status, 200);
     let records = common::queue::receive_records(&rig.sqs, &rig.queue_url, 1).await;
-    let event = serde_json::from_value(json!({ "Records": records })).unwrap();
-    let response = rig.app.handle_sqs_batch(event).await;
-    assert!(
-        response.batch_item_failures.is_empty(),
+    assert_eq!(
+        batch(&rig, records).await,
+        json!({"batchItemFailures": []}),
         "a dead-lettered result is not a failed record"
     );
     assert_eq!(receiver.hits().len(), 1, "410 is not retried");
@@ -147,16 +171,16 @@ async fn an_undeliverable_result_is_recorded_in_the_dead_letter_queue() {
 
 #[tokio::test]
 #[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
-async fn an_invocation_the_queue_cannot_take_is_refused_not_acknowledged() {
+async fn an_invocation_the_state_table_cannot_take_is_refused_not_acknowledged() {
     let rig = rig().await;
-    rig.sqs
-        .delete_queue()
-        .queue_url(&rig.queue_url)
+    rig.dynamodb
+        .delete_table()
+        .table_name(&rig.table)
         .send()
         .await
         .unwrap();
     let receiver = Receiver::ok().await;
-    let reply = post(&rig.app, "/invoke", invocation(&receiver.url).to_string()).await;
+    let reply = post(&rig.http, "/invoke", invocation(&receiver.url).to_string()).await;
     assert_eq!(reply.status, 503, "{}", reply.text);
     assert_eq!(reply.json["error"]["kind"], "unavailable");
     assert_eq!(reply.json["error"]["can_retry"], true);
@@ -166,9 +190,28 @@ async fn an_invocation_the_queue_cannot_take_is_refused_not_acknowledged() {
 #[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn the_recorded_sqs_batch_replays_through_the_worker() {
     let rig = rig().await;
+    // The work record the recorded message names, as the table keeps it.
+    let kept: Value =
+        serde_json::from_str(&std::fs::read_to_string("events/sqs/rap-job-record.json").unwrap())
+            .unwrap();
+    use aws_sdk_dynamodb::types::AttributeValue as A;
+    rig.dynamodb
+        .put_item()
+        .table_name(&rig.table)
+        .item("pk", A::S(kept["partition"].as_str().unwrap().into()))
+        .item("sk", A::S(kept["key"].as_str().unwrap().into()))
+        .item(
+            "v",
+            A::B(aws_sdk_dynamodb::primitives::Blob::new(
+                kept["record"].to_string().into_bytes(),
+            )),
+        )
+        .send()
+        .await
+        .unwrap();
     let event = std::fs::read_to_string("events/sqs/rap-worker-batch.json").unwrap();
     let event = serde_json::from_str(&event).expect("a Lambda SQS event");
-    let response = rig.app.handle_sqs_batch(event).await;
+    let response = rig.worker.handle_sqs_batch(event).await;
     assert_eq!(
         serde_json::to_value(&response).unwrap(),
         json!({"batchItemFailures": [{"itemIdentifier": "not-a-job"}]})
@@ -192,14 +235,15 @@ async fn a_record_sqs_delivers_twice_runs_its_tool_once_and_calls_back_once() {
     body["operation"] = json!("Counter_Count");
     body["arguments"] = json!({});
     body["id"] = json!(format!("call_twice_{}", uuid::Uuid::new_v4().simple()));
-    let reply = post(&rig.app, "/invoke", body.to_string()).await;
+    let reply = post(&rig.http, "/invoke", body.to_string()).await;
     assert_eq!(reply.status, 200, "{}", reply.text);
     let records = common::queue::receive_records(&rig.sqs, &rig.queue_url, 1).await;
     // At-least-once delivery: the same record arrives in two batches.
     for _ in 0..2 {
-        let event = serde_json::from_value(json!({ "Records": records.clone() })).unwrap();
-        let response = rig.app.handle_sqs_batch(event).await;
-        assert!(response.batch_item_failures.is_empty());
+        assert_eq!(
+            batch(&rig, records.clone()).await,
+            json!({"batchItemFailures": []})
+        );
     }
     assert_eq!(rig.runs.load(Ordering::SeqCst), 1, "the tool ran once");
     let texts: Vec<Value> = receiver

@@ -1,6 +1,8 @@
 //! A crash loses nothing: the real binary on loopback, killed with SIGKILL (no drain, no flush)
 //! and started again over the same embedded state store. An invocation acknowledged just before
-//! the crash runs after the restart; a subscription opened before it still receives events; a
+//! the crash runs after the restart, taken over at once (the file's lock proves the last holder
+//! dead: no lease waited out); a result computed before the crash is delivered after it, the
+//! same bytes, never "interrupted"; a subscription opened before it still receives events; a
 //! question asked before it is found again (not asked twice) and its answer completes the call;
 //! an MCP task whose run the crash ended is taken over and run again (its tool may); an MCP
 //! handshake client's session still opens, and the question the crash left open does not hold
@@ -26,6 +28,11 @@ struct Server {
 
 /// The binary over the state file `state`, on a free loopback port.
 fn start(state: &Path, dead_letters: &Path) -> Server {
+    start_with(state, dead_letters, &[])
+}
+
+/// [`start`] with `extra` variables.
+fn start_with(state: &Path, dead_letters: &Path, extra: &[(&str, &str)]) -> Server {
     let mut command = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"));
     command
         .args(["--port", "0"])
@@ -37,7 +44,8 @@ fn start(state: &Path, dead_letters: &Path) -> Server {
         // Short leases: a crashed run is taken over within seconds.
         .env("OXP_WORK_LEASE_SECS", "2")
         .env("OXP_WORK_SWEEP_SECS", "1")
-        .env("OXP_LOG", "warn");
+        .env("OXP_LOG", "warn")
+        .envs(extra.iter().copied());
     let (process, line) = common::Process::start("oxp-lambda", command);
     let addr = line
         .trim()
@@ -96,6 +104,56 @@ async fn an_invocation_acknowledged_before_a_crash_runs_after_the_restart() {
     let _again = start(&state, &dead);
     tokio::time::sleep(Duration::from_millis(2500)).await;
     assert_eq!(receiver.of_kind("tool_result").len(), 1);
+}
+
+#[tokio::test]
+async fn a_result_computed_before_a_crash_is_delivered_after_the_restart_not_interrupted() {
+    let (_dir, state, dead) = files();
+    // The runtime is down (503): the result, 42, is computed and being retried when the
+    // server is killed.
+    let receiver = Receiver::start(&[], 503).await;
+    let server = start(&state, &dead);
+    let body = invocation(
+        &receiver,
+        "add-1",
+        "Calculator_Add",
+        json!({"a": 20, "b": 22}),
+    );
+    assert_eq!(post(&server, "/invoke", &body, "").await.0, 200);
+    receiver.wait_for(1).await;
+    crash(server);
+    receiver.answer_from_now(200);
+    let _server = start(&state, &dead);
+    let delivered = receiver.wait_kind("tool_result", 2).await;
+    let last = delivered.last().unwrap();
+    assert_eq!(last["text"], "42", "the result, not interrupted: {last}");
+    let hits = receiver.hits();
+    assert!(
+        hits.iter().all(|h| h.raw == hits[0].raw),
+        "every delivery is the same bytes: {hits:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_restart_takes_over_the_dead_processs_running_work_at_once_not_after_its_lease() {
+    let (_dir, state, dead) = files();
+    let receiver = Receiver::ok().await;
+    // The default lease (30 s): a restart that waited it out would be seen.
+    let lease = [("OXP_WORK_LEASE_SECS", "30"), ("OXP_WORK_SWEEP_SECS", "5")];
+    let server = start_with(&state, &dead, &lease);
+    let body = invocation(&receiver, "slow-1", "Demo_Sleep", json!({"ms": 500}));
+    assert_eq!(post(&server, "/invoke", &body, "").await.0, 200);
+    crash(server);
+    let started = std::time::Instant::now();
+    let _server = start_with(&state, &dead, &lease);
+    let result = receiver.wait_kind("tool_result", 1).await.remove(0);
+    assert_eq!(result["id"], "slow-1");
+    // Its run (half a second) again, within 2 s of the start.
+    let took = started.elapsed();
+    assert!(
+        took < std::time::Duration::from_millis(2500),
+        "delivered {took:?} after the restart"
+    );
 }
 
 #[tokio::test]

@@ -143,14 +143,18 @@ def needed(env, has_sqs_trigger):
     # worker; the direct roles carry no call that talks back.
     if env.get("OXP_STATE_TABLE") == ref("OxpStateTable") and role in ("http", "worker"):
         calls += [(a, arn_of("OxpStateTable")) for a in STATE]
-    # /invoke enqueues (http); the worker records undeliverable results.
-    if env.get("OXP_RAP_QUEUE_URL") == ref("OxpInvocationsQueue") and role == "http":
+    # The worker's sweep reads the work come due from the table's index.
+    if env.get("OXP_STATE_TABLE") == ref("OxpStateTable") and role == "worker":
+        calls.append(("dynamodb:Query", {"Fn::Sub": "${OxpStateTable.Arn}/index/due"}))
+    # /invoke wakes the worker through the queue (http); the worker puts a retry back on it
+    # with its backoff as the delay, and records undeliverable results.
+    if env.get("OXP_RAP_QUEUE_URL") == ref("OxpInvocationsQueue") and role in ("http", "worker"):
         calls.append(("sqs:SendMessage", arn_of("OxpInvocationsQueue")))
     if env.get("OXP_RAP_DEAD_LETTER_QUEUE_URL") == ref("OxpDeadLetterQueue") and role == "worker":
         calls.append(("sqs:SendMessage", arn_of("OxpDeadLetterQueue")))
     # MCP tasks are queued by the HTTP function (the same queue: one grant).
     enqueue = ("sqs:SendMessage", arn_of("OxpInvocationsQueue"))
-    if env.get("OXP_MCP_TASK_QUEUE_URL") == ref("OxpInvocationsQueue") and role == "http" \
+    if env.get("OXP_MCP_TASK_QUEUE_URL") == ref("OxpInvocationsQueue") and role in ("http", "worker") \
             and enqueue not in calls:
         calls.append(enqueue)
     managed = [BASIC] + ([SQS_POLLER] if has_sqs_trigger else [])
@@ -484,7 +488,7 @@ def run(binary, moto, admin, physical, functions):
     for logical in ("OxpAgentCoreFunction", "OxpBedrockAgentFunction"):
         assert denied(lambda: as_role(logical, "dynamodb").put_item(TableName=table, Item=item)), logical
         assert denied(lambda: as_role(logical, "sqs").send_message(QueueUrl=queue, MessageBody="{}")), logical
-    assert denied(lambda: as_role("OxpWorkerFunction", "sqs").send_message(QueueUrl=queue, MessageBody="{}"))
+    assert denied(lambda: as_role("OxpWorkerFunction", "dynamodb").scan(TableName=table))
     assert denied(lambda: as_role("OxpFunction", "sqs").send_message(QueueUrl=dlq, MessageBody="{}"))
     assert denied(lambda: as_role("OxpFunction", "dynamodb").scan(TableName=table))
     assert denied(lambda: as_role("OxpFunction", "secretsmanager").create_secret(Name="oxp/x", SecretString="x"))

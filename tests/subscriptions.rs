@@ -70,6 +70,30 @@ async fn result_of(receiver: &Receiver, id: &str) -> Value {
 }
 
 #[tokio::test]
+async fn four_subscriptions_sent_in_a_row_into_a_share_of_two_open_exactly_two() {
+    let app = app_with(&[("OXP_SUBSCRIPTION_MAX_PER_CALLER", "2")], |_| {});
+    let receiver = Receiver::ok().await;
+    // All four acknowledged before any runs: their opens race for the share.
+    let ids = ["row-1", "row-2", "row-3", "row-4"];
+    for id in ids {
+        let body = invocation(&receiver, id, "Demo_Watch", json!({"topic": "row"}));
+        assert_eq!(crate::common::post(&app, "/invoke", body).await.status, 200);
+    }
+    let mut opened = 0;
+    for id in ids {
+        if result_of(&receiver, id).await["subscription"] == true {
+            opened += 1;
+        }
+    }
+    assert_eq!(
+        opened,
+        2,
+        "exactly the share: {:?}",
+        receiver.of_kind("tool_result")
+    );
+}
+
+#[tokio::test]
 async fn a_caller_holds_at_most_its_share_of_live_subscriptions() {
     let app = app_with(&[("OXP_SUBSCRIPTION_MAX_PER_CALLER", "2")], |_| {});
     let receiver = Receiver::ok().await;

@@ -231,6 +231,50 @@ async fn of_two_servers_sharing_a_table_the_survivor_answers_the_killed_ones_inv
     drop(second);
 }
 
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn of_two_servers_sharing_a_table_a_call_waiting_for_its_user_on_the_killed_one_completes_with_the_answer_given_through_the_other()
+ {
+    let moto = common::aws::moto_url();
+    let (_client, table) = common::aws::state_table().await;
+    let shared = [
+        ("OXP_STATE_TABLE", table.as_str()),
+        ("AWS_ENDPOINT_URL", moto.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ];
+    let receiver = Receiver::ok().await;
+    let first = start(&shared);
+    let second = start(&shared);
+    // Asked on the first, which dies while the call waits for the user.
+    let body = json!({"operation": "Demo_Confirm", "id": "ask-1", "group_id": "t",
+                      "arguments": {"prompt": "Ship it?", "choices": ["Yes", "No"], "default": 1},
+                      "callback_url": receiver.url})
+    .to_string();
+    assert_eq!(post(&first, "/invoke", &body, "").await.0, 200);
+    let choice = receiver.wait_kind("user_choice", 1).await.remove(0);
+    let url = choice["response_url"].as_str().unwrap().to_owned();
+    let path = url.split_once(&first.addr).unwrap().1.to_owned();
+    stop(first, true).await;
+    let killed = Instant::now();
+    // Answered through the second: accepted, and the call completes with it (resumed, its
+    // question found again, not taken for interrupted), asked once.
+    let answer = json!({"id": "ask-1", "selected": 0}).to_string();
+    let (status, text) = post(&second, &path, &answer, "").await;
+    assert_eq!(status, 200, "{text}");
+    let result = receiver.wait_kind("tool_result", 1).await.remove(0);
+    let took = killed.elapsed();
+    assert!(
+        took < LEASE + SWEEP * 2 + Duration::from_secs(2),
+        "answered {took:?} after the kill"
+    );
+    let value: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
+    assert_eq!(value, json!({"selected": 0, "choice": "Yes"}), "{result}");
+    assert_eq!(receiver.of_kind("user_choice").len(), 1, "asked once");
+    drop(second);
+}
+
 /// A 2026-07-28 request of `method` to `server` from a client that takes tasks and forms.
 async fn mcp(server: &Server, method: &str, name: &str, mut params: Value) -> Value {
     let capabilities = json!({"elicitation": {}, "extensions": {common::tasks::TASKS: {}}});

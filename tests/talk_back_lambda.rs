@@ -263,3 +263,105 @@ async fn the_workers_schedule_runs_accepted_work_whose_queued_message_was_lost()
     let result = receiver.wait_kind("tool_result", 1).await.remove(0);
     assert_eq!(result["text"], "5", "{result}");
 }
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn a_worker_killed_while_its_result_is_in_flight_has_the_same_result_delivered_again_on_redelivery()
+ {
+    use common::runtime_api::{Bootstrap, RuntimeApi};
+    let f = functions().await;
+    let receiver = Receiver::ok().await;
+    // The runtime takes the result's body and never answers (the 200 never reaches the
+    // worker), until the worker is killed.
+    receiver.hold("tool_result", Duration::from_secs(60));
+    let body = invocation(
+        &receiver,
+        "sum-1",
+        "Calculator_Add",
+        json!({"a": 4, "b": 5}),
+    );
+    assert_eq!(post(&f.http, "/invoke", body).await.status, 200);
+    let records = common::queue::receive_records(&f.sqs, &f.queue_url, 1).await;
+    let batch = json!({ "Records": records });
+    let moto = moto_url();
+    let env = [
+        ("OXP_LAMBDA_ROLE", "worker"),
+        ("OXP_STATE_TABLE", f.table.as_str()),
+        ("OXP_RAP_QUEUE_URL", f.queue_url.as_str()),
+        ("OXP_RAP_DEAD_LETTER_QUEUE_URL", f.dead_letters_url.as_str()),
+        ("OXP_RAP_ALLOW_HTTP", "true"),
+        ("OXP_RAP_ALLOW_LOOPBACK_CALLBACKS", "true"),
+        ("OXP_RAP_ATTEMPT_TIMEOUT_MS", "60000"),
+        ("OXP_WORK_LEASE_SECS", "2"),
+        ("OXP_LOG", "warn"),
+        ("AWS_ENDPOINT_URL", moto.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ];
+    let (_api, addr) =
+        RuntimeApi::start(vec![("first".into(), batch.clone(), None)], Duration::ZERO).await;
+    let mut first = Bootstrap::start(addr, &env);
+    receiver.wait_kind("tool_result", 1).await;
+    let _ = first.0.kill();
+    let _ = first.0.wait();
+    // SQS delivers the record again once its visibility timeout lapsed (here: once the dead
+    // worker's lease did); the runtime answers this time.
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    receiver.hold("none", Duration::ZERO);
+    let (api, addr) = RuntimeApi::start(vec![("again".into(), batch, None)], Duration::ZERO).await;
+    let mut again = Bootstrap::start(addr, &env);
+    api.wait_for(1, &mut again).await;
+    assert_eq!(api.answer("again"), json!({"batchItemFailures": []}));
+    let results = receiver.wait_kind("tool_result", 2).await;
+    assert!(
+        results.iter().all(|r| r["text"] == "9"),
+        "the same result again, never another outcome: {results:?}"
+    );
+    let hits = receiver.hits();
+    assert_eq!(hits[0].raw, hits[1].raw, "the same bytes");
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn a_call_waiting_for_its_user_past_the_workers_deadline_parks_and_the_answer_wakes_it() {
+    let f = functions().await;
+    let receiver = Receiver::ok().await;
+    let arguments = json!({"prompt": "Go?", "choices": ["Yes", "No"], "default": 1});
+    let body = invocation(&receiver, "l-park", "Demo_Confirm", arguments);
+    assert_eq!(post(&f.http, "/invoke", body).await.status, 200);
+    // The worker's invocation ends in 2 s: the call asks, waits, and parks before.
+    let event = common::queue::receive_batch(&f.sqs, &f.queue_url, 1).await;
+    let deadline = Instant::now() + Duration::from_secs(2);
+    let batch = f.worker.handle_sqs_batch_within(event, deadline).await;
+    assert_eq!(
+        serde_json::to_value(batch).unwrap(),
+        json!({"batchItemFailures": []}),
+        "a parked call's message is done with"
+    );
+    let choice = receiver.wait_kind("user_choice", 1).await.remove(0);
+    // Parked: nothing is put back on the queue while the user thinks.
+    let idle = f
+        .sqs
+        .receive_message()
+        .queue_url(&f.queue_url)
+        .wait_time_seconds(1)
+        .send()
+        .await
+        .unwrap();
+    assert!(
+        idle.messages.unwrap_or_default().is_empty(),
+        "no re-queue per deadline"
+    );
+    // The answer, given to the HTTP function, wakes the call: its message, then its result.
+    let url = choice["response_url"].as_str().unwrap();
+    let path = url.strip_prefix("https://tools.example.com").unwrap();
+    let answer = json!({"id": "l-park", "selected": 0}).to_string();
+    assert_eq!(post(&f.http, path, answer).await.status, 200);
+    let batch = f.pump(1).await.await.unwrap();
+    assert_eq!(batch, json!({"batchItemFailures": []}));
+    let result = receiver.wait_kind("tool_result", 1).await.remove(0);
+    let value: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
+    assert_eq!(value, json!({"selected": 0, "choice": "Yes"}), "{result}");
+    assert_eq!(receiver.of_kind("user_choice").len(), 1, "asked once");
+}

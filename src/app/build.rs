@@ -88,52 +88,30 @@ fn work_runner(
     Ok(Some(runner))
 }
 
-/// Where the runner's work runs: a local server sweeps for work to take over; Lambda's worker
-/// role runs the queue's messages (and the schedule's sweeps). Either way, what runs here is
-/// let go at shutdown for another process to take over.
-/// `from_the_start`: the store may hold work already (others share it, or an earlier run left
-/// some).
+/// Lambda's worker role, which runs the runner's queued messages (and the schedule's sweeps).
+/// (A local server sweeps for work itself, once every protocol registered its kinds of work.)
 fn serve_work(
     runner: &Arc<crate::work::Runner>,
-    built: &mut protocol::Built,
     config: &Config,
-    from_the_start: bool,
-) -> Result<(), StartError> {
-    if config.runtime.lambda {
-        if config.lambda_role == crate::server::WORKER {
-            let role = crate::server::LambdaRole::records(
-                crate::server::WORKER,
-                Arc::new(crate::work::WorkRecords(runner.clone())),
-            );
-            match built
-                .roles
-                .iter_mut()
-                .find(|r| r.name() == crate::server::WORKER)
-            {
-                Some(served) => {
-                    let _ = served.join(role);
-                }
-                None => built.roles.push(role),
-            }
-        }
-    } else {
-        runner.sweep_every_tick(from_the_start);
-    }
-    built.drains.push(Arc::new(LetGo(runner.clone())));
-    Ok(())
+) -> Option<crate::server::LambdaRole> {
+    (config.runtime.lambda && config.lambda_role == crate::server::WORKER).then(|| {
+        crate::server::LambdaRole::records(
+            crate::server::WORKER,
+            Arc::new(crate::work::WorkRecords(runner.clone())),
+        )
+    })
 }
 
-/// At shutdown the runner's unfinished work is let go for another process to take over, after
-/// waiting up to a lease for it (or the drain's own timeout).
+/// At shutdown the runner's unfinished work is let go for another process to take over (or,
+/// with a store that ends with the process, given up through its protocol), after waiting up
+/// to `OXP_WORK_DRAIN_SECS` (or the drain's own timeout) for it.
 struct LetGo(Arc<crate::work::Runner>);
 
 impl protocol::Drain for LetGo {
     fn drain(&self, timeout: Option<std::time::Duration>) -> protocol::BoxFuture<'_, usize> {
         Box::pin(async move {
-            let wait = timeout.unwrap_or(self.0.settings().lease);
-            self.0.drain(wait).await;
-            // Let go, not dead-lettered: nothing is abandoned.
-            0
+            let wait = timeout.unwrap_or(self.0.settings().drain);
+            self.0.drain(wait).await
         })
     }
 }
@@ -333,10 +311,31 @@ impl AppBuilder {
             None => crate::idempotency::build(&config.idempotency, state.as_ref(), &sdk)
                 .map_err(StartError::Idempotency)?,
         };
-        let runner = work_runner(state.as_ref(), &config, &sdk)?;
-        let questions = state
-            .as_ref()
-            .map(|store| Arc::new(crate::work::Questions::new(store.clone())));
+        // Acknowledged work always has a store: the state store, or (a local server with
+        // OXP_STATE=off: no state for calls that talk back) one in memory of its own. In
+        // Lambda none is made up: a protocol that acknowledges work refuses to start.
+        let work_store = state.clone().or_else(|| {
+            let local = !config.runtime.lambda;
+            local.then(|| crate::state::embedded::store_cached(None, 1 << 20).ok())?
+        });
+        let runner = work_runner(work_store.as_ref(), &config, &sdk)?;
+        if let Some(runner) = &runner {
+            // The embedded file this process took is its alone (its lock proves any earlier
+            // holder dead); one in memory ends with the process.
+            let in_memory = state.is_none()
+                || matches!(
+                    &config.state,
+                    crate::state::StateConfig::Embedded { path: None, .. }
+                );
+            runner.store_is(!shared, shared || !in_memory);
+        }
+        let questions = state.as_ref().map(|store| {
+            let questions = Arc::new(crate::work::Questions::new(store.clone()));
+            if let Some(runner) = &runner {
+                questions.wakes(runner);
+            }
+            questions
+        });
         let subscriptions =
             crate::subscriptions::build(state.as_ref(), runner.as_ref(), &config.env())
                 .map_err(StartError::Config)?;
@@ -372,9 +371,19 @@ impl AppBuilder {
             runner: runner.as_ref(),
             recovering,
         };
-        let mut built = protocol::build_all(self.protocols, &assembly)?;
+        let worker = runner
+            .as_ref()
+            .and_then(|runner| serve_work(runner, &config));
+        let mut built =
+            protocol::build_all(self.protocols, &assembly, worker.into_iter().collect())?;
         if let Some(runner) = &runner {
-            serve_work(runner, &mut built, &config, shared || recovering)?;
+            // What runs here is let go at shutdown for another process to take over. A local
+            // server looks for work to take over from the start when the store may hold some
+            // already (others share it, or an earlier run left some).
+            built.drains.push(Arc::new(LetGo(runner.clone())));
+            if !config.runtime.lambda {
+                runner.sweep_every_tick(shared || recovering);
+            }
         }
         // The users' authorization flow, when the server runs one: its routes beside the
         // protocols' (`forget` behind authentication, like every route that acts for a user).

@@ -311,12 +311,17 @@ pub(crate) struct Built {
 }
 
 /// Builds every protocol of `protocols` over one assembly: their routes merged, their Lambda
-/// roles put together by name, the configured role (`OXP_LAMBDA_ROLE`) checked against them.
+/// roles put together by name (beside `roles`, the app's own: the runner's worker), the
+/// configured role (`OXP_LAMBDA_ROLE`) checked against them.
 pub(crate) fn build_all(
     protocols: Vec<Box<dyn Entry>>,
     assembly: &Assembly<'_>,
+    roles: Vec<LambdaRole>,
 ) -> Result<Built, StartError> {
-    let mut built = Built::default();
+    let mut built = Built {
+        roles,
+        ..Built::default()
+    };
     for protocol in protocols {
         let contribution = protocol.build(assembly)?;
         if let Some(routes) = contribution.routes {

@@ -6,7 +6,8 @@
 //! [`PARTITION`]: without an outcome it is a claim in progress, held until the claim's deadline;
 //! with one, the stored answer, kept `OXP_IDEMPOTENCY_TTL_SECS`. Both expire like every record.
 
-use oxp_lambda_core::durable::{Item, StateError, StateStore};
+use crate::state::record::Records;
+use oxp_lambda_core::durable::{StateError, StateStore};
 use oxp_lambda_core::idempotency::{
     Claim, IdempotencyStore, StoreError, StoreFuture, StoredOutcome,
 };
@@ -16,10 +17,6 @@ use std::time::{Duration, SystemTime};
 
 /// The partition of idempotency records.
 pub(crate) const PARTITION: &str = "idempotency";
-
-/// Compare-and-swap rounds before a store that keeps changing under a key is reported (another
-/// process claiming, completing or expiring it at the same moment).
-const ROUNDS: usize = 3;
 
 /// An [`IdempotencyStore`] over a [`StateStore`].
 #[derive(Debug, Clone)]
@@ -34,37 +31,23 @@ impl StateRecords {
 }
 
 #[derive(Serialize, Deserialize)]
-struct Record<'a> {
-    #[serde(borrow)]
-    fingerprint: std::borrow::Cow<'a, str>,
+struct Record {
+    fingerprint: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     outcome: Option<StoredOutcome>,
 }
+
+impl crate::state::record::Record for Record {}
 
 fn failed(e: StateError) -> StoreError {
     StoreError(e.0)
 }
 
-fn encode(fingerprint: &str, outcome: Option<&StoredOutcome>) -> Result<Vec<u8>, StoreError> {
-    serde_json::to_vec(&Record {
-        fingerprint: fingerprint.into(),
-        outcome: outcome.cloned(),
-    })
-    .map_err(|e| StoreError(format!("unwritable record: {e}")))
-}
-
-fn decode(bytes: &[u8]) -> Result<Record<'_>, StoreError> {
-    serde_json::from_slice(bytes).map_err(|_| StoreError("unreadable record".into()))
-}
-
-/// What a record found under a key means for a call with `fingerprint`.
-fn decide(bytes: &[u8], fingerprint: &str) -> Result<Claim, StoreError> {
-    let record = decode(bytes)?;
-    Ok(match record.outcome {
-        _ if record.fingerprint != fingerprint => Claim::Conflict,
-        Some(outcome) => Claim::Completed(outcome),
-        None => Claim::InProgress,
-    })
+impl StateRecords {
+    /// The idempotency records, each changed by compare-and-swap.
+    fn records(&self) -> Records<'_> {
+        Records::new(&*self.store, PARTITION, "an idempotency record")
+    }
 }
 
 impl IdempotencyStore for StateRecords {
@@ -75,24 +58,40 @@ impl IdempotencyStore for StateRecords {
         hold: Duration,
     ) -> StoreFuture<'a, Claim> {
         Box::pin(async move {
-            let claim = encode(fingerprint, None)?;
-            for _ in 0..ROUNDS {
-                // The usual case, a new key, in one write: taken only where nothing lives.
-                let item = Item::new(claim.clone(), Some(SystemTime::now() + hold));
-                if self
-                    .store
-                    .put_if(PARTITION, key, item, None)
-                    .await
-                    .map_err(failed)?
-                {
-                    return Ok(Claim::Acquired);
-                }
-                // Held: by whom and how far. (Gone again when it expired in between.)
-                if let Some(found) = self.store.get(PARTITION, key).await.map_err(failed)? {
-                    return decide(&found.value, fingerprint);
-                }
-            }
-            Err(StoreError("the record kept changing; retry".into()))
+            // The usual case, a new key, in one write: taken only where nothing lives. Held:
+            // by whom and how far (declined, nothing written).
+            let found = std::sync::Mutex::new(None);
+            let claim = || {
+                Some(Record {
+                    fingerprint: fingerprint.to_owned(),
+                    outcome: None,
+                })
+            };
+            let decide = |record: &mut Record| {
+                *found.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(match record.outcome.take() {
+                        _ if record.fingerprint != fingerprint => Claim::Conflict,
+                        Some(outcome) => Claim::Completed(outcome),
+                        None => Claim::InProgress,
+                    });
+                false
+            };
+            let until = SystemTime::now() + hold;
+            let claimed = self
+                .records()
+                .upsert(key, None, claim, decide, |_, _| Some(until))
+                .await
+                .map_err(failed)?;
+            Ok(
+                match (
+                    claimed,
+                    found.into_inner().unwrap_or_else(|p| p.into_inner()),
+                ) {
+                    (Some(_), _) => Claim::Acquired,
+                    (None, Some(held)) => held,
+                    (None, None) => Claim::InProgress,
+                },
+            )
         })
     }
 
@@ -104,49 +103,44 @@ impl IdempotencyStore for StateRecords {
         keep: Duration,
     ) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let value = encode(fingerprint, Some(outcome))?;
-            for _ in 0..ROUNDS {
-                let found = self.store.get(PARTITION, key).await.map_err(failed)?;
-                if let Some(found) = &found
-                    && decode(&found.value)?.fingerprint != fingerprint
-                {
-                    // Another call took the key over after this claim expired: nothing of
-                    // this call's is left to change.
-                    return Ok(());
+            // Where the claim expired meanwhile, written anew; where another call took the key
+            // over after it expired, nothing of this call's is left to change.
+            let completed = || {
+                Some(Record {
+                    fingerprint: fingerprint.to_owned(),
+                    outcome: Some(outcome.clone()),
+                })
+            };
+            let complete = |record: &mut Record| {
+                let ours = record.fingerprint == fingerprint;
+                if ours {
+                    record.outcome = Some(outcome.clone());
                 }
-                let item = Item::new(value.clone(), Some(SystemTime::now() + keep));
-                let expected = found.as_ref().map(|f| f.value.as_slice());
-                if self
-                    .store
-                    .put_if(PARTITION, key, item, expected)
-                    .await
-                    .map_err(failed)?
-                {
-                    return Ok(());
-                }
-            }
-            Err(StoreError("the record kept changing; retry".into()))
+                ours
+            };
+            let until = SystemTime::now() + keep;
+            self.records()
+                .upsert(key, None, completed, complete, |_, _| Some(until))
+                .await
+                .map_err(failed)?;
+            Ok(())
         })
     }
 
     fn release<'a>(&'a self, key: &'a str, fingerprint: &'a str) -> StoreFuture<'a, ()> {
         Box::pin(async move {
-            let Some(found) = self.store.get(PARTITION, key).await.map_err(failed)? else {
-                return Ok(());
-            };
-            let record = decode(&found.value)?;
-            if record.fingerprint != fingerprint || record.outcome.is_some() {
-                // Completed, or another call's: left alone.
-                return Ok(());
-            }
-            // Only this claim goes, never one another process made after it: a swap to a
-            // record already expired (read as absent at once, deleted by the store's expiry).
-            let gone = Item::new(
-                b"released".to_vec(),
-                Some(SystemTime::now() - Duration::from_secs(1)),
-            );
-            self.store
-                .put_if(PARTITION, key, gone, Some(&found.value))
+            // Only this claim goes, never one another process made after it, nor a completed
+            // one: written already expired (gone at once), over the claim as read.
+            let gone = SystemTime::now() - Duration::from_secs(1);
+            self.records()
+                .update(
+                    key,
+                    None,
+                    |record: &mut Record| {
+                        record.fingerprint == fingerprint && record.outcome.is_none()
+                    },
+                    |_, _| Some(gone),
+                )
                 .await
                 .map_err(failed)?;
             Ok(())

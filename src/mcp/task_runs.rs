@@ -2,6 +2,7 @@
 //! done, parked (waiting for the user past its executor's deadline), or retried; given up, the
 //! task fails with a message its client sees.
 
+use super::task_store::TASK_TTL;
 use super::tasks::{RunEnd, TASK_RUN, Tasks};
 use crate::server::BoxFuture;
 use crate::work::{Handler, Outcome, Run, Work};
@@ -36,20 +37,27 @@ impl Handler for TaskRuns {
                 () = run.stop.cancelled() => return Outcome::Retry("stopped".into()),
             };
             match ended {
-                RunEnd::Finished => Outcome::Done,
+                // Its record, the result in it, counts in its caller's share while it lives.
+                RunEnd::Finished => Outcome::Kept(std::time::SystemTime::now() + TASK_TTL),
                 RunEnd::Parked => Outcome::Park,
                 RunEnd::Unavailable(why) => Outcome::Retry(why),
             }
         })
     }
 
-    fn give_up<'a>(&'a self, _: &'a str, work: &'a Work, reason: &'a str) -> BoxFuture<'a, ()> {
+    fn give_up<'a>(
+        &'a self,
+        _: &'a str,
+        work: &'a Work,
+        reason: &'a str,
+        _: Option<&'a [u8]>,
+    ) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             let (Some(tasks), Some(id)) = (
                 self.0.upgrade(),
                 work.body.get("task").and_then(Value::as_str),
             ) else {
-                return;
+                return false;
             };
             tracing::error!(target: "oxp::mcp", reason, "task run given up");
             if let Err(e) = tasks
@@ -58,6 +66,7 @@ impl Handler for TaskRuns {
             {
                 tracing::error!(target: "oxp::mcp", error = %e, "task outcome not recorded");
             }
+            false
         })
     }
 }

@@ -3,13 +3,13 @@
 //! dies.
 
 use super::questions::Offers;
+use crate::state::large::Kept;
 use crate::state::record::Records;
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::principal::Principal;
 use rmcp::model::{DetailedTask, InputRequests, JsonObject, Task, TaskPayload, TaskStatus};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -37,8 +37,13 @@ pub(super) struct Record {
     pub(super) message: Option<String>,
     pub(super) created: String,
     pub(super) updated: String,
+    /// The result (a record of an earlier version; now kept in `kept`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) result: Option<JsonObject>,
+    /// The result (a `CallToolResult`), kept in the record or, when large (content may reach
+    /// 3 MiB), in parts beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) kept: Option<Kept>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(super) error: Option<JsonObject>,
     /// The questions the tool is waiting on, by key: each one's number and request.
@@ -53,6 +58,8 @@ pub(super) struct Record {
     #[serde(default = "Offers::forms")]
     pub(super) offers: Offers,
 }
+
+impl crate::state::record::Record for Record {}
 
 impl Record {
     /// The wire `Task` of the record, as task `id`.
@@ -96,10 +103,10 @@ pub(super) fn now() -> String {
     humantime::format_rfc3339_millis(SystemTime::now()).to_string()
 }
 
-/// The hash a record names its owner by.
+/// The key a record names its owner by: the one caller key, the same its share of work is
+/// counted under whatever the protocol.
 pub(super) fn owner_of(subject: Option<&str>) -> String {
-    let digest = Sha256::digest(subject.unwrap_or_default().as_bytes());
-    digest.iter().take(16).map(|b| format!("{b:02x}")).collect()
+    crate::state::caller_key(subject)
 }
 
 /// The task records.
@@ -174,6 +181,21 @@ impl TaskStore {
             })
             .await?;
         Ok(written.map(|(record, _)| record))
+    }
+
+    /// Keeps `result`, a task's result, for as long as a task lives.
+    pub(super) async fn keep(&self, result: &impl Serialize) -> Result<Kept, StateError> {
+        let bytes = serde_json::to_vec(result).expect("results serialize");
+        crate::state::large::keep(&*self.0, bytes, Some(SystemTime::now() + TASK_TTL)).await
+    }
+
+    /// `record` with its kept result read back into it (what `tasks/get` answers).
+    pub(super) async fn with_result(&self, mut record: Record) -> Result<Record, StateError> {
+        if let Some(kept) = record.kept.take() {
+            let bytes = kept.read(&*self.0).await?;
+            record.result = serde_json::from_slice(&bytes).ok();
+        }
+        Ok(record)
     }
 
     /// Task `id` was never started: it goes.

@@ -144,6 +144,7 @@ impl Tasks {
             created: created.clone(),
             updated: created,
             result: None,
+            kept: None,
             error: None,
             inputs: BTreeMap::new(),
             parked: false,
@@ -281,10 +282,12 @@ impl Tasks {
             }
             return RunEnd::Finished;
         }
-        let result = serde_json::to_value(super::result::from_invoke(answer))
-            .ok()
-            .and_then(|v| v.as_object().cloned())
-            .unwrap_or_default();
+        // The outcome is the record's: written before anyone is told (tasks/get reads it), the
+        // arguments no longer kept.
+        let kept = match self.store.keep(&super::result::from_invoke(answer)).await {
+            Ok(kept) => kept,
+            Err(e) => return RunEnd::Unavailable(e.0),
+        };
         let written = self
             .store
             .update_from(id, Some(known), |r| {
@@ -294,14 +297,15 @@ impl Tasks {
                 r.status = TaskStatus::Completed;
                 r.message = None;
                 r.inputs.clear();
-                r.result = Some(result.clone());
+                r.arguments.clear();
+                r.kept = Some(kept.clone());
                 true
             })
             .await;
-        if let Err(e) = written {
-            tracing::error!(target: "oxp::mcp", error = %e, "task outcome not recorded");
+        match written {
+            Ok(_) => RunEnd::Finished,
+            Err(e) => RunEnd::Unavailable(e.0),
         }
-        RunEnd::Finished
     }
 
     /// The caller's task `id`.
@@ -321,7 +325,9 @@ impl Tasks {
         subject: Option<&str>,
         id: &str,
     ) -> Result<DetailedTask, ErrorData> {
-        Ok(self.owned(subject, id).await?.detailed(id))
+        let record = self.owned(subject, id).await?;
+        let record = self.store.with_result(record).await.map_err(unavailable)?;
+        Ok(record.detailed(id))
     }
 
     /// Ends task `id` as failed with `message` (unless it already ended).
@@ -334,6 +340,7 @@ impl Tasks {
                 r.status = TaskStatus::Failed;
                 r.message = Some(message.into());
                 r.inputs.clear();
+                r.arguments.clear();
                 r.error = json!({"code": -32603, "message": message})
                     .as_object()
                     .cloned();
@@ -354,6 +361,7 @@ impl Tasks {
                 r.status = TaskStatus::Cancelled;
                 r.message = Some("Cancelled by the client".into());
                 r.inputs.clear();
+                r.arguments.clear();
                 true
             })
             .await

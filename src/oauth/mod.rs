@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-use tokio::sync::{OnceCell, broadcast};
+use tokio::sync::OnceCell;
 
 /// The secret id of the key that seals flow state and the vault's records.
 pub const KEY_SECRET_ID: &str = "OAUTH_KEY";
@@ -49,9 +49,20 @@ pub(crate) struct Broker {
     key_required: bool,
     keys: OnceCell<Keys>,
     http: OnceCell<reqwest::Client>,
-    events: broadcast::Sender<Authorized>,
+    /// Told of each authorization completed (or refused), before the browser is answered.
+    hooks: Hooks,
     /// Starts per link (a holder of one link cannot run rounds of flows at will).
     starts: governor::DefaultKeyedRateLimiter<String>,
+}
+
+/// What is told of each authorization completed.
+#[derive(Default)]
+struct Hooks(std::sync::RwLock<Vec<oxp_lambda_core::tokens::Completed>>);
+
+impl std::fmt::Debug for Hooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Hooks")
+    }
 }
 
 /// Flows one link may start per minute.
@@ -119,10 +130,28 @@ impl Broker {
             key_required,
             keys: OnceCell::new(),
             http: OnceCell::new(),
-            events: broadcast::channel(256).0,
+            hooks: Hooks::default(),
             starts: governor::RateLimiter::keyed(governor::Quota::per_minute(
                 std::num::NonZeroU32::new(STARTS_PER_MINUTE).expect("not zero"),
             )),
+        }
+    }
+
+    /// Tells the hooks that `provider`'s authorization of `user` completed (`granted`) or not.
+    pub(crate) async fn completed(&self, provider: &str, user: &str, granted: bool) {
+        let hooks = self
+            .hooks
+            .0
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone();
+        for hook in hooks {
+            hook(Authorized {
+                provider: provider.to_owned(),
+                user: user.to_owned(),
+                granted,
+            })
+            .await;
         }
     }
 
@@ -377,20 +406,12 @@ impl UserTokens for Broker {
         Box::pin(Broker::holds(self, provider, user, scopes))
     }
 
-    fn completions(&self) -> broadcast::Receiver<Authorized> {
-        self.events.subscribe()
-    }
-
-    /// `true` the first time `marker` is passed before `until` (in every execution environment
-    /// sharing the vault): an async invocation asks its user once, however often it is
-    /// delivered.
-    fn first_time<'a>(&'a self, marker: &'a str, until: SystemTime) -> TokenFuture<'a, bool> {
-        Box::pin(async move {
-            self.store
-                .spend(&format!("asked#{}", hashed(marker)), until)
-                .await
-                .unwrap_or(true)
-        })
+    fn when_completed(&self, hook: oxp_lambda_core::tokens::Completed) {
+        self.hooks
+            .0
+            .write()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(hook);
     }
 
     fn token<'a>(

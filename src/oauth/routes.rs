@@ -17,7 +17,6 @@ use axum::response::{Html, IntoResponse, Response};
 use axum::routing::{get, post};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
 use oxp_lambda_core::principal::Principal;
-use oxp_lambda_core::tokens::Authorized;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use std::sync::Arc;
@@ -219,11 +218,7 @@ async fn callback(
         // Denied at the provider: waiting async invocations end with an error result now.
         // Nothing is spent: a denial leaves no record (one per round would let a link holder
         // fill the vault).
-        let _ = broker.events.send(Authorized {
-            provider: provider.clone(),
-            user,
-            granted: false,
-        });
+        broker.completed(&provider, &user, false).await;
         tracing::info!(target: "oxp::oauth", provider = %provider, "authorization not granted");
         return page(
             StatusCode::OK,
@@ -296,11 +291,7 @@ async fn callback(
         }
         Err(Ended::Failed(why)) => {
             tracing::warn!(target: "oxp::oauth", provider = %provider, error = %why, "authorization not completed");
-            let _ = broker.events.send(Authorized {
-                provider,
-                user,
-                granted: false,
-            });
+            broker.completed(&provider, &user, false).await;
             return page(
                 StatusCode::BAD_GATEWAY,
                 "Authorization failed",
@@ -309,11 +300,7 @@ async fn callback(
         }
     }
     tracing::info!(target: "oxp::oauth", provider = %provider, "authorization completed");
-    let _ = broker.events.send(Authorized {
-        provider,
-        user,
-        granted: true,
-    });
+    broker.completed(&provider, &user, true).await;
     let mut response = page(
         StatusCode::OK,
         "Authorized",

@@ -4,26 +4,34 @@
 //! silence: a refusal at the provider, or no authorization within `OXP_OAUTH_PENDING_SECS` of
 //! the invocation's arrival, ends in an error `tool_result`.
 //!
-//! The wait watches the vault itself (every [`POLL`]), so it sees an authorization completed
-//! in another process (in Lambda the provider's redirect reaches the HTTP function, the
-//! invocation waits in the worker), and wakes at once on one completed in this process.
+//! The wait is a question of the one question service (`crate::work::questions`): asked once
+//! per invocation and provider (its `oauth` message sent once, however often the invocation
+//! runs), listed under the provider and the user, and answered when the user's authorization
+//! completes (the OAuth callback's hook, `UserTokens::when_completed`, in whichever process the
+//! browser reached) for every invocation waiting on it; the waiting call wakes by the
+//! service's one policy, and one parked past its executor's deadline (Lambda) is woken as work.
 
 use crate::rap::deliver::{Deliverer, Delivery};
-use crate::rap::job::Kept;
-use crate::rap::job::{Job, error};
+use crate::rap::job::{Job, Kept, error};
 use crate::rap::toolset::ServedToolset;
 use crate::rap::wire::ErrorBody;
+use crate::state::key_of;
+use crate::work::Questions;
+use crate::work::questions::Waited as Answered;
 use axum::body::Bytes;
 use oxp_lambda_core::content::ToolOutput;
-use oxp_lambda_core::tokens::{Challenge, UserTokens};
+use oxp_lambda_core::durable::Item;
+use oxp_lambda_core::tokens::{Authorized, Challenge, UserTokens};
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-/// How often a waiting invocation looks for the user's token.
-const POLL: Duration = Duration::from_secs(2);
+/// The waits of each provider and user: question tokens, the caller each was asked for.
+fn waiting(provider: &str, user: &str) -> String {
+    format!("oauth-wait#{}", key_of(&[provider, user]))
+}
 
 /// The users' authorizations, for the worker.
 #[derive(Debug, Clone)]
@@ -31,6 +39,7 @@ pub(crate) struct Authorizing {
     pub(crate) broker: Arc<dyn UserTokens>,
     /// How long after its arrival an invocation waits for the user.
     pub(crate) timeout: Duration,
+    pub(crate) questions: Arc<Questions>,
 }
 
 /// The `oauth` callback message.
@@ -51,30 +60,52 @@ pub(crate) enum Waited {
     Granted,
     /// It ends with this error result.
     Ended(ErrorBody),
-    /// The worker's own deadline came first: the job stays queued and waits again later.
+    /// The worker's own deadline came first: the call parks until the user answers.
     Deadline,
 }
 
 impl Authorizing {
-    /// Asks the user through `job`'s callback (unless `asked` already) and waits.
+    /// Answers every invocation waiting on `provider`'s authorization of `user` (the OAuth
+    /// callback's hook): registered with the broker.
+    pub(crate) fn answer_waits(&self) {
+        let (questions, store) = (self.questions.clone(), self.questions.store().clone());
+        self.broker
+            .when_completed(Arc::new(move |done: Authorized| {
+                let (questions, store) = (questions.clone(), store.clone());
+                Box::pin(async move {
+                    let waits = waiting(&done.provider, &done.user);
+                    let Ok(open) = store.list(&waits, None, 1000).await else {
+                        return;
+                    };
+                    for (token, item) in open {
+                        let caller = String::from_utf8_lossy(&item.value).into_owned();
+                        let caller = (!caller.is_empty()).then_some(caller.as_str());
+                        let answer = json!({"granted": done.granted});
+                        let _ = questions.answer(&token, caller, |_| true, answer).await;
+                        let _ = store.delete(&waits, &token).await;
+                    }
+                })
+            }));
+    }
+
+    /// Asks `job`'s user (run as work `work`) through its callback, once, and waits.
     pub(crate) async fn wait(
         &self,
         deliverer: &Deliverer,
-        job: &Job,
+        (work, job): (&str, &Job),
         challenge: &Challenge,
         scopes: &[String],
-        asked: bool,
         deadline: Option<Instant>,
     ) -> Waited {
         let provider = challenge.provider.as_str();
-        let user = job
+        let bound = job
             .principal
             .bind_user_id(job.user_id.clone())
             .ok()
             .flatten();
         let Some(user) = job
             .principal
-            .token_owner(user.as_deref())
+            .token_owner(bound.as_deref())
             .map(str::to_owned)
         else {
             return Waited::Ended(error(
@@ -82,112 +113,135 @@ impl Authorizing {
                 "This tool requires a user ID".into(),
             ));
         };
-        let mut events = self.broker.completions();
+        let unavailable = || {
+            Waited::Ended(error(
+                "unavailable",
+                "The authorization could not be awaited; try again".into(),
+            ))
+        };
+        let caller = job.principal.subject.as_deref();
         let arrived = UNIX_EPOCH + Duration::from_millis(job.received_at_ms);
-        // Asked once per invocation, even when the queue delivers it again (SQS, after the
-        // worker's time ran out while waiting).
-        let marker = format!(
-            "{}\n{}\n{}\n{provider}",
-            job.principal.subject.as_deref().unwrap_or_default(),
-            job.reply_to.group_id,
-            job.reply_to.id
-        );
-        if !asked
-            && self
-                .broker
-                .first_time(&marker, arrived + self.timeout)
-                .await
-        {
-            let message = OAuthMessage {
-                kind: "oauth",
-                group_id: &job.reply_to.group_id,
-                id: &job.reply_to.id,
-                call_id: job.reply_to.call_id.as_deref(),
-                auth_url: &challenge.url,
-            };
-            let body = Bytes::from(serde_json::to_vec(&message).expect("messages serialize"));
-            let sent = deliverer
-                .deliver(
-                    &job.reply_to.callback_url,
-                    body,
-                    job.traceparent.as_deref(),
-                    deadline,
-                )
-                .await;
-            tracing::info!(target: "oxp::rap::audit", id = job.reply_to.id.as_str(), group_id = job.reply_to.group_id.as_str(), provider, delivery = if matches!(sent, Delivery::Delivered { .. }) { "delivered" } else { "failed" }, "authorization asked");
-            if let Delivery::Failed { .. } = sent {
-                return Waited::Ended(error(
-                    "missing_requirement",
-                    format!(
-                        "This tool requires authorization with '{provider}', and the request to authorize could not be delivered"
-                    ),
-                ));
-            }
-        }
-        let left = (arrived + self.timeout)
+        let give_up = arrived + self.timeout;
+        let left = give_up
             .duration_since(SystemTime::now())
-            .unwrap_or(Duration::ZERO);
+            .unwrap_or_default();
+        let call = key_of(&[
+            "oauth",
+            caller.unwrap_or_default(),
+            &job.reply_to.group_id,
+            &job.reply_to.id,
+            provider,
+        ]);
+        let keep = left + Duration::from_secs(60);
+        let asked = self
+            .questions
+            .ask(
+                &call,
+                caller,
+                json!({"provider": provider}),
+                keep,
+                Some(work),
+            )
+            .await;
+        let Ok(asked) = asked else {
+            return unavailable();
+        };
+        // Listed where the completion finds it, until the wait would end anyway.
+        let listed = Item::new(
+            caller.unwrap_or_default().as_bytes().to_vec(),
+            Some(SystemTime::now() + keep),
+        );
+        let store = self.questions.store();
+        if store
+            .put(&waiting(provider, &user), &asked.token, listed)
+            .await
+            .is_err()
+        {
+            return unavailable();
+        }
+        if asked.new && !self.ask(deliverer, job, challenge, deadline).await {
+            return Waited::Ended(error(
+                "missing_requirement",
+                format!(
+                    "This tool requires authorization with '{provider}', and the request to authorize could not be delivered"
+                ),
+            ));
+        }
+        // Authorized between the challenge and the question: no answer will come.
+        if let Ok(true) = self.broker.holds(provider, &user, scopes).await {
+            return Waited::Granted;
+        }
+        self.questions.waits(work).await;
         let give_up = Instant::now() + left;
-        loop {
-            let wake = deadline
-                .map_or(give_up, |d| d.min(give_up))
-                .min(Instant::now() + POLL);
-            tokio::select! {
-                event = events.recv() => {
-                    if let Ok(event) = event
-                        && event.provider == provider
-                        && event.user == user
-                        && !event.granted
-                    {
-                        return Waited::Ended(error(
-                            "authorization_denied",
-                            format!("The authorization with '{provider}' was not granted. Try again and grant the requested access."),
-                        ));
-                    }
-                }
-                () = tokio::time::sleep_until(wake.into()) => {}
-            }
-            match self.broker.holds(provider, &user, scopes).await {
-                Ok(true) => return Waited::Granted,
-                Ok(false) => {}
-                Err(e) => {
-                    tracing::warn!(target: "oxp::rap", error = %e, "token vault unavailable while waiting")
-                }
-            }
-            let now = Instant::now();
-            if now >= give_up {
-                return Waited::Ended(error(
-                    "authorization_timeout",
-                    format!(
-                        "The authorization with '{provider}' was not completed within {} seconds; call the tool again to get a new link",
-                        self.timeout.as_secs()
-                    ),
-                ));
-            }
-            if deadline.is_some_and(|d| now >= d) {
-                return Waited::Deadline;
-            }
+        let until = deadline.map_or(give_up, |d| d.min(give_up));
+        let answered = self
+            .questions
+            .wait(&asked.token, until.into(), None, std::future::pending())
+            .await;
+        match answered {
+            Ok(answer) if answer["granted"] == true => Waited::Granted,
+            Ok(_) => Waited::Ended(error(
+                "authorization_denied",
+                format!(
+                    "The authorization with '{provider}' was not granted. Try again and grant the requested access."
+                ),
+            )),
+            Err(Answered::Until) if until < give_up => Waited::Deadline,
+            Err(Answered::Until | Answered::Gone | Answered::Cancelled) => Waited::Ended(error(
+                "authorization_timeout",
+                format!(
+                    "The authorization with '{provider}' was not completed within {} seconds; call the tool again to get a new link",
+                    self.timeout.as_secs()
+                ),
+            )),
+            Err(Answered::Unavailable(_)) => unavailable(),
         }
     }
-}
 
-impl Authorizing {
+    /// Sends `job`'s callback the `oauth` message with the link; whether it was delivered.
+    async fn ask(
+        &self,
+        deliverer: &Deliverer,
+        job: &Job,
+        challenge: &Challenge,
+        deadline: Option<Instant>,
+    ) -> bool {
+        let message = OAuthMessage {
+            kind: "oauth",
+            group_id: &job.reply_to.group_id,
+            id: &job.reply_to.id,
+            call_id: job.reply_to.call_id.as_deref(),
+            auth_url: &challenge.url,
+        };
+        let body = Bytes::from(serde_json::to_vec(&message).expect("messages serialize"));
+        let sent = deliverer
+            .deliver(
+                &job.reply_to.callback_url,
+                body,
+                job.traceparent.as_deref(),
+                deadline,
+            )
+            .await;
+        let delivered = matches!(sent, Delivery::Delivered { .. });
+        tracing::info!(target: "oxp::rap::audit", id = job.reply_to.id.as_str(), group_id = job.reply_to.group_id.as_str(), provider = challenge.provider.as_str(), delivery = if delivered { "delivered" } else { "failed" }, "authorization asked");
+        delivered
+    }
+
     /// Runs `job` (each attempt through `attempt`), asking its user to authorize (once) and
-    /// waiting whenever its tool needs a token the user has not granted yet; `auth_deadline`:
-    /// when the worker must stop waiting (the job then stays on its queue).
+    /// waiting whenever its tool needs a token the user has not granted yet; `deadline`: when
+    /// the worker must stop waiting (the call then parks).
     pub(crate) async fn run<F, Fut>(
         &self,
         deliverer: &Deliverer,
         toolset: &ServedToolset,
-        job: &Job,
-        auth_deadline: Option<Instant>,
+        (work, job): (&str, &Job),
+        deadline: Option<Instant>,
         attempt: F,
     ) -> Ran
     where
         F: Fn() -> Fut,
         Fut: Future<Output = Ran>,
     {
-        let mut asked = false;
         loop {
             let challenge = match attempt().await {
                 Err(Kept::Authorize(challenge)) => challenge,
@@ -195,10 +249,10 @@ impl Authorizing {
             };
             let scopes = scopes_of(toolset, job, &challenge.provider);
             let waited = self
-                .wait(deliverer, job, &challenge, &scopes, asked, auth_deadline)
+                .wait(deliverer, (work, job), &challenge, &scopes, deadline)
                 .await;
             match waited {
-                Waited::Granted => asked = true,
+                Waited::Granted => {}
                 Waited::Ended(error) => return Ok(Err(error)),
                 Waited::Deadline => return Err(Kept::AwaitingAuthorization),
             }
@@ -206,7 +260,7 @@ impl Authorizing {
     }
 }
 
-/// What one run of a job gives: the output or the error to report, or why it stays queued.
+/// What one run of a job gives: the output or the error to report, or why it is not answered.
 type Ran = Result<Result<ToolOutput<Value>, ErrorBody>, Kept>;
 
 /// The scopes the job's tool declares for `provider`.

@@ -17,18 +17,18 @@ use oxp_lambda_core::talk::{Ask, Choice, TalkError};
 use serde_json::{Value, json};
 use std::time::Duration;
 
-/// Records question `seq` of the call `(caller, group_id, id)` (or finds it, asked before).
+/// Records question `seq` of the call `(caller, group_id, id)` (or finds it, asked before),
+/// run as work `work` (its answer wakes it).
 pub(crate) async fn record(
     questions: &Questions,
-    caller: Option<&str>,
-    group_id: &str,
-    id: &str,
+    (caller, group_id, id): (Option<&str>, &str, &str),
     seq: u32,
     keep: Duration,
+    work: Option<&str>,
 ) -> Result<Asked, StateError> {
     let call = key_of(&[caller.unwrap_or_default(), group_id, id, &seq.to_string()]);
     questions
-        .ask_once(&call, caller, json!({"id": id}), keep)
+        .ask(&call, caller, json!({"id": id}), keep, work)
         .await
 }
 
@@ -92,7 +92,7 @@ mod tests {
         let questions = Questions::new(crate::state::embedded::store(None).unwrap());
         let ask = Ask::new("Go?", ["Yes", "No"]).default(1);
         let keep = Duration::from_secs(60);
-        let asked = record(&questions, Some("alice"), "g", "call-1", 0, keep)
+        let asked = record(&questions, (Some("alice"), "g", "call-1"), 0, keep, None)
             .await
             .unwrap();
         let response = |id: &str, selected| ChoiceResponse {
@@ -111,7 +111,7 @@ mod tests {
             matches!(waited, Err(Ended::Failed(TalkError::InvalidAnswer))),
             "5 is no choice"
         );
-        let next = record(&questions, Some("alice"), "g", "call-1", 1, keep)
+        let next = record(&questions, (Some("alice"), "g", "call-1"), 1, keep, None)
             .await
             .unwrap();
         answer(

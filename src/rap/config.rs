@@ -11,8 +11,9 @@ pub struct RapConfig {
     /// `OXP_RAP` (`on` or `off`): serve `/invoke`, `/close_thread` and
     /// `/.well-known/rap-toolset`. Default: on locally; in Lambda, on when a queue is set.
     pub enabled: bool,
-    /// `OXP_RAP_QUEUE_URL`: the SQS queue invocations are enqueued to (required in Lambda,
-    /// where nothing may run after the response). Unset locally: an in-process queue.
+    /// `OXP_RAP_QUEUE_URL`: in Lambda, the SQS queue that wakes the worker role for an
+    /// accepted invocation (kept in `OXP_STATE_TABLE`; required there, where nothing may run
+    /// after the response). Unset locally: invocations run in the process that accepted them.
     pub queue_url: Option<String>,
     /// `OXP_RAP_DEAD_LETTER_QUEUE_URL`: the SQS queue undeliverable results are recorded in
     /// (required in Lambda).
@@ -42,17 +43,10 @@ pub struct RapConfig {
     /// `OXP_RAP_RATE_LIMIT` (`N/s`, `N/min` or `N/h`): invocations per user (per execution
     /// environment in Lambda); unset: no limit.
     pub rate_limit: Option<RateLimit>,
-    /// `OXP_RAP_MAX_PENDING` (default 1024): invocations the in-process queue holds at once,
-    /// running or being delivered; more are refused with 503 and `Retry-After`.
+    /// `OXP_RAP_MAX_PENDING` (default 1024): invocations one local server runs or waits to run
+    /// at once; more are refused with 503 and `Retry-After`. (One caller's share of the work
+    /// every process shares is `OXP_WORK_MAX_PER_CALLER`, then 429.)
     pub max_pending: usize,
-    /// `OXP_RAP_MAX_PENDING_PER_CALLER` (default a quarter of `max_pending`, at least 1): how
-    /// many of those one caller (one authenticated subject; every unauthenticated caller is
-    /// one) may hold; more are refused with 429 and `Retry-After`, so a caller whose
-    /// callbacks hang cannot take every slot from the others.
-    pub max_pending_per_caller: Option<usize>,
-    /// `OXP_RAP_DRAIN_SECS` (default 30): on shutdown of the local server, how long accepted
-    /// invocations may still run before the rest are dead-lettered.
-    pub drain_timeout: Duration,
     /// `OXP_RAP_TOOL_TIMEOUT_MS` (default: `OXP_TOOL_TIMEOUT_MS`; `0` disables): longest an
     /// async tool run may take. In Lambda the worker's deadline bounds it too.
     pub tool_timeout: Option<Duration>,
@@ -88,8 +82,6 @@ impl Default for RapConfig {
             retry: Default::default(),
             rate_limit: None,
             max_pending: 1024,
-            max_pending_per_caller: None,
-            drain_timeout: Duration::from_secs(30),
             tool_timeout: Some(Duration::from_secs(30)),
             choice_timeout: Duration::from_secs(600),
         }
@@ -97,14 +89,6 @@ impl Default for RapConfig {
 }
 
 impl RapConfig {
-    /// One caller's share of the in-process queue: `OXP_RAP_MAX_PENDING_PER_CALLER`, or a
-    /// quarter of `OXP_RAP_MAX_PENDING` (at least 1); never more than the whole.
-    pub fn pending_share(&self) -> usize {
-        self.max_pending_per_caller
-            .unwrap_or(self.max_pending / 4)
-            .clamp(1, self.max_pending.max(1))
-    }
-
     /// `tool_timeout` is the server's (`OXP_TOOL_TIMEOUT_MS`), the default of async runs;
     /// `host` is where a local server listens (loopback callbacks follow it).
     pub(crate) fn from_env(
@@ -207,11 +191,15 @@ impl RapConfig {
         if let Some(n) = env.positive("OXP_RAP_MAX_PENDING")? {
             c.max_pending = n;
         }
-        if let Some(n) = env.positive("OXP_RAP_MAX_PENDING_PER_CALLER")? {
-            c.max_pending_per_caller = Some(n);
-        }
-        if let Some(secs) = env.parsed("OXP_RAP_DRAIN_SECS")? {
-            c.drain_timeout = Duration::from_secs(secs);
+        for retired in ["OXP_RAP_MAX_PENDING_PER_CALLER", "OXP_RAP_DRAIN_SECS"] {
+            if env.get(retired).is_some() {
+                let instead = if retired.ends_with("CALLER") {
+                    "is retired: one caller's share is OXP_WORK_MAX_PER_CALLER"
+                } else {
+                    "is retired: the runner drains for OXP_WORK_DRAIN_SECS"
+                };
+                return Err(invalid(retired, instead));
+            }
         }
         Ok(c)
     }

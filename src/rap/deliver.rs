@@ -1,8 +1,12 @@
-//! Delivering callback messages: retries with exponential backoff and jitter on network
-//! errors, 5xx, 408 and 429 (honouring `Retry-After`), none on other statuses, bounded in
-//! attempts and in total time.
+//! Delivering callback messages, one attempt at a time: a network error, 5xx, 408 and 429
+//! (with its `Retry-After`) are worth another attempt, other statuses are not. A call's answer
+//! and a subscription's events are retried by the runner (their record due again after the
+//! backoff, holding nothing meanwhile); the messages a running call sends on its way (a view,
+//! progress, a question) are tried again in place, within the call's own time. Both wait by
+//! the runner's one backoff, under RAP's numbers ([`RetryPolicy`]).
 
 use crate::rap::callback::{CallbackPolicy, Refused};
+use crate::work::Retries;
 use axum::body::Bytes;
 use reqwest::StatusCode;
 use reqwest::header::{CONTENT_TYPE, HeaderMap, RETRY_AFTER};
@@ -40,17 +44,29 @@ impl Default for RetryPolicy {
 }
 
 impl RetryPolicy {
-    /// The wait after failed attempt `attempt` (1-based): "equal jitter", half of the
-    /// exponential step plus a random share of the other half, so retries of many results
-    /// that failed together spread out without ever retrying at once.
-    pub(crate) fn backoff(&self, attempt: u32) -> Duration {
-        let step = self
-            .base
-            .saturating_mul(1u32 << attempt.saturating_sub(1).min(20))
-            .min(self.max_delay);
-        let half = step / 2;
-        half + half.mul_f64(fastrand::f64())
+    /// These numbers as the runner's retries of a kind of work.
+    pub(crate) fn retries(&self) -> Retries {
+        Retries {
+            max_attempts: self.max_attempts,
+            base: self.base,
+            max_delay: self.max_delay,
+            total: Some(self.total),
+        }
     }
+}
+
+/// How one attempt went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Attempt {
+    /// The callback answered 2xx.
+    Delivered,
+    /// Not taken, and worth another attempt (not before `after`, when the callback said).
+    Again {
+        reason: String,
+        after: Option<Duration>,
+    },
+    /// Not taken, and another attempt would not be (the URL or address refused, a 4xx).
+    Refused(String),
 }
 
 /// How a delivery ended.
@@ -120,9 +136,69 @@ impl Deliverer {
         self.retry.attempt_timeout
     }
 
-    /// POSTs `body` (JSON) to `url` until it is accepted, a status says retrying is useless,
-    /// or the attempts, the total time or `deadline` run out; with the invocation's
-    /// `traceparent`, so the result joins the caller's trace.
+    /// The runner's retries of a call's answer and a subscription's events.
+    pub(crate) fn retries(&self) -> Retries {
+        self.retry.retries()
+    }
+
+    /// POSTs `body` (JSON) to `url` once, within one attempt's time and `deadline`; with the
+    /// invocation's `traceparent`, so the message joins the caller's trace.
+    pub(crate) async fn attempt(
+        &self,
+        url: &str,
+        body: Bytes,
+        traceparent: Option<&str>,
+        deadline: Option<Instant>,
+    ) -> Attempt {
+        let url = match self.policy.check_url(url) {
+            Ok(url) => url,
+            Err(refused) => return Attempt::Refused(format!("callback URL refused: {refused}")),
+        };
+        let client = match self.client() {
+            Ok(client) => client,
+            Err(why) => return Attempt::Refused(why),
+        };
+        let left = deadline.map_or(self.retry.attempt_timeout, |d| {
+            d.saturating_duration_since(Instant::now())
+        });
+        let mut post = client.post(url).header(CONTENT_TYPE, "application/json");
+        if let Some(traceparent) = traceparent {
+            post = post.header("traceparent", traceparent);
+        }
+        let sent = post
+            .body(body)
+            .timeout(
+                self.retry
+                    .attempt_timeout
+                    .min(left)
+                    .max(Duration::from_millis(1)),
+            )
+            .send()
+            .await;
+        match sent {
+            Ok(response) if response.status().is_success() => Attempt::Delivered,
+            Ok(response) if retryable(response.status()) => Attempt::Again {
+                reason: format!("callback answered {}", response.status()),
+                after: retry_after(response.headers()),
+            },
+            Ok(response) => Attempt::Refused(format!(
+                "callback answered {}; not retried (only 408, 429 and 5xx are)",
+                response.status()
+            )),
+            Err(e) => match refusal(&e) {
+                Some(refused) => Attempt::Refused(format!("callback address refused: {refused}")),
+                // Without the URL: a callback URL may carry a token in its query.
+                None => Attempt::Again {
+                    reason: format!("callback unreachable: {}", e.without_url()),
+                    after: None,
+                },
+            },
+        }
+    }
+
+    /// POSTs `body` to `url` until it is accepted, a status says retrying is useless, or the
+    /// attempts or `deadline` run out, waiting by the one backoff in between: for the messages
+    /// of a call on its way (a call's answer and its subscriptions' events are the runner's).
     pub(crate) async fn deliver(
         &self,
         url: &str,
@@ -130,97 +206,21 @@ impl Deliverer {
         traceparent: Option<&str>,
         deadline: Option<Instant>,
     ) -> Delivery {
-        let url = match self.policy.check_url(url) {
-            Ok(url) => url,
-            Err(refused) => {
-                return Delivery::Failed {
-                    attempts: 0,
-                    reason: format!("callback URL refused: {refused}"),
-                };
-            }
-        };
-        let client = match self.client() {
-            Ok(client) => client,
-            Err(why) => {
-                return Delivery::Failed {
-                    attempts: 0,
-                    reason: why,
-                };
-            }
-        };
-        let mut give_up_at = Instant::now() + self.retry.total;
-        if let Some(deadline) = deadline {
-            give_up_at = give_up_at.min(deadline);
-        }
-        let mut attempt = 0;
+        let retries = self.retries();
+        let mut attempts = 0;
         loop {
-            attempt += 1;
-            let remaining = give_up_at.saturating_duration_since(Instant::now());
-            let mut post = client
-                .post(url.clone())
-                .header(CONTENT_TYPE, "application/json");
-            if let Some(traceparent) = traceparent {
-                post = post.header("traceparent", traceparent);
-            }
-            let sent = post
-                .body(body.clone())
-                .timeout(self.retry.attempt_timeout.min(remaining))
-                .send()
-                .await;
-            let (reason, retry_after) = match sent {
-                Ok(response) if response.status().is_success() => {
-                    return Delivery::Delivered { attempts: attempt };
-                }
-                Ok(response) if retryable(response.status()) => (
-                    format!("callback answered {}", response.status()),
-                    retry_after(response.headers()),
-                ),
-                Ok(response) => {
-                    return Delivery::Failed {
-                        attempts: attempt,
-                        reason: format!(
-                            "callback answered {}; not retried (only 408, 429 and 5xx are)",
-                            response.status()
-                        ),
-                    };
-                }
-                Err(e) => {
-                    if let Some(refused) = refusal(&e) {
-                        return Delivery::Failed {
-                            attempts: attempt,
-                            reason: format!("callback address refused: {refused}"),
-                        };
-                    }
-                    // Without the URL: a callback URL may carry a token in its query.
-                    (format!("callback unreachable: {}", e.without_url()), None)
-                }
+            attempts += 1;
+            let (reason, after) = match self.attempt(url, body.clone(), traceparent, deadline).await
+            {
+                Attempt::Delivered => return Delivery::Delivered { attempts },
+                Attempt::Refused(reason) => return Delivery::Failed { attempts, reason },
+                Attempt::Again { reason, after } => (reason, after),
             };
-            if attempt >= self.retry.max_attempts {
-                return Delivery::Failed {
-                    attempts: attempt,
-                    reason: format!("{reason}; gave up after {attempt} attempts"),
-                };
+            let wait = retries.backoff(attempts).max(after.unwrap_or_default());
+            let late = deadline.is_some_and(|d| Instant::now() + wait >= d);
+            if attempts >= retries.max_attempts || wait > retries.max_delay || late {
+                return Delivery::Failed { attempts, reason };
             }
-            let wait = match retry_after {
-                Some(wait) if wait > self.retry.max_delay => {
-                    return Delivery::Failed {
-                        attempts: attempt,
-                        reason: format!(
-                            "{reason} with Retry-After {} s, beyond the longest wait (OXP_RAP_RETRY_MAX_MS)",
-                            wait.as_secs()
-                        ),
-                    };
-                }
-                Some(wait) => wait,
-                None => self.retry.backoff(attempt),
-            };
-            if Instant::now() + wait >= give_up_at {
-                return Delivery::Failed {
-                    attempts: attempt,
-                    reason: format!("{reason}; delivery time ran out after {attempt} attempts"),
-                };
-            }
-            tracing::debug!(target: "oxp::rap", attempt, wait_ms = wait.as_millis() as u64, %reason, "callback delivery will be retried");
             tokio::time::sleep(wait).await;
         }
     }
@@ -258,17 +258,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn backoff_grows_exponentially_with_jitter_and_is_capped() {
+    fn the_runners_backoff_under_raps_numbers_grows_exponentially_with_jitter_and_is_capped() {
         let p = RetryPolicy {
             base: Duration::from_millis(100),
             max_delay: Duration::from_millis(1000),
             ..RetryPolicy::default()
-        };
+        }
+        .retries();
         for _ in 0..100 {
             let first = p.backoff(1);
-            assert!(first >= Duration::from_millis(50) && first <= Duration::from_millis(100));
+            assert!(first >= Duration::from_millis(80) && first <= Duration::from_millis(100));
             let third = p.backoff(3);
-            assert!(third >= Duration::from_millis(200) && third <= Duration::from_millis(400));
+            assert!(third >= Duration::from_millis(320) && third <= Duration::from_millis(400));
             assert!(p.backoff(30) <= Duration::from_millis(1000));
         }
         let spread: std::collections::HashSet<_> = (0..20).map(|_| p.backoff(4)).collect();
@@ -304,12 +305,9 @@ mod tests {
         assert!(deliverer.client.get().is_none(), "no TLS roots loaded yet");
         // Nothing listens on port 9: the attempt fails, but the client was built for it.
         let sent = deliverer
-            .deliver("http://127.0.0.1:9/results", Bytes::new(), None, None)
+            .attempt("http://127.0.0.1:9/results", Bytes::new(), None, None)
             .await;
-        assert!(
-            matches!(sent, Delivery::Failed { attempts: 1, .. }),
-            "{sent:?}"
-        );
+        assert!(matches!(sent, Attempt::Again { .. }), "{sent:?}");
         assert!(shared.client.get().is_some(), "built once, shared");
     }
 

@@ -6,15 +6,15 @@
 //! when its process dies.
 
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
-use crate::rap::deliver::{Deliverer, Delivery};
+use crate::rap::deliver::{Attempt, Deliverer};
 use crate::rap::job::{rfc3339, unix_ms};
 use crate::rap::messages::SubscriptionEvent;
 use crate::server::BoxFuture;
-use crate::subscriptions::{EVENTS, Event, Subscriptions};
-use crate::work::{Handler, Outcome, Run, Work};
+use crate::subscriptions::{Drained, EVENTS, Event, Sent, Subscriptions};
+use crate::work::{Handler, Outcome, Retries, Run, Work};
 use axum::body::Bytes;
 use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// RAP's delivery of subscription events.
 pub(crate) struct EventDelivery {
@@ -46,62 +46,78 @@ impl EventDelivery {
         runner.register(EVENTS, events);
     }
 
-    /// Delivers one event, or dead-letters it.
-    async fn send(&self, event: Event, deadline: Option<Instant>) {
+    /// The `subscription_event` of `event`, as sent.
+    fn message(event: &Event) -> (SubscriptionEvent, Bytes) {
         let owner = &event.sub.owner;
         let message = SubscriptionEvent {
             kind: "subscription_event",
             group_id: owner.group_id.clone(),
             tool_call_id: owner.tool_call_id.clone(),
-            text: event.text,
+            text: event.text.clone(),
             associative: false,
             last: event.last,
         };
         let body = Bytes::from(serde_json::to_vec(&message).expect("messages serialize"));
-        let delivery = self
+        (message, body)
+    }
+
+    /// One attempt to deliver `event`; refused for good, it is dead-lettered.
+    async fn send(&self, event: Event, deadline: Option<Instant>) -> Sent {
+        let owner = &event.sub.owner;
+        let (_, body) = Self::message(&event);
+        let attempt = self
             .deliverer
-            .deliver(
+            .attempt(
                 &owner.callback_url,
                 body,
                 owner.traceparent.as_deref(),
                 deadline,
             )
             .await;
-        let (attempts, reason) = match delivery {
-            Delivery::Delivered { attempts } => (attempts, None),
-            Delivery::Failed { attempts, reason } => (attempts, Some(reason)),
-        };
-        let mut recorded = Ok(());
-        if let Some(reason) = &reason {
-            let now = rfc3339(unix_ms(SystemTime::now()));
-            let letter = DeadLetter {
-                reason: reason.clone(),
-                attempts,
-                callback_url: owner.callback_url.clone(),
-                operation: None,
-                received_at: now.clone(),
-                failed_at: now,
-                message: serde_json::to_value(&message).expect("messages serialize"),
-            };
-            recorded = self.dead_letters.record(&letter).await;
+        match attempt {
+            Attempt::Delivered => {
+                audit(&event, "delivered", None);
+                Sent::Done
+            }
+            Attempt::Again { reason, after } => Sent::Again { reason, after },
+            Attempt::Refused(reason) => self.dead_letter(event, &reason).await,
         }
-        let delivery = match (&reason, &recorded) {
-            (None, _) => "delivered",
-            (Some(_), Ok(())) => "dead_lettered",
-            (Some(_), Err(_)) => "not_recorded",
-        };
-        tracing::info!(
-            target: "oxp::rap::audit",
-            subscription = event.id.as_str(),
-            tool_call_id = owner.tool_call_id.as_str(),
-            group_id = owner.group_id.as_str(),
-            last = event.last,
-            delivery,
-            attempts,
-            reason = reason.as_deref(),
-            "subscription_event"
-        );
     }
+
+    /// Dead-letters `event` (`reason`): it counts as sent.
+    async fn dead_letter(&self, event: Event, reason: &str) -> Sent {
+        let (message, _) = Self::message(&event);
+        let now = rfc3339(unix_ms(SystemTime::now()));
+        let letter = DeadLetter {
+            reason: reason.to_owned(),
+            attempts: 0,
+            callback_url: event.sub.owner.callback_url.clone(),
+            operation: None,
+            received_at: now.clone(),
+            failed_at: now,
+            message: serde_json::to_value(&message).expect("messages serialize"),
+        };
+        let delivery = match self.dead_letters.record(&letter).await {
+            Ok(()) => "dead_lettered",
+            Err(_) => "not_recorded",
+        };
+        audit(&event, delivery, Some(reason));
+        Sent::Done
+    }
+}
+
+/// The audit line of one event.
+fn audit(event: &Event, delivery: &str, reason: Option<&str>) {
+    tracing::info!(
+        target: "oxp::rap::audit",
+        subscription = event.id.as_str(),
+        tool_call_id = event.sub.owner.tool_call_id.as_str(),
+        group_id = event.sub.owner.group_id.as_str(),
+        last = event.last,
+        delivery,
+        reason,
+        "subscription_event"
+    );
 }
 
 impl Handler for EventDelivery {
@@ -110,23 +126,60 @@ impl Handler for EventDelivery {
             let Some(id) = work.body.get("sub").and_then(|s| s.as_str()) else {
                 return Outcome::Done;
             };
-            match self
+            let drained = self
                 .subscriptions
                 .drain(id, run.deadline, |event| self.send(event, run.deadline))
-                .await
-            {
-                Ok(true) => Outcome::Done,
+                .await;
+            match drained {
+                Ok(Drained::All) => Outcome::Done,
                 // This executor's time is up with events left: on, at once, anywhere.
-                Ok(false) => Outcome::Continue,
+                Ok(Drained::More) => Outcome::Continue,
+                // Events went out before the one not taken: no failure, tried again later.
+                Ok(Drained::Again {
+                    after,
+                    progress: true,
+                    ..
+                }) => Outcome::After(after.unwrap_or(self.deliverer.retries().base)),
+                Ok(Drained::Again {
+                    reason,
+                    after: Some(after),
+                    ..
+                }) => Outcome::RetryAfter(reason, after),
+                Ok(Drained::Again { reason, .. }) => Outcome::Retry(reason),
                 Err(e) => Outcome::Retry(e.0),
             }
         })
     }
 
-    fn give_up<'a>(&'a self, _: &'a str, work: &'a Work, reason: &'a str) -> BoxFuture<'a, ()> {
+    /// The event not taken after the last attempt is dead-lettered, and the next follow.
+    fn give_up<'a>(
+        &'a self,
+        _: &'a str,
+        work: &'a Work,
+        reason: &'a str,
+        _: Option<&'a [u8]>,
+    ) -> BoxFuture<'a, bool> {
         Box::pin(async move {
-            // The events stay kept: the subscription's next event makes its delivery due again.
-            tracing::error!(target: "oxp::rap", subscription = ?work.body.get("sub"), reason, "subscription events not delivered: the state store keeps failing");
+            let Some(id) = work.body.get("sub").and_then(|s| s.as_str()) else {
+                return false;
+            };
+            let passed = self
+                .subscriptions
+                .pass(id, |event| self.dead_letter(event, reason))
+                .await;
+            passed.unwrap_or_else(|e| {
+                // The events stay kept: the subscription's next event makes its delivery due.
+                tracing::error!(target: "oxp::rap", error = %e, "subscription events not delivered: the state store keeps failing");
+                false
+            })
         })
+    }
+
+    fn retries(&self) -> Option<Retries> {
+        Some(self.deliverer.retries())
+    }
+
+    fn settle(&self) -> Duration {
+        self.deliverer.attempt_timeout()
     }
 }

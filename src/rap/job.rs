@@ -69,11 +69,11 @@ fn is_anonymous(principal: &Principal) -> bool {
 /// Why a job must stay on its queue: it was neither answered nor recorded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Kept {
-    /// The same invocation is running elsewhere; a later delivery of this job replays its
-    /// stored result (or runs it, if that run died).
+    /// The same invocation is running elsewhere; a later run of this job replays its stored
+    /// result (or runs it, if that run died).
     Duplicate,
-    /// The result could be neither delivered nor dead-lettered.
-    NotRecorded(String),
+    /// An earlier acceptance of the same invocation delivered this answer already.
+    Delivered,
     /// The user has not authorized yet and the worker's time is up: a later delivery of the
     /// job waits on.
     AwaitingAuthorization,
@@ -88,7 +88,7 @@ impl std::fmt::Display for Kept {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Duplicate => f.write_str("the same invocation is still running"),
-            Self::NotRecorded(why) => f.write_str(why),
+            Self::Delivered => f.write_str("the same answer was delivered already"),
             Self::AwaitingAuthorization => f.write_str("the user has not authorized yet"),
             Self::Authorize(_) => f.write_str("the user must authorize"),
             Self::AwaitingAnswer => f.write_str("the user has not answered yet"),

@@ -11,10 +11,11 @@
 //!
 //! The path of an invocation: [`routes`] checks what must be right to accept it at all (a
 //! JSON object with `id`, `group_id` and a permitted `callback_url`), notes everything else
-//! that is wrong as a [`job::Rejection`], and puts a [`job::Job`] on the [`queue::Queue`]
-//! before answering 200. A [`worker::Worker`] runs the tool through the invoker (the same call
-//! path as every protocol: validation, idempotency on the invocation `id`, the one concurrency
-//! pool), and [`deliver::Deliverer`] POSTs the result with retries; what cannot be delivered is
+//! that is wrong as a [`job::Rejection`], and keeps a [`job::Job`] as the runner's work
+//! ([`queue::Jobs`]) before answering 200. A [`worker::Worker`] runs the tool through the
+//! invoker (the same call path as every protocol: validation, idempotency on the invocation
+//! `id`, the one concurrency pool) to its answer, which the runner keeps and then has
+//! [`deliver::Deliverer`] POST, retried by the runner's backoff; what cannot be delivered is
 //! recorded by [`dead_letter::DeadLetters`].
 
 pub(crate) mod answers;
@@ -29,7 +30,6 @@ pub(crate) mod job;
 pub(crate) mod messages;
 mod once;
 pub(crate) mod queue;
-mod records;
 pub(crate) mod result;
 pub(crate) mod routes;
 mod status;
@@ -44,7 +44,7 @@ use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
 use oxp_lambda_core::invoke::Invoker;
 use oxp_lambda_core::principal::Principal;
-use queue::{InProcessQueue, Queue};
+use queue::Jobs;
 use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -74,12 +74,12 @@ pub struct RapThread {
 #[derive(Debug)]
 pub(crate) struct Rap {
     toolset: Arc<ServedToolset>,
-    queue: Queue,
+    queue: Jobs,
     policy: CallbackPolicy,
     limiter: Option<Limiter>,
     lambda: bool,
-    /// Invocations running in this process (none when the queue is SQS: another function
-    /// runs them).
+    /// Invocations running in this process (none in Lambda's HTTP function: the worker runs
+    /// them).
     running: Arc<oxp_lambda_core::running::Running>,
     /// How calls talk back (questions' answers, cancellations, threads' subscriptions).
     talk: Arc<talk::Talkback>,
@@ -94,10 +94,10 @@ struct Limiter {
 }
 
 impl Rap {
-    /// The adapter for `toolset`, enqueuing to `queue`, with the rules of `config`.
+    /// The adapter for `toolset`, accepting into `queue`, with the rules of `config`.
     pub(crate) fn new(
         toolset: Arc<ServedToolset>,
-        queue: Queue,
+        queue: Jobs,
         running: Arc<oxp_lambda_core::running::Running>,
         talk: Arc<talk::Talkback>,
         config: &RapConfig,
@@ -124,15 +124,6 @@ impl Rap {
         }
     }
 
-    /// Waits for the in-process queue to empty, up to `timeout`, then dead-letters what is
-    /// left; see [`InProcessQueue::drain`]. Nothing to do for SQS.
-    pub(crate) async fn drain(&self, timeout: Duration) -> usize {
-        match &self.queue {
-            Queue::InProcess(queue) => queue.drain(timeout).await,
-            Queue::Sqs { .. } | Queue::Work(_) => 0,
-        }
-    }
-
     /// Whether this server still tracks call `id` of `thread` by `caller`: an invocation of it
     /// accepted and not answered (kept as work, in any process sharing the store), or a live
     /// subscription it opened.
@@ -142,11 +133,8 @@ impl Rap {
         thread: &str,
         id: &str,
     ) -> Result<bool, oxp_lambda_core::durable::StateError> {
-        if let Some(runner) = self.queue.runner()
-            && runner
-                .alive_under(&queue::call_prefix(caller, thread, id))
-                .await?
-        {
+        let prefix = queue::call_prefix(caller, thread, id);
+        if self.queue.runner().alive_under(&prefix).await? {
             return Ok(true);
         }
         self.talk.subscribed(caller, thread, id).await
@@ -181,9 +169,8 @@ pub(crate) struct Shared {
 }
 
 /// The parts `config` describes over `state`, the one question service and `subscriptions`
-/// (registering RAP's delivery
-/// of subscription events with `runner`); `parks`: whether a call waiting for the user past its
-/// worker's deadline stays queued (the worker role).
+/// (registering RAP's delivery of subscription events with `runner`); `parks`: whether a call
+/// waiting for the user past its worker's deadline parks (the worker role).
 pub(crate) fn shared(
     config: &RapConfig,
     sdk: &crate::aws::SharedSdk,
@@ -247,45 +234,33 @@ pub(crate) fn build_worker(
     Ok(worker)
 }
 
-/// Builds the adapter `config` describes: enqueuing to SQS when `OXP_RAP_QUEUE_URL` is set
-/// (with `rap-sqs`), else to an in-process queue with its own worker.
-/// `runner`: the runner of acknowledged work (with a state store), whose work each accepted
-/// invocation is: run in this process, or (in Lambda) by the worker role.
+/// Builds the adapter `config` describes: invocations kept as `runner`'s work and run in this
+/// process (locally; `worker`: the worker role's runs), or by the worker role (in Lambda).
 pub(crate) fn build(
     invoker: Arc<Invoker>,
     config: &RapConfig,
-    sdk: &crate::aws::SharedSdk,
     shared: &Shared,
     authorizing: Option<authorize::Authorizing>,
     runner: Option<&Arc<crate::work::Runner>>,
+    worker_role: bool,
 ) -> Result<Rap, String> {
-    let (toolset, queue, running) = match &config.queue_url {
-        None => {
-            let worker = Arc::new(build_worker(invoker, config, shared, authorizing)?);
-            (
-                worker.toolset().clone(),
-                Queue::InProcess(InProcessQueue::new(
-                    worker.clone(),
-                    config.max_pending,
-                    config.pending_share(),
-                    runner.cloned(),
-                )),
-                worker.running().clone(),
-            )
-        }
-        Some(url) => (
+    let Some(runner) = runner else {
+        return Err(
+            "RAP keeps every invocation it acknowledges in the state store: set OXP_STATE_TABLE (in Lambda), or serve it with the embedded store (OXP_STATE=embedded, the `embedded-state` feature)".into(),
+        );
+    };
+    let worker = (runner.local() || worker_role)
+        .then(|| build_worker(invoker.clone(), config, shared, authorizing))
+        .transpose()?
+        .map(Arc::new);
+    let (toolset, running) = match &worker {
+        Some(worker) => (worker.toolset().clone(), worker.running().clone()),
+        None => (
             Arc::new(ServedToolset::new(invoker.registry(), config)?),
-            match runner.filter(|r| r.queued()) {
-                // The table keeps the job; the queue only wakes the worker.
-                Some(runner) => Queue::Work(runner.clone()),
-                None => Queue::Sqs {
-                    client: crate::sqs::Sqs::connect(sdk)?,
-                    queue_url: url.clone(),
-                },
-            },
             Arc::default(),
         ),
     };
+    let queue = Jobs::new(runner.clone(), worker, config.max_pending);
     Ok(Rap::new(
         toolset,
         queue,

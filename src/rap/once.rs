@@ -22,7 +22,7 @@ pub(crate) enum Delivered {
     /// Deliver it; nothing is recorded (no store, or it could not say).
     Untracked,
     /// This run delivers it, and marks it.
-    Claimed(Mark),
+    Claimed,
     /// An earlier run of the same invocation delivered it.
     Already,
     /// Another copy of the job is delivering it right now: this one waits on its queue.
@@ -35,17 +35,9 @@ pub(crate) struct Mark {
     fingerprint: String,
 }
 
-/// Claims the mark of delivering `body` for `job`, held for `longest` (a whole delivery's
-/// bound).
-pub(crate) async fn claim(
-    invoker: &Invoker,
-    job: &Job,
-    body: &[u8],
-    longest: Duration,
-) -> Delivered {
-    let Some(idempotency) = invoker.idempotency() else {
-        return Delivered::Untracked;
-    };
+/// The mark of delivering `body` for `job`: the same for every copy of the job and every
+/// delivery of the same answer.
+pub(crate) fn mark(job: &Job, body: &[u8]) -> Mark {
     let key = format!(
         "delivered:{}",
         scoped_key("rap", job.principal.subject.as_deref(), &job.reply_to.id)
@@ -55,8 +47,23 @@ pub(crate) async fn claim(
     hash.update([0]);
     hash.update(body);
     let fingerprint: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    Mark { key, fingerprint }
+}
+
+/// Claims the mark of delivering `body` for `job`, held for `longest` (a whole delivery's
+/// bound, its retries included).
+pub(crate) async fn claim(
+    invoker: &Invoker,
+    job: &Job,
+    body: &[u8],
+    longest: Duration,
+) -> Delivered {
+    let Some(idempotency) = invoker.idempotency() else {
+        return Delivered::Untracked;
+    };
+    let Mark { key, fingerprint } = mark(job, body);
     match idempotency.store.claim(&key, &fingerprint, longest).await {
-        Ok(Claim::Acquired) => Delivered::Claimed(Mark { key, fingerprint }),
+        Ok(Claim::Acquired) => Delivered::Claimed,
         Ok(Claim::Completed(_)) => Delivered::Already,
         Ok(Claim::InProgress) => Delivered::Elsewhere,
         Ok(Claim::Conflict) | Err(_) => Delivered::Untracked,

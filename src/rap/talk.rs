@@ -32,8 +32,8 @@ pub(crate) struct Talkback {
     pub(crate) questions: Option<Arc<Questions>>,
     /// `OXP_RAP_CHOICE_TIMEOUT_SECS`: how long a question waits for the user at most.
     pub(crate) choice_timeout: Duration,
-    /// Whether a call waiting past its executor's deadline is parked for the queue to hand
-    /// over again (the SQS worker) rather than ended.
+    /// Whether a call waiting past its executor's deadline is parked (the worker role), its
+    /// answer waking it, rather than ended.
     pub(crate) parks: bool,
 }
 
@@ -170,6 +170,8 @@ impl Talkback {
 pub(crate) struct RapTalk {
     parts: Arc<Talkback>,
     deliverer: Deliverer,
+    /// The work the call is run as.
+    work: String,
     job: Arc<Job>,
     /// When the executor stops (the worker invocation's deadline).
     deadline: Option<Instant>,
@@ -181,13 +183,14 @@ impl RapTalk {
     pub(crate) fn new(
         parts: Arc<Talkback>,
         deliverer: Deliverer,
-        job: Arc<Job>,
+        (work, job): (&str, Arc<Job>),
         deadline: Option<Instant>,
         cancellation: Cancellation,
     ) -> Self {
         Self {
             parts,
             deliverer,
+            work: work.to_owned(),
             job,
             deadline,
             cancellation,
@@ -248,16 +251,19 @@ impl RapTalk {
         };
         let unavailable = |e: oxp_lambda_core::durable::StateError| TalkError::Unavailable(e.0);
         let reply_to = &self.job.reply_to;
+        let caller = self.job.principal.subject.as_deref();
         let asked = choice::record(
             questions,
-            self.job.principal.subject.as_deref(),
-            &reply_to.group_id,
-            &reply_to.id,
+            (caller, &reply_to.group_id, &reply_to.id),
             seq,
             self.parts.choice_timeout + Duration::from_secs(3600),
+            Some(&self.work),
         )
         .await
         .map_err(unavailable)?;
+        // Waiting for a person: a takeover of the work resumes the call (its question and the
+        // answer found again), whatever its tool.
+        questions.waits(&self.work).await;
         if asked.new {
             let message = UserChoice {
                 kind: "user_choice",

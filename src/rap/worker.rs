@@ -1,28 +1,31 @@
-//! Running accepted invocations: the tool runs through the invoker, the result is delivered to
-//! the callback, and an undeliverable result goes to the dead-letter store. The same code runs
-//! behind the in-process queue and as the Lambda SQS worker.
+//! Running accepted invocations (the runner's work: `queue.rs`): the tool runs through the
+//! invoker to an answer, which the runner keeps in the work record and then has delivered here
+//! to the callback, one attempt at a time; an answer given up goes to the dead-letter store.
 
 use crate::rap::RapThread;
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
-use crate::rap::deliver::{Deliverer, Delivery};
+use crate::rap::deliver::{Attempt, Deliverer};
 pub(crate) use crate::rap::job::Kept;
 use crate::rap::job::{Job, error, rfc3339, unix_ms, unknown_operation};
 use crate::rap::once::{self, Delivered};
 use crate::rap::talk::{RapTalk, Talkback};
 use crate::rap::toolset::ServedToolset;
 use crate::rap::wire::{ErrorBody, ErrorText, ToolResult};
+use crate::work::{Outcome, Run};
 use axum::body::Bytes;
 use oxp_lambda_core::content::ToolOutput;
 use oxp_lambda_core::invoke::{Call, Disposition, Invoker, Rejection, Target};
 use oxp_lambda_core::refusal::ErrorClass;
 use oxp_lambda_core::running::Running;
 use oxp_lambda_core::schema::ParameterErrors;
+use oxp_lambda_core::tool::Cancellation;
 use oxp_lambda_core::tool::ToolError;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-/// Runs jobs and delivers their results.
+/// Runs jobs to their answers and delivers them.
 #[derive(Debug)]
 pub(crate) struct Worker {
     invoker: Arc<Invoker>,
@@ -37,15 +40,14 @@ pub(crate) struct Worker {
     pub(crate) talk: Arc<Talkback>,
 }
 
-/// What became of a job.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Report {
+/// A job's answer as the work record keeps it: the `tool_result` (its bytes, delivered as they
+/// are by every attempt) and what it says, for the audit line.
+#[derive(Debug, Serialize, Deserialize)]
+struct Answer {
     /// `success`, or the error kind of the result.
-    pub(crate) outcome: String,
-    /// Whether the result was delivered (else it was dead-lettered).
-    pub(crate) delivered: bool,
-    /// Delivery attempts.
-    pub(crate) attempts: u32,
+    outcome: String,
+    /// The `tool_result`, as sent.
+    message: String,
 }
 
 impl Worker {
@@ -75,6 +77,11 @@ impl Worker {
         self.deliverer.attempt_timeout()
     }
 
+    /// How answers are retried.
+    pub(crate) fn retries(&self) -> crate::work::Retries {
+        self.deliverer.retries()
+    }
+
     /// The invocations this worker is running, for `/cancel_tool_call`.
     pub(crate) fn running(&self) -> &Arc<Running> {
         &self.running
@@ -85,39 +92,37 @@ impl Worker {
         &self.toolset
     }
 
-    /// Runs `job` and delivers its result before `deadline`. `Err` when the job must stay on
-    /// its queue (SQS redelivers it).
-    pub(crate) async fn process(
-        &self,
-        job: Job,
-        deadline: Option<Instant>,
-    ) -> Result<Report, Kept> {
-        // Leave time to deliver after the tool: one attempt's worth.
-        let tool_deadline = deadline.map(|d| {
-            d.checked_sub(self.deliverer.attempt_timeout())
-                .unwrap_or(d)
-                .max(Instant::now())
-        });
-        let (outcome, mut message) =
-            match self.run_authorized(&job, tool_deadline, deadline).await? {
-                Ok(output) => (
-                    "success".to_owned(),
-                    crate::rap::result::success(&job.reply_to, output),
-                ),
-                Err(e) => (
-                    e.kind.clone(),
-                    ToolResult::new(&job.reply_to, error_text(e)),
-                ),
-            };
+    /// Runs `job` (work `work`) to its answer, to keep and deliver: `Err` when it is not
+    /// answered now (a copy runs it, the user has not answered yet) or was answered and
+    /// delivered before.
+    pub(crate) async fn answer(&self, work: &str, job: &Job, run: &Run) -> Result<Vec<u8>, Kept> {
+        // The whole executor's time: the answer is kept before it is delivered, and a
+        // delivery the deadline cuts short is tried again later.
+        let ran = self.run_authorized(work, job, run.deadline, run).await?;
+        let (outcome, mut message) = match ran {
+            Ok(output) => (
+                "success".to_owned(),
+                crate::rap::result::success(&job.reply_to, output),
+            ),
+            Err(e) => (
+                e.kind.clone(),
+                ToolResult::new(&job.reply_to, error_text(e)),
+            ),
+        };
         // A call that opened subscriptions says so, and they start once its answer arrived.
-        let owner = RapTalk::owner(&job);
-        let opened = self.talk.opened(&owner).await;
-        if !opened.is_empty() && outcome == "success" {
+        if outcome == "success" && !self.talk.opened(&RapTalk::owner(job)).await.is_empty() {
             message.subscription = Some(true);
         }
-        let body = Bytes::from(serde_json::to_vec(&message).expect("results serialize"));
-        let marker = match once::claim(&self.invoker, &job, &body, self.deliverer.longest()).await {
-            Delivered::Elsewhere => return Err(Kept::Duplicate),
+        let body = serde_json::to_string(&message).expect("results serialize");
+        match once::claim(
+            &self.invoker,
+            job,
+            body.as_bytes(),
+            self.deliverer.longest(),
+        )
+        .await
+        {
+            Delivered::Elsewhere => Err(Kept::Duplicate),
             Delivered::Already => {
                 tracing::info!(
                     target: "oxp::rap::audit",
@@ -127,105 +132,115 @@ impl Worker {
                     outcome = %outcome,
                     delivery = "already_delivered",
                 );
-                return Ok(Report {
-                    outcome,
-                    delivered: true,
-                    attempts: 0,
-                });
+                Err(Kept::Delivered)
             }
-            Delivered::Claimed(mark) => Some(mark),
-            Delivered::Untracked => None,
-        };
-        let confirmed = message.subscription.is_some();
-        let report = self.deliver(job, message, body, outcome, deadline).await;
-        if !opened.is_empty() {
-            let delivered = matches!(&report, Ok(r) if r.delivered);
-            self.talk.settle(opened, confirmed && delivered).await;
+            Delivered::Claimed | Delivered::Untracked => Ok(answer(outcome, body)),
         }
-        if let Some(mark) = marker {
-            once::settle(
-                &self.invoker,
-                &mark,
-                matches!(&report, Ok(r) if r.delivered),
-            )
-            .await;
-        }
-        report.map_err(Kept::NotRecorded)
     }
 
-    /// Delivers `message` for `job`, dead-letters it when that fails, and writes the audit line.
-    async fn deliver(
+    /// The answer of `job` whose run ended unfinished (its process died) and whose tool may not
+    /// run twice: retryable.
+    pub(crate) fn interrupted_answer(&self, job: &Job) -> Vec<u8> {
+        let message = interrupted_result(job);
+        answer(
+            "interrupted".into(),
+            serde_json::to_string(&message).expect("results serialize"),
+        )
+    }
+
+    /// One attempt to deliver `kept`, `job`'s answer: done once taken (its subscriptions
+    /// start, its delivery is marked), else why (to retry, or to give up).
+    pub(crate) async fn deliver(
         &self,
-        job: Job,
-        message: ToolResult,
-        body: Bytes,
-        outcome: String,
+        job: &Job,
+        kept: &[u8],
         deadline: Option<Instant>,
-    ) -> Result<Report, String> {
-        let delivery = self
+    ) -> Outcome {
+        let Ok(answer) = serde_json::from_slice::<Answer>(kept) else {
+            return Outcome::GiveUp("the kept answer does not read".into());
+        };
+        let body = Bytes::from(answer.message.clone());
+        let attempt = self
             .deliverer
-            .deliver(
+            .attempt(
                 &job.reply_to.callback_url,
                 body,
                 job.traceparent.as_deref(),
                 deadline,
             )
             .await;
-        let (attempts, reason) = match delivery {
-            Delivery::Delivered { attempts } => (attempts, None),
-            Delivery::Failed { attempts, reason } => (attempts, Some(reason)),
-        };
-        let completed_at_ms = unix_ms(SystemTime::now());
-        let mut recorded = Ok(());
-        if let Some(reason) = &reason {
-            let letter = DeadLetter {
-                reason: reason.clone(),
-                attempts,
-                callback_url: job.reply_to.callback_url.clone(),
-                operation: job.operation.clone(),
-                received_at: rfc3339(job.received_at_ms),
-                failed_at: rfc3339(completed_at_ms),
-                message: serde_json::to_value(&message).expect("results serialize"),
-            };
-            recorded = self.dead_letters.record(&letter).await;
+        match attempt {
+            Attempt::Delivered => {
+                self.settled(job, &answer.message, true).await;
+                audit(job, &answer.outcome, "delivered", None, None);
+                Outcome::Done
+            }
+            Attempt::Again {
+                reason,
+                after: Some(after),
+            } => Outcome::RetryAfter(reason, after),
+            Attempt::Again { reason, .. } => Outcome::Retry(reason),
+            Attempt::Refused(reason) => Outcome::GiveUp(reason),
         }
-        let delivery = match (&reason, &recorded) {
-            (None, _) => "delivered",
-            (Some(_), Ok(())) => "dead_lettered",
-            (Some(_), Err(_)) => "not_recorded",
-        };
-        // The audit line: who asked for what, when, and what became of it. Never arguments,
-        // results or secrets.
-        macro_rules! audit {
-            ($level:expr) => {
-                tracing::event!(
-                    target: "oxp::rap::audit",
-                    $level,
-                    operation = job.operation.as_deref(),
-                    id = job.reply_to.id.as_str(),
-                    call_id = job.reply_to.call_id.as_deref(),
-                    group_id = job.reply_to.group_id.as_str(),
-                    user_id = job.user_id.as_deref(),
-                    received_at = %rfc3339(job.received_at_ms),
-                    completed_at = %rfc3339(completed_at_ms),
-                    outcome = %outcome,
-                    delivery,
-                    attempts,
-                    reason = reason.as_deref(),
-                    store_error = recorded.as_ref().err().map(String::as_str),
-                )
-            };
-        }
-        match delivery {
-            "delivered" => audit!(tracing::Level::INFO),
-            "dead_lettered" => audit!(tracing::Level::WARN),
-            _ => audit!(tracing::Level::ERROR),
-        }
-        recorded.map(|()| Report {
-            outcome,
-            delivered: reason.is_none(),
+    }
+
+    /// Gives `job`'s answer up (`reason`, after `attempts` to deliver it): dead-lettered, the
+    /// kept one (`kept`) or, when none was kept, an "interrupted" one.
+    pub(crate) async fn dead_letter(
+        &self,
+        job: &Job,
+        reason: &str,
+        kept: Option<&[u8]>,
+        attempts: u32,
+    ) {
+        let answer = kept
+            .and_then(|kept| serde_json::from_slice::<Answer>(kept).ok())
+            .unwrap_or_else(|| Answer {
+                outcome: "interrupted".into(),
+                message: serde_json::to_string(&interrupted_result(job))
+                    .expect("results serialize"),
+            });
+        let letter = DeadLetter {
+            reason: reason.to_owned(),
             attempts,
-        })
+            callback_url: job.reply_to.callback_url.clone(),
+            operation: job.operation.clone(),
+            received_at: rfc3339(job.received_at_ms),
+            failed_at: rfc3339(unix_ms(SystemTime::now())),
+            message: serde_json::from_str(&answer.message).unwrap_or_default(),
+        };
+        let recorded = self.dead_letters.record(&letter).await;
+        self.settled(job, &answer.message, false).await;
+        let delivery = if recorded.is_ok() {
+            "dead_lettered"
+        } else {
+            "not_recorded"
+        };
+        audit(
+            job,
+            &answer.outcome,
+            delivery,
+            Some(reason),
+            recorded.err().as_deref(),
+        );
+    }
+
+    /// After `job`'s answer `message` was `delivered` (or given up): its delivery marked (or
+    /// freed, so a repeat tries again), and the subscriptions the call opened started when the
+    /// answer confirmed them (or dropped).
+    async fn settled(&self, job: &Job, message: &str, delivered: bool) {
+        once::settle(
+            &self.invoker,
+            &once::mark(job, message.as_bytes()),
+            delivered,
+        )
+        .await;
+        let opened = self.talk.opened(&RapTalk::owner(job)).await;
+        if !opened.is_empty() {
+            let confirmed = serde_json::from_str::<serde_json::Value>(message)
+                .is_ok_and(|m| m["subscription"] == true);
+            self.talk.settle(opened, confirmed && delivered).await;
+        }
     }
 
     /// Whether `job`'s run, interrupted (its process died), may simply run again: its tool is
@@ -241,71 +256,34 @@ impl Worker {
             .is_none_or(|tool| tool.may_run_again())
     }
 
-    /// Answers `job` "interrupted" without running it (its run before ended unfinished and its
-    /// tool may not run twice): delivered to the callback, or dead-lettered.
-    pub(crate) async fn interrupted(&self, job: Job) -> Result<(), String> {
-        let message = interrupted_result(&job);
-        let body = Bytes::from(serde_json::to_vec(&message).expect("results serialize"));
-        self.deliver(job, message, body, "interrupted".into(), None)
-            .await
-            .map(drop)
-    }
-
-    /// Records `job` as undeliverable without running it (the server is shutting down).
-    pub(crate) async fn abandon(&self, job: Job, why: &str) -> Result<Report, String> {
-        let message = interrupted_result(&job);
-        let letter = DeadLetter {
-            reason: why.to_owned(),
-            attempts: 0,
-            callback_url: job.reply_to.callback_url.clone(),
-            operation: job.operation.clone(),
-            received_at: rfc3339(job.received_at_ms),
-            failed_at: rfc3339(unix_ms(SystemTime::now())),
-            message: serde_json::to_value(&message).expect("results serialize"),
-        };
-        self.dead_letters.record(&letter).await?;
-        tracing::warn!(
-            target: "oxp::rap::audit",
-            operation = job.operation.as_deref(),
-            id = job.reply_to.id.as_str(),
-            group_id = job.reply_to.group_id.as_str(),
-            user_id = job.user_id.as_deref(),
-            received_at = %rfc3339(job.received_at_ms),
-            outcome = "interrupted",
-            delivery = "dead_lettered",
-            reason = why,
-        );
-        Ok(Report {
-            outcome: "interrupted".into(),
-            delivered: false,
-            attempts: 0,
-        })
-    }
-
     /// [`Worker::run`], asking the user to authorize and waiting for them when the tool needs it
-    /// (`auth_deadline`: when the worker must stop waiting; see `rap::authorize`).
+    /// (until the run's deadline; see `rap::authorize`).
     async fn run_authorized(
         &self,
+        work: &str,
         job: &Job,
         deadline: Option<Instant>,
-        auth_deadline: Option<Instant>,
+        run: &Run,
     ) -> Result<Result<ToolOutput<Value>, ErrorBody>, Kept> {
         if let Some(authorizing) = &self.authorizing {
             let (deliverer, toolset) = (&self.deliverer, &self.toolset);
             return authorizing
-                .run(deliverer, toolset, job, auth_deadline, || {
-                    self.run(job, deadline)
+                .run(deliverer, toolset, (work, job), run.deadline, || {
+                    self.run(work, job, deadline, &run.cancel)
                 })
                 .await;
         }
-        self.run(job, deadline).await
+        self.run(work, job, deadline, &run.cancel).await
     }
 
-    /// The tool's output or the error to report; `Err` when the job must stay queued.
+    /// The tool's output or the error to report; `Err` when the job is not answered now.
+    /// `stopping`: the process asks the tool to stop (it is shutting down).
     async fn run(
         &self,
+        work: &str,
         job: &Job,
         deadline: Option<Instant>,
+        stopping: &Cancellation,
     ) -> Result<Result<ToolOutput<Value>, ErrorBody>, Kept> {
         let operation = job.operation.as_deref();
         if let Some(rejection) = &job.rejected {
@@ -337,15 +315,24 @@ impl Worker {
         let talk = Arc::new(RapTalk::new(
             self.talk.clone(),
             self.deliverer.clone(),
-            Arc::new(job.clone()),
+            (work, Arc::new(job.clone())),
             deadline,
             cancellation.clone(),
         ));
         call.talk = Some(talk.clone());
         // A cancellation sent to another process (the HTTP function) reaches this one too.
         let _watch = self.talk.watch_cancel(job, cancellation.clone());
-        call.cancellation = Some(cancellation);
-        let answer = self.invoker.invoke(call).await;
+        call.cancellation = Some(cancellation.clone());
+        let invoke = self.invoker.invoke(call);
+        tokio::pin!(invoke);
+        // At shutdown the tool is asked to stop; what it returns is the answer.
+        let answer = tokio::select! {
+            answer = &mut invoke => answer,
+            () = stopping.cancelled() => {
+                cancellation.cancel();
+                invoke.await
+            }
+        };
         if talk.parked() {
             return Err(Kept::AwaitingAnswer);
         }
@@ -363,6 +350,47 @@ impl Worker {
             })) if self.authorizing.is_some() => Err(Kept::Authorize(challenge)),
             Err(rejection) => Ok(Err(rejected(rejection))),
         }
+    }
+}
+
+/// A kept answer: what it says, and the message as sent.
+fn answer(outcome: String, message: String) -> Vec<u8> {
+    serde_json::to_vec(&Answer { outcome, message }).expect("answers serialize")
+}
+
+/// The audit line of `job`'s answer: who asked for what, when, and what became of it. Never
+/// arguments, results or secrets.
+fn audit(
+    job: &Job,
+    outcome: &str,
+    delivery: &str,
+    reason: Option<&str>,
+    store_error: Option<&str>,
+) {
+    let completed_at = rfc3339(unix_ms(SystemTime::now()));
+    macro_rules! audit {
+        ($level:expr) => {
+            tracing::event!(
+                target: "oxp::rap::audit",
+                $level,
+                operation = job.operation.as_deref(),
+                id = job.reply_to.id.as_str(),
+                call_id = job.reply_to.call_id.as_deref(),
+                group_id = job.reply_to.group_id.as_str(),
+                user_id = job.user_id.as_deref(),
+                received_at = %rfc3339(job.received_at_ms),
+                completed_at = %completed_at,
+                outcome,
+                delivery,
+                reason,
+                store_error,
+            )
+        };
+    }
+    match delivery {
+        "delivered" => audit!(tracing::Level::INFO),
+        "dead_lettered" => audit!(tracing::Level::WARN),
+        _ => audit!(tracing::Level::ERROR),
     }
 }
 

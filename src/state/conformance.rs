@@ -87,4 +87,67 @@ pub(crate) async fn check(store: &dyn StateStore) {
     store.put(&p, "end", ended()).await.unwrap();
     assert_eq!(store.get(&p, "end").await.unwrap(), None);
     assert!(store.put_if(&p, "end", item(b"again"), None).await.unwrap());
+    due(store).await;
+}
+
+/// Items due by a time come back soonest first, and only those: the due time moves with each
+/// write, goes with an item deleted or written without one, and is another partition's alone.
+async fn due(store: &dyn StateStore) {
+    let p = format!("due-{}", uuid::Uuid::new_v4().simple());
+    let now = SystemTime::now();
+    let at = |secs: i64| {
+        Some(if secs < 0 {
+            now - Duration::from_secs(secs.unsigned_abs())
+        } else {
+            now + Duration::from_secs(secs.unsigned_abs())
+        })
+    };
+    let item = |v: &str, due| Item::new(v.as_bytes().to_vec(), None).due_at(due);
+    for (key, due) in [("late", at(-10)), ("later", at(-5)), ("soon", at(60))] {
+        store.put(&p, key, item(key, due)).await.unwrap();
+    }
+    store.put(&p, "never", item("never", None)).await.unwrap();
+    store
+        .put(&format!("{p}x"), "other", item("other", at(-20)))
+        .await
+        .unwrap();
+    let keys = |items: Vec<(String, Item)>| items.into_iter().map(|(k, _)| k).collect::<Vec<_>>();
+    // An index may be read a moment behind (DynamoDB's global secondary index): asked again.
+    let due_now = || async { keys(store.due(&p, SystemTime::now(), 10).await.unwrap()) };
+    let settled = |want: &'static [&'static str]| async move {
+        for _ in 0..50 {
+            if due_now().await == want {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        assert_eq!(due_now().await, want);
+    };
+    settled(&["late", "later"]).await;
+    assert_eq!(
+        keys(store.due(&p, SystemTime::now(), 1).await.unwrap()),
+        ["late"]
+    );
+    // Due later now: it moves; the item written without a due time leaves the index.
+    let later = Item::new(b"late2".to_vec(), None).due_at(at(120));
+    assert!(
+        store
+            .put_if(&p, "late", later, Some(b"late"))
+            .await
+            .unwrap()
+    );
+    store.put(&p, "later", item("later", None)).await.unwrap();
+    store.put(&p, "never", item("never", at(-1))).await.unwrap();
+    settled(&["never"]).await;
+    store.delete(&p, "never").await.unwrap();
+    settled(&[]).await;
+    assert_eq!(
+        keys(
+            store
+                .due(&p, now + Duration::from_secs(3600), 10)
+                .await
+                .unwrap()
+        ),
+        ["soon", "late"]
+    );
 }

@@ -12,6 +12,8 @@ pub(crate) struct CountingReads {
     partition: String,
     reads: AtomicUsize,
     lists: AtomicUsize,
+    /// Records the listings (and reads of what is due) handed back.
+    listed: Arc<AtomicUsize>,
 }
 
 impl CountingReads {
@@ -22,12 +24,18 @@ impl CountingReads {
             partition: partition.into(),
             reads: AtomicUsize::new(0),
             lists: AtomicUsize::new(0),
+            listed: Arc::default(),
         })
     }
 
     /// The listings of the partition so far.
     pub(crate) fn lists(&self) -> usize {
         self.lists.load(Ordering::SeqCst)
+    }
+
+    /// The records of the partition its listings and reads of what is due handed back so far.
+    pub(crate) fn listed(&self) -> usize {
+        self.listed.load(Ordering::SeqCst)
     }
 
     /// The reads so far.
@@ -73,9 +81,31 @@ impl StateStore for CountingReads {
         after: Option<&'a str>,
         limit: usize,
     ) -> StateFuture<'a, Vec<(String, Item)>> {
-        if partition == self.partition {
-            self.lists.fetch_add(1, Ordering::SeqCst);
+        if partition != self.partition {
+            return self.store.list(partition, after, limit);
         }
-        self.store.list(partition, after, limit)
+        self.lists.fetch_add(1, Ordering::SeqCst);
+        let listed = self.listed.clone();
+        Box::pin(async move {
+            let items = self.store.list(partition, after, limit).await?;
+            listed.fetch_add(items.len(), Ordering::SeqCst);
+            Ok(items)
+        })
+    }
+
+    fn due<'a>(
+        &'a self,
+        partition: &'a str,
+        until: std::time::SystemTime,
+        limit: usize,
+    ) -> StateFuture<'a, Vec<(String, Item)>> {
+        let listed = (partition == self.partition).then(|| self.listed.clone());
+        Box::pin(async move {
+            let items = self.store.due(partition, until, limit).await?;
+            if let Some(listed) = listed {
+                listed.fetch_add(items.len(), Ordering::SeqCst);
+            }
+            Ok(items)
+        })
     }
 }

@@ -3,8 +3,11 @@
 //! key, S: the key), `v` (B: the value), `expires_at` (N, Unix seconds: the table's TTL
 //! attribute). DynamoDB deletes expired items lazily (within days), so expiry is checked on
 //! every read and in every conditional write too, and the expired items a listing reads are
-//! deleted by the store itself: a partition listed again and again (the runner's sweep lists
-//! every work record) reads what lived lately, not days of what expired.
+//! deleted by the store itself: a partition listed again and again reads what lived lately, not
+//! days of what expired. An item with a due time has it in `due` (N, Unix milliseconds) and its
+//! partition in `dpk` (S): the table's sparse global secondary index [`DUE_INDEX`] (`dpk`,
+//! `due`) answers [`StateStore::due`] without reading the partition. A table made before the
+//! index (an earlier template) is read as a listing, with a warning naming the index.
 
 use crate::aws::dynamo::{self, epoch_secs as epoch, expiry_secs, number as n};
 use crate::aws::{AwsClient, SharedSdk};
@@ -19,6 +22,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 /// The most expired items one listing leaves to be deleted (one pass at a time per store; what
 /// a pass leaves, the next listing finds).
 const RECLAIM_BATCH: usize = 100;
+
+/// The name of the table's index of items by due time (template.yaml).
+pub(crate) const DUE_INDEX: &str = "due";
 
 /// The store of `table`.
 pub(crate) fn store(sdk: &SharedSdk, table: String) -> Result<Arc<dyn StateStore>, String> {
@@ -35,6 +41,8 @@ pub(crate) struct DynamoState {
     table: String,
     /// Whether a pass deleting expired items runs (at most one at a time).
     reclaiming: Arc<AtomicBool>,
+    /// Whether the table was found without its [`DUE_INDEX`] (said once, then listed).
+    unindexed: Arc<AtomicBool>,
 }
 
 impl DynamoState {
@@ -46,6 +54,7 @@ impl DynamoState {
             client: client.into(),
             table,
             reclaiming: Arc::default(),
+            unindexed: Arc::default(),
         }
     }
 
@@ -120,6 +129,11 @@ fn attributes(partition: &str, key: &str, item: Item) -> HashMap<String, Attribu
     if let Some(expires) = item.expires {
         attributes.insert("expires_at".into(), n(expiry_secs(expires)));
     }
+    if let Some(due) = item.due {
+        attributes.insert("dpk".into(), AttributeValue::S(partition.into()));
+        let ms = due.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        attributes.insert("due".into(), AttributeValue::N(ms.to_string()));
+    }
     attributes
 }
 
@@ -161,7 +175,7 @@ fn item_of(attributes: &HashMap<String, AttributeValue>, now: SystemTime) -> Opt
         .and_then(|v| v.parse::<u64>().ok())
         .map(|s| UNIX_EPOCH + Duration::from_secs(s));
     let value = attributes.get("v")?.as_b().ok()?.as_ref().to_vec();
-    let item = Item { value, expires };
+    let item = Item::new(value, expires);
     (!item.expired(now)).then_some(item)
 }
 
@@ -312,6 +326,54 @@ impl StateStore for DynamoState {
             };
             self.reclaim(partition, expired);
             Ok(listed)
+        })
+    }
+
+    fn due<'a>(
+        &'a self,
+        partition: &'a str,
+        until: SystemTime,
+        limit: usize,
+    ) -> StateFuture<'a, Vec<(String, Item)>> {
+        Box::pin(async move {
+            if self.unindexed.load(Ordering::Relaxed) {
+                return self.list(partition, None, limit).await;
+            }
+            let until = until
+                .duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis());
+            let page = self
+                .client
+                .get()
+                .await
+                .query()
+                .table_name(&self.table)
+                .index_name(DUE_INDEX)
+                .key_condition_expression("dpk = :p AND due <= :until")
+                .expression_attribute_values(":p", AttributeValue::S(partition.into()))
+                .expression_attribute_values(":until", AttributeValue::N(until.to_string()))
+                .limit(i32::try_from(limit.clamp(1, 1000)).unwrap_or(1000))
+                .send()
+                .await;
+            let page = match page {
+                Ok(page) => page,
+                Err(e) if dynamo::error_code(&e) == "ValidationException" => {
+                    if !self.unindexed.swap(true, Ordering::Relaxed) {
+                        tracing::warn!(target: "oxp::state", table = %self.table, index = DUE_INDEX, "the state table has no index of due items (dpk, due): work is found by listing; add the index (template.yaml)");
+                    }
+                    return self.list(partition, None, limit).await;
+                }
+                Err(e) => return Err(failed(&e)),
+            };
+            let now = SystemTime::now();
+            Ok(page
+                .items()
+                .iter()
+                .filter_map(|attributes| {
+                    let key = attributes.get("sk")?.as_s().ok()?.clone();
+                    Some((key, item_of(attributes, now)?))
+                })
+                .collect())
         })
     }
 }

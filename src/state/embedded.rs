@@ -10,6 +10,7 @@
 //! A write is answered only once it is durable, as before; what changes is that 32 writers at
 //! once (a fan-out) share one flush rather than queueing for 32 (docs/performance.md).
 
+mod index;
 mod readers;
 mod reclaim;
 mod writer;
@@ -152,9 +153,11 @@ impl Embedded {
                         None => builder.create_with_backend(redb::backends::InMemoryBackend::new()),
                     }
                     .map_err(|e| failed("open", e))?;
-                    // The table exists from the start, so a read never finds it missing.
+                    // The tables exist from the start, so a read never finds one missing; a
+                    // file of an earlier version gets its indexes now.
                     let txn = db.begin_write().map_err(|e| failed("open", e))?;
                     txn.open_table(TABLE).map_err(|e| failed("open", e))?;
+                    index::cover(&txn)?;
                     txn.commit().map_err(|e| failed("open", e))?;
                     let db = Arc::new(db);
                     let (writes, queue) = mpsc::channel(GROUP * 4);
@@ -177,14 +180,29 @@ impl Embedded {
             .await
     }
 
-    /// Queues `write` of `row` for the next group commit; what it answered once durable.
-    async fn write(&self, row: String, write: Write) -> Result<bool, StateError> {
+    /// Queues `write` of `row` (due at `due`) for the next group commit; what it answered once
+    /// durable.
+    async fn write(
+        &self,
+        row: String,
+        write: Write,
+        due: Option<SystemTime>,
+    ) -> Result<bool, StateError> {
         let opened = self.opened().await?;
         let (done, answer) = oneshot::channel();
         let gone = || StateError("state store: the writer stopped".into());
+        let due_ms = due.map(|t| {
+            t.duration_since(UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as u64)
+        });
         opened
             .writes
-            .send(Pending { row, write, done })
+            .send(Pending {
+                row,
+                write,
+                due_ms,
+                done,
+            })
             .await
             .map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
@@ -200,7 +218,7 @@ impl Embedded {
         item: Item,
     ) -> Result<(), StateError> {
         let (row, bytes) = (row(partition, key)?, encode(&item)?);
-        self.write(row, Write::Put(bytes)).await.map(drop)
+        self.write(row, Write::Put(bytes), item.due).await.map(drop)
     }
 
     /// Runs `f` on the database, on one of the store's reader threads.
@@ -263,10 +281,8 @@ fn split(bytes: &[u8]) -> Option<(u64, &[u8])> {
 /// The item a row holds, `None` once expired.
 fn decode(bytes: &[u8], now: SystemTime) -> Option<Item> {
     let (at, value) = split(bytes)?;
-    let item = Item {
-        value: value.to_vec(),
-        expires: (at > 0).then(|| UNIX_EPOCH + Duration::from_secs(at)),
-    };
+    let expires = (at > 0).then(|| UNIX_EPOCH + Duration::from_secs(at));
+    let item = Item::new(value.to_vec(), expires);
     (!item.expired(now)).then_some(item)
 }
 
@@ -294,7 +310,8 @@ impl StateStore for Embedded {
         Box::pin(async move {
             let (row, bytes) = (row?, encode(&item)?);
             let bytes = (!item.expired(SystemTime::now())).then_some(bytes);
-            self.write(row, Write::PutIf { bytes, expected }).await
+            self.write(row, Write::PutIf { bytes, expected }, item.due)
+                .await
         })
     }
 
@@ -307,13 +324,13 @@ impl StateStore for Embedded {
             } else {
                 Write::Put(bytes)
             };
-            self.write(row, write).await.map(drop)
+            self.write(row, write, item.due).await.map(drop)
         })
     }
 
     fn delete<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, ()> {
         let row = row(partition, key);
-        Box::pin(async move { self.write(row?, Write::Delete).await.map(drop) })
+        Box::pin(async move { self.write(row?, Write::Delete, None).await.map(drop) })
     }
 
     fn list<'a>(
@@ -344,6 +361,47 @@ impl StateStore for Embedded {
                 if let (Some(key), Some(item)) =
                     (k.value().strip_prefix(&prefix), decode(v.value(), now))
                 {
+                    items.push((key.to_owned(), item));
+                }
+            }
+            Ok(items)
+        }))
+    }
+
+    fn due<'a>(
+        &'a self,
+        partition: &'a str,
+        until: SystemTime,
+        limit: usize,
+    ) -> StateFuture<'a, Vec<(String, Item)>> {
+        let until_ms = until
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        let start = format!("{partition}\0");
+        // Every key due at `until_ms` or before: its digits, then `\0` and the key.
+        let end = format!("{partition}\0{until_ms:020}\u{1}");
+        Box::pin(self.with(move |db| {
+            let txn = db.begin_read().map_err(|e| failed("due", e))?;
+            let (table, due) = (
+                txn.open_table(TABLE).map_err(|e| failed("due", e))?,
+                txn.open_table(index::DUE).map_err(|e| failed("due", e))?,
+            );
+            let now = SystemTime::now();
+            let mut items = Vec::new();
+            for entry in due
+                .range(start.as_str()..end.as_str())
+                .map_err(|e| failed("due", e))?
+            {
+                if items.len() >= limit {
+                    break;
+                }
+                let (entry, _) = entry.map_err(|e| failed("due", e))?;
+                let Some((_, key)) = entry.value()[start.len()..].split_once('\0') else {
+                    continue;
+                };
+                let row = format!("{start}{key}");
+                let stored = table.get(row.as_str()).map_err(|e| failed("due", e))?;
+                if let Some(item) = stored.and_then(|v| decode(v.value(), now)) {
                     items.push((key.to_owned(), item));
                 }
             }

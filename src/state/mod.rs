@@ -13,7 +13,9 @@ pub(crate) mod embedded;
 #[cfg(not(feature = "embedded-state"))]
 #[path = "embedded_off.rs"]
 pub(crate) mod embedded;
+pub(crate) mod large;
 pub(crate) mod record;
+pub(crate) mod share;
 
 use crate::settings::{ConfigError, Env, invalid};
 use oxp_lambda_core::durable::StateStore;
@@ -87,6 +89,30 @@ impl StateConfig {
             )),
         }
     }
+}
+
+/// The first 160 bits of the SHA-256 of `parts` (each length-prefixed, so no two lists of
+/// parts share a key), in hex: how records name a caller, a thread or a call, never by the ids
+/// themselves.
+pub(crate) fn key_of(parts: &[&str]) -> String {
+    use sha2::{Digest, Sha256};
+    let mut hash = Sha256::new();
+    for part in parts {
+        hash.update((part.len() as u64).to_be_bytes());
+        hash.update(part.as_bytes());
+    }
+    hash.finalize()
+        .iter()
+        .take(20)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The one key of a caller (its authenticated subject; every caller without one is the same
+/// one), whatever the protocol: its share of work and of subscriptions, its turns of the runner,
+/// the owner of its MCP tasks.
+pub(crate) fn caller_key(subject: Option<&str>) -> String {
+    key_of(&[subject.unwrap_or_default()])
 }
 
 /// Opens `path` for reading and writing, creating it readable and writable by its owner only

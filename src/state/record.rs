@@ -4,10 +4,20 @@
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+use std::future::Future;
 use std::time::SystemTime;
 
 /// How often a change is tried again when another writer came first.
 const TRIES: usize = 16;
+
+/// A kind of record: what it is stored as, and when it is due (work records are, for the
+/// sweep: `StateStore::due`).
+pub(crate) trait Record: Serialize + DeserializeOwned {
+    /// When the record is due (`None`: never).
+    fn due(&self) -> Option<SystemTime> {
+        None
+    }
+}
 
 /// The records of one partition of a store.
 #[derive(Clone, Copy)]
@@ -30,10 +40,7 @@ impl<'a> Records<'a> {
 
     /// Record `key` and the item it is stored as; one that does not read is an error (a
     /// record of another version, or not this kind).
-    pub(crate) async fn read<T: DeserializeOwned>(
-        &self,
-        key: &str,
-    ) -> Result<Option<(T, Item)>, StateError> {
+    pub(crate) async fn read<T: Record>(&self, key: &str) -> Result<Option<(T, Item)>, StateError> {
         let Some(item) = self.store.get(self.partition, key).await? else {
             return Ok(None);
         };
@@ -43,22 +50,28 @@ impl<'a> Records<'a> {
         }
     }
 
-    /// Writes `value` as record `key` over `old` (compare-and-swap), kept until `expires`; the
-    /// item written, or `None` when another writer came first.
-    pub(crate) async fn write_over<T: Serialize>(
+    /// Writes `value` as record `key` where `old` is stored (`None`: where none is), kept
+    /// until `expires`; the item written, or `None` when another writer came first.
+    pub(crate) async fn write<T: Record>(
         &self,
         key: &str,
         value: &T,
-        old: &Item,
+        old: Option<&Item>,
         expires: Option<SystemTime>,
     ) -> Result<Option<Item>, StateError> {
         let next = Item::new(
             serde_json::to_vec(value).expect("records serialize"),
             expires,
-        );
+        )
+        .due_at(value.due());
         let written = self
             .store
-            .put_if(self.partition, key, next.clone(), Some(&old.value))
+            .put_if(
+                self.partition,
+                key,
+                next.clone(),
+                old.map(|o| o.value.as_slice()),
+            )
             .await?;
         Ok(written.then_some(next))
     }
@@ -69,29 +82,76 @@ impl<'a> Records<'a> {
     /// write makes it read and change again; `change` declining on the stored record ends it
     /// (a decline on `known` alone reads first: it may be out of date). The record and item
     /// as written, or `None` when there is none or `change` declines.
-    pub(crate) async fn update<T: Serialize + DeserializeOwned>(
+    pub(crate) async fn update<T: Record>(
+        &self,
+        key: &str,
+        known: Option<(T, Item)>,
+        change: impl FnMut(&mut T) -> bool,
+        expires: impl Fn(&T, &Item) -> Option<SystemTime>,
+    ) -> Result<Option<(T, Item)>, StateError> {
+        self.upsert(
+            key,
+            known,
+            || None,
+            change,
+            |value, old| old.and_then(|old| expires(value, old)),
+        )
+        .await
+    }
+
+    /// [`Records::upsert`] without `before`.
+    pub(crate) async fn upsert<T: Record>(
+        &self,
+        key: &str,
+        known: Option<(T, Item)>,
+        create: impl FnMut() -> Option<T>,
+        change: impl FnMut(&mut T) -> bool,
+        expires: impl Fn(&T, Option<&Item>) -> Option<SystemTime>,
+    ) -> Result<Option<(T, Item)>, StateError> {
+        let ready = |_: &T| std::future::ready(Ok(true));
+        self.upsert_after(key, known, create, change, ready, expires)
+            .await
+    }
+
+    /// [`Records::update`], and where there is no record, `create`'s (if it gives one: written
+    /// where none is, then not changed); `expires` is told the item replaced (`None`: new).
+    /// `before` runs on each changed record before it is written (what the record will name
+    /// must exist first: a subscription's next event); `false` from it reads and changes again
+    /// (another writer took what it wanted).
+    pub(crate) async fn upsert_after<T: Record, F: Future<Output = Result<bool, StateError>>>(
         &self,
         key: &str,
         mut known: Option<(T, Item)>,
+        mut create: impl FnMut() -> Option<T>,
         mut change: impl FnMut(&mut T) -> bool,
-        expires: impl Fn(&T, &Item) -> Option<SystemTime>,
+        before: impl Fn(&T) -> F,
+        expires: impl Fn(&T, Option<&Item>) -> Option<SystemTime>,
     ) -> Result<Option<(T, Item)>, StateError> {
         for _ in 0..TRIES {
-            let (fresh, (mut value, old)) = match known.take() {
-                Some(known) => (false, known),
-                None => match self.read(key).await? {
-                    Some(found) => (true, found),
+            let (fresh, found) = match known.take() {
+                Some(known) => (false, Some(known)),
+                None => (true, self.read(key).await?),
+            };
+            let (value, old) = match found {
+                Some((mut value, old)) => {
+                    if !change(&mut value) {
+                        if fresh {
+                            return Ok(None);
+                        }
+                        continue;
+                    }
+                    (value, Some(old))
+                }
+                None => match create() {
+                    Some(value) => (value, None),
                     None => return Ok(None),
                 },
             };
-            if !change(&mut value) {
-                if fresh {
-                    return Ok(None);
-                }
+            if !before(&value).await? {
                 continue;
             }
-            let until = expires(&value, &old);
-            if let Some(next) = self.write_over(key, &value, &old, until).await? {
+            let until = expires(&value, old.as_ref());
+            if let Some(next) = self.write(key, &value, old.as_ref(), until).await? {
                 return Ok(Some((value, next)));
             }
         }
@@ -114,6 +174,8 @@ mod tests {
     struct Counter {
         n: u32,
     }
+
+    impl Record for Counter {}
 
     fn store() -> Arc<dyn StateStore> {
         crate::state::embedded::store(None).unwrap()

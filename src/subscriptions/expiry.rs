@@ -2,7 +2,7 @@
 
 use super::records::Keys;
 use super::{SubState, Subscriptions, ms, now_ms};
-use oxp_lambda_core::durable::{Item, StateError};
+use oxp_lambda_core::durable::StateError;
 use serde_json::json;
 use std::time::Duration;
 
@@ -39,9 +39,11 @@ impl crate::work::Handler for Expiries {
         _: &'a str,
         _: &'a crate::work::Work,
         reason: &'a str,
-    ) -> crate::server::BoxFuture<'a, ()> {
+        _: Option<&'a [u8]>,
+    ) -> crate::server::BoxFuture<'a, bool> {
         Box::pin(async move {
             tracing::error!(target: "oxp::subscriptions", reason, "a subscription's expiry not run: it is forgotten without a final event");
+            false
         })
     }
 }
@@ -64,35 +66,40 @@ impl Subscriptions {
     async fn expire(&self, id: &str) -> Result<Option<Duration>, StateError> {
         let keep = ms(self.keep);
         let text = expired_text(self.keep);
-        for _ in 0..16 {
-            let Some((mut sub, old)) = self.read(id).await? else {
-                return Ok(None);
-            };
+        let left = std::sync::Mutex::new(None);
+        let change = |sub: &mut super::Sub| {
             if !matches!(sub.state, SubState::Pending | SubState::Active) {
-                return Ok(None);
+                return false;
             }
-            let now = now_ms();
-            let ends = sub.renewed_ms.saturating_add(keep);
+            let (now, ends) = (now_ms(), sub.renewed_ms.saturating_add(keep));
             if now < ends {
-                return Ok(Some(Duration::from_millis(ends - now)));
+                *left.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(Duration::from_millis(ends - now));
+                return false;
             }
             // Its last event: after those it holds, and nothing after it.
             sub.accepted += 1;
             sub.max_events = Some(sub.accepted);
-            let item = Item::new(text.clone().into_bytes(), self.expires());
+            true
+        };
+        let ended = self
+            .records()
+            .upsert_after(
+                id,
+                None,
+                || None,
+                change,
+                |sub| self.event_row(id, sub.accepted, &text),
+                |sub, _| self.kept(sub),
+            )
+            .await?;
+        if let Some((sub, _)) = ended {
             self.store
-                .put(&Keys::events(id), &Keys::seq(sub.accepted), item)
+                .delete(&Keys::of_topic(&sub.source, &sub.topic), id)
                 .await?;
-            if self.swap(id, &sub, &old).await? {
-                self.store
-                    .delete(&Keys::of_topic(&sub.source, &sub.topic), id)
-                    .await?;
-                self.schedule(vec![id.to_owned()]).await;
-                return Ok(None);
-            }
+            self.schedule(vec![(id.to_owned(), sub.owner.caller_key())])
+                .await;
         }
-        Err(StateError(
-            "a subscription is updated too often at once".into(),
-        ))
+        Ok(left.into_inner().unwrap_or_else(|p| p.into_inner()))
     }
 }

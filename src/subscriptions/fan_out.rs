@@ -1,6 +1,6 @@
 //! Publishing: an event handed to every live subscription of its topic, each taking it once.
 
-use super::records::Keys;
+use super::records::{Keys, Sub};
 use super::{
     AT_ONCE, EVENTS, PAGE, Published, SubState, Subscriptions, events_work, ms, now_ms, records,
 };
@@ -37,9 +37,9 @@ impl Subscriptions {
             let mut due = Vec::new();
             for (id, accepted) in outcomes {
                 match accepted {
-                    Accepted::Yes => {
+                    Accepted::Yes(caller) => {
                         published.accepted += 1;
-                        due.push(id);
+                        due.push((id, caller));
                     }
                     Accepted::Already => published.accepted += 1,
                     Accepted::Full => published.full += 1,
@@ -74,13 +74,20 @@ impl Subscriptions {
         self.store.put(&Keys::taken(source), event_id, mark).await
     }
 
-    /// Has the events of subscriptions `ids` delivered: each one's delivery is work, taken at
-    /// once (here, or by the worker in Lambda) unless a run holds it, which then runs again.
-    pub(crate) async fn schedule(&self, ids: Vec<String>) {
+    /// Has the events of subscriptions `ids` (each with its caller's key) delivered: each
+    /// one's delivery is work done for its caller, taken at once (here, or by the worker in
+    /// Lambda) unless a run holds it, which then runs again.
+    pub(crate) async fn schedule(&self, ids: Vec<(String, String)>) {
         if ids.is_empty() {
             return;
         }
-        let work = ids.iter().map(|id| events_work(id)).collect();
+        let work = ids
+            .into_iter()
+            .map(|(id, caller)| {
+                let (work, body) = events_work(&id);
+                (work, body, Some(caller))
+            })
+            .collect();
         let failed = self.runner.due_all(EVENTS, work).await;
         if failed > 0 {
             // The events are kept: the subscription's next event makes its delivery due.
@@ -89,7 +96,8 @@ impl Subscriptions {
     }
 
     /// Writes the event as the next of subscription `id`, unless it had it already, is no
-    /// longer active, or holds its whole backlog.
+    /// longer active, or holds its whole backlog: the event's row first, then the count (a
+    /// count never names a missing event), in the one compare-and-swap loop.
     pub(super) async fn accept(
         &self,
         id: &str,
@@ -97,57 +105,85 @@ impl Subscriptions {
         text: &str,
     ) -> Result<Accepted, StateError> {
         let mark = records::event_mark(event_id);
-        for _ in 0..16 {
-            let Some((mut sub, old)) = self.read(id).await? else {
-                return Ok(Accepted::No);
-            };
+        let declined = std::sync::Mutex::new(Accepted::No);
+        let reindex = std::sync::atomic::AtomicBool::new(false);
+        let change = |sub: &mut Sub| {
             // Its mark is written with the count, in one compare-and-swap: two copies of an
             // event racing to one subscription are taken once.
-            if sub.took(&mark) {
-                return Ok(Accepted::Already);
-            }
             let live = matches!(sub.state, SubState::Pending | SubState::Active);
-            if !live || sub.max_events.is_some_and(|m| sub.accepted >= m) {
-                return Ok(Accepted::No);
-            }
-            if sub.accepted - sub.delivered >= self.max_backlog {
+            let refused = if sub.took(&mark) {
+                Some(Accepted::Already)
+            } else if !live || sub.max_events.is_some_and(|m| sub.accepted >= m) {
+                Some(Accepted::No)
+            } else if sub.accepted - sub.delivered >= self.max_backlog {
                 // Not taken: the source's retry is accepted once there is room.
-                return Ok(Accepted::Full);
+                Some(Accepted::Full)
+            } else {
+                None
+            };
+            if let Some(refused) = refused {
+                *declined.lock().unwrap_or_else(|p| p.into_inner()) = refused;
+                return false;
             }
             sub.remember(mark.clone());
             sub.accepted += 1;
-            let seq = sub.accepted;
             // It lives on while events come: its lifetime counts from now, and its index
             // entries are written again before they could lapse.
             let now = now_ms();
             sub.renewed_ms = now;
-            let reindex = now.saturating_sub(sub.indexed_ms) > ms(self.keep) / 4;
-            if reindex {
+            let renew = now.saturating_sub(sub.indexed_ms) > ms(self.keep) / 4;
+            reindex.store(renew, std::sync::atomic::Ordering::Relaxed);
+            if renew {
                 sub.indexed_ms = now;
             }
-            // The event first, then the count: a count never names a missing event.
-            let item = Item::new(text.as_bytes().to_vec(), self.expires());
-            self.store
-                .put(&Keys::events(id), &Keys::seq(seq), item)
-                .await?;
-            if self.swap(id, &sub, &old).await? {
-                if reindex {
-                    self.index(id, &sub).await?;
-                }
-                return Ok(Accepted::Yes);
-            }
+            true
+        };
+        let written = self
+            .records()
+            .upsert_after(
+                id,
+                None,
+                || None,
+                change,
+                |sub| self.event_row(id, sub.accepted, text),
+                |sub, _| self.kept(sub),
+            )
+            .await?;
+        let Some((sub, _)) = written else {
+            return Ok(declined.into_inner().unwrap_or_else(|p| p.into_inner()));
+        };
+        if reindex.load(std::sync::atomic::Ordering::Relaxed) {
+            self.index(id, &sub).await?;
         }
-        Err(StateError(
-            "a subscription is updated too often at once".into(),
-        ))
+        Ok(Accepted::Yes(sub.owner.caller_key()))
+    }
+
+    /// Writes `text` as event `seq` of subscription `id` where no other event is: whether it
+    /// is there now (`false`: another event took the number; the count is read again).
+    pub(super) async fn event_row(
+        &self,
+        id: &str,
+        seq: u32,
+        text: &str,
+    ) -> Result<bool, StateError> {
+        let (events, key) = (Keys::events(id), Keys::seq(seq));
+        let item = Item::new(text.as_bytes().to_vec(), self.expires());
+        if self.store.put_if(&events, &key, item, None).await? {
+            return Ok(true);
+        }
+        // Written by this very change before a concurrent count moved (or the same text):
+        // it is this event's.
+        let there = self.store.get(&events, &key).await?;
+        Ok(there.is_some_and(|row| row.value == text.as_bytes()))
     }
 }
 
-/// Whether a subscription took an event.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Whether a subscription took an event (and whose it is, when it did).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub(super) enum Accepted {
-    Yes,
+    Yes(String),
     Already,
     Full,
+    #[default]
     No,
 }

@@ -18,6 +18,7 @@ mod expiry;
 mod fan_out;
 mod records;
 
+pub(crate) use delivery::{Drained, Sent};
 pub(crate) use records::{Owner, Sub, SubState, key_of};
 
 use crate::settings::{ConfigError, Env};
@@ -88,7 +89,8 @@ pub(crate) struct Subscriptions {
     paced: std::sync::atomic::AtomicU64,
     max_backlog: u32,
     keep: Duration,
-    per_caller: usize,
+    /// Each caller's share of live subscriptions (`OXP_SUBSCRIPTION_MAX_PER_CALLER` slots).
+    share: crate::state::share::Share,
 }
 
 /// Why a subscription was not opened.
@@ -176,7 +178,7 @@ impl Subscriptions {
             paced: std::sync::atomic::AtomicU64::new(0),
             max_backlog: limits.max_backlog.max(1),
             keep: limits.keep,
-            per_caller: limits.per_caller.max(1),
+            share: crate::state::share::Share::new(Keys::SHARE, limits.per_caller),
         }
     }
 
@@ -205,15 +207,6 @@ impl Subscriptions {
         }
     }
 
-    /// Writes `sub` over `old` (compare-and-swap); whether it was written.
-    async fn swap(&self, id: &str, sub: &Sub, old: &Item) -> Result<bool, StateError> {
-        let written = self
-            .records()
-            .write_over(id, sub, old, self.kept(sub))
-            .await?;
-        Ok(written.is_some())
-    }
-
     /// Changes subscription `id` with `change` (retrying on a concurrent write); the record as
     /// written, or `None` when there is none or `change` declines.
     async fn update(
@@ -239,9 +232,9 @@ impl Subscriptions {
         Ok(written.map(|(sub, _)| sub))
     }
 
-    /// Opens subscription number `seq` of `owner`'s call (pending until [`Self::activate`]).
-    /// The same call opening it again (a redelivered job) gets the same subscription; a
-    /// caller holding its whole share opens none.
+    /// Opens subscription number `seq` of `owner`'s call (pending until [`Self::activate`]),
+    /// holding a slot of its caller's share. The same call opening it again (a redelivered job)
+    /// gets the same subscription; a caller holding its whole share opens none.
     pub(crate) async fn open(
         &self,
         owner: &Owner,
@@ -249,29 +242,50 @@ impl Subscriptions {
         seq: u32,
     ) -> Result<Subscription, NotOpened> {
         let id = format!("sub_{}", key_of(&[&owner.call_key(), &seq.to_string()]));
-        let held = self
-            .store
-            .list(&Keys::of_caller(&owner.caller_key()), None, self.per_caller)
-            .await?;
-        if held.len() >= self.per_caller {
-            // A redelivered job opening its own again finds it, whatever the share.
-            if self.read(&id).await?.is_some() {
-                return Ok(Subscription { id });
+        let caller = owner.caller_key();
+        let guess = self.share.guess();
+        let slot = match self
+            .share
+            .take(&*self.store, &caller, &id, &guess, self.expires())
+            .await
+        {
+            Ok(slot) => slot,
+            Err(full) => {
+                // A redelivered job opening its own again finds it, whatever the share.
+                if self.read(&id).await?.is_some() {
+                    return Ok(Subscription { id });
+                }
+                return Err(match full {
+                    crate::state::share::Full::Caller => NotOpened::CallerFull,
+                    crate::state::share::Full::Unavailable(e) => {
+                        NotOpened::Unavailable(StateError(e))
+                    }
+                });
             }
-            return Err(NotOpened::CallerFull);
-        }
+        };
         let mut sub = Sub::new(owner.clone(), subscribe);
         sub.renewed_ms = now_ms();
         sub.indexed_ms = sub.renewed_ms;
-        let bytes = serde_json::to_vec(&sub).expect("records serialize");
+        sub.slot = Some(slot.clone());
         let created = self
-            .store
-            .put_if(Keys::SUB, &id, Item::new(bytes, self.expires()), None)
-            .await?;
+            .records()
+            .write(&id, &sub, None, self.expires())
+            .await?
+            .is_some();
         if !created {
-            // Opened before by this call (a redelivered job): indexed again while pending, in
-            // case the process that opened it stopped before its index was written.
-            if let Some((sub, _)) = self.read(&id).await?
+            // Opened before by this call (a redelivered job), holding a slot of its own:
+            // indexed again while pending, in case the process that opened it stopped before
+            // its index was written.
+            let found = self.read(&id).await?;
+            if found
+                .as_ref()
+                .is_none_or(|(s, _)| s.slot.as_deref() != Some(&slot))
+            {
+                self.share
+                    .give_back(&*self.store, &caller, &slot, &id)
+                    .await?;
+            }
+            if let Some((sub, _)) = found
                 && sub.state == SubState::Pending
             {
                 self.index(&id, &sub).await?;
@@ -284,41 +298,65 @@ impl Subscriptions {
         Ok(Subscription { id })
     }
 
-    /// Writes (or renews) the index entries of subscription `id`: its call's, its thread's,
-    /// its caller's and its topic's.
+    /// Writes (or renews) the index entries of subscription `id`: its call's, its thread's and
+    /// its topic's, and its slot of its caller's share.
     async fn index(&self, id: &str, sub: &Sub) -> Result<(), StateError> {
         let index = Item::new(Vec::new(), self.expires());
         // Side by side: one round trip's wait (and one group commit in the embedded store).
         let partitions = [
             Keys::of_call(&sub.owner.call_key()),
             Keys::of_thread(&sub.owner.thread_key()),
-            Keys::of_caller(&sub.owner.caller_key()),
             Keys::of_topic(&sub.source, &sub.topic),
         ];
-        try_join_all(
+        let renewed = async {
+            match &sub.slot {
+                Some(slot) => self
+                    .share
+                    .keep(
+                        &*self.store,
+                        &sub.owner.caller_key(),
+                        slot,
+                        id,
+                        self.expires(),
+                    )
+                    .await
+                    .map(drop),
+                None => Ok(()),
+            }
+        };
+        let indexed = try_join_all(
             partitions
                 .iter()
                 .map(|partition| self.store.put(partition, id, index.clone())),
-        )
-        .await?;
+        );
+        tokio::try_join!(indexed, renewed)?;
         Ok(())
     }
 
     /// Deletes the index entries of subscription `id`, once it ended: out of its topic's
-    /// fan-out and its caller's share, and nothing of it left for its call or thread to find.
+    /// fan-out, its slot given back, and nothing of it left for its call or thread to find.
     async fn unindex(&self, id: &str, sub: &Sub) -> Result<(), StateError> {
         let partitions = [
             Keys::of_topic(&sub.source, &sub.topic),
-            Keys::of_caller(&sub.owner.caller_key()),
             Keys::of_call(&sub.owner.call_key()),
             Keys::of_thread(&sub.owner.thread_key()),
         ];
-        try_join_all(
+        let slot = async {
+            match &sub.slot {
+                Some(slot) => {
+                    self.share
+                        .give_back(&*self.store, &sub.owner.caller_key(), slot, id)
+                        .await
+                }
+                None => Ok(()),
+            }
+        };
+        let unindexed = try_join_all(
             partitions
                 .iter()
                 .map(|partition| self.store.delete(partition, id)),
-        )
-        .await?;
+        );
+        tokio::try_join!(unindexed, slot)?;
         Ok(())
     }
 
@@ -373,7 +411,7 @@ impl Subscriptions {
             if let Some(sub) = activated?
                 && sub.delivered < sub.accepted
             {
-                backlogged.push(id);
+                backlogged.push((id, sub.owner.caller_key()));
             }
         }
         self.schedule(backlogged).await;

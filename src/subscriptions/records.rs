@@ -1,9 +1,9 @@
 //! What the store keeps of a subscription, and under which keys. Keys that name a caller, a
 //! thread or a call hold a hash of them, never the ids themselves.
 
+pub(crate) use crate::state::key_of;
 use oxp_lambda_core::talk::Subscribe;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// Who opened a subscription and where its events go: the call's caller, thread and id, and
 /// its callback.
@@ -33,9 +33,9 @@ impl Owner {
         ])
     }
 
-    /// The key of the owner's caller (its share of subscriptions).
+    /// The key of the owner's caller (its share of subscriptions, its turns of the runner).
     pub(crate) fn caller_key(&self) -> String {
-        key_of(&[self.caller.as_deref().unwrap_or_default()])
+        crate::state::caller_key(self.caller.as_deref())
     }
 
     /// The key of the owner's thread.
@@ -84,7 +84,13 @@ pub(crate) struct Sub {
     /// an event to thousands of subscriptions writes nothing that outlives its delivery.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) recent: Vec<String>,
+    /// The slot of its caller's share it holds (`crate::state::share`), renewed as it lives,
+    /// given back when it ends.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) slot: Option<String>,
 }
+
+impl crate::state::record::Record for Sub {}
 
 /// How many of its last events' marks a subscription keeps.
 pub(crate) const RECENT: usize = 16;
@@ -102,6 +108,7 @@ impl Sub {
             renewed_ms: 0,
             indexed_ms: 0,
             recent: Vec::new(),
+            slot: None,
         }
     }
 
@@ -143,10 +150,8 @@ impl Keys {
         format!("sub-call#{call}")
     }
 
-    /// The live subscriptions of one caller (its share is counted there).
-    pub(crate) fn of_caller(caller: &str) -> String {
-        format!("sub-of#{caller}")
-    }
+    /// The prefix of the partitions of the callers' shares of subscriptions.
+    pub(crate) const SHARE: &'static str = "sub-of";
 
     /// The subscriptions opened in a thread.
     pub(crate) fn of_thread(thread: &str) -> String {
@@ -167,19 +172,4 @@ impl Keys {
     pub(crate) fn seq(seq: u32) -> String {
         format!("{seq:010}")
     }
-}
-
-/// The first 160 bits of the SHA-256 of `parts` (each length-prefixed, so no two lists of
-/// parts share a key), in hex.
-pub(crate) fn key_of(parts: &[&str]) -> String {
-    let mut hash = Sha256::new();
-    for part in parts {
-        hash.update((part.len() as u64).to_be_bytes());
-        hash.update(part.as_bytes());
-    }
-    hash.finalize()
-        .iter()
-        .take(20)
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }

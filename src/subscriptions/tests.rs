@@ -54,7 +54,7 @@ async fn a_fan_out_cut_short_and_sent_again_is_taken_once_by_each_subscription()
     // The first fan-out reached one subscription before its process stopped.
     assert_eq!(
         subscriptions.accept(&first, "e1", "one").await.unwrap(),
-        Accepted::Yes
+        Accepted::Yes(crate::state::caller_key(None))
     );
     // The source sends it again: the other takes it, the first does not take it twice.
     let published = subscriptions.publish("s", "t", "e1", "one").await.unwrap();
@@ -67,7 +67,7 @@ async fn a_fan_out_cut_short_and_sent_again_is_taken_once_by_each_subscription()
             .await;
     let taken = copies
         .iter()
-        .filter(|c| matches!(c, Ok(Accepted::Yes)))
+        .filter(|c| matches!(c, Ok(Accepted::Yes(_))))
         .count();
     assert_eq!(taken, 1, "{copies:?}");
     assert_eq!(accepted(&subscriptions, &first).await, 2);
@@ -92,7 +92,7 @@ async fn a_subscription_remembers_the_marks_of_its_last_sixteen_events_and_no_ro
     );
     assert_eq!(
         subscriptions.accept(&first, "e0", "x").await.unwrap(),
-        Accepted::Yes
+        Accepted::Yes(crate::state::caller_key(None))
     );
     // What the events left in the store: the subscription's own events to deliver, nothing
     // per event id.
@@ -137,7 +137,7 @@ async fn a_subscription_that_ended_leaves_its_callers_share_and_its_calls_index(
     subscriptions
         .drain(&first.id, None, |_| {
             sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-            async {}
+            async { super::Sent::Done }
         })
         .await
         .unwrap();

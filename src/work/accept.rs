@@ -2,6 +2,7 @@
 //! then begun here or sent to the queue; made due again when more comes or someone answers.
 
 use super::*;
+use record::State;
 
 impl Runner {
     /// Accepts work `id` of `kind`, counted in `share` (a caller's hash): kept before this
@@ -37,18 +38,17 @@ impl Runner {
         let beside = self.local();
         let mut work = self.fresh(kind, share, body);
         // The slot to try first; taken already when the work goes to a queue.
-        work.slot = share.map(|_| self.guess_slot());
+        work.slot = share.map(|_| self.share.guess());
         if let (Some(caller), Some(guess), false) = (share, &work.slot, beside) {
             work.slot = Some(self.take_slot(caller, id, guess).await?);
         }
-        let bytes = serde_json::to_vec(&work).expect("work serializes");
-        let item = Item::new(bytes, self.expires());
         // The record, what its run reads and (here) its slot, side by side: one round trip's
         // wait (on the embedded store, one commit). The record names the slot tried first;
         // when another was taken, it is written again below.
+        let records = self.records();
         let (first, kept, slot) = tokio::join!(
             first,
-            self.store.put_if(WORK, id, item.clone(), None),
+            records.write(id, &work, None, self.expires()),
             async {
                 match (share, &work.slot) {
                     (Some(caller), Some(guess)) if beside => {
@@ -63,19 +63,19 @@ impl Runner {
             Ok(taken) => (taken, Ok(())),
             Err(refused) => (None, Err(refused)),
         };
-        let kept = match kept {
-            Ok(kept) => kept,
+        let item = match kept {
+            Ok(item) => item,
             Err(e) => {
                 self.give_back(share, id, taken.as_deref()).await;
                 return Err(Refused::Unavailable(e.0));
             }
         };
-        if !kept {
+        let Some(item) = item else {
             // A repeat: the first holds a slot of its own (and has its record). Ended work
             // leaves no record: its id coming again is new work.
             self.give_back(share, id, taken.as_deref()).await;
             return first.map(|()| false);
-        }
+        };
         if let Err(refused) = first.and(room) {
             // Not accepted after all: nothing of it is kept.
             work.slot = taken;
@@ -88,14 +88,14 @@ impl Runner {
         if taken != held.0.slot {
             // Another slot than the one tried first: the record names the one it holds.
             let named = self
-                .update_until(
+                .update_then(
                     id,
                     Some(held.1.clone()),
                     |w| {
                         w.slot.clone_from(&taken);
                         true
                     },
-                    None,
+                    |_| None,
                 )
                 .await;
             match named {
@@ -125,17 +125,16 @@ impl Runner {
         after: Duration,
     ) -> Result<bool, Refused> {
         let mut work = Work::new(kind, None, body);
-        work.due_ms = now_ms() + u64::try_from(after.as_millis()).unwrap_or(u64::MAX);
-        let bytes = serde_json::to_vec(&work).expect("work serializes");
+        work.go_on(now_ms() + u64::try_from(after.as_millis()).unwrap_or(u64::MAX));
         let kept = SystemTime::now() + after + self.settings.keep;
         let written = self
-            .store
-            .put_if(WORK, id, Item::new(bytes, Some(kept)), None)
+            .records()
+            .write(id, &work, None, Some(kept))
             .await
-            .map_err(|e| Refused::Unavailable(e.0))?;
+            .map_err(|e| Refused::Unavailable(e.0))?
+            .is_some();
         if written {
-            self.active
-                .store(true, std::sync::atomic::Ordering::Relaxed);
+            self.active.store(true, Relaxed);
         }
         Ok(written)
     }
@@ -146,10 +145,14 @@ impl Runner {
     /// subscription's events), counted in no caller's share. How many could not be made due
     /// (the store did not answer; they are not lost when a record exists: its next run takes
     /// what came).
-    pub(crate) async fn due_all(self: &Arc<Self>, kind: &str, ids: Vec<(String, Value)>) -> usize {
+    pub(crate) async fn due_all(
+        self: &Arc<Self>,
+        kind: &str,
+        ids: Vec<(String, Value, Option<String>)>,
+    ) -> usize {
         let made: Vec<Result<Option<ToBegin>, StateError>> = stream::iter(ids)
-            .map(|(id, body)| async move {
-                let made = self.make_due(kind, &id, body).await?;
+            .map(|(id, body, caller)| async move {
+                let made = self.make_due(kind, &id, body, caller.as_deref()).await?;
                 Ok(made.map(|fresh| (id, fresh)))
             })
             .buffer_unordered(self.settings.at_once)
@@ -171,51 +174,50 @@ impl Runner {
         failed
     }
 
-    /// Makes work `id` due (see [`Runner::due_all`]); what to start: `Some((work))` when it was
-    /// accepted anew here, `Some(None)` when it is due now, `None` when a running one takes it.
+    /// Makes work `id` due (see [`Runner::due_all`]); what to start: `Some(Some(held))` when
+    /// it was accepted anew here, `Some(None)` when it is due now, `None` when a running one
+    /// takes it.
     pub(super) async fn make_due(
         &self,
         kind: &str,
         id: &str,
         body: Value,
+        caller: Option<&str>,
     ) -> Result<Option<Option<Held>>, StateError> {
-        for _ in 0..16 {
-            let found = self.read(id).await?;
-            let now = now_ms();
-            let (next, old, start) = match &found {
-                None => (self.fresh(kind, None, body.clone()), None, Some(true)),
-                Some((w, item)) if w.running(now) => {
-                    let mut next = w.clone();
-                    next.again = true;
-                    (next, Some(item), None)
-                }
-                Some((w, item)) => {
-                    let mut next = w.clone();
-                    next.wake();
-                    (next, Some(item), Some(false))
-                }
-            };
-            let bytes = serde_json::to_vec(&next).expect("work serializes");
-            let expires = match (start, old) {
-                (Some(true), _) | (_, None) => self.expires(),
-                (_, Some(item)) => item.expires,
-            };
-            let item = Item::new(bytes, expires);
-            let written = self
-                .store
-                .put_if(WORK, id, item.clone(), old.map(|i| i.value.as_slice()))
-                .await?;
-            if written {
-                return Ok(start.map(|fresh| fresh.then_some((next, item))));
-            }
-        }
-        Err(StateError("work is made due too often at once".into()))
+        let (created, running) = (AtomicBool::new(false), AtomicBool::new(false));
+        let made = self
+            .records()
+            .upsert(
+                id,
+                None,
+                || {
+                    created.store(true, Relaxed);
+                    Some(self.fresh(kind, caller, body.clone()))
+                },
+                |w| {
+                    created.store(false, Relaxed);
+                    running.store(w.running(now_ms()), Relaxed);
+                    if running.load(Relaxed) {
+                        w.again = true;
+                    } else {
+                        w.wake();
+                    }
+                    true
+                },
+                |_, old| old.map_or_else(|| self.expires(), |old| old.expires),
+            )
+            .await?;
+        Ok(match made {
+            _ if running.load(Relaxed) => None,
+            Some(held) if created.load(Relaxed) => Some(Some(held)),
+            _ => Some(None),
+        })
     }
 
-    /// New work, held from the start by this process when it runs it here (no sweep takes it
-    /// meanwhile).
-    pub(super) fn fresh(&self, kind: &str, share: Option<&str>, body: Value) -> Work {
-        let mut work = Work::new(kind, share, body);
+    /// New work of `caller`'s, held from the start by this process when it runs it here (no
+    /// sweep takes it meanwhile).
+    pub(super) fn fresh(&self, kind: &str, caller: Option<&str>, body: Value) -> Work {
+        let mut work = Work::new(kind, caller, body);
         if self.local() {
             work.claim(&self.owner, self.settings.lease, now_ms());
         }
@@ -228,13 +230,12 @@ impl Runner {
         if work.is_empty() {
             return;
         }
-        self.active
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.active.store(true, Relaxed);
         match self.wake.get() {
             Some(wake) => {
                 let ids: Vec<String> = work.into_iter().map(|(id, _)| id).collect();
                 for batch in ids.chunks(WAKE_BATCH) {
-                    if let Err(e) = wake.wake(batch.to_vec()).await {
+                    if let Err(e) = wake.wake(batch.to_vec(), Duration::ZERO).await {
                         // Kept: the next sweep runs it.
                         tracing::warn!(target: "oxp::work", error = %e, "work not queued: the next sweep runs it");
                     }
@@ -243,14 +244,16 @@ impl Runner {
             None => {
                 for (id, held) in work {
                     let this = self.clone();
+                    self.in_hand.fetch_add(1, Relaxed);
                     tokio::spawn(async move {
                         let held = match held {
                             Some(held) => Some(held),
                             None => this.claim(&id).await.ok().flatten(),
                         };
                         if let Some(held) = held {
-                            this.execute(id, held, None).await;
+                            this.clone().execute(id, held, None).await;
                         }
+                        this.in_hand.fetch_sub(1, Relaxed);
                     });
                 }
             }
@@ -265,11 +268,12 @@ impl Runner {
         let here = self.local() && !self.stopping.is_cancelled();
         let (owner, lease) = (&self.owner, self.settings.lease);
         let woken = self
-            .update_until(
+            .update_then(
                 id,
                 None,
                 |w| {
-                    if w.running(now) || (!here && !w.waiting && w.due_ms <= now) {
+                    let queued_now = matches!(w.state, State::Queued { due_ms } if due_ms <= now);
+                    if w.running(now) || (!here && queued_now) {
                         return false;
                     }
                     w.wake();
@@ -278,7 +282,7 @@ impl Runner {
                     }
                     true
                 },
-                None,
+                |_| None,
             )
             .await?;
         let held = match woken {
@@ -289,5 +293,26 @@ impl Runner {
         };
         self.begin(vec![(id.to_owned(), held)]).await;
         Ok(true)
+    }
+}
+
+impl Runner {
+    /// Has work `id`, put off until `due_ms`, run then: here, the sweeper wakes for it (it
+    /// reads what is due then); in Lambda, the queue's message is delayed until then. Either
+    /// way no turn is held meanwhile, and the sweep finds it if this process dies first.
+    pub(super) async fn later(&self, id: &str, due_ms: u64) {
+        let wait = Duration::from_millis(due_ms.saturating_sub(now_ms()));
+        match self.wake.get() {
+            Some(wake) => {
+                if let Err(e) = wake.wake(vec![id.to_owned()], wait).await {
+                    tracing::warn!(target: "oxp::work", error = %e, "work put off not queued: the next sweep runs it");
+                }
+            }
+            None => {
+                if self.next_due.fetch_min(due_ms, Relaxed) > due_ms {
+                    self.sooner.notify_one();
+                }
+            }
+        }
     }
 }

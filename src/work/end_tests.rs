@@ -34,8 +34,14 @@ impl Handler for Ends {
         })
     }
 
-    fn give_up<'a>(&'a self, _: &'a str, _: &'a Work, _: &'a str) -> BoxFuture<'a, ()> {
-        Box::pin(async {})
+    fn give_up<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a Work,
+        _: &'a str,
+        _: Option<&'a [u8]>,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async { false })
     }
 }
 
@@ -82,7 +88,7 @@ async fn ended_work_leaves_no_record_for_a_sweep_to_read_and_its_id_coming_again
     );
     assert!(
         store
-            .list(&of_caller("alice"), None, 10)
+            .list("work-of#alice", None, 10)
             .await
             .unwrap()
             .is_empty(),
@@ -104,7 +110,7 @@ async fn work_that_more_came_for_while_it_ran_is_kept_as_live_work_not_ended() {
     let (store, runner) = runner();
     let handler = Ends::new(Duration::from_millis(300));
     runner.register("fresh", handler.clone());
-    let more = || vec![("d".to_owned(), serde_json::json!({}))];
+    let more = || vec![("d".to_owned(), serde_json::json!({}), None)];
     assert_eq!(runner.due_all("fresh", more()).await, 0);
     while handler.runs() < 1 {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -117,7 +123,10 @@ async fn work_that_more_came_for_while_it_ran_is_kept_as_live_work_not_ended() {
     let (work, item) = stored(&*store, "d")
         .await
         .expect("kept while it runs again");
-    assert!(work.lease.is_some(), "running again");
+    assert!(
+        matches!(work.state, record::State::Running(_)),
+        "running again"
+    );
     let left = item
         .expires
         .unwrap()

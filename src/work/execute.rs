@@ -1,43 +1,43 @@
-//! Running work: claimed under a lease, renewed while its handler runs, ended as the handler's
-//! outcome says (done, parked, retried with a backoff, given up after the last attempt).
+//! Running work: claimed under a lease, renewed while its handler runs (each run taking a turn
+//! of its caller's), its result kept in the record before its first delivery, ended as the
+//! handler's outcome says (done, parked, retried with a backoff, given up after the last
+//! attempt). A handler that panics gives its work up, with a status its caller sees.
 
 use super::*;
-use std::sync::atomic::Ordering::Relaxed;
+use futures_util::FutureExt;
+use std::future::Future;
 
-impl Runner {
-    /// Ends work `id` this runner holds without its handler's outcome (its protocol answered it
-    /// otherwise: dead-lettered at shutdown): not run again.
-    pub(crate) async fn end(&self, id: &str) -> Result<(), StateError> {
-        // Written already expired: the record goes.
-        let ended = self
-            .if_mine(id, None, Some(SystemTime::now()), |w| {
-                w.again = false;
-                w.end();
-            })
-            .await?;
-        match ended {
-            Some((work, _)) => self.uncounted(id, &work).await,
-            None => Ok(()),
+/// `run`, a handler's future, with a panic caught: the work is given up (the panic's text
+/// stays in the log).
+async fn caught(kind: &str, run: impl Future<Output = Outcome>) -> Outcome {
+    match std::panic::AssertUnwindSafe(run).catch_unwind().await {
+        Ok(outcome) => outcome,
+        Err(_) => {
+            tracing::error!(target: "oxp::work", kind, "the handler of a work panicked: the work is given up");
+            Outcome::GiveUp("the server failed unexpectedly".into())
         }
     }
+}
 
+impl Runner {
     /// Takes work `id` under a lease, if it is claimable now.
     pub(super) async fn claim(&self, id: &str) -> Result<Option<Held>, StateError> {
         if self.stopping.is_cancelled() {
             return Ok(None);
         }
         let (owner, lease, now) = (&self.owner, self.settings.lease, now_ms());
-        self.update_until(
+        let sole = self.sole.load(Relaxed);
+        self.update_then(
             id,
             None,
             |w| {
-                if !w.claimable(now) {
+                if !w.claimable(now, owner, sole) {
                     return false;
                 }
                 w.claim(owner, lease, now);
                 true
             },
-            None,
+            |_| None,
         )
         .await
     }
@@ -52,46 +52,65 @@ impl Runner {
         let (work, item) = held;
         let Some(handler) = self.handler(&work.kind) else {
             tracing::error!(target: "oxp::work", kind = work.kind.as_str(), "no handler runs this kind of work here: let go");
-            let later = now_ms() + self.settings.backoff(work.attempts);
-            let _ = self
-                .if_mine(&id, Some(item), None, |w| {
-                    w.retry(later, "no handler runs this kind of work here");
-                })
-                .await;
+            let due = now_ms() + self.settings.retries.backoff(work.attempts).as_millis() as u64;
+            let put_off = self.if_mine(
+                &id,
+                Some(item),
+                |_| None,
+                |w| {
+                    w.retry(due, "no handler runs this kind of work here");
+                },
+            );
+            if let Ok(Some(_)) = put_off.await {
+                self.later(&id, due).await;
+            }
             return;
         };
-        let _slot = self.slots.clone().acquire_owned().await;
-        let stop = Cancellation::new();
+        let going = Going {
+            stop: Cancellation::new(),
+            cancel: Cancellation::new(),
+        };
         self.running
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .insert(id.clone(), stop.clone());
-        if work.interrupted {
+            .insert(id.clone(), going.clone());
+        if work.result.is_some() && work.attempts > 1 {
+            tracing::info!(target: "oxp::work", kind = work.kind.as_str(), attempt = work.attempts, "work taken over: its kept result is delivered");
+        } else if work.interrupted {
             tracing::warn!(target: "oxp::work", kind = work.kind.as_str(), attempt = work.attempts, "work taken over after its run ended unfinished");
         }
         // The record as last written here: the renewals' and then the outcome's starting point.
         let last = std::sync::Mutex::new(item);
-        let renewing = self.renew(&id, stop.clone(), &last);
+        let renewing = self.renew(&id, going.stop.clone(), &last);
         let run = Run {
             deadline,
-            stop: stop.clone(),
+            stop: going.stop,
+            cancel: going.cancel,
+        };
+        let caller = work.caller.clone().unwrap_or_default();
+        let turned = async {
+            // A turn of its caller's, or (an executor that stops) on elsewhere.
+            let until = deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 30));
+            let Ok(_turn) = tokio::time::timeout_at(until.into(), self.turns.take(&caller)).await
+            else {
+                return Some((Outcome::Continue, work.clone()));
+            };
+            self.run_to_end(&id, work.clone(), &last, &*handler, run)
+                .await
         };
         let outcome = tokio::select! {
-            outcome = handler.run(&id, &work, run) => Some(outcome),
+            outcome = turned => outcome,
             () = renewing => None,
         };
         self.running
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&id);
-        match outcome {
-            // Lost: another runner has it (or the process let it go at shutdown).
-            None => {}
-            Some(outcome) => {
-                let known = last.into_inner().unwrap_or_else(|p| p.into_inner());
-                if let Err(e) = self.finish(&id, &work, known, &*handler, outcome).await {
-                    tracing::error!(target: "oxp::work", error = %e, "work outcome not recorded: it runs again once its lease lapses");
-                }
+        // `None`: lost, another runner has it (or the process let it go at shutdown).
+        if let Some((outcome, work)) = outcome {
+            let known = last.into_inner().unwrap_or_else(|p| p.into_inner());
+            if let Err(e) = self.finish(&id, &work, known, &*handler, outcome).await {
+                tracing::error!(target: "oxp::work", error = %e, "work outcome not recorded: it runs again once its lease lapses");
             }
         }
         if self
@@ -101,6 +120,73 @@ impl Runner {
             .is_empty()
         {
             self.idle.notify_waiters();
+        }
+    }
+
+    /// Runs work `id` (unless its result is kept already), keeps its result, and delivers it:
+    /// the outcome, and the record as it then is; `None` when the lease was lost meanwhile.
+    async fn run_to_end(
+        &self,
+        id: &str,
+        mut work: Work,
+        last: &std::sync::Mutex<Item>,
+        handler: &dyn Handler,
+        run: Run,
+    ) -> Option<(Outcome, Work)> {
+        if work.result.is_none() {
+            let outcome = caught(&work.kind, handler.run(id, &work, run.clone())).await;
+            let Outcome::Result(bytes) = outcome else {
+                return Some((outcome, work));
+            };
+            match self.keep_result(id, bytes, last).await {
+                Ok(Some(kept)) => work = kept,
+                Ok(None) => return None,
+                // Not kept: the run is tried again (a RAP call's idempotency record answers it).
+                Err(e) => return Some((Outcome::Retry(format!("result not kept: {e}")), work)),
+            }
+        }
+        let result = match &work.result {
+            Some(kept) => kept.read(&*self.store).await,
+            None => return Some((Outcome::Done, work)),
+        };
+        let outcome = match result {
+            Ok(bytes) => caught(&work.kind, handler.deliver(id, &work, &bytes, run)).await,
+            Err(e) => Outcome::Retry(e.0),
+        };
+        Some((outcome, work))
+    }
+
+    /// Keeps `bytes`, the result of work `id`'s run, in its record (this runner's): the record
+    /// as written, or `None` when the lease was lost.
+    async fn keep_result(
+        &self,
+        id: &str,
+        bytes: Vec<u8>,
+        last: &std::sync::Mutex<Item>,
+    ) -> Result<Option<Work>, StateError> {
+        let kept = crate::state::large::keep(&*self.store, bytes, self.expires()).await?;
+        let known = last.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        let now = now_ms();
+        let written = self
+            .if_mine(
+                id,
+                Some(known),
+                |_| None,
+                |w| {
+                    w.result = Some(kept.clone());
+                    w.delivering_since_ms = Some(now);
+                },
+            )
+            .await;
+        match written {
+            Ok(Some((work, item))) => {
+                *last.lock().unwrap_or_else(|p| p.into_inner()) = item;
+                Ok(Some(work))
+            }
+            other => {
+                let _ = kept.forget(&*self.store).await;
+                other.map(|_| None)
+            }
         }
     }
 
@@ -116,7 +202,12 @@ impl Runner {
             let (owner, lease) = (&self.owner, self.settings.lease);
             let known = last.lock().unwrap_or_else(|p| p.into_inner()).clone();
             let renewed = self
-                .update_until(id, Some(known), |w| w.extend(owner, lease, now_ms()), None)
+                .update_then(
+                    id,
+                    Some(known),
+                    |w| w.extend(owner, lease, now_ms()),
+                    |_| None,
+                )
                 .await;
             match renewed {
                 Ok(Some((_, item))) => *last.lock().unwrap_or_else(|p| p.into_inner()) = item,
@@ -142,75 +233,189 @@ impl Runner {
         handler: &dyn Handler,
         outcome: Outcome,
     ) -> Result<(), StateError> {
+        let now = now_ms();
+        let after = |wait: Duration| now + u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
         match outcome {
-            Outcome::Done => {
-                // Ended: the record goes (written already expired), so no sweep reads it again;
-                // or (more came while it ran) due again, kept as any work is.
-                let ended = std::sync::atomic::AtomicBool::new(false);
-                let end = self.if_mine_then(
-                    id,
-                    Some(known),
-                    |_| {
-                        let kept = if ended.load(Relaxed) {
-                            Duration::ZERO
-                        } else {
-                            self.settings.keep
-                        };
-                        Some(SystemTime::now() + kept)
-                    },
-                    |w| ended.store(w.end(), Relaxed),
-                );
-                // Its slot in the caller's share is given back once the record ended; kept
-                // when more came while it ran (it runs again at once), and left to whoever
-                // holds the record when it was taken over meanwhile (its end gives it back).
-                let Some(_) = end.await? else {
-                    return Ok(());
-                };
-                if !ended.load(Relaxed) {
-                    self.restart(id);
-                    return Ok(());
-                }
-                self.uncounted(id, work).await
-            }
+            Outcome::Done | Outcome::Result(_) => self.ended(id, work, known, None).await,
+            Outcome::Kept(until) => self.ended(id, work, known, Some(until)).await,
             Outcome::Park => {
-                self.if_mine(id, Some(known), None, |w| {
-                    w.park();
-                })
-                .await?;
+                self.if_mine(id, Some(known), |_| None, Work::park).await?;
                 Ok(())
             }
             Outcome::Continue => {
-                self.if_mine(id, Some(known), None, |w| {
-                    w.go_on(now_ms());
-                })
+                self.if_mine(
+                    id,
+                    Some(known),
+                    |_| None,
+                    |w| {
+                        w.failures = 0;
+                        w.go_on(now);
+                    },
+                )
                 .await?;
                 // Anywhere: here now, or on the queue for the next worker.
                 self.restart(id);
                 Ok(())
             }
             Outcome::After(wait) => {
-                let due = now_ms() + u64::try_from(wait.as_millis()).unwrap_or(u64::MAX);
                 // Kept at least a full keep past when it is due (work may wait long).
                 let kept = SystemTime::now() + wait + self.settings.keep;
-                self.if_mine(id, Some(known), Some(kept), |w| w.go_on(due))
-                    .await?;
-                Ok(())
-            }
-            Outcome::Retry(why) if work.failures + 1 >= self.settings.max_attempts => {
-                tracing::error!(target: "oxp::work", kind = work.kind.as_str(), attempts = work.attempts, reason = why.as_str(), "work given up after its last attempt");
-                handler.give_up(id, work, &why).await;
-                self.forget(id, work).await
-            }
-            Outcome::Retry(why) => {
-                let due = now_ms() + self.settings.backoff(work.failures + 1);
-                tracing::warn!(target: "oxp::work", kind = work.kind.as_str(), attempt = work.attempts, reason = why.as_str(), "work to be retried");
-                self.if_mine(id, Some(known), None, |w| {
-                    w.retry(due, &why);
-                })
+                let due = after(wait);
+                self.if_mine(
+                    id,
+                    Some(known),
+                    |_| Some(kept),
+                    |w| {
+                        w.failures = 0;
+                        w.go_on(due);
+                    },
+                )
                 .await?;
+                self.later(id, due).await;
                 Ok(())
+            }
+            Outcome::GiveUp(why) => self.give_up(id, work, handler, &why).await,
+            Outcome::Retry(why) => self.failed(id, work, known, handler, &why, None).await,
+            Outcome::RetryAfter(why, wait) => {
+                self.failed(id, work, known, handler, &why, Some(wait))
+                    .await
             }
         }
+    }
+
+    /// A run or delivery of work `id` failed (`why`; not to be tried before `at_least`): due
+    /// again after the backoff of its kind, or given up after its last attempt, past the
+    /// longest wait, or past its delivery's total time.
+    async fn failed(
+        &self,
+        id: &str,
+        work: &Work,
+        known: Item,
+        handler: &dyn Handler,
+        why: &str,
+        at_least: Option<Duration>,
+    ) -> Result<(), StateError> {
+        let retries = self.retries(handler);
+        let failures = work.failures + 1;
+        let wait = retries.backoff(failures).max(at_least.unwrap_or_default());
+        let now = now_ms();
+        let out_of_time =
+            retries
+                .total
+                .zip(work.delivering_since_ms)
+                .is_some_and(|(total, since)| {
+                    now + wait.as_millis() as u64 > since + total.as_millis() as u64
+                });
+        let gave_up = if failures >= retries.max_attempts {
+            Some(format!("{why}; gave up after {failures} attempts"))
+        } else if at_least.is_some_and(|w| w > retries.max_delay) {
+            Some(format!(
+                "{why} with Retry-After {} s, beyond the longest wait",
+                wait.as_secs()
+            ))
+        } else if out_of_time {
+            Some(format!(
+                "{why}; delivery time ran out after {failures} attempts"
+            ))
+        } else {
+            None
+        };
+        if let Some(reason) = gave_up {
+            return self.give_up(id, work, handler, &reason).await;
+        }
+        let due = now + wait.as_millis() as u64;
+        tracing::warn!(target: "oxp::work", kind = work.kind.as_str(), attempt = failures, reason = why, "work to be retried");
+        if self
+            .if_mine(id, Some(known), |_| None, |w| w.retry(due, why))
+            .await?
+            .is_some()
+        {
+            self.later(id, due).await;
+        }
+        Ok(())
+    }
+
+    /// Gives work `id` up (`reason`) through its handler, with its kept result, and forgets it.
+    pub(super) async fn give_up(
+        &self,
+        id: &str,
+        work: &Work,
+        handler: &dyn Handler,
+        reason: &str,
+    ) -> Result<(), StateError> {
+        tracing::error!(target: "oxp::work", kind = work.kind.as_str(), attempts = work.attempts, reason, "work given up");
+        let result = match &work.result {
+            Some(kept) => kept.read(&*self.store).await.ok(),
+            None => None,
+        };
+        let told = handler.give_up(id, work, reason, result.as_deref());
+        let goes_on = std::panic::AssertUnwindSafe(told)
+            .catch_unwind()
+            .await
+            .unwrap_or_else(|_| {
+                tracing::error!(target: "oxp::work", kind = work.kind.as_str(), "giving up a work panicked");
+                false
+            });
+        if !goes_on {
+            return self.forget(id, work).await;
+        }
+        // What failed was given up; the rest goes on at once, its failures counted anew.
+        let now = now_ms();
+        let on = self.if_mine(
+            id,
+            None,
+            |_| None,
+            |w| {
+                w.failures = 0;
+                w.go_on(now);
+            },
+        );
+        if on.await?.is_some() {
+            self.restart(id);
+        }
+        Ok(())
+    }
+
+    /// Work `id` this runner holds ended: its record goes (written already expired) and its
+    /// slot in its caller's share is given back (or kept `until`, for what it left); or, when
+    /// more came for it while it ran, it is due again at once, kept as any work is.
+    async fn ended(
+        &self,
+        id: &str,
+        work: &Work,
+        known: Item,
+        until: Option<SystemTime>,
+    ) -> Result<(), StateError> {
+        let ended = AtomicBool::new(false);
+        let end = self.if_mine(
+            id,
+            Some(known),
+            |_| {
+                let kept = if ended.load(Relaxed) {
+                    Duration::ZERO
+                } else {
+                    self.settings.keep
+                };
+                Some(SystemTime::now() + kept)
+            },
+            |w| ended.store(w.end(), Relaxed),
+        );
+        // Left to whoever holds the record when it was taken over meanwhile (its end gives
+        // the slot back).
+        let Some(_) = end.await? else {
+            return Ok(());
+        };
+        if !ended.load(Relaxed) {
+            self.restart(id);
+            return Ok(());
+        }
+        let (slot, parts) = tokio::join!(self.uncounted(id, work, until), async {
+            match &work.result {
+                Some(kept) => kept.forget(&*self.store).await,
+                None => Ok(()),
+            }
+        });
+        slot.and(parts)
     }
 
     /// Runs work `id` again at once (more came for it while it ran).
@@ -222,9 +427,19 @@ impl Runner {
         tokio::spawn(async move { this.begin(vec![(id, None)]).await });
     }
 
-    /// Deletes work `id` and gives back its slot in its caller's share, side by side.
+    /// Deletes work `id`, gives back its slot in its caller's share and deletes its kept
+    /// result, side by side.
     pub(super) async fn forget(&self, id: &str, work: &Work) -> Result<(), StateError> {
-        let (record, mark) = tokio::join!(self.store.delete(WORK, id), self.uncounted(id, work));
-        record.and(mark)
+        let (record, slot, parts) = tokio::join!(
+            self.store.delete(WORK, id),
+            self.uncounted(id, work, None),
+            async {
+                match &work.result {
+                    Some(kept) => kept.forget(&*self.store).await,
+                    None => Ok(()),
+                }
+            }
+        );
+        record.and(slot).and(parts)
     }
 }

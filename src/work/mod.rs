@@ -1,15 +1,20 @@
-//! One runner for every piece of acknowledged work (a subscription's events to deliver, an MCP
-//! task's run, ...): a record in the state store ([`record::Work`]) that any process sharing
-//! the store may take over. A runner claims a record that is due under a lease, renews the lease
-//! while the work runs, and ends it as its protocol's [`Handler`] says: done (the record goes),
-//! retried after a backoff, parked until woken (a question for the user), or after its last
+//! One runner for every piece of acknowledged work (a RAP invocation, a subscription's events
+//! to deliver, an MCP task's run, ...): a record in the state store ([`record::Work`]) that any
+//! process sharing the store may take over. A runner claims a record that is due under a lease,
+//! renews the lease while the work runs, and ends it as its protocol's [`Handler`] says: done
+//! (the record goes), a result to deliver (kept in the record first, then delivered: a retry, a
+//! takeover, a redelivered message delivers the same bytes), retried after a backoff (holding
+//! no turn while it waits), parked until woken (a question for a person), or after its last
 //! attempt given up with the reason (the handler dead-letters it and tells the caller).
 //!
-//! Where work runs: locally, in the process that accepted it, at once, and any process finds
-//! work whose lease lapsed (a crash) or that a shutdown let go, without a request arriving (a
-//! sweep every [`Settings::tick`]). In Lambda, where an execution environment freezes once it
-//! has answered, a message on the worker's queue names the work (`{"oxp_work": [ids]}`) and a
-//! schedule puts a sweep there (`{"oxp_sweep": true}`, template.yaml).
+//! Where work runs: locally, in the process that accepted it, at once, each run taking a turn
+//! of its caller's ([`turns`]); work put off to later runs when due; any process finds work
+//! whose lease lapsed (a crash) or that a shutdown let go by reading what is due
+//! (`StateStore::due`), without reading every record. A process that takes the embedded
+//! store's file (its lock proves the last holder dead) takes over at start what that holder
+//! left running. In Lambda, where an execution environment freezes once it has answered, a
+//! message on the worker's queue names the work (`{"oxp_work": [ids]}`, delayed by a retry's
+//! backoff) and a schedule puts a sweep there (`{"oxp_sweep": true}`, template.yaml).
 //!
 //! Knows no protocol: a handler is registered under its kind.
 
@@ -20,6 +25,7 @@ mod record;
 mod settings;
 mod share;
 mod sweep;
+mod turns;
 pub(crate) mod watch;
 
 /// Where work goes in Lambda: the worker's queue.
@@ -27,6 +33,7 @@ pub(crate) mod queue {
     use super::{WAKE_BATCH, Wake, queued_work};
     use crate::server::BoxFuture;
     use crate::sqs::Sqs;
+    use std::time::Duration;
 
     /// The worker's queue (`OXP_WORK_QUEUE_URL`, else the RAP or MCP task queue): a message
     /// names up to [`WAKE_BATCH`] pieces of work for the worker role to run.
@@ -36,43 +43,52 @@ pub(crate) mod queue {
     }
 
     impl Wake for Queue {
-        fn wake(&self, ids: Vec<String>) -> BoxFuture<'_, Result<(), String>> {
+        fn wake(&self, ids: Vec<String>, after: Duration) -> BoxFuture<'_, Result<(), String>> {
             debug_assert!(ids.len() <= WAKE_BATCH);
-            Box::pin(self.sqs.send(&self.url, queued_work(ids)))
+            Box::pin(self.sqs.send_later(&self.url, queued_work(ids), after))
         }
     }
 }
 
 pub(crate) use questions::Questions;
 pub(crate) use record::Work;
-pub(crate) use settings::Settings;
+pub(crate) use settings::{Retries, Settings};
 
 use crate::server::{BoxFuture, CallContext, Handled, RecordHandler};
 use crate::state::record::Records;
 use futures_util::{StreamExt, stream};
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::tool::Cancellation;
-use record::{WORK, now_ms, of_caller};
+use record::{WORK, now_ms};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock, RwLock};
 use std::time::{Duration, Instant, SystemTime};
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::Notify;
 
 /// Most records one sweep reads in a page of the store.
 const PAGE: usize = 500;
 /// Most ids one queued message names.
 pub(crate) const WAKE_BATCH: usize = 200;
 
-/// What a handler made of one run.
+/// What a handler made of one run, or of one delivery of a kept result.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Outcome {
     /// Finished: the record goes.
     Done,
-    /// Failed: run again after a backoff (why, for the log and the dead letter), or given up
+    /// Finished, and what it left (a task's record) counts in its caller's share until then.
+    Kept(SystemTime),
+    /// Finished with this result to deliver: kept in the record, then delivered.
+    Result(Vec<u8>),
+    /// Failed: again after the backoff (why, for the log and the dead letter), or given up
     /// after the last attempt.
     Retry(String),
+    /// Failed: again not before this long (a `Retry-After`), or given up.
+    RetryAfter(String, Duration),
+    /// Failed for good: given up now.
+    GiveUp(String),
     /// Not finished and not failed (this executor's time is up): go on at once, anywhere.
     Continue,
     /// Not finished and not failed, but not to go on before this long (another copy of the
@@ -90,6 +106,9 @@ pub(crate) struct Run {
     /// Fires when the run must stop: its lease was lost (another runner took it over) or the
     /// process is shutting down and let it go.
     pub(crate) stop: Cancellation,
+    /// Fires when the process is shutting down and the run should end soon: a tool is asked
+    /// to stop (its cancellation) and what it returns is delivered.
+    pub(crate) cancel: Cancellation,
 }
 
 /// How a protocol runs its kind of work.
@@ -97,14 +116,44 @@ pub(crate) trait Handler: Send + Sync {
     /// Runs work `id`; `work.interrupted` says a run before this one ended without an outcome.
     fn run<'a>(&'a self, id: &'a str, work: &'a Work, run: Run) -> BoxFuture<'a, Outcome>;
 
-    /// Gives work `id` up after its last attempt (`reason`): dead-letter it, tell its caller.
-    fn give_up<'a>(&'a self, id: &'a str, work: &'a Work, reason: &'a str) -> BoxFuture<'a, ()>;
+    /// Delivers `result`, the kept result of work `id`'s run: [`Outcome::Done`] once taken.
+    fn deliver<'a>(
+        &'a self,
+        id: &'a str,
+        work: &'a Work,
+        result: &'a [u8],
+        run: Run,
+    ) -> BoxFuture<'a, Outcome> {
+        let _ = (id, work, result, run);
+        Box::pin(async { Outcome::Done })
+    }
+
+    /// Gives work `id` up after its last attempt (`reason`), with its kept result if it has
+    /// one: dead-letter it, tell its caller. Whether the work goes on (the part that failed
+    /// given up, more is left: a subscription's next events); else it ends.
+    fn give_up<'a>(
+        &'a self,
+        id: &'a str,
+        work: &'a Work,
+        reason: &'a str,
+        result: Option<&'a [u8]>,
+    ) -> BoxFuture<'a, bool>;
+
+    /// How its failures are retried (`None`: the runner's own numbers).
+    fn retries(&self) -> Option<Retries> {
+        None
+    }
+
+    /// How long a run asked to stop at shutdown may still take to deliver what it returns.
+    fn settle(&self) -> Duration {
+        Duration::ZERO
+    }
 }
 
 /// Sends work to where it runs when it does not run here (Lambda's worker queue).
 pub(crate) trait Wake: Send + Sync {
-    /// Asks for `ids` (at most [`WAKE_BATCH`]) to be run soon.
-    fn wake(&self, ids: Vec<String>) -> BoxFuture<'_, Result<(), String>>;
+    /// Asks for `ids` (at most [`WAKE_BATCH`]) to be run `after` from now.
+    fn wake(&self, ids: Vec<String>, after: Duration) -> BoxFuture<'_, Result<(), String>>;
 }
 
 /// Why work was not accepted: nothing was kept.
@@ -114,6 +163,15 @@ pub(crate) enum Refused {
     CallerFull,
     /// The store did not answer.
     Unavailable(String),
+}
+
+impl From<crate::state::share::Full> for Refused {
+    fn from(full: crate::state::share::Full) -> Self {
+        match full {
+            crate::state::share::Full::Caller => Self::CallerFull,
+            crate::state::share::Full::Unavailable(why) => Self::Unavailable(why),
+        }
+    }
 }
 
 /// A record as this runner last wrote it: the work, and the item stored. A change to it is
@@ -134,6 +192,13 @@ struct Queued {
     oxp_sweep: bool,
 }
 
+/// A run going on in this process, and how to stop it.
+#[derive(Debug, Clone)]
+struct Going {
+    stop: Cancellation,
+    cancel: Cancellation,
+}
+
 /// The runner of one process.
 pub(crate) struct Runner {
     store: Arc<dyn StateStore>,
@@ -141,12 +206,16 @@ pub(crate) struct Runner {
     /// This runner's name in leases.
     owner: String,
     settings: Settings,
+    /// The share of each caller (its slots).
+    share: crate::state::share::Share,
     /// Where work goes when it does not run here (Lambda); `None`: it runs in this process.
     wake: OnceLock<Arc<dyn Wake>>,
     /// The work running here, and how to stop each.
-    running: Mutex<HashMap<String, Cancellation>>,
+    running: Mutex<HashMap<String, Going>>,
     idle: Notify,
-    slots: Arc<Semaphore>,
+    turns: Arc<turns::Turns>,
+    /// Runs begun here and not yet ended (running, or waiting for a turn).
+    in_hand: AtomicUsize,
     /// Fired at shutdown: nothing more is claimed.
     stopping: Cancellation,
     /// Itself, for what it starts from `&self`.
@@ -154,7 +223,18 @@ pub(crate) struct Runner {
     /// Whether there may be work to sweep for: this process accepted some, or an earlier run
     /// or another process may have left some (a store that outlives this process and that
     /// others share). A local server with a fresh file never opens it for a sweep.
-    active: std::sync::atomic::AtomicBool,
+    active: AtomicBool,
+    /// Whether this process swept once (its first sweep reads every record).
+    swept: AtomicBool,
+    /// Whether the store is this process's alone (the embedded file it took): any lease of
+    /// another runner in it is a dead process's.
+    sole: AtomicBool,
+    /// Whether the store outlives this process (else what is left at shutdown is given up).
+    durable: AtomicBool,
+    /// The soonest time work this process put off is due (Unix ms; `u64::MAX`: none), and the
+    /// sweeper's wake-up when it comes sooner.
+    next_due: std::sync::atomic::AtomicU64,
+    sooner: Arc<Notify>,
 }
 
 impl std::fmt::Debug for Runner {
@@ -167,23 +247,37 @@ impl std::fmt::Debug for Runner {
 }
 
 impl Runner {
-    /// A runner over `store`.
+    /// A runner over `store` (shared with other processes, and outliving this one, until told
+    /// otherwise: [`Runner::sole`], [`Runner::durable`]).
     pub(crate) fn new(store: Arc<dyn StateStore>, settings: Settings) -> Arc<Self> {
         let runner = Arc::new(Self {
             store,
             handlers: RwLock::default(),
             owner: uuid::Uuid::new_v4().simple().to_string(),
-            slots: Arc::new(Semaphore::new(settings.at_once.max(1))),
+            turns: turns::Turns::new(settings.at_once, settings.at_once_per_caller),
+            share: crate::state::share::Share::new("work-of", settings.per_caller),
             settings,
             wake: OnceLock::new(),
             running: Mutex::default(),
             idle: Notify::new(),
+            in_hand: AtomicUsize::new(0),
             stopping: Cancellation::new(),
             this: OnceLock::new(),
-            active: std::sync::atomic::AtomicBool::new(false),
+            active: AtomicBool::new(false),
+            swept: AtomicBool::new(false),
+            sole: AtomicBool::new(false),
+            durable: AtomicBool::new(true),
+            next_due: std::sync::atomic::AtomicU64::new(u64::MAX),
+            sooner: Arc::default(),
         });
         let _ = runner.this.set(Arc::downgrade(&runner));
         runner
+    }
+
+    /// Says whether the store is this process's alone (`sole`) and outlives it (`durable`).
+    pub(crate) fn store_is(&self, sole: bool, durable: bool) {
+        self.sole.store(sole, Relaxed);
+        self.durable.store(durable, Relaxed);
     }
 
     /// Runs `kind`'s work with `handler` (a protocol registers its kinds as it is built).
@@ -214,6 +308,12 @@ impl Runner {
         self.wake.get().is_none()
     }
 
+    /// Runs this process has begun and not yet ended: what a bound on the work one process
+    /// takes on counts.
+    pub(crate) fn in_hand(&self) -> usize {
+        self.in_hand.load(Relaxed)
+    }
+
     pub(super) fn handler(&self, kind: &str) -> Option<Arc<dyn Handler>> {
         self.handlers
             .read()
@@ -224,6 +324,23 @@ impl Runner {
 
     pub(super) fn expires(&self) -> Option<SystemTime> {
         Some(SystemTime::now() + self.settings.keep)
+    }
+
+    /// The longest any kind's run takes to settle once asked to stop.
+    pub(super) fn settle(&self) -> Duration {
+        let handlers = self.handlers.read().unwrap_or_else(|p| p.into_inner());
+        handlers
+            .values()
+            .map(|h| h.settle())
+            .max()
+            .unwrap_or_default()
+    }
+
+    /// How `handler`'s kind is retried.
+    pub(super) fn retries(&self, handler: &dyn Handler) -> Retries {
+        handler
+            .retries()
+            .unwrap_or_else(|| self.settings.retries.clone())
     }
 
     /// Whether any work whose id starts with `prefix` is kept (accepted and not ended).
@@ -248,21 +365,9 @@ impl Runner {
     }
 
     /// `change` applied to work `id` starting from `known` (the record as this runner last
-    /// wrote it, if it did: no read unless another process wrote since), the record then kept
-    /// until `expires` when given (else as it was). The record and item as written, or `None`
-    /// when there is none or `change` declines on the stored record.
-    pub(super) async fn update_until(
-        &self,
-        id: &str,
-        known: Option<Item>,
-        change: impl FnMut(&mut Work) -> bool,
-        expires: Option<SystemTime>,
-    ) -> Result<Option<Held>, StateError> {
-        self.update_then(id, known, change, |_| expires).await
-    }
-
-    /// [`Runner::update_until`] kept until what `expires` says of the changed record (`None`:
-    /// as it was).
+    /// wrote it, if it did: no read unless another process wrote since), the record kept until
+    /// what `expires` says of the changed record (`None`: as it was). The record and item as
+    /// written, or `None` when there is none or `change` declines on the stored record.
     pub(super) async fn update_then(
         &self,
         id: &str,
@@ -279,21 +384,9 @@ impl Runner {
             .await
     }
 
-    /// [`Runner::update_until`] of work `id` only while this runner holds it: `change` made
-    /// to the record if its lease is this runner's (the one rule of every outcome it writes).
+    /// [`Runner::update_then`] of work `id` only while this runner holds it: `change` made to
+    /// the record if its lease is this runner's (the one rule of every outcome it writes).
     pub(super) async fn if_mine(
-        &self,
-        id: &str,
-        known: Option<Item>,
-        expires: Option<SystemTime>,
-        change: impl FnMut(&mut Work),
-    ) -> Result<Option<Held>, StateError> {
-        self.if_mine_then(id, known, |_| expires, change).await
-    }
-
-    /// [`Runner::if_mine`] kept until what `expires` says of the changed record (`None`: as
-    /// it was).
-    pub(super) async fn if_mine_then(
         &self,
         id: &str,
         known: Option<Item>,
@@ -314,6 +407,14 @@ impl Runner {
             expires,
         )
         .await
+    }
+
+    /// Marks work `id`, which this runner runs, as waiting for a person: a takeover resumes
+    /// it (its question found again) rather than taking it for interrupted.
+    pub(crate) async fn asking(&self, id: &str) -> Result<(), StateError> {
+        self.if_mine(id, None, |_| None, |w| w.asking = true)
+            .await
+            .map(drop)
     }
 }
 
@@ -362,6 +463,10 @@ pub(crate) fn queued_work(ids: Vec<String>) -> String {
 #[cfg(test)]
 mod end_tests;
 #[cfg(test)]
+mod result_tests;
+#[cfg(test)]
 mod share_tests;
+#[cfg(test)]
+mod sweep_tests;
 #[cfg(test)]
 mod tests;

@@ -47,6 +47,9 @@ struct Record {
     /// The answer, once given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     answer: Option<Value>,
+    /// The work whose run waits on it, woken by the answer (it may have parked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    wakes: Option<String>,
 }
 
 impl Record {
@@ -104,6 +107,8 @@ pub(crate) struct Questions {
     store: Arc<dyn StateStore>,
     /// The calls of this process waiting on an answer, to wake them at once.
     waiting: Mutex<HashMap<String, Arc<Waiter>>>,
+    /// The runner whose work an answer wakes.
+    runner: std::sync::OnceLock<std::sync::Weak<super::Runner>>,
 }
 
 impl Questions {
@@ -112,7 +117,25 @@ impl Questions {
         Self {
             store,
             waiting: Mutex::default(),
+            runner: std::sync::OnceLock::new(),
         }
+    }
+
+    /// Work `work`'s run waits on a question (or an authorization): a takeover of it resumes
+    /// the run, which finds its question and the answer again, rather than taking it for
+    /// interrupted.
+    pub(crate) async fn waits(&self, work: &str) {
+        let runner = self.runner.get().and_then(std::sync::Weak::upgrade);
+        if let Some(runner) = runner
+            && let Err(e) = runner.asking(work).await
+        {
+            tracing::warn!(target: "oxp::questions", error = %e, "a run waiting on its user not marked so");
+        }
+    }
+
+    /// Answers wake the work of `runner` whose runs wait on them.
+    pub(crate) fn wakes(&self, runner: &Arc<super::Runner>) {
+        let _ = self.runner.set(Arc::downgrade(runner));
     }
 
     /// The store the questions live in.
@@ -130,6 +153,19 @@ impl Questions {
         asked: Value,
         keep: Duration,
     ) -> Result<Asked, StateError> {
+        self.ask(call, caller, asked, keep, None).await
+    }
+
+    /// [`Questions::ask_once`] for the run of work `wakes`: its answer wakes the work (its run
+    /// may have parked, in any process).
+    pub(crate) async fn ask(
+        &self,
+        call: &str,
+        caller: Option<&str>,
+        asked: Value,
+        keep: Duration,
+        wakes: Option<&str>,
+    ) -> Result<Asked, StateError> {
         // Asked for the first time, mostly: recorded at once (not looked up first), and a call
         // that asked before (a redelivered job, a resumed task) finds its index taken below.
         let token = uuid::Uuid::new_v4().simple().to_string();
@@ -137,6 +173,7 @@ impl Questions {
             caller: caller.map(str::to_owned),
             asked,
             answer: None,
+            wakes: wakes.map(str::to_owned),
         };
         let expires = Some(SystemTime::now() + keep);
         let item = Item::new(record.bytes(), expires);
@@ -181,6 +218,7 @@ impl Questions {
             caller: caller.map(str::to_owned),
             asked: Value::Null,
             answer: None,
+            wakes: None,
         };
         let item = Item::new(record.bytes(), Some(SystemTime::now() + hold));
         self.store.put_if(QUESTIONS, token, item, None).await
@@ -275,10 +313,20 @@ impl Questions {
             // write.
             return Err(Refused::Answered);
         }
-        let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(waiter) = waiting.get(token) {
-            *waiter.answer.lock().unwrap_or_else(|p| p.into_inner()) = record.answer.take();
-            waiter.woken.notify_one();
+        {
+            let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
+            if let Some(waiter) = waiting.get(token) {
+                *waiter.answer.lock().unwrap_or_else(|p| p.into_inner()) = record.answer.take();
+                waiter.woken.notify_one();
+            }
+        }
+        // A run that parked waiting (its executor's time ran out) goes on, anywhere; one still
+        // waiting somewhere is left to find the answer.
+        let runner = self.runner.get().and_then(std::sync::Weak::upgrade);
+        if let (Some(work), Some(runner)) = (&record.wakes, runner)
+            && let Err(e) = runner.wake(work).await
+        {
+            tracing::warn!(target: "oxp::questions", error = %e, "the work waiting on an answer not woken");
         }
         Ok(())
     }

@@ -1,20 +1,16 @@
 //! A piece of acknowledged work as the store keeps it, and the one place its state changes:
-//! claimed under a lease, renewed, released, parked, due again. Every change is a
-//! compare-and-swap on the record's bytes, so two processes sharing the store never both hold
-//! it.
+//! queued until due, running under a lease, waiting for someone, and its run's result kept in
+//! it until delivered. Every change is a compare-and-swap on the record's bytes, so two
+//! processes sharing the store never both hold it.
 
+use crate::state::large::Kept;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// The partition of work records, by id: live work only (ended work's record goes), what a
-/// sweep reads.
+/// sweep reads (by due time).
 pub(super) const WORK: &str = "work";
-
-/// The partition of one caller's share: its slots, each holding a work id.
-pub(super) fn of_caller(caller: &str) -> String {
-    format!("work-of#{caller}")
-}
 
 /// Milliseconds since the Unix epoch.
 pub(super) fn now_ms() -> u64 {
@@ -26,6 +22,10 @@ pub(super) fn ms(t: SystemTime) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
+fn after(now: u64, d: Duration) -> u64 {
+    now.saturating_add(u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 /// Who runs a record, until when.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Lease {
@@ -35,151 +35,235 @@ pub(crate) struct Lease {
     pub(crate) until_ms: u64,
 }
 
+/// Where a piece of work is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum State {
+    /// To run at `due_ms` (Unix milliseconds), by any runner.
+    Queued { due_ms: u64 },
+    /// Run by the lease's owner, until the lease lapses unless renewed.
+    Running(Lease),
+    /// Waiting for someone (a person's answer): runs again once woken.
+    Waiting,
+}
+
+/// The state as its fields are stored (as records of earlier versions have them too).
+#[derive(Serialize, Deserialize)]
+struct Stored {
+    #[serde(default)]
+    due_ms: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    lease: Option<Lease>,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    waiting: bool,
+}
+
+impl From<Stored> for State {
+    fn from(s: Stored) -> Self {
+        match (s.waiting, s.lease) {
+            (true, _) => Self::Waiting,
+            (false, Some(lease)) => Self::Running(lease),
+            (false, None) => Self::Queued { due_ms: s.due_ms },
+        }
+    }
+}
+
+impl From<State> for Stored {
+    fn from(s: State) -> Self {
+        let (due_ms, lease, waiting) = match s {
+            State::Queued { due_ms } => (due_ms, None, false),
+            State::Running(lease) => (0, Some(lease), false),
+            State::Waiting => (0, None, true),
+        };
+        Self {
+            due_ms,
+            lease,
+            waiting,
+        }
+    }
+}
+
+impl Serialize for State {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        Stored::from(self.clone()).serialize(s)
+    }
+}
+
+impl<'de> Deserialize<'de> for State {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        Stored::deserialize(d).map(Self::from)
+    }
+}
+
 /// One piece of work: what runs it (`kind`, a handler a protocol registered), whose it is, what
-/// it carries, and where it is in its life.
+/// it carries, where it is in its life, and its run's result once there is one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Work {
     /// The handler that runs it.
     pub(crate) kind: String,
-    /// The caller whose share it counts in (a hash of the caller; empty: the anonymous one);
-    /// `None`: in no caller's share (bounded elsewhere: a subscription's deliveries).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) share: Option<String>,
-    /// The slot of its caller's share it holds (`share.rs`), given back by its end.
+    /// The caller it is done for (a hash of the caller; empty: the anonymous one): its runs
+    /// take this caller's turns, and with a `slot` it counts in this caller's share. `None`:
+    /// nobody's (a subscription's expiry).
+    #[serde(default, alias = "share", skip_serializing_if = "Option::is_none")]
+    pub(crate) caller: Option<String>,
+    /// The slot of its caller's share it holds (`crate::state::share`), given back by its end;
+    /// `None`: it counts in no share (bounded elsewhere: a subscription's deliveries).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) slot: Option<String>,
     /// What the handler needs (opaque here).
     pub(crate) body: Value,
+    #[serde(flatten)]
+    pub(crate) state: State,
     /// Runs started so far.
     #[serde(default)]
     pub(crate) attempts: u32,
-    /// Runs that failed (asked to be retried) so far: the work is given up after the last
-    /// attempt the settings allow.
+    /// Runs or deliveries that failed (asked to be retried) so far: given up after the last
+    /// attempt its kind allows.
     #[serde(default)]
     pub(crate) failures: u32,
-    /// When it may run (again), Unix milliseconds.
-    pub(crate) due_ms: u64,
-    /// Who runs it now.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) lease: Option<Lease>,
-    /// Whether its last run ended without saying how (a crash, a lapsed lease, a shutdown
-    /// that let it go): the next run is a takeover.
+    /// Whether its last run ended without an outcome (a crash, a lapsed lease, a shutdown that
+    /// let it go): the next run is a takeover.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) interrupted: bool,
-    /// Waiting for someone (the user's answer): due only once woken.
+    /// Its run is waiting for a person (a question asked): a takeover resumes it, its
+    /// question and the answer found again, rather than taking it for interrupted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub(crate) waiting: bool,
-    /// Why the last run asked to be retried.
+    pub(crate) asking: bool,
+    /// Why the last run or delivery asked to be retried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) last_error: Option<String>,
     /// More came for it while it ran (another event to deliver): run again rather than end.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) again: bool,
+    /// Its run's result, kept before the first delivery: every later delivery (a retry, a
+    /// takeover, a redelivered message) delivers these bytes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) result: Option<Kept>,
+    /// When delivering its result began (Unix milliseconds): deliveries end by a total time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) delivering_since_ms: Option<u64>,
 }
 
 impl Work {
-    /// New work of `kind` counted in `share`, due now.
-    pub(crate) fn new(kind: &str, share: Option<&str>, body: Value) -> Self {
+    /// New work of `kind` done for `caller`, due now.
+    pub(crate) fn new(kind: &str, caller: Option<&str>, body: Value) -> Self {
         Self {
             kind: kind.to_owned(),
-            share: share.map(str::to_owned),
+            caller: caller.map(str::to_owned),
             slot: None,
             body,
+            state: State::Queued { due_ms: now_ms() },
             attempts: 0,
             failures: 0,
-            due_ms: now_ms(),
-            lease: None,
             interrupted: false,
-            waiting: false,
+            asking: false,
             last_error: None,
             again: false,
+            result: None,
+            delivering_since_ms: None,
         }
     }
 
-    /// Whether a runner may take it at `now`: due, not waiting, and nobody's or its lease
-    /// lapsed.
-    pub(crate) fn claimable(&self, now: u64) -> bool {
-        !self.waiting && self.due_ms <= now && !self.running(now)
+    /// When a sweep should look at it: when it is due, or when its lease lapses (a takeover);
+    /// `None` while it waits to be woken.
+    pub(crate) fn due_at(&self) -> Option<SystemTime> {
+        let at = match &self.state {
+            State::Queued { due_ms } => *due_ms,
+            State::Running(lease) => lease.until_ms,
+            State::Waiting => return None,
+        };
+        Some(UNIX_EPOCH + Duration::from_millis(at))
+    }
+
+    /// Whether a runner named `me` may take it at `now`: due, or its lease lapsed, or
+    /// (`sole`: the store is this process's alone, so any other holder is a dead process) held
+    /// by another.
+    pub(crate) fn claimable(&self, now: u64, me: &str, sole: bool) -> bool {
+        match &self.state {
+            State::Queued { due_ms } => *due_ms <= now,
+            State::Running(lease) => lease.until_ms <= now || (sole && lease.owner != me),
+            State::Waiting => false,
+        }
     }
 
     /// Whether a runner holds it at `now`.
     pub(crate) fn running(&self, now: u64) -> bool {
-        self.lease.as_ref().is_some_and(|l| l.until_ms > now)
+        matches!(&self.state, State::Running(lease) if lease.until_ms > now)
     }
 
-    /// Taken by `owner` for `lease`: a lease that lapsed under another runner makes this run
-    /// a takeover.
+    /// Whether `owner` holds it.
+    pub(crate) fn held_by(&self, owner: &str) -> bool {
+        matches!(&self.state, State::Running(lease) if lease.owner == owner)
+    }
+
+    /// Taken by `owner` for `lease`: taken from another runner's lease, its last run ended
+    /// without an outcome (unless it was waiting for a person, whose run resumes).
     pub(crate) fn claim(&mut self, owner: &str, lease: Duration, now: u64) {
-        if self.lease.as_ref().is_some_and(|l| l.owner != owner) {
+        if matches!(&self.state, State::Running(held) if held.owner != owner) && !self.asking {
             self.interrupted = true;
         }
-        self.lease = Some(Lease {
+        self.state = State::Running(Lease {
             owner: owner.to_owned(),
-            until_ms: now + u64::try_from(lease.as_millis()).unwrap_or(u64::MAX),
+            until_ms: after(now, lease),
         });
         self.attempts += 1;
     }
 
     /// `owner`'s lease, extended to `lease` from `now` (a renewal).
     pub(crate) fn extend(&mut self, owner: &str, lease: Duration, now: u64) -> bool {
-        match &mut self.lease {
-            Some(held) if held.owner == owner => {
-                held.until_ms = now + u64::try_from(lease.as_millis()).unwrap_or(u64::MAX);
+        match &mut self.state {
+            State::Running(held) if held.owner == owner => {
+                held.until_ms = after(now, lease);
                 true
             }
             _ => false,
         }
     }
 
-    /// Whether `owner` holds it.
-    pub(crate) fn held_by(&self, owner: &str) -> bool {
-        self.lease.as_ref().is_some_and(|l| l.owner == owner)
-    }
-
-    /// Failed (`why`): to be run again at `due_ms`, by anyone.
+    /// Failed (`why`): to run again at `due_ms`, by anyone.
     pub(crate) fn retry(&mut self, due_ms: u64, why: &str) {
         self.failures += 1;
         self.go_on(due_ms);
         self.last_error = Some(why.chars().take(300).collect());
     }
 
-    /// Not finished, not failed (its executor's time was up): to go on at `due_ms`, by anyone.
+    /// Not finished, not failed (its executor's time was up, or it made progress): to go on at
+    /// `due_ms`, by anyone.
     pub(crate) fn go_on(&mut self, due_ms: u64) {
-        self.lease = None;
         self.interrupted = false;
-        self.due_ms = due_ms;
+        self.state = State::Queued { due_ms };
     }
 
-    /// Let go unfinished (a shutdown): due now for anyone, as a takeover.
+    /// Let go unfinished (a shutdown): due now for anyone, as a takeover unless its result is
+    /// kept (then it is only delivered) or it waits for a person (then it resumes).
     pub(crate) fn release(&mut self) {
-        self.lease = None;
-        self.interrupted = true;
-        self.due_ms = now_ms();
+        self.interrupted = self.result.is_none() && !self.asking;
+        self.state = State::Queued { due_ms: now_ms() };
     }
 
     /// Parked until woken.
     pub(crate) fn park(&mut self) {
-        self.lease = None;
         self.interrupted = false;
-        self.waiting = true;
+        self.state = State::Waiting;
     }
 
     /// Woken: due now.
     pub(crate) fn wake(&mut self) {
-        self.waiting = false;
-        self.due_ms = now_ms();
+        self.state = State::Queued { due_ms: now_ms() };
     }
 
     /// Ended, unless more came meanwhile (then due again at once); whether it ended (the
     /// record then goes: a repeat of its id is new work, which a RAP invocation's call
     /// answers from its idempotency record).
     pub(crate) fn end(&mut self) -> bool {
-        self.lease = None;
         self.interrupted = false;
-        if std::mem::take(&mut self.again) {
-            self.due_ms = now_ms();
-            return false;
-        }
-        true
+        self.asking = false;
+        self.state = State::Queued { due_ms: now_ms() };
+        !std::mem::take(&mut self.again)
+    }
+}
+
+impl crate::state::record::Record for Work {
+    fn due(&self) -> Option<SystemTime> {
+        self.due_at()
     }
 }

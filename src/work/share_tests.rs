@@ -31,8 +31,14 @@ impl Handler for Takes {
         })
     }
 
-    fn give_up<'a>(&'a self, _: &'a str, _: &'a Work, _: &'a str) -> BoxFuture<'a, ()> {
-        Box::pin(async {})
+    fn give_up<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a Work,
+        _: &'a str,
+        _: Option<&'a [u8]>,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async { false })
     }
 }
 
@@ -44,7 +50,10 @@ fn runner(store: &Arc<dyn StateStore>, settings: Settings, takes: Duration) -> A
 
 /// The slots of `caller`'s share, each with the work id it holds.
 async fn slots(store: &dyn StateStore, caller: &str) -> Vec<(String, String)> {
-    let listed = store.list(&of_caller(caller), None, 100).await.unwrap();
+    let listed = store
+        .list(&format!("work-of#{caller}"), None, 100)
+        .await
+        .unwrap();
     listed
         .into_iter()
         .map(|(slot, item)| (slot, String::from_utf8(item.value).unwrap()))
@@ -108,7 +117,7 @@ async fn exactly_the_share_is_accepted(store: Arc<dyn StateStore>) {
 
 #[tokio::test]
 async fn work_accepted_into_a_share_with_room_takes_its_slot_with_one_write_and_lists_nothing() {
-    let counting = CountingReads::of(store(), of_caller("alice"));
+    let counting = CountingReads::of(store(), "work-of#alice".to_owned());
     let store: Arc<dyn StateStore> = counting.clone();
     let runner = runner(&store, share_of(1000), Duration::from_secs(3));
     assert!(
@@ -133,7 +142,7 @@ async fn when_the_slot_tried_first_is_taken_another_is_taken_and_named_in_the_re
         let store = store();
         let runner = runner(&store, share_of(2), Duration::from_millis(100));
         store
-            .put(&of_caller("alice"), "0", Item::new(b"other".to_vec(), None))
+            .put("work-of#alice", "0", Item::new(b"other".to_vec(), None))
             .await
             .unwrap();
         assert!(
@@ -171,11 +180,7 @@ async fn a_slot_is_given_back_only_by_the_work_that_holds_it() {
     let store = store();
     let runner = runner(&store, share_of(3), Duration::ZERO);
     store
-        .put(
-            &of_caller("alice"),
-            "2",
-            Item::new(b"now-other".to_vec(), None),
-        )
+        .put("work-of#alice", "2", Item::new(b"now-other".to_vec(), None))
         .await
         .unwrap();
     // w held slot 2 once (a stale record), other work holds it now.

@@ -15,7 +15,10 @@ fn quick() -> Settings {
     Settings {
         lease: Duration::from_millis(600),
         tick: Duration::from_millis(100),
-        max_attempts: 3,
+        retries: Retries {
+            max_attempts: 3,
+            ..Settings::default().retries
+        },
         per_caller: 3,
         ..Settings::default()
     }
@@ -62,12 +65,19 @@ impl Handler for Recording {
         })
     }
 
-    fn give_up<'a>(&'a self, id: &'a str, _: &'a Work, reason: &'a str) -> BoxFuture<'a, ()> {
+    fn give_up<'a>(
+        &'a self,
+        id: &'a str,
+        _: &'a Work,
+        reason: &'a str,
+        _: Option<&'a [u8]>,
+    ) -> BoxFuture<'a, bool> {
         Box::pin(async move {
             self.given_up
                 .lock()
                 .unwrap()
                 .push(format!("{id}: {reason}"));
+            false
         })
     }
 }
@@ -128,7 +138,8 @@ async fn a_crashed_runners_work_is_taken_over_within_its_lease_and_a_tick() {
     let mut work = Work::new("test", Some("alice"), json(2));
     work.claim("crashed-process", quick().lease, now_ms());
     let bytes = serde_json::to_vec(&work).unwrap();
-    store.put(WORK, "w2", Item::new(bytes, None)).await.unwrap();
+    let item = Item::new(bytes, None).due_at(work.due_at());
+    store.put(WORK, "w2", item).await.unwrap();
     drop(crashed);
     let survivor = Runner::new(store.clone(), quick());
     survivor.register("test", handler.clone());
@@ -207,7 +218,10 @@ async fn retries_back_off_and_the_last_attempt_gives_the_work_up_with_its_reason
     until("given up", || !handler.given_up.lock().unwrap().is_empty()).await;
     let attempts: Vec<u32> = handler.runs().iter().map(|r| r.1).collect();
     assert_eq!(attempts, [1, 2, 3]);
-    assert_eq!(handler.given_up.lock().unwrap()[0], "w4: callback refused");
+    assert_eq!(
+        handler.given_up.lock().unwrap()[0],
+        "w4: callback refused; gave up after 3 attempts"
+    );
     // Forgotten just after it was given up.
     let end = Instant::now() + Duration::from_secs(2);
     while runner.alive("w4").await.unwrap() {
@@ -260,7 +274,7 @@ async fn a_caller_holds_at_most_its_share_and_others_are_not_refused() {
         Err(Refused::CallerFull)
     );
     assert!(!runner.alive("a3").await.unwrap(), "nothing kept");
-    let marks = store.list(&of_caller("alice"), None, 10).await.unwrap();
+    let marks = store.list("work-of#alice", None, 10).await.unwrap();
     assert_eq!(marks.len(), 3, "nor its mark in the share");
     assert_eq!(
         runner.submit("test", "a0", Some("alice"), json(0)).await,
@@ -287,14 +301,14 @@ async fn more_that_comes_while_a_run_holds_the_work_runs_it_again_and_nothing_is
     let runner = Runner::new(store.clone(), quick());
     runner.register("test", handler.clone());
     runner
-        .due_all("test", vec![("drain".into(), json(7))])
+        .due_all("test", vec![("drain".into(), json(7), None)])
         .await;
     until("running", || handler.runs().len() == 1).await;
     // Three more while the first run holds it: one more run takes them all.
     for _ in 0..3 {
         assert_eq!(
             runner
-                .due_all("test", vec![("drain".into(), json(7))])
+                .due_all("test", vec![("drain".into(), json(7), None)])
                 .await,
             0
         );
@@ -305,7 +319,7 @@ async fn more_that_comes_while_a_run_holds_the_work_runs_it_again_and_nothing_is
     assert!(!runner.alive("drain").await.unwrap(), "ended");
     // Later, more again: the ended work is taken up anew.
     runner
-        .due_all("test", vec![("drain".into(), json(7))])
+        .due_all("test", vec![("drain".into(), json(7), None)])
         .await;
     until("anew", || handler.runs().len() == 3).await;
 }
@@ -341,7 +355,9 @@ async fn work_accepted_and_run_here_is_renewed_and_ended_over_what_this_runner_w
     // More for it while it runs (as a subscription's next event does): the record changes
     // under the run, whose end then reads it and runs it again.
     assert_eq!(
-        runner.due_all("test", vec![("w2".into(), json(2))]).await,
+        runner
+            .due_all("test", vec![("w2".into(), json(2), None)])
+            .await,
         0
     );
     until("ran again", || slow.runs().len() == 2).await;
@@ -355,11 +371,7 @@ async fn a_repeat_counts_in_its_callers_share_only_while_the_first_runs_and_ende
     let runner = Runner::new(store.clone(), quick());
     runner.register("test", handler.clone());
     let share = |store: Arc<dyn StateStore>| async move {
-        store
-            .list(&of_caller("alice"), None, 10)
-            .await
-            .unwrap()
-            .len()
+        store.list("work-of#alice", None, 10).await.unwrap().len()
     };
     assert!(
         runner

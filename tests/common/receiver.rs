@@ -18,6 +18,8 @@ pub struct Hit {
     /// The `traceparent` header, if the request had one.
     pub traceparent: Option<String>,
     pub body: Value,
+    /// The body's bytes as sent.
+    pub raw: Bytes,
 }
 
 #[derive(Default)]
@@ -25,7 +27,7 @@ struct Inner {
     /// Answers for the next requests: status and optional `Retry-After`.
     script: Mutex<VecDeque<(u16, Option<&'static str>)>>,
     /// The answer once the script is used up.
-    then: u16,
+    then: std::sync::atomic::AtomicU16,
     hits: Mutex<Vec<Hit>>,
     arrived: Notify,
     /// Messages of this type are answered only after this long (a delivery in flight).
@@ -48,7 +50,7 @@ impl Receiver {
     pub async fn start(script: &[(u16, Option<&'static str>)], then: u16) -> Self {
         let inner = Arc::new(Inner {
             script: Mutex::new(script.iter().copied().collect()),
-            then,
+            then: then.into(),
             ..Inner::default()
         });
         let app = axum::Router::new()
@@ -61,6 +63,14 @@ impl Receiver {
             url: format!("http://{addr}/callback"),
             inner,
         }
+    }
+
+    /// From now on, answers `status` once the script is used up (a receiver that was down
+    /// comes back).
+    pub fn answer_from_now(&self, status: u16) {
+        self.inner
+            .then
+            .store(status, std::sync::atomic::Ordering::SeqCst);
     }
 
     /// From now on, answers messages of type `kind` only after `wait` (they are recorded when
@@ -132,8 +142,8 @@ impl Receiver {
     }
 }
 
-async fn record(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes) -> Response {
-    let body = serde_json::from_slice(&body).unwrap_or(Value::Null);
+async fn record(State(inner): State<Arc<Inner>>, headers: HeaderMap, raw: Bytes) -> Response {
+    let body = serde_json::from_slice(&raw).unwrap_or(Value::Null);
     let content_type = headers
         .get("content-type")
         .and_then(|v| v.to_str().ok())
@@ -155,6 +165,7 @@ async fn record(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         content_type,
         traceparent,
         body,
+        raw,
     });
     inner.arrived.notify_waiters();
     if let Some(wait) = held {
@@ -165,7 +176,7 @@ async fn record(State(inner): State<Arc<Inner>>, headers: HeaderMap, body: Bytes
         .lock()
         .unwrap()
         .pop_front()
-        .unwrap_or((inner.then, None));
+        .unwrap_or((inner.then.load(std::sync::atomic::Ordering::SeqCst), None));
     let mut response = StatusCode::from_u16(status).unwrap().into_response();
     if let Some(wait) = retry_after {
         response

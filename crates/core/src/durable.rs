@@ -24,19 +24,33 @@ impl fmt::Display for StateError {
 
 impl std::error::Error for StateError {}
 
-/// One stored value and when the store may forget it.
+/// One stored value, when the store may forget it, and when it is due.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Item {
     /// The value (opaque bytes; the callers store JSON).
     pub value: Vec<u8>,
     /// After this the item reads as absent and may be dropped (`None`: kept).
     pub expires: Option<SystemTime>,
+    /// When the item is due: from then on [`StateStore::due`] answers it (`None`: never). A
+    /// write's own; reads need not give it back.
+    pub due: Option<SystemTime>,
 }
 
 impl Item {
-    /// An item holding `value` until `expires`.
+    /// An item holding `value` until `expires`, due never.
     pub fn new(value: Vec<u8>, expires: Option<SystemTime>) -> Self {
-        Self { value, expires }
+        Self {
+            value,
+            expires,
+            due: None,
+        }
+    }
+
+    /// The item, due at `at` (`None`: never).
+    #[must_use]
+    pub fn due_at(mut self, at: Option<SystemTime>) -> Self {
+        self.due = at;
+        self
     }
 
     /// Whether it expired at `now`.
@@ -82,4 +96,19 @@ pub trait StateStore: Send + Sync + fmt::Debug {
         after: Option<&'a str>,
         limit: usize,
     ) -> StateFuture<'a, Vec<(String, Item)>>;
+
+    /// Items of `partition` due at or before `until` (written with a [`Item::due`]), soonest
+    /// first, at most `limit`: what a sweep for work come due reads, never the whole partition
+    /// when the store indexes due times (both stores of `oxp-lambda` do). A store that does not
+    /// may answer any items of the partition (this default: its first `limit`); the caller
+    /// checks each.
+    fn due<'a>(
+        &'a self,
+        partition: &'a str,
+        until: SystemTime,
+        limit: usize,
+    ) -> StateFuture<'a, Vec<(String, Item)>> {
+        let _ = until;
+        self.list(partition, None, limit)
+    }
 }

@@ -46,8 +46,8 @@ pub enum Held {
     Authorize(Challenge),
 }
 
-/// A user finished (or refused) an authorization in this process: what a call waiting on the
-/// user's authorization wakes on ([`UserTokens::completions`]).
+/// A user finished (or refused) an authorization: what a call waiting on the user's
+/// authorization wakes on ([`UserTokens::when_completed`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Authorized {
     /// The provider.
@@ -57,6 +57,9 @@ pub struct Authorized {
     /// `false`: the user (or the provider) refused; nothing was stored.
     pub granted: bool,
 }
+
+/// What is told of each authorization completed ([`UserTokens::when_completed`]).
+pub type Completed = std::sync::Arc<dyn Fn(Authorized) -> TokenFuture<'static, ()> + Send + Sync>;
 
 /// The users' tokens the server holds for the providers it runs the OAuth flow for.
 pub trait UserTokens: Send + Sync + fmt::Debug {
@@ -73,13 +76,9 @@ pub trait UserTokens: Send + Sync + fmt::Debug {
         scopes: &'a [String],
     ) -> TokenFuture<'a, Result<bool, TokenError>>;
 
-    /// Authorizations completed (or refused) in this process from now on, to wake a waiting
-    /// call at once.
-    fn completions(&self) -> tokio::sync::broadcast::Receiver<Authorized>;
-
-    /// Spends the one-time `marker` until `until`: `true` the first time (ask the user then),
-    /// `false` after; `true` too when the store cannot tell (asking twice beats never asking).
-    fn first_time<'a>(&'a self, marker: &'a str, until: SystemTime) -> TokenFuture<'a, bool>;
+    /// Has `hook` told of every authorization completed (or refused) from now on, before the
+    /// user's browser is answered: what wakes the calls waiting on the user, in any process.
+    fn when_completed(&self, hook: Completed);
 
     /// The token `user` granted for `provider` with at least `scopes`, refreshed when it is
     /// about to expire; else the challenge that asks the user to authorize.

@@ -3,14 +3,17 @@
 //! A row past its expiry is already invisible (every read skips it), but its pages stay taken
 //! until something deletes it: a file that serves expiring work for months would only grow.
 //! The writer thread, the store's only writer, deletes them itself between groups of writes:
-//! at most once a [`EVERY`], at most [`BATCH`] rows a pass (the writes waiting behind it are
-//! delayed by one bounded transaction, never by a scan of the whole file). redb reuses the
-//! freed pages for later writes, so a store whose rows expire at the rate they come keeps its
-//! size. A store nobody writes to does not grow and is left alone.
+//! at most once a [`EVERY`], at most [`BATCH`] rows a pass, read in expiry order from the
+//! expiry index (`index.rs`), so a pass reads the rows it deletes and nothing else: the writes
+//! waiting behind it are delayed by one bounded transaction, never by a scan of the file,
+//! however many live rows it holds. redb reuses the freed pages for later writes, so a store
+//! whose rows expire at the rate they come keeps its size. A store nobody writes to does not
+//! grow and is left alone.
 
+use super::index::{EXPIRING, Indexes};
 use super::{TABLE, failed};
 use oxp_lambda_core::durable::StateError;
-use redb::Database;
+use redb::{Database, ReadableTable};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// How often the writer looks for expired rows.
@@ -54,29 +57,44 @@ impl Schedule {
     }
 }
 
-/// Deletes up to `limit` rows expired at `now`, in one transaction; how many.
+/// Deletes up to `limit` rows expired at `now`, oldest expiry first, in one transaction; how
+/// many.
 pub(super) fn reclaim(db: &Database, now: SystemTime, limit: usize) -> Result<usize, StateError> {
     let now = now.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let txn = db.begin_write().map_err(|e| failed("reclaim", e))?;
     let mut deleted = 0;
     {
         let mut table = txn.open_table(TABLE).map_err(|e| failed("reclaim", e))?;
-        let expired = table
-            .extract_if(|_, bytes| expires_by(bytes, now))
-            .map_err(|e| failed("reclaim", e))?;
-        for row in expired.take(limit) {
-            row.map_err(|e| failed("reclaim", e))?;
+        let expiring = txn.open_table(EXPIRING).map_err(|e| failed("reclaim", e))?;
+        // Every entry of an expiry at or before `now`: its digits, then `\0` and the row.
+        let end = format!("{now:020}\u{1}");
+        let entries: Vec<String> = expiring
+            .range(..end.as_str())
+            .map_err(|e| failed("reclaim", e))?
+            .take(limit)
+            .map(|entry| {
+                Ok(entry
+                    .map_err(|e| failed("reclaim", e))?
+                    .0
+                    .value()
+                    .to_owned())
+            })
+            .collect::<Result<_, StateError>>()?;
+        drop(expiring);
+        let mut indexes = Indexes::open(&txn)?;
+        for entry in entries {
+            let row = entry.split_once('\0').map_or("", |(_, row)| row);
+            let old = table
+                .remove(row)
+                .map_err(|e| failed("reclaim", e))?
+                .map(|v| v.value().to_vec());
+            indexes.changed(row, old.as_deref(), None, None)?;
+            indexes.forget_expiring(&entry)?;
             deleted += 1;
         }
     }
     txn.commit().map_err(|e| failed("reclaim", e))?;
     Ok(deleted)
-}
-
-/// Whether a row's expiry (Unix seconds, 0: none), read as [`super::decode`] reads it, is at
-/// or before `now`. A row too short to hold one is not this pass's to judge.
-fn expires_by(bytes: &[u8], now: u64) -> bool {
-    super::split(bytes).is_some_and(|(at, _)| at > 0 && at <= now)
 }
 
 #[cfg(test)]
@@ -143,6 +161,8 @@ mod tests {
                     .unwrap();
             }
         }
+        // Rows an earlier version wrote: indexed when the file is opened.
+        super::super::index::cover(&txn).unwrap();
         txn.commit().unwrap();
         assert_eq!(reclaim(&db, SystemTime::now(), 3).unwrap(), 3);
         assert_eq!(reclaim(&db, SystemTime::now(), 3).unwrap(), 2);

@@ -1,6 +1,7 @@
 //! The writer thread of the embedded store: every write waiting when it is free applied, in
 //! order, in one transaction with one flush to disk (a group commit), then each answered.
 
+use super::index::Indexes;
 use super::{TABLE, decode, failed, reclaim};
 use oxp_lambda_core::durable::StateError;
 use redb::{Database, ReadableTable};
@@ -14,6 +15,8 @@ pub(super) const GROUP: usize = 256;
 pub(super) struct Pending {
     pub(super) row: String,
     pub(super) write: Write,
+    /// When the row written is due (Unix milliseconds), for the due index.
+    pub(super) due_ms: Option<u64>,
     pub(super) done: oneshot::Sender<Result<bool, StateError>>,
 }
 
@@ -27,6 +30,19 @@ pub(super) enum Write {
     },
     Put(Vec<u8>),
     Delete,
+}
+
+impl Write {
+    /// What the row holds after this write, given whether its condition held (`None`: removed,
+    /// `Some(None)`: unchanged).
+    fn result(&self, held: bool) -> Option<Option<&[u8]>> {
+        match self {
+            Self::PutIf { .. } if !held => None,
+            Self::PutIf { bytes, .. } => Some(bytes.as_deref()),
+            Self::Put(bytes) => Some(Some(bytes)),
+            Self::Delete => Some(None),
+        }
+    }
 }
 
 /// The writer thread: each group of waiting writes in one transaction, one commit; expired rows
@@ -61,52 +77,41 @@ pub(super) fn write_groups(
     }
 }
 
-/// Applies `group` in order in one transaction (a later write sees an earlier one's result)
-/// and commits it.
+/// Applies `group` in order in one transaction (a later write sees an earlier one's result),
+/// keeping the indexes, and commits it.
 fn commit(db: &Database, group: &[Pending]) -> Result<Vec<bool>, StateError> {
     let txn = db.begin_write().map_err(|e| failed("write", e))?;
     let mut answers = Vec::with_capacity(group.len());
     {
         let mut table = txn.open_table(TABLE).map_err(|e| failed("write", e))?;
+        let mut indexes = Indexes::open(&txn)?;
         let now = SystemTime::now();
         for pending in group {
             let row = pending.row.as_str();
-            let answer = match &pending.write {
-                Write::PutIf { bytes, expected } => {
-                    let live = table
-                        .get(row)
-                        .map_err(|e| failed("write", e))?
-                        .and_then(|v| decode(v.value(), now));
-                    let matches = match (&live, expected) {
+            let old = table
+                .get(row)
+                .map_err(|e| failed("write", e))?
+                .map(|v| v.value().to_vec());
+            let held = match &pending.write {
+                Write::PutIf { expected, .. } => {
+                    let live = old.as_deref().and_then(|v| decode(v, now));
+                    match (&live, expected) {
                         (None, None) => true,
                         (Some(live), Some(expected)) => live.value == *expected,
                         _ => false,
-                    };
-                    match bytes {
-                        Some(bytes) if matches => {
-                            table
-                                .insert(row, bytes.as_slice())
-                                .map_err(|e| failed("write", e))?;
-                        }
-                        None if matches => {
-                            table.remove(row).map_err(|e| failed("delete", e))?;
-                        }
-                        _ => {}
                     }
-                    matches
                 }
-                Write::Put(bytes) => {
-                    table
-                        .insert(row, bytes.as_slice())
-                        .map_err(|e| failed("write", e))?;
-                    true
-                }
-                Write::Delete => {
-                    table.remove(row).map_err(|e| failed("delete", e))?;
-                    true
-                }
+                Write::Put(_) | Write::Delete => true,
             };
-            answers.push(answer);
+            if let Some(new) = pending.write.result(held) {
+                match new {
+                    Some(bytes) => table.insert(row, bytes).map(drop),
+                    None => table.remove(row).map(drop),
+                }
+                .map_err(|e| failed("write", e))?;
+                indexes.changed(row, old.as_deref(), new, pending.due_ms)?;
+            }
+            answers.push(held);
         }
     }
     txn.commit().map_err(|e| failed("write", e))?;

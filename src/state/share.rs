@@ -1,0 +1,126 @@
+//! A caller's share of something every caller draws on (accepted work:
+//! `OXP_WORK_MAX_PER_CALLER`; live subscriptions: `OXP_SUBSCRIPTION_MAX_PER_CALLER`): that many
+//! numbered slots in a partition of the caller's own, each taken by one holder with a
+//! conditional write (the holder's id its value, the slot's number in the holder's record),
+//! renewed with the holder's lifetime and given back by its end. The bound holds across every
+//! process sharing the store without anyone counting: two processes can never take one slot.
+//! Taking one is a single conditional write on a slot picked at random; only when that slot is
+//! taken is the share listed (to find a free one, or to see it full), so taking reads no
+//! listing while the share has room (a listing is what costs on a store that walks a table to
+//! answer a query, as moto does).
+
+use oxp_lambda_core::durable::{Item, StateError, StateStore};
+use std::time::SystemTime;
+
+/// Rounds of looking for a free slot (each one listing and one write) before the caller is
+/// told to try again: only callers taking their last slots all at once need more than one.
+const ROUNDS: usize = 8;
+
+/// Why no slot was taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Full {
+    /// Every slot of the caller's share is held.
+    Caller,
+    /// The store did not answer (or the share was taken by many at once: retry).
+    Unavailable(String),
+}
+
+/// One kind of share: its partitions' prefix and how many slots a caller has.
+#[derive(Debug, Clone)]
+pub(crate) struct Share {
+    prefix: &'static str,
+    per_caller: usize,
+}
+
+impl Share {
+    /// Shares of `per_caller` slots in partitions `<prefix>#<caller>`.
+    pub(crate) fn new(prefix: &'static str, per_caller: usize) -> Self {
+        Self {
+            prefix,
+            per_caller: per_caller.max(1),
+        }
+    }
+
+    fn partition(&self, caller: &str) -> String {
+        format!("{}#{caller}", self.prefix)
+    }
+
+    /// A slot to try first: any, at random (all are alike, and holders taken at once by one
+    /// caller rarely try the same).
+    pub(crate) fn guess(&self) -> String {
+        (uuid::Uuid::new_v4().as_u128() % self.per_caller as u128).to_string()
+    }
+
+    /// Takes a slot of `caller`'s share for `holder` until `until`, slot `first` first: the
+    /// slot now held.
+    pub(crate) async fn take(
+        &self,
+        store: &dyn StateStore,
+        caller: &str,
+        holder: &str,
+        first: &str,
+        until: Option<SystemTime>,
+    ) -> Result<String, Full> {
+        let partition = self.partition(caller);
+        let unavailable = |e: StateError| Full::Unavailable(e.0);
+        let mark = || Item::new(holder.as_bytes().to_vec(), until);
+        let mut slot = first.to_owned();
+        for _ in 0..ROUNDS {
+            if store
+                .put_if(&partition, &slot, mark(), None)
+                .await
+                .map_err(unavailable)?
+            {
+                return Ok(slot);
+            }
+            let held = store
+                .list(&partition, None, self.per_caller + 1)
+                .await
+                .map_err(unavailable)?;
+            if held.len() >= self.per_caller {
+                return Err(Full::Caller);
+            }
+            // Of slots 0 to n, n held, one at least is free (any key listed counts as held).
+            let taken: std::collections::HashSet<&str> =
+                held.iter().map(|(key, _)| key.as_str()).collect();
+            let free: Vec<usize> = (0..=held.len())
+                .filter(|n| !taken.contains(n.to_string().as_str()))
+                .collect();
+            let pick = uuid::Uuid::new_v4().as_u128() % free.len().max(1) as u128;
+            slot = free.get(pick as usize).copied().unwrap_or(0).to_string();
+        }
+        Err(Full::Unavailable(
+            "a caller's share is being taken by many at once".into(),
+        ))
+    }
+
+    /// Keeps `slot` of `caller`'s share for `holder` until `until` (`Some(now)` or earlier:
+    /// gives it back), where `holder` still holds it: a slot another holder took since is left
+    /// alone. Whether it was `holder`'s.
+    pub(crate) async fn keep(
+        &self,
+        store: &dyn StateStore,
+        caller: &str,
+        slot: &str,
+        holder: &str,
+        until: Option<SystemTime>,
+    ) -> Result<bool, StateError> {
+        let item = Item::new(holder.as_bytes().to_vec(), until);
+        store
+            .put_if(&self.partition(caller), slot, item, Some(holder.as_bytes()))
+            .await
+    }
+
+    /// Gives `slot` of `caller`'s share back where `holder` still holds it.
+    pub(crate) async fn give_back(
+        &self,
+        store: &dyn StateStore,
+        caller: &str,
+        slot: &str,
+        holder: &str,
+    ) -> Result<(), StateError> {
+        self.keep(store, caller, slot, holder, Some(SystemTime::now()))
+            .await
+            .map(drop)
+    }
+}

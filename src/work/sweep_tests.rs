@@ -1,0 +1,80 @@
+//! A sweep reads what is due, by the store's index of due work, never every record: among
+//! 10,000 live records not yet due, a sweep reads the few that are (a process's first sweep
+//! alone reads them all, for what a dead holder or an earlier version left).
+
+use super::*;
+use crate::state::counting::CountingReads;
+
+/// A handler whose runs end done at once.
+struct Ends;
+
+impl Handler for Ends {
+    fn run<'a>(&'a self, _: &'a str, _: &'a Work, _: Run) -> BoxFuture<'a, Outcome> {
+        Box::pin(async { Outcome::Done })
+    }
+
+    fn give_up<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a Work,
+        _: &'a str,
+        _: Option<&'a [u8]>,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async { false })
+    }
+}
+
+/// `count` works due at `due_ms`, written as a runner writes them.
+async fn works(store: &dyn StateStore, prefix: &str, count: usize, due_ms: u64) {
+    let records = Records::new(store, WORK, "a work record");
+    stream::iter(0..count)
+        .for_each_concurrent(64, |n| async move {
+            let mut work = Work::new("test", Some("alice"), serde_json::json!({}));
+            work.go_on(due_ms);
+            let id = format!("{prefix}{n:05}");
+            records.write(&id, &work, None, None).await.unwrap();
+        })
+        .await;
+}
+
+async fn a_sweep_reads_only_what_is_due(store: Arc<dyn StateStore>, live: usize) {
+    let counting = CountingReads::of(store.clone(), WORK);
+    let later = now_ms() + 3_600_000;
+    works(&*store, "later-", live, later).await;
+    let runner = Runner::new(counting.clone(), Settings::default());
+    runner.register("test", Arc::new(Ends));
+    // The first sweep of a process reads every record.
+    assert_eq!(runner.sweep(None).await, 0);
+    assert!(counting.listed() >= live, "{}", counting.listed());
+    works(&*store, "now-", 3, now_ms()).await;
+    let before = counting.listed();
+    // An index may be read a moment behind (DynamoDB's global secondary index).
+    let mut taken = 0;
+    for _ in 0..50 {
+        taken += runner.sweep(None).await;
+        if taken == 3 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(taken, 3, "the three due are taken");
+    let read = counting.listed() - before;
+    assert!(
+        read <= 3 * 50,
+        "a sweep read {read} records of {live} live ones"
+    );
+}
+
+#[tokio::test]
+async fn a_sweep_among_10_000_live_records_reads_only_those_due_on_the_embedded_store() {
+    a_sweep_reads_only_what_is_due(crate::state::embedded::store(None).unwrap(), 10_000).await;
+}
+
+#[cfg(feature = "dynamodb")]
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn a_sweep_among_live_records_reads_only_those_due_on_dynamodb() {
+    let (client, table) = crate::moto::state_table().await;
+    let store = crate::state::dynamodb::DynamoState::new(client, table);
+    a_sweep_reads_only_what_is_due(Arc::new(store), 1_000).await;
+}
