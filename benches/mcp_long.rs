@@ -48,8 +48,9 @@ fn app(state: &[(&str, String)], aws: Option<aws_config::SdkConfig>) -> App {
     let config = Config::from_vars(false, vars).expect("valid bench configuration");
     let mut tools = example_tools::tools();
     tools.push(progress_tool());
-    let mut builder =
-        App::builder(Registry::builder().tools(tools).build().unwrap()).config(config);
+    let mut builder = App::builder(Registry::builder().tools(tools).build().unwrap())
+        .config(config)
+        .secret("MCP_STATE_KEY", "the-key-servers-sharing-a-table-hold");
     if let Some(aws) = aws {
         builder = builder.aws_config(aws);
     }

@@ -115,8 +115,10 @@ fn app(state: &[(&str, String)], aws: Option<aws_config::SdkConfig>) -> App {
         ("OXP_RAP_ENDPOINT", "http://127.0.0.1:9/invoke".into()),
         ("OXP_SUBSCRIPTION_EVENTS_PER_MINUTE", "100000000".into()),
         ("OXP_SUBSCRIPTION_MAX_BACKLOG", "100000".into()),
-        // One caller opens every subscription of the fan-out.
+        // One caller opens every subscription of the fan-out, and sends every event.
         ("OXP_SUBSCRIPTION_MAX_PER_CALLER", "1000000".into()),
+        ("OXP_WORK_MAX_PER_CALLER", "1000000".into()),
+        ("OXP_EVENT_MARKS_PER_SOURCE", "100000000".into()),
         ("OXP_RAP_DELIVERY_ATTEMPTS", "1".into()),
         ("OXP_METRICS", "off".into()),
     ];
@@ -124,7 +126,8 @@ fn app(state: &[(&str, String)], aws: Option<aws_config::SdkConfig>) -> App {
     let config = Config::from_vars(false, vars).expect("valid bench configuration");
     let mut builder = App::builder(example_tools::registry().unwrap())
         .config(config)
-        .secret("DEMO_WEBHOOK_SECRET", SECRET);
+        .secret("DEMO_WEBHOOK_SECRET", SECRET)
+        .secret("MCP_STATE_KEY", "the-key-servers-sharing-a-table-hold");
     if let Some(aws) = aws {
         builder = builder.aws_config(aws);
     }

@@ -14,8 +14,13 @@
 - memory: one server opens N subscriptions, then N more, its other caches (recent call
   outcomes, the database's pages) bounded to 4 MiB each: the resident set at each step, so
   the growth between them is what an open subscription holds.
+- live: one server holding N live work records not due (the expiries of N open
+  subscriptions), sweeping every second, on an embedded file and on a DynamoDB table on moto:
+  RAP round trips (`Calculator.Add`, one at a time) for 70 s, so that sweeps and a reclaim pass
+  (once a minute) fall among them: the median, the 99th percentile and the slowest, which a
+  sweep or a reclaim that read every record would show.
 
-    .venv/bin/python scripts/bench_durable.py BINARY MOTO_URL [N]
+    .venv/bin/python scripts/bench_durable.py BINARY MOTO_URL [N] [live]
 """
 import hashlib, hmac, http.server, json, os, shutil, signal, subprocess, sys, tempfile
 import threading, time, urllib.request, uuid
@@ -121,7 +126,8 @@ def rss_kib(pid):
 
 
 def aws_env(moto, table):
-    return {"OXP_STATE_TABLE": table, "AWS_ENDPOINT_URL": moto, "AWS_REGION": "us-east-1",
+    return {"OXP_STATE_TABLE": table, "OXP_SECRET_MCP_STATE_KEY": "bench-servers-share-this-key-32-bytes",
+            "AWS_ENDPOINT_URL": moto, "AWS_REGION": "us-east-1",
             "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing"}
 
 
@@ -130,11 +136,16 @@ def state_table(moto):
     client = boto3.client("dynamodb", endpoint_url=moto, region_name="us-east-1",
                           aws_access_key_id="testing", aws_secret_access_key="testing")
     name = f"oxp-durable-{uuid.uuid4().hex[:12]}"
-    client.create_table(TableName=name, BillingMode="PAY_PER_REQUEST",
-                        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
-                                   {"AttributeName": "sk", "KeyType": "RANGE"}],
-                        AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
-                                              {"AttributeName": "sk", "AttributeType": "S"}])
+    # As template.yaml makes it: the index of due work included.
+    client.create_table(
+        TableName=name, BillingMode="PAY_PER_REQUEST",
+        KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"},
+                   {"AttributeName": "sk", "KeyType": "RANGE"}],
+        AttributeDefinitions=[{"AttributeName": a, "AttributeType": t}
+                              for a, t in [("pk", "S"), ("sk", "S"), ("dpk", "S"), ("due", "N")]],
+        GlobalSecondaryIndexes=[{"IndexName": "due", "Projection": {"ProjectionType": "ALL"},
+                                 "KeySchema": [{"AttributeName": "dpk", "KeyType": "HASH"},
+                                               {"AttributeName": "due", "KeyType": "RANGE"}]}])
     return name
 
 
@@ -258,9 +269,43 @@ def memory(binary, n):
     return out
 
 
+def live(binary, n, env):
+    """RAP round trips (ms) for 70 s beside N live work records not due (`env`: the store)."""
+    folder = tempfile.mkdtemp(prefix="oxp-durable-")
+    runtime = Runtime()
+    env = dict(env, OXP_SUBSCRIPTION_MAX_PER_CALLER=str(2 * n),
+               OXP_WORK_MAX_PER_CALLER=str(4 * n), OXP_WORK_SWEEP_SECS="1")
+    env.setdefault("OXP_STATE_PATH", os.path.join(folder, "oxp-state.redb"))
+    proc, base = start(binary, env)
+    try:
+        open_subscriptions(base, runtime, [f"l-{i}" for i in range(n)])
+        took = []
+        end = time.monotonic() + 70
+        i = 0
+        while time.monotonic() < end:
+            results = runtime.count("tool_result")
+            sent = time.monotonic()
+            post(base, "/invoke", {"operation": "Calculator_Add", "arguments": {"a": 1, "b": 2},
+                                   "id": f"add-{i}", "group_id": "live", "callback_url": runtime.url})
+            runtime.wait("tool_result", results + 1, 60)
+            took.append((time.monotonic() - sent) * 1000)
+            i += 1
+        took.sort()
+        return {"n": n, "calls": len(took), "median_ms": round(took[len(took) // 2], 2),
+                "p99_ms": round(took[int(len(took) * 0.99)], 2), "max_ms": round(took[-1], 2)}
+    finally:
+        proc.terminate()
+        proc.wait()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
 def main():
     binary, moto = sys.argv[1], sys.argv[2]
     n = int(sys.argv[3]) if len(sys.argv) > 3 else 10000
+    if sys.argv[4:] == ["live"]:
+        print(json.dumps({"live_embedded": live(binary, n, {}),
+                          "live_moto": live(binary, n, aws_env(moto, state_table(moto)))}))
+        return
     figures = {
         "takeover_default_s": takeover(binary, moto, None, None, 3),
         "takeover_short_s": takeover(binary, moto, 5, 1, 3),

@@ -53,6 +53,9 @@ pub enum PublishError {
     Invalid(&'static str),
     /// The state store did not answer: publish it again (nothing is taken twice).
     Unavailable,
+    /// The source holds as many marks of events taken as it may
+    /// (`OXP_EVENT_MARKS_PER_SOURCE`, each kept [`REPLAY_WINDOW`]): publish it again later.
+    SourceFull,
 }
 
 impl fmt::Display for PublishError {
@@ -60,6 +63,9 @@ impl fmt::Display for PublishError {
         match self {
             Self::Invalid(why) => f.write_str(why),
             Self::Unavailable => f.write_str("the event could not be kept; publish it again"),
+            Self::SourceFull => {
+                f.write_str("the source sent too many events lately; publish it again later")
+            }
         }
     }
 }
@@ -109,6 +115,16 @@ impl Events {
                 replayed: true,
                 ..Published::default()
             });
+        }
+        // Marked before any subscription takes it: a source may hold only so many marks, and
+        // an event taken unmarked would reach a subscription opened since on a replay.
+        if !subscriptions
+            .reserve(source, id, REPLAY_WINDOW)
+            .await
+            .map_err(unavailable)?
+        {
+            tracing::warn!(target: "oxp::events", source, "event refused: the source holds as many marks of events as it may (OXP_EVENT_MARKS_PER_SOURCE)");
+            return Err(PublishError::SourceFull);
         }
         let mut published = Published::default();
         for (topic, text) in topics {

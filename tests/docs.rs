@@ -402,3 +402,81 @@ fn every_test_a_doc_cites_by_name_exists() {
         }
     }
 }
+
+/// Whether CloudFormation would refuse `template` deployed with `given` parameters (the rest
+/// at their defaults): each rule whose condition holds must have its assertions hold. The
+/// rules are read as these templates write them: one `!Equals [!Ref Name, value]` a line.
+fn refused_by_rules(template: &str, given: &[(&str, &str)]) -> bool {
+    let value_of = |name: &str| -> String {
+        if let Some((_, v)) = given.iter().find(|(n, _)| *n == name) {
+            return (*v).to_owned();
+        }
+        let declared = template
+            .split(&format!("\n  {name}:\n"))
+            .nth(1)
+            .unwrap_or_else(|| panic!("no parameter {name}"));
+        let default = declared
+            .lines()
+            .take_while(|l| l.starts_with("    "))
+            .find_map(|l| l.trim().strip_prefix("Default: "))
+            .unwrap_or_else(|| panic!("{name} has no default"));
+        default.trim_matches('"').to_owned()
+    };
+    let holds = |line: &str| -> bool {
+        let inner = line
+            .split_once("!Equals [!Ref ")
+            .unwrap_or_else(|| panic!("not an !Equals of a !Ref: {line}"))
+            .1
+            .trim_end_matches(']');
+        let (name, value) = inner.split_once(", ").unwrap();
+        value_of(name.trim()) == value.trim().trim_matches('"')
+    };
+    let rules = template
+        .split("\nRules:\n")
+        .nth(1)
+        .and_then(|rest| rest.split("\nConditions:\n").next())
+        .unwrap_or_default();
+    let mut applies = false;
+    for line in rules.lines().map(str::trim) {
+        if let Some(condition) = line.strip_prefix("RuleCondition: ") {
+            applies = holds(condition);
+        } else if let Some(assert) = line.strip_prefix("- Assert: ")
+            && applies
+            && !holds(assert)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+#[test]
+fn a_template_refuses_a_public_api_without_authentication_unless_its_user_accepts_the_risk() {
+    for path in ["template.yaml", "examples/starter/template.yaml"] {
+        let template = read(path);
+        assert!(
+            !refused_by_rules(&template, &[]),
+            "{path}: its defaults deploy"
+        );
+        assert!(
+            refused_by_rules(&template, &[("AuthMode", "none")]),
+            "{path}: AuthMode none alone is refused"
+        );
+        assert!(
+            !refused_by_rules(
+                &template,
+                &[
+                    ("AuthMode", "none"),
+                    ("AllowUnauthenticatedPublicApi", "true")
+                ]
+            ),
+            "{path}: accepted when the parameter that names the risk says so"
+        );
+    }
+    // The streaming entry's own rule is read the same way.
+    let template = read("template.yaml");
+    assert!(refused_by_rules(
+        &template,
+        &[("StreamingAuthType", "NONE"), ("AuthMode", "apigateway")]
+    ));
+}

@@ -37,6 +37,8 @@ mod deps;
 mod docs;
 #[cfg(all(feature = "rap", feature = "mcp"))]
 mod fuzz_seeds;
+#[cfg(all(feature = "rap", feature = "mcp"))]
+mod hardening;
 mod lambda_events;
 mod lambda_streaming;
 mod layout;

@@ -121,6 +121,10 @@ async fn sqs_batches_are_served_concurrently_under_managed_instances() {
             // The role needs its queues and its state table configured; nothing is sent to
             // them here.
             ("OXP_STATE_TABLE", "oxp-state"),
+            (
+                "OXP_SECRET_MCP_STATE_KEY",
+                "a-state-key-that-every-server-sharing-the-table-holds",
+            ),
             ("OXP_RAP_QUEUE_URL", "http://127.0.0.1:9/000000000000/jobs"),
             (
                 "OXP_RAP_DEAD_LETTER_QUEUE_URL",

@@ -190,6 +190,47 @@ async fn a_question_goes_on_the_calls_stream_and_the_sessions_answer_reaches_the
 }
 
 #[tokio::test]
+async fn an_answer_to_one_calls_question_is_never_taken_by_the_next_calls_question() {
+    let app = example_app();
+    let session = initialize(&app, "2025-06-18", json!({"elicitation": {}}), None)
+        .await
+        .unwrap();
+    let call = message(2, "tools/call", confirm());
+    let ask = |app: App| {
+        let request = request(&call, Some(&session), None);
+        async move {
+            let mut body = app.oneshot(request).await.unwrap().into_body();
+            let mut buffer = String::new();
+            let asked = next_message(&mut body, &mut buffer).await;
+            (asked["id"].clone(), body, buffer)
+        }
+    };
+    // The first call asks, then its client closes the stream (at these revisions that is no
+    // cancellation: the call goes on); the next call of the session asks.
+    let (first, stream, _) = ask(app.clone()).await;
+    drop(stream);
+    let (second, mut body, mut buffer) = ask(app.clone()).await;
+    assert_ne!(first, second, "each call's question has an id of its own");
+    // The answer sent for the first call goes to the first call alone; the second's is taken
+    // by the second.
+    let late = post(
+        &app,
+        request(&choosing(&first, "Yes"), Some(&session), None),
+    )
+    .await;
+    assert_eq!(late.0, 202, "{}", late.1);
+    let taken = post(
+        &app,
+        request(&choosing(&second, "No"), Some(&session), None),
+    )
+    .await;
+    assert_eq!(taken, (202, String::new()));
+    let result = next_message(&mut body, &mut buffer).await;
+    let text = result["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(serde_json::from_str::<Value>(text).unwrap()["choice"], "No");
+}
+
+#[tokio::test]
 async fn without_a_session_a_handshake_call_that_asks_is_the_tool_error_it_was() {
     let app = example_app();
     let call = message(2, "tools/call", confirm());

@@ -42,6 +42,7 @@ async fn server(table: &str, vars: &[(&str, &str)]) -> App {
     build(
         App::builder(Registry::builder().tools(tools).build().unwrap())
             .config(test_config_with(&all))
+            .secret("MCP_STATE_KEY", common::STATE_KEY)
             .aws_config(sdk_config(&moto_url()).await),
     )
 }

@@ -48,6 +48,7 @@ async fn functions() -> Functions {
         build(
             App::builder(Registry::builder().tools(tools).build().unwrap())
                 .config(config)
+                .secret("MCP_STATE_KEY", common::STATE_KEY)
                 .aws_config(sdk.clone()),
         )
     };

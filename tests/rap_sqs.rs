@@ -69,6 +69,7 @@ async fn rig() -> Rig {
         build(
             App::builder(registry)
                 .config(config)
+                .secret("MCP_STATE_KEY", common::STATE_KEY)
                 .aws_config(sdk.clone()),
         )
     };

@@ -166,6 +166,7 @@ async fn of_two_servers_sharing_a_table_the_survivor_delivers_the_killed_ones_ev
     let (_client, table) = common::aws::state_table().await;
     let shared = [
         ("OXP_STATE_TABLE", table.as_str()),
+        ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY),
         ("AWS_ENDPOINT_URL", moto.as_str()),
         ("AWS_REGION", "us-east-1"),
         ("AWS_ACCESS_KEY_ID", "testing"),
@@ -200,6 +201,7 @@ async fn of_two_servers_sharing_a_table_the_survivor_answers_the_killed_ones_inv
     let (_client, table) = common::aws::state_table().await;
     let shared = [
         ("OXP_STATE_TABLE", table.as_str()),
+        ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY),
         ("AWS_ENDPOINT_URL", moto.as_str()),
         ("AWS_REGION", "us-east-1"),
         ("AWS_ACCESS_KEY_ID", "testing"),
@@ -239,6 +241,7 @@ async fn of_two_servers_sharing_a_table_a_call_waiting_for_its_user_on_the_kille
     let (_client, table) = common::aws::state_table().await;
     let shared = [
         ("OXP_STATE_TABLE", table.as_str()),
+        ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY),
         ("AWS_ENDPOINT_URL", moto.as_str()),
         ("AWS_REGION", "us-east-1"),
         ("AWS_ACCESS_KEY_ID", "testing"),
@@ -311,6 +314,7 @@ async fn of_two_servers_sharing_a_table_a_tasks_question_is_answered_through_eit
     // Demo.Confirm asks the user; this deployment serves it only as a task.
     let shared = [
         ("OXP_STATE_TABLE", table.as_str()),
+        ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY),
         ("OXP_MCP_TASK_REQUIRED", "Demo_Confirm"),
         ("AWS_ENDPOINT_URL", moto.as_str()),
         ("AWS_REGION", "us-east-1"),

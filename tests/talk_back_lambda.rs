@@ -54,6 +54,7 @@ async fn functions() -> Functions {
             App::builder(common::example_tools::registry().unwrap())
                 .config(config)
                 .secret("DEMO_WEBHOOK_SECRET", SECRET)
+                .secret("MCP_STATE_KEY", common::STATE_KEY)
                 .aws_config(sdk.clone()),
         )
     };
@@ -248,6 +249,8 @@ async fn the_workers_schedule_runs_accepted_work_whose_queued_message_was_lost()
         &[
             ("OXP_LAMBDA_ROLE", "worker"),
             ("OXP_STATE_TABLE", f.table.as_str()),
+            ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY),
+            ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY),
             ("OXP_RAP_QUEUE_URL", f.queue_url.as_str()),
             ("OXP_RAP_DEAD_LETTER_QUEUE_URL", f.dead_letters_url.as_str()),
             ("OXP_RAP_ALLOW_HTTP", "true"),
@@ -287,6 +290,7 @@ async fn a_worker_killed_while_its_result_is_in_flight_has_the_same_result_deliv
     let env = [
         ("OXP_LAMBDA_ROLE", "worker"),
         ("OXP_STATE_TABLE", f.table.as_str()),
+        ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY),
         ("OXP_RAP_QUEUE_URL", f.queue_url.as_str()),
         ("OXP_RAP_DEAD_LETTER_QUEUE_URL", f.dead_letters_url.as_str()),
         ("OXP_RAP_ALLOW_HTTP", "true"),

@@ -189,3 +189,40 @@ async fn a_tool_declaring_the_signing_key_under_another_spelling_is_refused_at_s
         );
     }
 }
+
+#[tokio::test]
+async fn a_source_flooding_distinct_events_holds_at_most_its_marks_and_a_replay_stays_refused() {
+    let app = crate::talk_back::app_with(&[("OXP_EVENT_MARKS_PER_SOURCE", "4")], |_| {});
+    let receiver = Receiver::ok().await;
+    subscribe(&app, &receiver, "call-flood", json!({"topic": "flood"})).await;
+    let body = |n: u32| json!({"topic": "flood", "event": {"n": n}}).to_string();
+    let mut taken = 0;
+    let mut refused = 0;
+    for n in 0..12 {
+        let reply = webhook(&app, "demo", &body(n), Some(&sign(body(n).as_bytes()))).await;
+        match reply.status.as_u16() {
+            202 => taken += 1,
+            429 => {
+                refused += 1;
+                assert!(reply.headers.contains_key("retry-after"), "{}", reply.text);
+            }
+            other => panic!("{other}: {}", reply.text),
+        }
+    }
+    // Each taken event holds a mark; past the source's table, events wait for marks to expire.
+    assert!(
+        taken <= 4 && refused >= 8,
+        "{taken} taken, {refused} refused"
+    );
+    receiver.wait_kind("subscription_event", taken).await;
+    // The first event replayed later reaches nobody, not even a subscription opened since.
+    let later = Receiver::ok().await;
+    subscribe(&app, &later, "call-since", json!({"topic": "flood"})).await;
+    let replay = webhook(&app, "demo", &body(0), Some(&sign(body(0).as_bytes()))).await;
+    assert_eq!(
+        (replay.status.as_u16(), replay.json["accepted"].clone()),
+        (202, json!(0))
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(later.of_kind("subscription_event").is_empty());
+}

@@ -145,9 +145,6 @@ fn declared_on_request(meta: &rmcp::model::MetaObject) -> Option<(Offers, bool)>
     Some((Offers::of(capabilities), url))
 }
 
-/// Longest part of an unknown tool's name an error repeats (listing names are at most 64).
-const MAX_SHOWN_NAME: usize = 64;
-
 /// How a call may ask its client for input.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) enum Asking<'a> {
@@ -205,11 +202,7 @@ impl McpServer {
         let Some(tool) = self.0.get(name) else {
             // The name is the caller's: bounded and stripped of control characters before it is
             // answered back (a 200 KB name would come back whole).
-            let shown: String = name
-                .chars()
-                .filter(|c| !c.is_control())
-                .take(MAX_SHOWN_NAME)
-                .collect();
+            let shown = crate::server::shown(name);
             return Err(ErrorData::invalid_params(
                 format!("Unknown tool: {shown}"),
                 None,
@@ -277,10 +270,12 @@ impl McpServer {
         let _registered = request_id
             .and_then(|id| serde_json::to_string(id).ok())
             .map(|id| {
+                // A signal of its own: closing another request with the same id (its caller's
+                // next, say) must not stop this one; `notifications/cancelled` reaches both.
                 let (signal, registered) =
                     self.0
                         .running
-                        .start(call.principal.subject.as_deref(), "", &id);
+                        .start_own(call.principal.subject.as_deref(), "", &id);
                 call.cancellation = Some(signal);
                 registered
             });
@@ -384,10 +379,16 @@ impl McpServer {
             .open_session(token, super::plumbing::subject(parts))
             .await?;
         let questions = trips.questions()?.clone();
+        // Without its token (set where its stream is renumbered) a call is asked nothing.
+        let token = parts
+            .extensions
+            .get::<super::call_ids::CallToken>()?
+            .clone();
         Some(Arc::new(super::elicit::Elicit::new(
             context.peer.clone(),
             questions,
             session,
+            token,
         )))
     }
 }

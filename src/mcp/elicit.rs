@@ -8,13 +8,13 @@
 //!   gets an `Mcp-Session-Id` carrying that (and a nonce naming it), bound to the caller; a request
 //!   without it, or whose id does not open for its caller, is asked nothing (the tool error it
 //!   always got);
-//! - which call a question belongs to: rmcp numbers a request's outgoing requests from 0, so a
-//!   question is `<session nonce>:<id>` in the one question service
-//!   ([`crate::work::questions`]), taken before it is sent (two calls of one session asking at
-//!   once take turns) and answered once, by a POST of the same caller's session naming that
-//!   id; the call reads the answer from the store, so any execution environment may take the
-//!   POST.
+//! - which call a question belongs to: its request goes out as `<call token>-<n>`
+//!   ([`super::call_ids`]), and the question is `<session nonce>:<call token>-<n>` in the one
+//!   question service ([`crate::work::questions`]), taken before it is sent and answered once,
+//!   by a POST of the same caller's session naming that id; the call reads the answer from the
+//!   store, so any execution environment may take the POST.
 
+use super::call_ids::CallToken;
 use super::plumbing::subject;
 use super::questions::{Offers, Question, choice_of, filled_of, read_response, request_of};
 use super::round_trip::RoundTrips;
@@ -38,8 +38,8 @@ pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
 const SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
 /// How long a question waits for its answer at most (the call's deadline ends it sooner).
 const MAX_WAIT: Duration = Duration::from_secs(600);
-/// How long a question holds its number unless its call renews it (every third of that): a call
-/// that crashed with its server frees the session's number soon after.
+/// How long a question is kept unless its call renews it (every third of that): a call that
+/// crashed with its server leaves no question behind for long.
 const HOLD: Duration = Duration::from_secs(6);
 /// Longest `initialize` read for the capabilities it declares.
 const MAX_INITIALIZE: usize = 64 * 1024;
@@ -168,7 +168,9 @@ impl RoundTrips {
         };
         // The session's nonce stands for its caller: only a request whose session opened for
         // the caller that initialized it names it.
-        let key = question_key(session, &answer.id);
+        let Some(key) = question_key(session, &answer.id) else {
+            return false;
+        };
         questions
             .answer(&key, Some(&session.n), |_| true, value)
             .await
@@ -176,10 +178,13 @@ impl RoundTrips {
     }
 }
 
-/// A question's key: the session's nonce and the request's id as JSON.
-fn question_key(session: &Session, id: &RequestId) -> String {
-    let id = serde_json::to_string(id).unwrap_or_default();
-    format!("{}:{id}", session.n)
+/// A question's key: the session's nonce and the id its request went out under (a number
+/// names no question: every question's id is its call's token and its number).
+fn question_key(session: &Session, id: &RequestId) -> Option<String> {
+    match id {
+        RequestId::String(id) => Some(format!("{}:{id}", session.n)),
+        RequestId::Number(_) => None,
+    }
 }
 
 /// Whether `body` is a JSON-RPC response or error (no `method`), which a client sends to answer
@@ -201,6 +206,8 @@ pub(crate) struct Elicit {
     peer: Peer<RoleServer>,
     questions: Arc<Questions>,
     session: Session,
+    /// What this call's requests go out as.
+    token: CallToken,
     /// Requests sent on this call's stream so far: rmcp numbers the next one with it. Held
     /// while a question is taken and sent, so questions asked at once get their own numbers.
     sent: tokio::sync::Mutex<u32>,
@@ -232,12 +239,19 @@ impl Elicit {
         self.session.u
     }
 
-    /// The questions of a call whose client's session is `session`, sent over `peer`.
-    pub(crate) fn new(peer: Peer<RoleServer>, questions: Arc<Questions>, session: Session) -> Self {
+    /// The questions of a call whose client's session is `session`, sent over `peer` as
+    /// `token` renumbers them.
+    pub(crate) fn new(
+        peer: Peer<RoleServer>,
+        questions: Arc<Questions>,
+        session: Session,
+        token: CallToken,
+    ) -> Self {
         Self {
             peer,
             questions,
             session,
+            token,
             sent: tokio::sync::Mutex::new(0),
         }
     }
@@ -258,16 +272,10 @@ impl Elicit {
         let key = {
             let mut sent = self.sent.lock().await;
             let id = RequestId::Number(i64::from(*sent));
-            let key = question_key(&self.session, &id);
-            // Another call of the session asking under the same number: this one waits its turn
-            // (its hold counted from when it takes the number).
-            while !self
-                .questions
-                .take(&key, caller, HOLD)
-                .await
-                .map_err(|e| unavailable(e.0))?
-            {
-                tokio::time::sleep(crate::work::questions::POLL).await;
+            let key = format!("{}:{}", self.session.n, self.token.id(*sent));
+            // The name is this call's alone: it is free unless the store is not answering.
+            if !(self.questions.take(&key, caller, HOLD).await).map_err(|e| unavailable(e.0))? {
+                return Err(unavailable("the question could not be taken".into()));
             }
             let sent_as = self
                 .peer
@@ -282,8 +290,8 @@ impl Elicit {
                 }
             }
         };
-        // The question goes with the call: a call ended at its deadline or cancelled frees its
-        // number for the session's next question.
+        // The question goes with the call: one ended at its deadline or cancelled is answered
+        // by nothing later.
         let _asked = Asked(self.questions.clone(), key.clone());
         let until = tokio::time::Instant::now() + MAX_WAIT;
         let pending = std::future::pending();

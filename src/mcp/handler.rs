@@ -201,7 +201,7 @@ impl ServerHandler for McpServer {
         request: CustomRequest,
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
-        let method: String = request.method.chars().take(64).collect();
+        let method = crate::server::shown(&request.method);
         if KNOWN_METHODS.contains(&request.method.as_str()) {
             return Err(ErrorData::invalid_params(
                 format!("Invalid params for {method}"),

@@ -14,6 +14,7 @@
 //! (or nests deeper than 128), -32600 for JSON that is not a JSON-RPC message, -32602 for a
 //! known method with malformed params, -32601 (from rmcp) for an unknown method.
 
+mod call_ids;
 mod call_tool;
 mod definition;
 mod discovery;
@@ -277,6 +278,13 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     if let Some(fields) = crate::observe::current_fields() {
         parts.extensions.insert(fields);
     }
+    // A request of a session that does not answer a question may ask some: its own token
+    // names them on its stream and in the store.
+    let token = (answering.is_none() && parts.headers.contains_key(elicit::SESSION_HEADER))
+        .then(call_ids::CallToken::new);
+    if let Some(token) = &token {
+        parts.extensions.insert(token.clone());
+    }
     let mut guard = closed.guard();
     let request = http::Request::from_parts(parts, Body::from(bytes.clone()));
     // Boxed: rmcp's future is large, and would make every request's future (the fast path's
@@ -295,6 +303,9 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
         return plain_error_as_rpc(response, &bytes).await;
     }
     let mut response = response.map(Body::new);
+    if let Some(token) = token {
+        response = call_ids::renumbered(response, token);
+    }
     if let Some(session) = session
         && response.status() == StatusCode::OK
     {

@@ -49,11 +49,7 @@ pub(super) fn removed_method(body: &[u8]) -> Option<Response> {
 }
 
 fn not_found(id: Value, method: &str) -> Response {
-    let shown: String = method
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(64)
-        .collect();
+    let shown = crate::server::shown(method);
     super::rpc_error(
         StatusCode::NOT_FOUND,
         id,
@@ -80,15 +76,35 @@ pub(super) async fn status_of_errors(response: Response) -> Response {
     let Ok(bytes) = axum::body::to_bytes(body, 4 * 1024 * 1024).await else {
         return Response::from_parts(parts, Body::empty());
     };
-    let code = serde_json::from_slice::<Value>(&bytes)
-        .ok()
-        .and_then(|m| m.get("error")?.get("code")?.as_i64());
-    match code {
+    let Ok(mut answer) = serde_json::from_slice::<Value>(&bytes) else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    match answer.pointer("/error/code").and_then(Value::as_i64) {
         Some(-32601) => parts.status = StatusCode::NOT_FOUND,
         Some(code) if code == i64::from(super::questions::MISSING_REQUIRED_CLIENT_CAPABILITY) => {
             parts.status = StatusCode::BAD_REQUEST;
         }
+        None => return Response::from_parts(parts, Body::from(bytes)),
         _ => {}
     }
+    // rmcp's errors quote what the caller sent between backticks (-32020: a header and the
+    // body's value): each quote shown at most 64 characters.
+    let Some(Value::String(message)) = answer.pointer_mut("/error/message") else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    *message = message
+        .split('`')
+        .enumerate()
+        .map(|(i, part)| {
+            if i % 2 == 1 {
+                crate::server::shown(part)
+            } else {
+                part.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("`");
+    let bytes = serde_json::to_vec(&answer).expect("answers serialize");
+    parts.headers.remove(http::header::CONTENT_LENGTH);
     Response::from_parts(parts, Body::from(bytes))
 }

@@ -141,11 +141,10 @@ impl RoundTrips {
                 let key: Vec<u8> = if !self.secrets.holds(KEY_SECRET_ID) && !self.key_required {
                     self.own_key().await?
                 } else {
-                    let secret = self
-                        .secrets
-                        .get(KEY_SECRET_ID)
-                        .await
-                        .map_err(|e| e.developer_message())?;
+                    let secret = self.secrets.get(KEY_SECRET_ID).await.map_err(|e| {
+                        tracing::error!(target: "oxp::mcp", error = %e.developer_message(), "{KEY_SECRET_ID} could not be read: no requestState or session is sealed until it is (a secret every server sharing the state holds)");
+                        e.developer_message()
+                    })?;
                     // An empty or short key would make every state forgeable (a value read
                     // from Secrets Manager is checked here, a local one at start too).
                     if secret.expose().len() < KEY_BYTES {

@@ -25,14 +25,16 @@ pub(crate) fn served_for_mcp(
     invoker: Arc<Invoker>,
     settings: &McpConfig,
     questions: Option<&Arc<crate::work::Questions>>,
-    in_lambda: bool,
+    (in_lambda, shared): (bool, bool),
     streamed: bool,
     runner: Option<&Arc<crate::work::Runner>>,
     key_file: Option<std::path::PathBuf>,
 ) -> Result<Arc<Served>, String> {
     let pins = &settings.pins;
     let tools = invoker.registry().served(pins, "OXP_MCP_TOOLS")?;
-    let mut trips = RoundTrips::new(invoker.secrets().clone(), in_lambda, questions.cloned())
+    // The shared key, never one of this process's: in Lambda, and wherever the store is shared.
+    let key_required = in_lambda || shared;
+    let mut trips = RoundTrips::new(invoker.secrets().clone(), key_required, questions.cloned())
         .with_key_file(key_file);
     // A handshake client's question goes on the call's stream, which must reach it before the
     // call ends: not through Lambda's buffered answers.

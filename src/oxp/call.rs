@@ -274,7 +274,7 @@ fn check_version(schema: Option<&str>) -> Result<(), ApiError> {
     Err(ApiError::bad_request(
         format!(
             "OXP version '{}' is not supported. Supported versions: {}",
-            schema.unwrap_or_default(),
+            crate::server::shown(schema.unwrap_or_default()),
             wire::SUPPORTED_VERSIONS.join(", ")
         ),
         "send one of the supported versions in $schema, or omit it to use the latest",

@@ -116,6 +116,19 @@ impl DeadLetters {
                     .open(path)
                     .await
                     .map_err(|e| format!("dead-letter file {}: {e}", path.display()))?;
+                // Letters hold results and callback URLs (which may carry tokens): a file an
+                // operator made before, open to others, is made the owner's alone.
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::PermissionsExt;
+                    let mode = file.metadata().await.map(|m| m.permissions().mode());
+                    if mode.is_ok_and(|mode| mode & 0o077 != 0) {
+                        let private = std::fs::Permissions::from_mode(0o600);
+                        file.set_permissions(private)
+                            .await
+                            .map_err(|e| format!("dead-letter file {}: {e}", path.display()))?;
+                    }
+                }
                 file.write_all(&line)
                     .await
                     .and(file.sync_data().await)
@@ -173,6 +186,24 @@ mod tests {
         );
         let last = std::fs::read_to_string(&path).unwrap();
         assert!(last.contains("call_39"), "the newest letter is kept");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[tokio::test]
+    async fn an_existing_dead_letter_file_open_to_others_is_made_the_owners_alone() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("oxp-dl-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("dead.jsonl");
+        std::fs::write(&path, b"").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        DeadLetters::file(&path, 1 << 20)
+            .record(&letter(1))
+            .await
+            .unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600, "{mode:o}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -99,7 +99,8 @@ impl Jobs {
             return Err(EnqueueError::Full);
         }
         let body = serde_json::to_value(&job).expect("jobs serialize");
-        if body.to_string().len() > oxp_lambda_core::durable::MAX_VALUE_BYTES / 2 {
+        // Within one record, with room for what the runner adds to it.
+        if body.to_string().len() > oxp_lambda_core::durable::MAX_VALUE_BYTES - 4096 {
             return Err(EnqueueError::TooLarge);
         }
         let caller = caller_key(job.principal.subject.as_deref());

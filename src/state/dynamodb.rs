@@ -43,6 +43,8 @@ pub(crate) struct DynamoState {
     reclaiming: Arc<AtomicBool>,
     /// Whether the table was found without its [`DUE_INDEX`] (said once, then listed).
     unindexed: Arc<AtomicBool>,
+    /// Whether a refusal of this store's keys was logged (once).
+    told_schema: Arc<AtomicBool>,
 }
 
 impl DynamoState {
@@ -55,6 +57,7 @@ impl DynamoState {
             table,
             reclaiming: Arc::default(),
             unindexed: Arc::default(),
+            told_schema: Arc::default(),
         }
     }
 
@@ -90,7 +93,7 @@ impl DynamoState {
                 .send()
                 .await;
             // Written again since (live now): kept.
-            held(deleted)?;
+            self.held(deleted)?;
         }
         Ok(())
     }
@@ -137,27 +140,39 @@ fn attributes(partition: &str, key: &str, item: Item) -> HashMap<String, Attribu
     attributes
 }
 
-/// Whether a conditional write's condition held (it was written), or why the table did not
-/// answer.
-fn held<T, E: aws_sdk_dynamodb::error::ProvideErrorMetadata>(
-    sent: Result<T, aws_sdk_dynamodb::error::SdkError<E>>,
-) -> Result<bool, StateError> {
-    match sent {
-        Ok(_) => Ok(true),
-        Err(e)
-            if e.as_service_error().and_then(|e| e.code())
-                == Some("ConditionalCheckFailedException") =>
-        {
-            Ok(false)
+impl DynamoState {
+    /// Whether a conditional write's condition held (it was written), or why the table did not
+    /// answer.
+    fn held<T, E: aws_sdk_dynamodb::error::ProvideErrorMetadata>(
+        &self,
+        sent: Result<T, aws_sdk_dynamodb::error::SdkError<E>>,
+    ) -> Result<bool, StateError> {
+        match sent {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error().and_then(|e| e.code())
+                    == Some("ConditionalCheckFailedException") =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(self.failed(&e)),
         }
-        Err(e) => Err(failed(&e)),
     }
-}
 
-fn failed<E: aws_sdk_dynamodb::error::ProvideErrorMetadata>(
-    e: &aws_sdk_dynamodb::error::SdkError<E>,
-) -> StateError {
-    StateError(format!("state table: {}", dynamo::error_code(e)))
+    /// Why the table did not answer (its caller's error stays generic). A table whose key
+    /// schema is not this store's (one an earlier template made, keyed by `call_id`) refuses
+    /// every call: the first such refusal is logged with the table's name and the schema it
+    /// needs.
+    fn failed<E: aws_sdk_dynamodb::error::ProvideErrorMetadata>(
+        &self,
+        e: &aws_sdk_dynamodb::error::SdkError<E>,
+    ) -> StateError {
+        let code = dynamo::error_code(e);
+        if code == "ValidationException" && !self.told_schema.swap(true, Ordering::Relaxed) {
+            tracing::error!(target: "oxp::state", table = %self.table, "the table refuses this store's keys: it needs the partition key pk and the sort key sk (both strings) and the TTL attribute expires_at; a table an earlier template made (keyed by call_id) must be replaced (CHANGELOG.md)");
+        }
+        StateError(format!("state table: {code}"))
+    }
 }
 
 fn too_large(item: &Item) -> Result<(), StateError> {
@@ -201,7 +216,7 @@ impl DynamoState {
             .set_expression_attribute_values(Some(values))
             .send()
             .await;
-        held(deleted)
+        self.held(deleted)
     }
 }
 
@@ -218,7 +233,7 @@ impl StateStore for DynamoState {
                 .consistent_read(true)
                 .send()
                 .await
-                .map_err(|e| failed(&e))?;
+                .map_err(|e| self.failed(&e))?;
             Ok(got.item().and_then(|i| item_of(i, SystemTime::now())))
         })
     }
@@ -243,7 +258,7 @@ impl StateStore for DynamoState {
                 .set_item(Some(attributes(partition, key, item)))
                 .condition_expression(expression)
                 .set_expression_attribute_values(Some(values));
-            held(put.send().await)
+            self.held(put.send().await)
         })
     }
 
@@ -260,7 +275,7 @@ impl StateStore for DynamoState {
                 .set_item(Some(attributes(partition, key, item)))
                 .send()
                 .await
-                .map_err(|e| failed(&e))?;
+                .map_err(|e| self.failed(&e))?;
             Ok(())
         })
     }
@@ -275,7 +290,7 @@ impl StateStore for DynamoState {
                 .set_key(Some(key_of(partition, key)))
                 .send()
                 .await
-                .map_err(|e| failed(&e))?;
+                .map_err(|e| self.failed(&e))?;
             Ok(())
         })
     }
@@ -305,7 +320,7 @@ impl StateStore for DynamoState {
                     .set_exclusive_start_key(start.take())
                     .send()
                     .await
-                    .map_err(|e| failed(&e))?;
+                    .map_err(|e| self.failed(&e))?;
                 for attributes in page.items() {
                     if items.len() >= limit {
                         break;
@@ -363,7 +378,7 @@ impl StateStore for DynamoState {
                     }
                     return self.list(partition, None, limit).await;
                 }
-                Err(e) => return Err(failed(&e)),
+                Err(e) => return Err(self.failed(&e)),
             };
             let now = SystemTime::now();
             Ok(page
@@ -387,6 +402,71 @@ mod tests {
     async fn the_dynamodb_store_keeps_the_contract_on_moto() {
         let (client, table) = crate::moto::state_table().await;
         crate::state::conformance::check(&DynamoState::new(client, table)).await;
+    }
+
+    /// A log writer into a shared buffer.
+    #[derive(Clone, Default)]
+    struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
+
+    impl std::io::Write for Lines {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(buf);
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[tokio::test]
+    #[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+    async fn a_table_an_earlier_template_made_is_named_once_with_the_keys_it_needs() {
+        use aws_sdk_dynamodb::types::{
+            AttributeDefinition, BillingMode, KeySchemaElement, KeyType, ScalarAttributeType,
+        };
+        let (client, _) = crate::moto::state_table().await;
+        let table = format!("oxp-calls-old-{}", uuid::Uuid::new_v4().simple());
+        client
+            .create_table()
+            .table_name(&table)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(
+                AttributeDefinition::builder()
+                    .attribute_name("call_id")
+                    .attribute_type(ScalarAttributeType::S)
+                    .build()
+                    .unwrap(),
+            )
+            .key_schema(
+                KeySchemaElement::builder()
+                    .attribute_name("call_id")
+                    .key_type(KeyType::Hash)
+                    .build()
+                    .unwrap(),
+            )
+            .send()
+            .await
+            .unwrap();
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .finish();
+        let _logging = tracing::subscriber::set_default(subscriber);
+        let store = DynamoState::new(client, table.clone());
+        for _ in 0..3 {
+            let refused = store.get("idempotency", "k").await.unwrap_err();
+            // The caller's error names nothing of the deployment.
+            assert_eq!(refused.0, "state table: ValidationException");
+        }
+        let logged = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
+        assert_eq!(
+            logged.matches("refuses this store's keys").count(),
+            1,
+            "{logged}"
+        );
+        assert!(logged.contains(&table) && logged.contains("pk"), "{logged}");
     }
 
     #[tokio::test]

@@ -82,18 +82,7 @@ impl Subscriptions {
             sub.max_events = Some(sub.accepted);
             true
         };
-        let ended = self
-            .records()
-            .upsert_after(
-                id,
-                None,
-                || None,
-                change,
-                |sub| self.event_row(id, sub.accepted, &text),
-                |sub, _| self.kept(sub),
-            )
-            .await?;
-        if let Some((sub, _)) = ended {
+        if let Some(sub) = self.take_event(id, &text, change).await? {
             self.store
                 .delete(&Keys::of_topic(&sub.source, &sub.topic), id)
                 .await?;

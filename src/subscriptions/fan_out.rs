@@ -6,7 +6,6 @@ use super::{
 };
 use futures_util::{StreamExt, TryStreamExt, stream};
 use oxp_lambda_core::durable::{Item, StateError};
-use std::time::{Duration, SystemTime};
 
 impl Subscriptions {
     /// Hands `text` (an event of `topic` from `source`, identified by `event_id` so a source
@@ -54,26 +53,6 @@ impl Subscriptions {
         }
     }
 
-    /// Whether `source` had the event `event_id` taken within its replay window.
-    pub(crate) async fn replayed(&self, source: &str, event_id: &str) -> Result<bool, StateError> {
-        Ok(self
-            .store
-            .get(&Keys::taken(source), event_id)
-            .await?
-            .is_some())
-    }
-
-    /// Marks `source`'s event `event_id` taken for `window`: a copy within it is a replay.
-    pub(crate) async fn taken(
-        &self,
-        source: &str,
-        event_id: &str,
-        window: Duration,
-    ) -> Result<(), StateError> {
-        let mark = Item::new(Vec::new(), Some(SystemTime::now() + window));
-        self.store.put(&Keys::taken(source), event_id, mark).await
-    }
-
     /// Has the events of subscriptions `ids` (each with its caller's key) delivered: each
     /// one's delivery is work done for its caller, taken at once (here, or by the worker in
     /// Lambda) unless a run holds it, which then runs again.
@@ -96,8 +75,7 @@ impl Subscriptions {
     }
 
     /// Writes the event as the next of subscription `id`, unless it had it already, is no
-    /// longer active, or holds its whole backlog: the event's row first, then the count (a
-    /// count never names a missing event), in the one compare-and-swap loop.
+    /// longer active, or holds its whole backlog.
     pub(super) async fn accept(
         &self,
         id: &str,
@@ -138,6 +116,25 @@ impl Subscriptions {
             }
             true
         };
+        let Some(sub) = self.take_event(id, text, change).await? else {
+            return Ok(declined.into_inner().unwrap_or_else(|p| p.into_inner()));
+        };
+        if reindex.load(std::sync::atomic::Ordering::Relaxed) {
+            self.index(id, &sub).await?;
+        }
+        Ok(Accepted::Yes(sub.owner.caller_key()))
+    }
+
+    /// `change` made to subscription `id` (it counts one more event), and `text` written as
+    /// that event first: the event's row, then the count (a count never names a missing event),
+    /// in the one compare-and-swap loop. The record as written, or `None` when `change`
+    /// declines.
+    pub(super) async fn take_event(
+        &self,
+        id: &str,
+        text: &str,
+        change: impl FnMut(&mut Sub) -> bool,
+    ) -> Result<Option<Sub>, StateError> {
         let written = self
             .records()
             .upsert_after(
@@ -149,23 +146,12 @@ impl Subscriptions {
                 |sub, _| self.kept(sub),
             )
             .await?;
-        let Some((sub, _)) = written else {
-            return Ok(declined.into_inner().unwrap_or_else(|p| p.into_inner()));
-        };
-        if reindex.load(std::sync::atomic::Ordering::Relaxed) {
-            self.index(id, &sub).await?;
-        }
-        Ok(Accepted::Yes(sub.owner.caller_key()))
+        Ok(written.map(|(sub, _)| sub))
     }
 
     /// Writes `text` as event `seq` of subscription `id` where no other event is: whether it
     /// is there now (`false`: another event took the number; the count is read again).
-    pub(super) async fn event_row(
-        &self,
-        id: &str,
-        seq: u32,
-        text: &str,
-    ) -> Result<bool, StateError> {
+    async fn event_row(&self, id: &str, seq: u32, text: &str) -> Result<bool, StateError> {
         let (events, key) = (Keys::events(id), Keys::seq(seq));
         let item = Item::new(text.as_bytes().to_vec(), self.expires());
         if self.store.put_if(&events, &key, item, None).await? {

@@ -16,6 +16,7 @@
 mod delivery;
 mod expiry;
 mod fan_out;
+mod marks;
 mod records;
 
 pub(crate) use delivery::{Drained, Sent};
@@ -91,6 +92,8 @@ pub(crate) struct Subscriptions {
     keep: Duration,
     /// Each caller's share of live subscriptions (`OXP_SUBSCRIPTION_MAX_PER_CALLER` slots).
     share: crate::state::share::Share,
+    /// The slots of each source's table of event marks (`OXP_EVENT_MARKS_PER_SOURCE`).
+    marks_per_source: u64,
 }
 
 /// Why a subscription was not opened.
@@ -128,6 +131,8 @@ pub(crate) struct Limits {
     pub(crate) keep: Duration,
     /// Live subscriptions one caller may hold.
     pub(crate) per_caller: usize,
+    /// The marks of events taken one source may hold (each kept the replay window).
+    pub(crate) marks_per_source: u64,
 }
 
 /// The subscriptions over `store`, their events delivered by `runner`, paced as the variables
@@ -161,6 +166,9 @@ impl Limits {
             per_caller: env
                 .positive("OXP_SUBSCRIPTION_MAX_PER_CALLER")?
                 .unwrap_or(100),
+            marks_per_source: env
+                .positive("OXP_EVENT_MARKS_PER_SOURCE")?
+                .unwrap_or(100_000),
         })
     }
 }
@@ -179,6 +187,7 @@ impl Subscriptions {
             max_backlog: limits.max_backlog.max(1),
             keep: limits.keep,
             share: crate::state::share::Share::new(Keys::SHARE, limits.per_caller),
+            marks_per_source: limits.marks_per_source,
         }
     }
 

@@ -11,6 +11,7 @@ fn limits() -> Limits {
         max_backlog: 100,
         keep: Duration::from_secs(3600),
         per_caller: 10,
+        marks_per_source: 1000,
     }
 }
 

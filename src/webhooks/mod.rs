@@ -127,6 +127,17 @@ async fn receive(
     let published = match events.publish(id, &event_digest(id, &body), &topics).await {
         Ok(published) => published,
         Err(PublishError::Invalid(why)) => return refused(StatusCode::BAD_REQUEST, why, id),
+        Err(PublishError::SourceFull) => {
+            let mut response = refused(
+                StatusCode::TOO_MANY_REQUESTS,
+                "the source sent too many events lately; send the event again later",
+                id,
+            );
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("3600"));
+            return response;
+        }
         Err(_) => {
             return refused(
                 StatusCode::SERVICE_UNAVAILABLE,

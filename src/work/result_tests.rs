@@ -206,3 +206,86 @@ async fn a_handler_that_panics_gives_its_work_up_with_a_status_and_the_runner_go
         .unwrap();
     until("ran", || told.runs.load(Ordering::SeqCst) == 1).await;
 }
+
+/// A handler whose runs mark their work as waiting for a person (a question asked), then wait,
+/// recording whether each run was a takeover of an interrupted one.
+struct Asks {
+    runner: std::sync::OnceLock<std::sync::Weak<Runner>>,
+    runs: Mutex<Vec<bool>>,
+}
+
+impl Handler for Asks {
+    fn run<'a>(&'a self, id: &'a str, work: &'a Work, _: Run) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            self.runs.lock().unwrap().push(work.interrupted);
+            if let Some(runner) = self.runner.get().and_then(std::sync::Weak::upgrade) {
+                runner.asking(id).await.unwrap();
+            }
+            std::future::pending().await
+        })
+    }
+
+    fn give_up<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a Work,
+        _: &'a str,
+        _: Option<&'a [u8]>,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async { false })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_waiting_for_a_person_taken_over_after_a_crash_resumes_and_is_not_interrupted() {
+    let store = crate::state::embedded::store(None).unwrap();
+    let asks = |runner: &Arc<Runner>| {
+        let handler = Arc::new(Asks {
+            runner: std::sync::OnceLock::new(),
+            runs: Mutex::default(),
+        });
+        let _ = handler.runner.set(Arc::downgrade(runner));
+        runner.register("asks", handler.clone());
+        handler
+    };
+    let first = store.clone();
+    let process = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let (runner, handler) = runtime.block_on(async move {
+            let runner = Runner::new(first, quick());
+            let handler = asks(&runner);
+            runner
+                .submit("asks", "w-ask", None, serde_json::json!({}))
+                .await
+                .unwrap();
+            (runner, handler)
+        });
+        (runtime, runner, handler)
+    });
+    let (runtime, runner, dying) = process.join().unwrap();
+    let marked = || async {
+        let (work, _) = Runner::new(store.clone(), quick())
+            .read("w-ask")
+            .await
+            .unwrap()
+            .unwrap();
+        work.asking
+    };
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !marked().await {
+        assert!(Instant::now() < deadline, "marked as waiting for a person");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    runtime.shutdown_background();
+    drop(runner);
+    let taker = Runner::new(store.clone(), quick());
+    let survivor = asks(&taker);
+    taker.sweep_every_tick(true);
+    until("taken over", || !survivor.runs.lock().unwrap().is_empty()).await;
+    assert_eq!(*dying.runs.lock().unwrap(), [false]);
+    assert_eq!(
+        *survivor.runs.lock().unwrap(),
+        [false],
+        "resumed, not taken for interrupted"
+    );
+}

@@ -1,77 +1,28 @@
 //! The runner's turns: how many runs one process has going at once (`OXP_WORK_RUNNING_MAX`),
-//! and of those how many one caller's (`OXP_WORK_RUNNING_PER_CALLER`). A run whose caller has
-//! all its turns, or that finds none free, waits in line; a freed turn goes to the first in
-//! line whose caller has turns left, so one caller's hung callbacks or long tasks hold its own
-//! turns, never the others'. A run waiting for its turn holds no turn, and a delivery waiting
-//! to be retried is no run at all (its record is due later).
+//! and of those how many one caller's (`OXP_WORK_RUNNING_PER_CALLER`). A run waits first for a
+//! turn of its caller's, then for one of the process's, each in line (tokio's fair semaphores):
+//! a caller holding all its turns waits behind itself, never in front of the others, so one
+//! caller's hung callbacks or long tasks hold its own turns only. A delivery waiting to be
+//! retried is no run at all (its record is due later).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use tokio::sync::oneshot;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// The turns of one runner.
 #[derive(Debug)]
 pub(crate) struct Turns {
-    at_once: usize,
+    all: Arc<Semaphore>,
     per_caller: usize,
-    line: Mutex<Line>,
+    /// Each caller's turns; a caller with none taken and no one in its line is forgotten.
+    callers: Mutex<HashMap<String, Arc<Semaphore>>>,
 }
 
-#[derive(Debug, Default)]
-struct Line {
-    running: usize,
-    by_caller: HashMap<String, usize>,
-    waiting: VecDeque<(String, oneshot::Sender<()>)>,
-}
-
-impl Line {
-    fn may_run(&self, caller: &str, at_once: usize, per_caller: usize) -> bool {
-        self.running < at_once && self.by_caller.get(caller).copied().unwrap_or(0) < per_caller
-    }
-
-    fn take(&mut self, caller: &str) {
-        self.running += 1;
-        *self.by_caller.entry(caller.to_owned()).or_default() += 1;
-    }
-
-    fn give(&mut self, caller: &str) {
-        self.running -= 1;
-        if let Some(held) = self.by_caller.get_mut(caller) {
-            *held -= 1;
-            if *held == 0 {
-                self.by_caller.remove(caller);
-            }
-        }
-    }
-}
-
-/// A turn, given back when dropped (once held).
+/// A turn, given back when dropped.
 #[derive(Debug)]
 pub(crate) struct Turn {
-    turns: Arc<Turns>,
-    caller: String,
-    held: bool,
-}
-
-impl Drop for Turn {
-    fn drop(&mut self) {
-        if self.held {
-            self.turns.give_back(&self.caller);
-        }
-    }
-}
-
-/// A place in line. Dropped before its turn came, nothing is held (the turn's sender finds no
-/// one and frees it); dropped after it came and before it was taken, the turn goes back.
-struct InLine {
-    wait: oneshot::Receiver<()>,
-    turn: Turn,
-}
-
-impl Drop for InLine {
-    fn drop(&mut self) {
-        self.turn.held = self.turn.held || self.wait.try_recv().is_ok();
-    }
+    _all: OwnedSemaphorePermit,
+    _own: OwnedSemaphorePermit,
 }
 
 impl Turns {
@@ -79,72 +30,30 @@ impl Turns {
     pub(crate) fn new(at_once: usize, per_caller: usize) -> Arc<Self> {
         let at_once = at_once.max(1);
         Arc::new(Self {
-            at_once,
+            all: Arc::new(Semaphore::new(at_once)),
             per_caller: per_caller.clamp(1, at_once),
-            line: Mutex::default(),
+            callers: Mutex::default(),
         })
     }
 
-    fn line(&self) -> std::sync::MutexGuard<'_, Line> {
-        self.line.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
     /// A turn for a run of `caller`, once one is free for it.
-    pub(crate) async fn take(self: &Arc<Self>, caller: &str) -> Turn {
-        let mut turn = Turn {
-            turns: self.clone(),
-            caller: caller.to_owned(),
-            held: false,
-        };
-        let mut in_line = {
-            let mut line = self.line();
-            if line.may_run(caller, self.at_once, self.per_caller) {
-                line.take(caller);
-                turn.held = true;
-                return turn;
+    pub(crate) async fn take(&self, caller: &str) -> Turn {
+        let own = {
+            let mut callers = self.callers.lock().unwrap_or_else(|p| p.into_inner());
+            // The idle callers (no turn taken, no one waiting: only the map holds them) go.
+            if callers.len() > 1024 {
+                callers.retain(|_, s| Arc::strong_count(s) > 1);
             }
-            let (given, wait) = oneshot::channel();
-            line.waiting.push_back((caller.to_owned(), given));
-            InLine { wait, turn }
+            let own = callers.entry(caller.to_owned());
+            own.or_insert_with(|| Arc::new(Semaphore::new(self.per_caller)))
+                .clone()
         };
-        // Given (taken for it), or the line dropped with the runner.
-        let given = (&mut in_line.wait).await.is_ok();
-        in_line.turn.held = given;
-        let turn = Turn {
-            turns: self.clone(),
-            caller: caller.to_owned(),
-            held: std::mem::take(&mut in_line.turn.held),
-        };
-        drop(in_line);
-        turn
-    }
-
-    /// Runs going now (every caller's).
-    #[cfg(test)]
-    fn running(&self) -> usize {
-        self.line().running
-    }
-
-    /// `caller`'s turn back: the first in line whose caller may run takes it.
-    fn give_back(&self, caller: &str) {
-        let mut line = self.line();
-        line.give(caller);
-        let mut i = 0;
-        while i < line.waiting.len() {
-            let next = &line.waiting[i].0;
-            if !line.may_run(next, self.at_once, self.per_caller) {
-                if line.running >= self.at_once {
-                    return;
-                }
-                i += 1;
-                continue;
-            }
-            let (next, given) = line.waiting.remove(i).expect("in line");
-            line.take(&next);
-            if given.send(()).is_err() {
-                // It stopped waiting: the turn is free again.
-                line.give(&next);
-            }
+        // Never closed: acquiring only waits.
+        let own = own.acquire_owned().await.expect("turns are never closed");
+        let all = self.all.clone().acquire_owned().await;
+        Turn {
+            _all: all.expect("turns are never closed"),
+            _own: own,
         }
     }
 }
@@ -167,7 +76,7 @@ mod tests {
         assert!(!waiting.is_finished(), "a has both its turns");
         let b = tokio::time::timeout(Duration::from_millis(50), turns.take("b")).await;
         assert!(b.is_ok(), "b runs at once");
-        assert_eq!(turns.running(), 3);
+        assert_eq!(turns.all.available_permits(), 1);
         drop(a1);
         let a3 = tokio::time::timeout(Duration::from_secs(1), waiting).await;
         assert!(a3.is_ok(), "a's next takes a's freed turn");

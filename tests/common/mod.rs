@@ -28,6 +28,9 @@ pub use process::{Process, Scratch, start_binary};
 use serde_json::Value;
 use tower::ServiceExt;
 
+/// The `MCP_STATE_KEY` of the servers of a test that share a state table (they must share one).
+pub const STATE_KEY: &str = "a-state-key-that-every-server-sharing-the-table-holds";
+
 /// Log output captured in memory (a `tracing_subscriber` writer).
 #[derive(Clone, Default)]
 pub struct Captured(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);

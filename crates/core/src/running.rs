@@ -14,11 +14,15 @@ type Key = (Option<String>, String, String);
 /// The running calls of one adapter.
 #[derive(Debug, Default)]
 pub struct Running {
-    calls: Mutex<HashMap<Key, Cancellation>>,
+    /// Each key's calls: their registration's number and signal.
+    calls: Mutex<HashMap<Key, Vec<(u64, Cancellation)>>>,
+    next: std::sync::atomic::AtomicU64,
 }
 
 impl Running {
-    /// Registers a running call; it is forgotten when the returned guard drops.
+    /// Registers a running call; it is forgotten when the returned guard drops. A duplicate of
+    /// a running call (RAP: the same invocation sent again) shares its signal and leaves its
+    /// registration.
     pub fn start(
         self: &Arc<Self>,
         subject: Option<&str>,
@@ -26,35 +30,52 @@ impl Running {
         id: &str,
     ) -> (Cancellation, Registered) {
         let key = (subject.map(str::to_owned), scope.to_owned(), id.to_owned());
-        // A duplicate of a running invocation shares its signal and leaves its registration.
-        let mut calls = self.lock();
-        if let Some(running) = calls.get(&key) {
-            let shared = running.clone();
-            drop(calls);
-            return (
-                shared,
+        let shared = self
+            .lock()
+            .get(&key)
+            .and_then(|calls| calls.first())
+            .cloned();
+        match shared {
+            Some((_, running)) => (
+                running,
                 Registered {
                     running: self.clone(),
                     key: None,
                 },
-            );
+            ),
+            None => self.start_own(subject, scope, id),
         }
+    }
+
+    /// Registers a running call with a signal of its own, whatever else runs under the same
+    /// key (MCP: two requests of one caller may carry the same JSON-RPC id; closing one must
+    /// not stop the other); a cancellation naming the key reaches each.
+    pub fn start_own(
+        self: &Arc<Self>,
+        subject: Option<&str>,
+        scope: &str,
+        id: &str,
+    ) -> (Cancellation, Registered) {
+        let key = (subject.map(str::to_owned), scope.to_owned(), id.to_owned());
         let cancellation = Cancellation::new();
-        calls.insert(key.clone(), cancellation.clone());
-        drop(calls);
+        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        self.lock()
+            .entry(key.clone())
+            .or_default()
+            .push((n, cancellation.clone()));
         let registered = Registered {
             running: self.clone(),
-            key: Some(key),
+            key: Some((key, n)),
         };
         (cancellation, registered)
     }
 
-    /// Cancels the call, if it runs here for this caller. Whether it did.
+    /// Cancels the calls running here under the key, for this caller. Whether there were any.
     pub fn cancel(&self, subject: Option<&str>, scope: &str, id: &str) -> bool {
         let key = (subject.map(str::to_owned), scope.to_owned(), id.to_owned());
         match self.lock().get(&key) {
-            Some(cancellation) => {
-                cancellation.cancel();
+            Some(calls) => {
+                calls.iter().for_each(|(_, c)| c.cancel());
                 true
             }
             None => false,
@@ -64,13 +85,11 @@ impl Running {
     /// Cancels every call running here (the server is shutting down). How many there were.
     pub fn cancel_all(&self) -> usize {
         let calls = self.lock();
-        for cancellation in calls.values() {
-            cancellation.cancel();
-        }
-        calls.len()
+        calls.values().flatten().for_each(|(_, c)| c.cancel());
+        calls.values().map(Vec::len).sum()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Cancellation>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Vec<(u64, Cancellation)>>> {
         // A panic while holding the lock leaves a map that is still consistent.
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -80,13 +99,20 @@ impl Running {
 #[derive(Debug)]
 pub struct Registered {
     running: Arc<Running>,
-    key: Option<Key>,
+    key: Option<(Key, u64)>,
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        if let Some(key) = self.key.take() {
-            self.running.lock().remove(&key);
+        let Some((key, n)) = self.key.take() else {
+            return;
+        };
+        let mut calls = self.running.lock();
+        if let Some(list) = calls.get_mut(&key) {
+            list.retain(|(m, _)| *m != n);
+            if list.is_empty() {
+                calls.remove(&key);
+            }
         }
     }
 }
@@ -109,5 +135,19 @@ mod tests {
             !running.cancel(Some("alice"), "t1", "c1"),
             "forgotten once done"
         );
+    }
+
+    #[test]
+    fn two_calls_of_one_key_with_signals_of_their_own_stop_alone_and_a_cancel_reaches_both() {
+        let running = Arc::new(Running::default());
+        let (first, _one) = running.start_own(Some("alice"), "", "1");
+        let (second, two) = running.start_own(Some("alice"), "", "1");
+        // The second's own signal (its request closed) leaves the first running.
+        second.cancel();
+        assert!(!first.is_cancelled());
+        drop(two);
+        let (third, _three) = running.start_own(Some("alice"), "", "1");
+        assert!(running.cancel(Some("alice"), "", "1"));
+        assert!(first.is_cancelled() && third.is_cancelled());
     }
 }

@@ -31,14 +31,20 @@ impl Protocol for Mcp {
         {
             return Err("OXP_MCP_TASK_QUEUE_URL needs the state table (OXP_STATE_TABLE) the tasks are kept in".into());
         }
+        // Servers sharing a state table open each other's states: they need the one shared
+        // key. Held nowhere, that is known now (a key from Secrets Manager is read, and its
+        // absence said, at the first round).
+        let key = crate::mcp::STATE_KEY_SECRET_ID;
+        let held = assembly.invoker.secrets().holds(key);
+        let shared = matches!(config.state, crate::state::StateConfig::DynamoDb { .. });
+        if shared && !held {
+            return Err(format!(
+                "{key} must be set where servers share a state table (OXP_STATE_TABLE): each would seal MCP's requestStates and sessions with a key of its own, which the others cannot open"
+            ));
+        }
         // Locally, without MCP_STATE_KEY, the server seals with a key of its own, kept in a file
         // beside its state (0600): said once at start.
-        let key_file = crate::state::key_file(&config.state).filter(|_| {
-            !assembly
-                .invoker
-                .secrets()
-                .holds(crate::mcp::STATE_KEY_SECRET_ID)
-        });
+        let key_file = crate::state::key_file(&config.state).filter(|_| !held);
         if let Some(file) = &key_file {
             tracing::info!(target: "oxp::mcp", key_file = %file.display(), "MCP_STATE_KEY is not set: requestStates and sessions are sealed with the server's own key, kept in this file (0600)");
         }
@@ -46,7 +52,7 @@ impl Protocol for Mcp {
             assembly.invoker.clone(),
             &settings,
             assembly.questions,
-            config.runtime.lambda,
+            (config.runtime.lambda, shared),
             config.lambda_streaming,
             assembly.runner,
             key_file,
