@@ -43,7 +43,11 @@ fn progress_tool() -> Tool {
 }
 
 fn app(state: &[(&str, String)], aws: Option<aws_config::SdkConfig>) -> App {
-    let mut vars: Vec<(&str, String)> = vec![("OXP_METRICS", "off".into())];
+    // Every task of the bench is one caller's, each kept (and counted) until it expires.
+    let mut vars: Vec<(&str, String)> = vec![
+        ("OXP_METRICS", "off".into()),
+        ("OXP_WORK_MAX_PER_CALLER", "1000000".into()),
+    ];
     vars.extend(state.iter().cloned());
     let config = Config::from_vars(false, vars).expect("valid bench configuration");
     let mut tools = example_tools::tools();

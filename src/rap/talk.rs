@@ -252,18 +252,20 @@ impl RapTalk {
         let unavailable = |e: oxp_lambda_core::durable::StateError| TalkError::Unavailable(e.0);
         let reply_to = &self.job.reply_to;
         let caller = self.job.principal.subject.as_deref();
-        let asked = choice::record(
-            questions,
-            (caller, &reply_to.group_id, &reply_to.id),
-            seq,
-            self.parts.choice_timeout + Duration::from_secs(3600),
-            Some(&self.work),
-        )
-        .await
-        .map_err(unavailable)?;
         // Waiting for a person: a takeover of the work resumes the call (its question and the
-        // answer found again), whatever its tool.
-        questions.waits(&self.work).await;
+        // answer found again), whatever its tool. Marked beside the question's writes: one
+        // wait (one commit in the embedded store), both done before the user is asked.
+        let (asked, ()) = tokio::join!(
+            choice::record(
+                questions,
+                (caller, &reply_to.group_id, &reply_to.id),
+                seq,
+                self.parts.choice_timeout + Duration::from_secs(3600),
+                Some(&self.work),
+            ),
+            questions.waits(&self.work)
+        );
+        let asked = asked.map_err(unavailable)?;
         if asked.new {
             let message = UserChoice {
                 kind: "user_choice",

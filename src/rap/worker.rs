@@ -48,6 +48,10 @@ struct Answer {
     outcome: String,
     /// The `tool_result`, as sent.
     message: String,
+    /// The subscriptions its call opened, which its delivery starts (or its giving up ends);
+    /// `None` when unknown (an interrupted run's), then listed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    opened: Option<Vec<String>>,
 }
 
 impl Worker {
@@ -110,7 +114,8 @@ impl Worker {
             ),
         };
         // A call that opened subscriptions says so, and they start once its answer arrived.
-        if outcome == "success" && !self.talk.opened(&RapTalk::owner(job)).await.is_empty() {
+        let opened = self.talk.opened(&RapTalk::owner(job)).await;
+        if outcome == "success" && !opened.is_empty() {
             message.subscription = Some(true);
         }
         let body = serde_json::to_string(&message).expect("results serialize");
@@ -134,7 +139,7 @@ impl Worker {
                 );
                 Err(Kept::Delivered)
             }
-            Delivered::Claimed | Delivered::Untracked => Ok(answer(outcome, body)),
+            Delivered::Claimed | Delivered::Untracked => Ok(answer(outcome, body, Some(opened))),
         }
     }
 
@@ -145,6 +150,7 @@ impl Worker {
         answer(
             "interrupted".into(),
             serde_json::to_string(&message).expect("results serialize"),
+            None,
         )
     }
 
@@ -171,7 +177,8 @@ impl Worker {
             .await;
         match attempt {
             Attempt::Delivered => {
-                self.settled(job, &answer.message, true).await;
+                self.settled(job, &answer.message, true, answer.opened.clone())
+                    .await;
                 audit(job, &answer.outcome, "delivered", None, None);
                 Outcome::Done
             }
@@ -199,6 +206,7 @@ impl Worker {
                 outcome: "interrupted".into(),
                 message: serde_json::to_string(&interrupted_result(job))
                     .expect("results serialize"),
+                opened: None,
             });
         let letter = DeadLetter {
             reason: reason.to_owned(),
@@ -210,7 +218,8 @@ impl Worker {
             message: serde_json::from_str(&answer.message).unwrap_or_default(),
         };
         let recorded = self.dead_letters.record(&letter).await;
-        self.settled(job, &answer.message, false).await;
+        self.settled(job, &answer.message, false, answer.opened.clone())
+            .await;
         let delivery = if recorded.is_ok() {
             "dead_lettered"
         } else {
@@ -228,14 +237,23 @@ impl Worker {
     /// After `job`'s answer `message` was `delivered` (or given up): its delivery marked (or
     /// freed, so a repeat tries again), and the subscriptions the call opened started when the
     /// answer confirmed them (or dropped).
-    async fn settled(&self, job: &Job, message: &str, delivered: bool) {
+    async fn settled(
+        &self,
+        job: &Job,
+        message: &str,
+        delivered: bool,
+        opened: Option<Vec<String>>,
+    ) {
         once::settle(
             &self.invoker,
             &once::mark(job, message.as_bytes()),
             delivered,
         )
         .await;
-        let opened = self.talk.opened(&RapTalk::owner(job)).await;
+        let opened = match opened {
+            Some(opened) => opened,
+            None => self.talk.opened(&RapTalk::owner(job)).await,
+        };
         if !opened.is_empty() {
             let confirmed = serde_json::from_str::<serde_json::Value>(message)
                 .is_ok_and(|m| m["subscription"] == true);
@@ -354,8 +372,13 @@ impl Worker {
 }
 
 /// A kept answer: what it says, and the message as sent.
-fn answer(outcome: String, message: String) -> Vec<u8> {
-    serde_json::to_vec(&Answer { outcome, message }).expect("answers serialize")
+fn answer(outcome: String, message: String, opened: Option<Vec<String>>) -> Vec<u8> {
+    let answer = Answer {
+        outcome,
+        message,
+        opened,
+    };
+    serde_json::to_vec(&answer).expect("answers serialize")
 }
 
 /// The audit line of `job`'s answer: who asked for what, when, and what became of it. Never

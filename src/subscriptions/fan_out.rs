@@ -120,7 +120,7 @@ impl Subscriptions {
             return Ok(declined.into_inner().unwrap_or_else(|p| p.into_inner()));
         };
         if reindex.load(std::sync::atomic::Ordering::Relaxed) {
-            self.index(id, &sub).await?;
+            self.index(id, &sub, true).await?;
         }
         Ok(Accepted::Yes(sub.owner.caller_key()))
     }

@@ -252,18 +252,51 @@ impl Subscriptions {
     ) -> Result<Subscription, NotOpened> {
         let id = format!("sub_{}", key_of(&[&owner.call_key(), &seq.to_string()]));
         let caller = owner.caller_key();
-        let guess = self.share.guess();
-        let slot = match self
-            .share
-            .take(&*self.store, &caller, &id, &guess, self.expires())
-            .await
-        {
-            Ok(slot) => slot,
-            Err(full) => {
-                // A redelivered job opening its own again finds it, whatever the share.
-                if self.read(&id).await?.is_some() {
-                    return Ok(Subscription { id });
+        let mut sub = Sub::new(owner.clone(), subscribe);
+        sub.renewed_ms = now_ms();
+        sub.indexed_ms = sub.renewed_ms;
+        sub.slot = Some(self.share.guess());
+        let guess = sub.slot.clone().unwrap_or_default();
+        // The slot, the record and its index side by side: one wait (one commit in the
+        // embedded store). Events are taken from the topic's index on, and delivered once the
+        // call's answer confirmed the subscription: none falls between the two. A record not
+        // yet written when an event comes takes none, as if the event came just before.
+        let records = self.records();
+        let (slot, created, indexed) = tokio::join!(
+            self.share
+                .take(&*self.store, &caller, &id, &guess, self.expires()),
+            records.write(&id, &sub, None, self.expires()),
+            self.index(&id, &sub, false)
+        );
+        let opened = match (created, slot) {
+            // Opened before by this call (a redelivered job): the slot taken now goes back
+            // unless it is the one it holds.
+            (Ok(None), slot) => {
+                if let Ok(slot) = slot {
+                    let found = self.read(&id).await?;
+                    if found.is_none_or(|(s, _)| s.slot.as_deref() != Some(&slot)) {
+                        self.share
+                            .give_back(&*self.store, &caller, &slot, &id)
+                            .await?;
+                    }
                 }
+                return indexed.map(|()| Subscription { id }).map_err(Into::into);
+            }
+            (Ok(Some(_)), Ok(slot)) if slot == guess => Ok(()),
+            // Another slot than the one guessed (that one was held): the record names it.
+            (Ok(Some(_)), Ok(slot)) => self
+                .update(&id, |s| {
+                    s.slot = Some(slot.clone());
+                    true
+                })
+                .await
+                .map(drop),
+            (Ok(Some(_)), Err(full)) => {
+                // No slot: nothing of it stays.
+                sub.slot = None;
+                let (unindexed, deleted) =
+                    tokio::join!(self.unindex(&id, &sub), self.store.delete(Keys::SUB, &id));
+                unindexed.and(deleted)?;
                 return Err(match full {
                     crate::state::share::Full::Caller => NotOpened::CallerFull,
                     crate::state::share::Full::Unavailable(e) => {
@@ -271,45 +304,23 @@ impl Subscriptions {
                     }
                 });
             }
+            (Err(e), slot) => {
+                if let Ok(slot) = slot {
+                    let _ = self
+                        .share
+                        .give_back(&*self.store, &caller, &slot, &id)
+                        .await;
+                }
+                Err(e)
+            }
         };
-        let mut sub = Sub::new(owner.clone(), subscribe);
-        sub.renewed_ms = now_ms();
-        sub.indexed_ms = sub.renewed_ms;
-        sub.slot = Some(slot.clone());
-        let created = self
-            .records()
-            .write(&id, &sub, None, self.expires())
-            .await?
-            .is_some();
-        if !created {
-            // Opened before by this call (a redelivered job), holding a slot of its own:
-            // indexed again while pending, in case the process that opened it stopped before
-            // its index was written.
-            let found = self.read(&id).await?;
-            if found
-                .as_ref()
-                .is_none_or(|(s, _)| s.slot.as_deref() != Some(&slot))
-            {
-                self.share
-                    .give_back(&*self.store, &caller, &slot, &id)
-                    .await?;
-            }
-            if let Some((sub, _)) = found
-                && sub.state == SubState::Pending
-            {
-                self.index(&id, &sub).await?;
-            }
-            return Ok(Subscription { id });
-        }
-        // Events are taken from now on (the topic's index), and delivered once the call's
-        // answer confirmed the subscription: none falls between the two.
-        self.index(&id, &sub).await?;
+        opened.and(indexed)?;
         Ok(Subscription { id })
     }
 
     /// Writes (or renews) the index entries of subscription `id`: its call's, its thread's and
-    /// its topic's, and its slot of its caller's share.
-    async fn index(&self, id: &str, sub: &Sub) -> Result<(), StateError> {
+    /// its topic's, and (`renew`) its slot of its caller's share.
+    async fn index(&self, id: &str, sub: &Sub, renew: bool) -> Result<(), StateError> {
         let index = Item::new(Vec::new(), self.expires());
         // Side by side: one round trip's wait (and one group commit in the embedded store).
         let partitions = [
@@ -318,7 +329,7 @@ impl Subscriptions {
             Keys::of_topic(&sub.source, &sub.topic),
         ];
         let renewed = async {
-            match &sub.slot {
+            match sub.slot.as_ref().filter(|_| renew) {
                 Some(slot) => self
                     .share
                     .keep(

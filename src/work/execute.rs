@@ -66,9 +66,12 @@ impl Runner {
             }
             return;
         };
+        // The record as last written here: the renewals' and then the outcome's starting point.
+        let last = Arc::new(std::sync::Mutex::new(item));
         let going = Going {
             stop: Cancellation::new(),
             cancel: Cancellation::new(),
+            last: last.clone(),
         };
         self.running
             .lock()
@@ -79,8 +82,6 @@ impl Runner {
         } else if work.interrupted {
             tracing::warn!(target: "oxp::work", kind = work.kind.as_str(), attempt = work.attempts, "work taken over after its run ended unfinished");
         }
-        // The record as last written here: the renewals' and then the outcome's starting point.
-        let last = std::sync::Mutex::new(item);
         let renewing = self.renew(&id, going.stop.clone(), &last);
         let run = Run {
             deadline,
@@ -108,7 +109,7 @@ impl Runner {
             .remove(&id);
         // `None`: lost, another runner has it (or the process let it go at shutdown).
         if let Some((outcome, work)) = outcome {
-            let known = last.into_inner().unwrap_or_else(|p| p.into_inner());
+            let known = last.lock().unwrap_or_else(|p| p.into_inner()).clone();
             if let Err(e) = self.finish(&id, &work, known, &*handler, outcome).await {
                 tracing::error!(target: "oxp::work", error = %e, "work outcome not recorded: it runs again once its lease lapses");
             }

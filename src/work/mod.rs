@@ -197,6 +197,8 @@ struct Queued {
 struct Going {
     stop: Cancellation,
     cancel: Cancellation,
+    /// Its record as this runner last wrote it: where every write of the run starts (no read).
+    last: Arc<std::sync::Mutex<Item>>,
 }
 
 /// The runner of one process.
@@ -304,7 +306,7 @@ impl Runner {
     }
 
     /// Whether work runs in this process (it is not sent to a queue).
-    pub(super) fn local(&self) -> bool {
+    pub(crate) fn local(&self) -> bool {
         self.wake.get().is_none()
     }
 
@@ -412,9 +414,29 @@ impl Runner {
     /// Marks work `id`, which this runner runs, as waiting for a person: a takeover resumes
     /// it (its question found again) rather than taking it for interrupted.
     pub(crate) async fn asking(&self, id: &str) -> Result<(), StateError> {
-        self.if_mine(id, None, |_| None, |w| w.asking = true)
-            .await
-            .map(drop)
+        let last = self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(id)
+            .map(|g| g.last.clone());
+        let known = last
+            .as_ref()
+            .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        // Marked once: a run's later questions find it so.
+        let marked = known
+            .as_ref()
+            .and_then(|item| serde_json::from_slice::<Work>(&item.value).ok());
+        if marked.is_some_and(|w| w.asking) {
+            return Ok(());
+        }
+        let held = self
+            .if_mine(id, known, |_| None, |w| w.asking = true)
+            .await?;
+        if let (Some(last), Some((_, item))) = (last, held) {
+            *last.lock().unwrap_or_else(|p| p.into_inner()) = item;
+        }
+        Ok(())
     }
 }
 

@@ -313,17 +313,19 @@ impl Questions {
             // write.
             return Err(Refused::Answered);
         }
-        {
+        let handed = {
             let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-            if let Some(waiter) = waiting.get(token) {
+            waiting.get(token).map(|waiter| {
                 *waiter.answer.lock().unwrap_or_else(|p| p.into_inner()) = record.answer.take();
                 waiter.woken.notify_one();
-            }
-        }
+            })
+        };
         // A run that parked waiting (its executor's time ran out) goes on, anywhere; one still
-        // waiting somewhere is left to find the answer.
+        // waiting somewhere is left to find the answer. A local run waiting here was handed
+        // it (a local run never parks): nothing to wake.
         let runner = self.runner.get().and_then(std::sync::Weak::upgrade);
         if let (Some(work), Some(runner)) = (&record.wakes, runner)
+            && !(handed.is_some() && runner.local())
             && let Err(e) = runner.wake(work).await
         {
             tracing::warn!(target: "oxp::questions", error = %e, "the work waiting on an answer not woken");
@@ -349,7 +351,16 @@ impl Questions {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(token);
-        waited
+        // An answer handed over at the last moment (it wakes nothing else: see `answer`).
+        let handed = waiter
+            .answer
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        match (waited, handed) {
+            (Err(Waited::Until), Some(answer)) => Ok(answer),
+            (waited, _) => waited,
+        }
     }
 
     async fn watch(
