@@ -28,6 +28,9 @@ class RuntimeApi:
         self.context = json.dumps(context) if context is not None else None
         self.left, self.ack_delay = count, ack_delay
         self.first_poll = self.first_answer = None
+        # The bootstrap's pid, once spawned: its CPU time and peak RSS are read at its first
+        # answer (`usage`).
+        self.pid, self.usage = None, None
         self.answers, self.errors = [], []
         self.done = threading.Event()
         self.lock = threading.Lock()
@@ -78,6 +81,7 @@ class RuntimeApi:
                     with api.lock:
                         if api.first_answer is None:
                             api.first_answer = now
+                            api.usage = proc_usage(api.pid)
                         api.answers.append(body)
                 else:
                     with api.lock:
@@ -97,6 +101,45 @@ class RuntimeApi:
         self.done.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+def proc_usage(pid):
+    """(CPU ms used, peak RSS in MB) of process `pid` so far, or None."""
+    if pid is None:
+        return None
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        with open(f"/proc/{pid}/status") as f:
+            hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    except (OSError, StopIteration):
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) * 1e3 / ticks, hwm / 1024
+
+
+def first_call(binary, env, payload, context=None):
+    """One fresh start of `binary`: ms from spawn to its first poll, ms to its first answer, CPU
+    ms used until that answer, peak RSS (MB) at it. An HTTP answer must be 2xx."""
+    api = RuntimeApi(payload, context)
+    t0 = time.perf_counter()
+    p = subprocess.Popen([binary], env=lambda_env(api, env),
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    api.pid = p.pid
+    try:
+        wait_for(lambda: api.first_answer is not None or p.poll() is not None, 30,
+                 f"{binary}'s first answer")
+        if api.first_answer is None:
+            raise RuntimeError(f"{binary} exited ({p.returncode}) before answering")
+        answer = json.loads(api.answers[0])
+        status = answer.get("statusCode", 200) if isinstance(answer, dict) else 200
+        if not 200 <= int(status) < 300 or api.errors:
+            raise RuntimeError(f"{binary} answered {api.answers[0][:300]!r} {api.errors[:1]!r}")
+        return ((api.first_poll - t0) * 1e3, (api.first_answer - t0) * 1e3, *api.usage)
+    finally:
+        p.kill()
+        p.wait()
+        api.close()
 
 
 def lambda_env(api, extra):

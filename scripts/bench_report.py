@@ -75,7 +75,7 @@ def write_report(bench, size, load, rss, start, native, bootstrap, sets, run):
         f"| the same with every AWS store configured (moto) | {start['local_aws'][0]:.1f} ms ({spawn_aws_x:.1f}x) | {ok(spawn_aws_x <= 2)} |",
         f"| Lambda: process start to first poll at most 2x a minimal `lambda_runtime` function's, every role | "
         f"worst {worst_poll_x:.1f}x of {minimal_poll:.1f} ms | {ok(worst_poll_x <= 2)} |",
-        f"| Lambda bootstrap (arm64) under 10 MB | {bootstrap[0]:.1f} MB (`lambda-size` profile: "
+        f"| Lambda bootstrap (arm64) under 10 MB | {bootstrap[0]:.1f} MB (size-tuned `release` profile: "
         f"{size['bootstrap']:.1f} MB) | {ok(bootstrap[0] < 10)} |",
         f"| Lambda package (zipped) under 4 MB, default features | {default_zip:.1f} MB | {ok(default_zip < 4)} |",
         f"| Lambda package (zipped) under 2 MB, smallest useful set | {smallest_zip:.1f} MB | {ok(smallest_zip < 2)} |",
@@ -145,7 +145,7 @@ def write_report(bench, size, load, rss, start, native, bootstrap, sets, run):
             "build) puts the bulk in jsonschema and its regex engines (about 1.7 MB of code: JSON Schema "
             "`pattern` needs a full regex engine), the AWS SDK with its credential chain (about 1.2 MB), "
             "HTTP/2 and TLS for the SDK (about 1 MB), the MCP SDK, and the unwind tables that catching "
-            "tool panics needs. The `lambda-size` profile (everything at `opt-level = \"s\"`, fat LTO) "
+            "tool panics needs. The size-tuned `release` profile (everything at `opt-level = \"s\"`, fat LTO) "
             f"zips the default build to {size['bootstrap_zip']:.1f} MB at a cost on the call path (below). "
             "Cargo features let a deployment leave out what it does not serve (docs/architecture.md); "
             "the smallest useful set still needs the schema validator, the HTTP stack and the Lambda "
@@ -259,7 +259,7 @@ def write_report(bench, size, load, rss, start, native, bootstrap, sets, run):
         f"- Peak RSS of the local server after the load runs: {rss:.1f} MB.",
         f"- Native release binary: {native:.1f} MB; Lambda arm64 bootstrap: {bootstrap[0]:.1f} MB, "
         f"{bootstrap[1]:.1f} MB zipped.",
-        f"- `lambda-size` profile: native {size['native']:.1f} MB, arm64 bootstrap {size['bootstrap']:.1f} MB "
+        f"- size-tuned `release` profile: native {size['native']:.1f} MB, arm64 bootstrap {size['bootstrap']:.1f} MB "
         f"({size['bootstrap_zip']:.1f} MB zipped), spawn to first response {size['spawn_ms']:.1f} ms, "
         f"`Calculator.Add` in-process {size['add_1']:.2f} µs, `GET /tools` {size['list_1']:.2f} µs.",
         "",
@@ -279,9 +279,9 @@ def write_report(bench, size, load, rss, start, native, bootstrap, sets, run):
         "scripts/bench      # builds release binaries, runs everything below, rewrites this file",
         "cargo bench --bench call_path          # the criterion benches alone",
         "scripts/bench --talk-back             # benches/talk_back.rs alone (embedded and moto)",
-        "cargo lambda build --release --arm64   # the bootstrap (target/lambda/oxp-lambda/bootstrap)",
-        "cargo lambda build --profile lambda-size --arm64   # the size-tuned bootstrap",
-        "cargo lambda build --release --arm64 --no-default-features --features lambda   # the smallest set",
+        "cargo lambda build --profile throughput --arm64 --bin oxp-lambda   # the speed-tuned bootstrap",
+        "cargo lambda build --release --arm64 --bin oxp-lambda   # the size-tuned bootstrap (as deployed)",
+        "cargo lambda build --release --arm64 --bin oxp-lambda --no-default-features --features lambda   # the smallest set",
         "```",
         "",
         "The baseline is `examples/bench_baseline.rs`: an axum server on the same runtime that",

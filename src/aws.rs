@@ -13,25 +13,105 @@ use tokio::sync::OnceCell;
 /// The AWS configuration every AWS part shares: the one the embedding program gave, or the
 /// one loaded from the environment by the first part that needs it.
 #[derive(Clone, Default)]
-pub(crate) struct SharedSdk(Arc<OnceCell<SdkConfig>>);
+pub(crate) struct SharedSdk {
+    cell: Arc<OnceCell<SdkConfig>>,
+    lambda: bool,
+}
 
 impl SharedSdk {
     /// `given`, or (`None`) the environment's, loaded at first use.
     pub(crate) fn new(given: Option<SdkConfig>) -> Self {
-        Self(Arc::new(OnceCell::new_with(given)))
+        Self {
+            cell: Arc::new(OnceCell::new_with(given)),
+            lambda: false,
+        }
+    }
+
+    /// The environment's configuration loaded as Lambda gives it when `lambda` ([`load`]).
+    pub(crate) fn in_lambda(mut self, lambda: bool) -> Self {
+        self.lambda = lambda;
+        self
     }
 
     async fn get(&self) -> &SdkConfig {
-        self.0
-            .get_or_init(|| aws_config::defaults(aws_config::BehaviorVersion::latest()).load())
-            .await
+        self.cell.get_or_init(|| load(self.lambda)).await
     }
+}
+
+/// The environment's AWS configuration: outside Lambda, with feature `aws-profile` (a default
+/// one), the SDK's whole default chain (profile files, IMDS, SSO, STS); in Lambda, or without
+/// that feature, [`lambda_config`].
+async fn load(lambda: bool) -> SdkConfig {
+    if !lambda && let Some(sdk) = outside_lambda::load().await {
+        return sdk;
+    }
+    lambda_config(&|name| std::env::var(name).ok())
+}
+
+/// Outside Lambda with feature `aws-profile`: the SDK's default chain.
+#[cfg(feature = "aws-profile")]
+mod outside_lambda {
+    pub(super) async fn load() -> Option<aws_config::SdkConfig> {
+        let loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        Some(loader.load().await)
+    }
+}
+
+/// Without `aws-profile`: none of that chain's code; the environment's configuration, as in
+/// Lambda.
+#[cfg(not(feature = "aws-profile"))]
+mod outside_lambda {
+    pub(super) async fn load() -> Option<aws_config::SdkConfig> {
+        None
+    }
+}
+
+/// The configuration Lambda gives a function, from its environment (`var`): the region
+/// (`AWS_REGION`), the credentials of [`lambda_credentials`], and the SDK's endpoint settings a
+/// deployment may set (`AWS_ENDPOINT_URL`, `AWS_USE_FIPS_ENDPOINT`,
+/// `AWS_USE_DUALSTACK_ENDPOINT`). Nothing is read from a file or the network here; the
+/// credentials are resolved by the first request that signs.
+fn lambda_config(var: &dyn Fn(&str) -> Option<String>) -> SdkConfig {
+    let var = |name: &str| var(name).filter(|v| !v.trim().is_empty());
+    let flag = |name: &str| var(name).map(|v| v.trim().eq_ignore_ascii_case("true"));
+    let region = var("AWS_REGION").or_else(|| var("AWS_DEFAULT_REGION"));
+    let mut sdk = SdkConfig::builder()
+        .behavior_version(aws_config::BehaviorVersion::latest())
+        .region(region.map(aws_config::Region::new))
+        .credentials_provider(
+            aws_credential_types::provider::SharedCredentialsProvider::new(lambda_credentials()),
+        );
+    if let Some(url) = var("AWS_ENDPOINT_URL") {
+        sdk = sdk.endpoint_url(url);
+    }
+    if let Some(fips) = flag("AWS_USE_FIPS_ENDPOINT") {
+        sdk = sdk.use_fips(fips);
+    }
+    if let Some(dual_stack) = flag("AWS_USE_DUALSTACK_ENDPOINT") {
+        sdk = sdk.use_dual_stack(dual_stack);
+    }
+    sdk.build()
+}
+
+/// The credentials Lambda gives: its environment variables, else the container endpoint
+/// (Managed Instances: `AWS_CONTAINER_CREDENTIALS_FULL_URI`).
+fn lambda_credentials() -> aws_config::meta::credentials::CredentialsProviderChain {
+    use aws_config::environment::EnvironmentVariableCredentialsProvider;
+    aws_config::meta::credentials::CredentialsProviderChain::first_try(
+        "Environment",
+        EnvironmentVariableCredentialsProvider::new(),
+    )
+    .or_else(
+        "EcsContainer",
+        aws_config::ecs::EcsCredentialsProvider::builder().build(),
+    )
 }
 
 impl fmt::Debug for SharedSdk {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SharedSdk")
-            .field("loaded", &self.0.initialized())
+            .field("loaded", &self.cell.initialized())
+            .field("lambda", &self.lambda)
             .finish()
     }
 }
@@ -157,11 +237,36 @@ mod tests {
         assert_eq!(built.load(std::sync::atomic::Ordering::SeqCst), 1);
     }
 
+    #[test]
+    fn in_lambda_the_region_and_endpoint_come_from_the_environment_alone() {
+        let env = |name: &str| match name {
+            "AWS_REGION" => Some("eu-west-3".to_owned()),
+            "AWS_DEFAULT_REGION" => Some("us-east-1".to_owned()),
+            "AWS_ENDPOINT_URL" => Some("http://127.0.0.1:5000".to_owned()),
+            "AWS_USE_FIPS_ENDPOINT" => Some("TRUE".to_owned()),
+            _ => None,
+        };
+        let sdk = lambda_config(&env);
+        assert_eq!(sdk.region().map(|r| r.as_ref()), Some("eu-west-3"));
+        assert_eq!(sdk.endpoint_url(), Some("http://127.0.0.1:5000"));
+        assert_eq!(sdk.use_fips(), Some(true));
+        assert_eq!(sdk.use_dual_stack(), None);
+        assert!(sdk.credentials_provider().is_some());
+        let fallback = lambda_config(&|name: &str| {
+            (name == "AWS_DEFAULT_REGION").then(|| "us-east-1".to_owned())
+        });
+        assert_eq!(fallback.region().map(|r| r.as_ref()), Some("us-east-1"));
+        assert_eq!(fallback.endpoint_url(), None);
+    }
+
     #[tokio::test]
     async fn the_environments_configuration_waits_for_the_first_client() {
         let sdk = SharedSdk::new(None);
-        assert!(!sdk.0.initialized());
+        assert!(!sdk.cell.initialized());
         let _client = AwsClient::lazy(&sdk, |_| ());
-        assert!(!sdk.0.initialized(), "making a lazy client loads nothing");
+        assert!(
+            !sdk.cell.initialized(),
+            "making a lazy client loads nothing"
+        );
     }
 }

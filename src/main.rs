@@ -1,5 +1,6 @@
 //! The `oxp-lambda` binary: serves the example tools of the OXP specification, in Lambda or
-//! locally.
+//! locally. The role binaries of template.yaml (`src/bin/`) are this one built with their
+//! role's features.
 
 #[path = "../examples/spec_tools/tools.rs"]
 mod tools;
@@ -14,8 +15,9 @@ mod allocator {
     static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 }
 
+/// Serves the example tools ([`oxp_lambda::run`]).
 #[tokio::main]
-async fn main() -> ExitCode {
+pub async fn main() -> ExitCode {
     match tools::registry() {
         Ok(registry) => oxp_lambda::run(registry).await,
         Err(e) => {

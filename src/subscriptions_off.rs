@@ -32,6 +32,10 @@ impl Subscriptions {
         match *self {}
     }
 
+    pub(crate) async fn reserve(&self, _: &str, _: &str, _: Duration) -> Result<bool, StateError> {
+        match *self {}
+    }
+
     pub(crate) async fn taken(&self, _: &str, _: &str, _: Duration) -> Result<(), StateError> {
         match *self {}
     }

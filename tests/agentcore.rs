@@ -135,6 +135,7 @@ async fn the_bootstrap_answers_gateway_invocations_and_survives_odd_client_conte
             .contains("bedrockAgentCoreToolName")
     );
     assert_eq!(api.answers.lock().unwrap().len(), 4, "each answered once");
+    api.assert_every_answer_echoed_its_invocation_id();
     assert!(
         api.errors.lock().unwrap().is_empty(),
         "{:?}",

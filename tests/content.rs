@@ -195,3 +195,22 @@ async fn mcp_refusals_carry_the_user_message_never_the_developer_detail() {
     );
     assert!(!reply.to_string().contains("context.secrets"), "{reply}");
 }
+
+#[test]
+fn demo_images_png_is_the_drawing_it_describes() {
+    let decoder = png::Decoder::new(std::io::Cursor::new(example_tools::IMAGE_PNG));
+    let mut reader = decoder.read_info().unwrap();
+    let mut pixels = vec![0; reader.output_buffer_size().unwrap()];
+    let frame = reader.next_frame(&mut pixels).unwrap();
+    let side = example_tools::IMAGE_SIDE;
+    assert_eq!((frame.width, frame.height), (side, side));
+    assert_eq!(frame.color_type, png::ColorType::Rgb);
+    let at = |x: u32, y: u32| {
+        let i = ((y * side + x) * 3) as usize;
+        &pixels[i..i + 3]
+    };
+    // An orange disc in the middle, on a gradient from blue (left) to green (right).
+    assert_eq!(at(side / 2, side / 2), [255, 140, 0]);
+    assert_eq!(at(0, 0), [20, 0, 255]);
+    assert_eq!(at(side - 1, side - 1), [20, 255, 0]);
+}

@@ -40,6 +40,13 @@ mod fuzz_seeds;
 #[cfg(all(feature = "rap", feature = "mcp"))]
 mod hardening;
 mod lambda_events;
+#[cfg(all(
+    feature = "role-http",
+    feature = "role-worker",
+    feature = "role-agentcore",
+    feature = "role-bedrock-agent"
+))]
+mod lambda_roles;
 mod lambda_streaming;
 mod layout;
 mod local_server;

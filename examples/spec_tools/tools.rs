@@ -304,42 +304,21 @@ pub async fn summarize(input: SummarizeInput, ctx: ToolContext) -> Result<Summar
 /// Side of the square `Demo.Image` draws, in pixels.
 pub const IMAGE_SIDE: u32 = 64;
 
-/// `Demo.Image`: a PNG it draws (a disc on a gradient) and a text item describing it.
+/// The picture `Demo.Image` answers: an orange disc on a blue-to-green gradient, a PNG made
+/// once (tests/content.rs decodes it and checks the drawing), so that no binary links a PNG
+/// encoder for one example.
+pub const IMAGE_PNG: &[u8] = include_bytes!("disc.png");
+
+/// `Demo.Image`: its PNG and a text item describing it.
 pub async fn image(_input: NoInput, _ctx: ToolContext) -> Result<ToolOutput, ToolError> {
-    let png = draw_png().map_err(ToolError::internal)?;
     let description = format!(
         "A {IMAGE_SIDE}x{IMAGE_SIDE} PNG: an orange disc on a blue-to-green gradient ({} bytes).",
-        png.len()
+        IMAGE_PNG.len()
     );
     Ok(ToolOutput::of([
         Content::text(description),
-        Content::image(png, "image/png"),
+        Content::image(IMAGE_PNG.to_vec(), "image/png"),
     ]))
-}
-
-fn draw_png() -> Result<Vec<u8>, png::EncodingError> {
-    let side = IMAGE_SIDE;
-    let center = f64::from(side) / 2.0;
-    let mut pixels = Vec::with_capacity((side * side * 3) as usize);
-    for y in 0..side {
-        for x in 0..side {
-            let (dx, dy) = (f64::from(x) + 0.5 - center, f64::from(y) + 0.5 - center);
-            if dx.hypot(dy) < center * 0.6 {
-                pixels.extend_from_slice(&[255, 140, 0]);
-            } else {
-                let t = (x * 255 / (side - 1)) as u8;
-                pixels.extend_from_slice(&[20, t, 255 - t]);
-            }
-        }
-    }
-    let mut out = Vec::new();
-    let mut encoder = png::Encoder::new(&mut out, side, side);
-    encoder.set_color(png::ColorType::Rgb);
-    encoder.set_depth(png::BitDepth::Eight);
-    let mut writer = encoder.write_header()?;
-    writer.write_image_data(&pixels)?;
-    writer.finish()?;
-    Ok(out)
 }
 
 /// Where `Demo.Profile` reads the user's profile.

@@ -273,7 +273,7 @@ impl AppBuilder {
             protocol.settle(&config)?;
         }
         // Nothing AWS is loaded here: the first request that needs AWS loads the configuration.
-        let sdk = self.aws;
+        let sdk = self.aws.in_lambda(config.runtime.lambda);
         let secrets =
             crate::secrets::build(&config.secrets, &self.secrets, self.secret_source, &sdk)
                 .map_err(StartError::Secrets)?;

@@ -35,6 +35,8 @@ pub struct RuntimeApi {
     pub answers: Mutex<Vec<(String, Value)>>,
     /// Streamed answers by request id, in the order they ended.
     pub streamed: Mutex<Vec<(String, Chunks)>>,
+    /// The `Lambda-Runtime-Invocation-Id` each answer echoed (by request id; `None`: none).
+    pub echoed: Mutex<Vec<(String, Option<String>)>>,
     /// Invocation and init errors reported.
     pub errors: Mutex<Vec<String>>,
     ack_delay: Duration,
@@ -78,6 +80,19 @@ impl RuntimeApi {
             .find(|(i, _)| i == id)
             .map(|(_, a)| a.clone())
             .unwrap_or_else(|| panic!("no answer to {id}"))
+    }
+
+    /// Asserts that every answer so far echoed its event's invocation id.
+    pub fn assert_every_answer_echoed_its_invocation_id(&self) {
+        let echoed = self.echoed.lock().unwrap();
+        assert!(!echoed.is_empty(), "no answer");
+        for (id, header) in echoed.iter() {
+            assert_eq!(
+                header.as_deref(),
+                Some(&*invocation_id(id)),
+                "answer to {id}"
+            );
+        }
     }
 
     /// Waits for the streamed answer to request `id` (panics if the bootstrap exits or none
@@ -156,6 +171,7 @@ async fn next(State(api): State<Arc<RuntimeApi>>) -> Response {
             );
             set("lambda-runtime-trace-id", TRACE_ID);
             set("lambda-runtime-aws-tenant-id", TENANT_ID);
+            set("lambda-runtime-invocation-id", &invocation_id(&id));
             if let Some(context) = context {
                 set("lambda-runtime-client-context", &context.to_string());
             }
@@ -171,6 +187,10 @@ async fn respond(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> StatusCode {
+    let echoed = headers
+        .get("lambda-runtime-invocation-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    api.echoed.lock().unwrap().push((id.clone(), echoed));
     let streamed = headers
         .get("lambda-runtime-function-response-mode")
         .is_some_and(|m| m == "streaming");
@@ -194,6 +214,11 @@ async fn respond(
     }
     api.in_flight.lock().unwrap().0 -= 1;
     StatusCode::ACCEPTED
+}
+
+/// The invocation id the Runtime API gives request `id`'s event.
+pub fn invocation_id(id: &str) -> String {
+    format!("invocation-of-{id}")
 }
 
 async fn error(State(api): State<Arc<RuntimeApi>>, body: String) -> StatusCode {

@@ -19,6 +19,9 @@ use std::sync::Arc;
 use tower::{Layer, Service, ServiceExt};
 
 const NEXT: &str = "/2018-06-01/runtime/invocation/next";
+/// Names the invocation an event is; echoed with its answer, as `lambda_runtime` does since
+/// 1.4, so that a timed-out invocation's late answer is never taken for the next one's.
+const INVOCATION_ID: &str = "lambda-runtime-invocation-id";
 /// What a Runtime API event may not be larger than (Lambda's own limit is 6 MB).
 const MAX_EVENT_BYTES: usize = 7 * 1024 * 1024;
 
@@ -91,17 +94,16 @@ async fn serve(
             .get("lambda-runtime-client-context")
             .map(|v| Bytes::copy_from_slice(v.as_bytes()));
         let request_id = meta.request_id().to_owned();
+        let invocation_id = parts.headers.get(INVOCATION_ID).cloned();
         let event = Event::new((payload, client_context), meta);
         let Ok(value) = answer.ready().await?.call(event).await;
         let body = serde_json::to_vec(&value)?;
         let path = format!("/2018-06-01/runtime/invocation/{request_id}/response");
-        let response = client
-            .call(
-                Request::post(path)
-                    .header(http::header::CONTENT_TYPE, "application/json")
-                    .body(Body::from(body))?,
-            )
-            .await?;
+        let mut post = Request::post(path).header(http::header::CONTENT_TYPE, "application/json");
+        if let Some(id) = invocation_id {
+            post = post.header(INVOCATION_ID, id);
+        }
+        let response = client.call(post.body(Body::from(body))?).await?;
         if !response.status().is_success() {
             tracing::warn!(status = %response.status(), "Runtime API refused the response");
         }
