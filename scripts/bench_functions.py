@@ -10,8 +10,9 @@ Secrets Manager and its `call_id` claimed in DynamoDB (moto on loopback), a new 
 start; `examples/bench_handwritten.rs` does that same work by hand, and
 `examples/bench_lambda_minimal.rs` answers `{}`.
 
-    scripts/bench_functions.py [RUNS]     measure (RUNS starts each, 15), print the table and
-                                          write it into docs/performance.md
+    scripts/bench_functions.py [RUNS]     build, measure (RUNS starts each, 15), print the table
+                                          and write it into docs/performance.md
+    scripts/bench_functions.py --no-build [RUNS]   the same with the builds there are
 """
 import json, os, statistics, subprocess, sys, uuid, zipfile
 
@@ -169,8 +170,10 @@ def write_section(figures, runs):
 
 
 def main():
-    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 15
-    build()
+    args = [a for a in sys.argv[1:] if a != "--no-build"]
+    runs = int(args[0]) if args else 15
+    if "--no-build" not in sys.argv:
+        build()
     figures = measure(runs)
     print(table(figures))
     write_section(figures, runs)

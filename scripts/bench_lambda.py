@@ -127,9 +127,8 @@ def first_call(binary, env, payload, context=None):
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     api.pid = p.pid
     try:
-        wait_for(lambda: api.first_answer is not None or p.poll() is not None, 30,
-                 f"{binary}'s first answer")
-        if api.first_answer is None:
+        wait_for(lambda: api.answers or p.poll() is not None, 30, f"{binary}'s first answer")
+        if not api.answers:
             raise RuntimeError(f"{binary} exited ({p.returncode}) before answering")
         answer = json.loads(api.answers[0])
         status = answer.get("statusCode", 200) if isinstance(answer, dict) else 200
