@@ -112,7 +112,7 @@ def table(figures):
     for name, (poll, answer, cpu, rss) in figures.items():
         size = sizes.get(name)
         rows.append(f"| {name} | {f'{size:.2f} MB' if size else '-'} | {poll:.1f} ms | "
-                    f"{answer:.1f} ms | {cpu:.0f} ms | {rss:.1f} MB |")
+                    f"{answer:.1f} ms | {cpu:.1f} ms | {rss:.1f} MB |")
     http = figures["oxp-http"]
     largest = max((sizes[r] or 0.0, r) for r in ROLES)
     worst_poll = max((figures[r][0] / minimal[0], r) for r in ROLES)
@@ -156,7 +156,16 @@ def write_section(figures, runs):
         "claimed in DynamoDB (moto on loopback), a new `call_id` each start; the worker a batch "
         "of records that are not jobs; AgentCore and Bedrock Agents `Calculator.Add`; the "
         "minimal `lambda_runtime` function answers `{}`.", "",
-        table(figures), ""]
+        table(figures), "",
+        "What the packages still carry that such a function need not, read from the crates each "
+        "one names (scripts/lambda-packages lists them): a second HTTP stack for the AWS SDK, "
+        "with HTTP/2 (h2, hyper-rustls and the SDK's own client, which also loads the CA roots "
+        "again; the SDK on the reqwest HTTP/1.1 client the server already links would drop "
+        "them), jsonschema's two regex engines (JSON Schema `pattern`), rmcp in every MCP role, "
+        "and the unwind tables that catching a tool's panic needs. Left out already: the "
+        "embedded database, the SDK's default credential chain (STS, SSO, IMDS, profile files: "
+        "feature `aws-profile`), and every protocol, queue and verifier a role does not serve.",
+        ""]
     with open("docs/performance.md") as f:
         page = f.read()
     start = page.find(HEADING)

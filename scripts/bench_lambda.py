@@ -104,18 +104,20 @@ class RuntimeApi:
 
 
 def proc_usage(pid):
-    """(CPU ms used, peak RSS in MB) of process `pid` so far, or None."""
+    """(CPU ms used by every thread, peak RSS in MB) of process `pid` so far, or None. The CPU
+    time is the scheduler's, in nanoseconds (/proc/PID/task/*/schedstat), not clock ticks."""
     if pid is None:
         return None
     try:
-        with open(f"/proc/{pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
+        cpu_ns = 0
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                cpu_ns += int(f.read().split()[0])
         with open(f"/proc/{pid}/status") as f:
             hwm = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
-    except (OSError, StopIteration):
+    except (OSError, StopIteration, ValueError):
         return None
-    ticks = os.sysconf("SC_CLK_TCK")
-    return (int(fields[11]) + int(fields[12])) * 1e3 / ticks, hwm / 1024
+    return cpu_ns / 1e6, hwm / 1024
 
 
 def first_call(binary, env, payload, context=None):

@@ -4,3 +4,10 @@
 /// The AWS configuration the AWS parts would share: none in this build.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct SharedSdk;
+
+impl SharedSdk {
+    /// Nothing to load, in Lambda or out.
+    pub(crate) fn in_lambda(self, _lambda: bool) -> Self {
+        self
+    }
+}
