@@ -20,6 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(ROOT)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import bench_lambda  # noqa: E402
+from bench_report import replace_section  # noqa: E402
 
 ROLES = ["oxp-http", "oxp-worker", "oxp-agentcore", "oxp-bedrock-agent"]
 
@@ -166,16 +167,7 @@ def write_section(figures, runs):
         "embedded database, the SDK's default credential chain (STS, SSO, IMDS, profile files: "
         "feature `aws-profile`), and every protocol, queue and verifier a role does not serve.",
         ""]
-    with open("docs/performance.md") as f:
-        page = f.read()
-    start = page.find(HEADING)
-    if start >= 0:
-        end = page.find("\n## ", start + 1)
-        page = page[:start] + page[end + 1:]
-    at = page.find("## Lambda Managed Instances")
-    page = page[:at] + "\n".join(lines) + "\n" + page[at:]
-    with open("docs/performance.md", "w") as f:
-        f.write(page)
+    replace_section(HEADING, "## Lambda Managed Instances", lines)
 
 
 def main():

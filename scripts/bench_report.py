@@ -449,14 +449,20 @@ def write_talk_back(talk):
     ]
     lines += durable_lines(talk.get("durable"))
     lines.append("")
+    replace_section(TALK_BACK_HEADING, "## Method", lines)
+    print("\n".join(lines))
+
+
+def replace_section(heading, before, lines):
+    """docs/performance.md with `lines` (a section starting with `heading`) in place of the
+    section there, or else just before the section headed `before`."""
     with open("docs/performance.md") as f:
         page = f.read()
-    start = page.find(TALK_BACK_HEADING)
+    start = page.find(heading)
     if start >= 0:
         end = page.find("\n## ", start + 1)
         page = page[:start] + page[end + 1:]
-    method = page.find("## Method")
-    page = page[:method] + "\n".join(lines) + "\n" + page[method:]
+    at = page.find(before)
+    page = page[:at] + "\n".join(lines) + "\n" + page[at:]
     with open("docs/performance.md", "w") as f:
         f.write(page)
-    print("\n".join(lines))

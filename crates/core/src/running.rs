@@ -11,6 +11,11 @@ use std::sync::{Arc, Mutex};
 /// Caller (authenticated subject), scope, id.
 type Key = (Option<String>, String, String);
 
+/// A call's key: its caller, the scope of its id, the id.
+fn key(subject: Option<&str>, scope: &str, id: &str) -> Key {
+    (subject.map(str::to_owned), scope.to_owned(), id.to_owned())
+}
+
 /// The running calls of one adapter.
 #[derive(Debug, Default)]
 pub struct Running {
@@ -29,7 +34,7 @@ impl Running {
         scope: &str,
         id: &str,
     ) -> (Cancellation, Registered) {
-        let key = (subject.map(str::to_owned), scope.to_owned(), id.to_owned());
+        let key = key(subject, scope, id);
         let shared = self
             .lock()
             .get(&key)
@@ -56,7 +61,7 @@ impl Running {
         scope: &str,
         id: &str,
     ) -> (Cancellation, Registered) {
-        let key = (subject.map(str::to_owned), scope.to_owned(), id.to_owned());
+        let key = key(subject, scope, id);
         let cancellation = Cancellation::new();
         let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         self.lock()
@@ -72,7 +77,7 @@ impl Running {
 
     /// Cancels the calls running here under the key, for this caller. Whether there were any.
     pub fn cancel(&self, subject: Option<&str>, scope: &str, id: &str) -> bool {
-        let key = (subject.map(str::to_owned), scope.to_owned(), id.to_owned());
+        let key = key(subject, scope, id);
         match self.lock().get(&key) {
             Some(calls) => {
                 calls.iter().for_each(|(_, c)| c.cancel());
