@@ -1,7 +1,8 @@
 //! The AWS configuration and SDK clients of the AWS parts, made at their first use.
 //!
-//! Loading the configuration reads the environment and the profile files and sets up the
-//! credential chain; building a client resolves its endpoint rules. A cold start pays for
+//! Loading the configuration reads the environment (and outside Lambda, with `aws-profile`, the
+//! profile files and the rest of the SDK's default chain); building a client resolves its
+//! endpoint rules. A cold start pays for
 //! neither until a request needs AWS (a tool with a secret, a call with a `call_id`, an
 //! async invocation), and a request that needs none never pays at all.
 
