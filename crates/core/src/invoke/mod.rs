@@ -237,13 +237,13 @@ impl Invoker {
         result
     }
 
-    async fn run(&self, call: Call, watch: &mut Watch) -> Result<Outcome, Rejection> {
+    async fn run(&self, mut call: Call, watch: &mut Watch) -> Result<Outcome, Rejection> {
         let arrived = Instant::now();
-        let tool = match call.target {
-            Target::Tool(tool) => tool,
+        let tool = match &call.target {
+            Target::Tool(tool) => tool.clone(),
             Target::Id(id) => self
                 .registry
-                .resolve(&id)
+                .resolve(id)
                 .map_err(Rejection::Resolve)?
                 .clone(),
         };
@@ -259,143 +259,118 @@ impl Invoker {
             },
             tool.timeout,
         );
-        // Hashed before the requirements take what the tool declared: a repeat with other
-        // credentials is another call.
-        let keyed = call.call_id.is_some();
-        let idempotency = self
-            .idempotency
-            .as_ref()
-            .filter(|_| keyed && tool.idempotent);
-        let credentials = idempotency.map(|_| credentials_of(&call.authorization, &call.secrets));
         let user_id = call
             .principal
-            .bind_user_id(call.user_id)
+            .bind_user_id(call.user_id.take())
             .map_err(Rejection::UserBinding)?
             .filter(|u| !u.is_empty());
-        let held = requirements::Holdings {
+        let valid = tool.check_input(&call.input);
+        let keyed = call.call_id.is_some() && tool.idempotent && valid.is_ok();
+        let call_id = call
+            .call_id
+            .take()
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        let claim = keyed
+            .then(|| self.claim_of(&tool, user_id.as_deref(), &call, &call_id))
+            .flatten();
+        let holdings = requirements::Holdings {
             secrets: &self.secrets,
             tokens: self.tokens.as_deref(),
         };
-        let (authorization, secrets) = requirements::check(
-            &tool,
-            &call.principal,
-            user_id.as_deref(),
-            call.authorization,
-            call.secrets,
-            held,
-        )
-        .await
-        .map_err(Rejection::Missing)?;
-        tool.check_input(&call.input)
-            .map_err(Rejection::InvalidInput)?;
-        let call_id = call
-            .call_id
-            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+        // The requirements (secrets read, maybe from AWS) and the claim (a conditional write)
+        // side by side: a cold call waits for one round trip, not two.
+        let (required, claimed) = tokio::join!(
+            requirements::check(
+                &tool,
+                &call.principal,
+                user_id.as_deref(),
+                call.authorization,
+                call.secrets,
+                holdings,
+            ),
+            async {
+                let held = claim.as_ref()?;
+                let hold = deadline.map_or(UNBOUNDED_HOLD, |d| {
+                    d.saturating_duration_since(Instant::now()) + HOLD_MARGIN
+                });
+                Some(held.store.claim(&held.key, &held.print, hold).await)
+            }
+        );
+        if let (Some(held), Some(Ok(Claim::Acquired))) = (claim, &claimed) {
+            watch.claim = Some(held);
+        }
+        // What the call is refused for, in the order it always was: nothing of it stays
+        // claimed.
+        let granted = match (required, valid, claimed.transpose()) {
+            (Err(missing), ..) => Err(Rejection::Missing(missing)),
+            (_, Err(invalid), _) => Err(Rejection::InvalidInput(invalid)),
+            (_, _, Err(e)) => Err(Rejection::Store(e)),
+            (Ok(granted), Ok(()), Ok(None | Some(Claim::Acquired))) => Ok(granted),
+            (Ok(_), Ok(()), Ok(Some(other))) => return claimed_before(other, call_id, tool),
+        };
+        let (authorization, secrets) = match granted {
+            Ok(granted) => granted,
+            Err(refused) => {
+                release(watch).await;
+                return Err(refused);
+            }
+        };
         let Some(_slot) = self.slot(deadline).await else {
+            release(watch).await;
             return Err(Rejection::Busy { call_id });
         };
         let cancellation = call.cancellation.unwrap_or_default();
         watch.cancellation = Some(cancellation.clone());
         let ctx = ToolContext {
-            call_id: call_id.clone(),
+            call_id,
             trace_id: call.trace_id,
             traceparent: call.traceparent,
             user_id,
             authorization,
             secrets,
             deadline,
-            cancellation,
+            cancellation: cancellation.clone(),
             extensions: call.extensions,
             state: self.registry.state().clone(),
             talk: TalkBack::new(call.talk.unwrap_or_else(|| Arc::new(Silent(call.protocol)))),
         };
-        let Some(idem) = idempotency else {
-            return run::execute(tool, call.input, ctx, deadline).await;
+        let executed = run::execute(tool, call.input, ctx, deadline).await;
+        // Held until the outcome is stored: a call dropped meanwhile still lets its claim go.
+        let (Some(idem), Some(held)) = (&self.idempotency, &watch.claim) else {
+            return executed;
         };
-        let key = scoped_key(call.protocol, call.principal.subject.as_deref(), &call_id);
-        let credentials = credentials.unwrap_or_default();
+        let executed = keep(idem, held, executed, &cancellation).await;
+        watch.claim = None;
+        executed
+    }
+
+    /// The claim a call of `tool` with `call_id` makes when it has a key and the tool is
+    /// idempotent: keyed with what the caller sent, before the requirements take what the tool
+    /// declared (a repeat with other credentials is another call).
+    fn claim_of(
+        &self,
+        tool: &RegisteredTool,
+        user_id: Option<&str>,
+        call: &Call,
+        call_id: &str,
+    ) -> Option<Held> {
+        let idem = self.idempotency.as_ref()?;
+        let credentials = credentials_of(&call.authorization, &call.secrets);
         let credentials: Vec<(&str, &str)> = credentials
             .iter()
             .map(|(id, value)| (id.as_str(), value.expose()))
             .collect();
         let print = fingerprint(&Fingerprinted {
             tool_id: &tool.id,
-            user_id: ctx.user_id.as_deref(),
+            user_id,
             input: &call.input,
             credentials: &credentials,
         });
-        let hold = deadline.map_or(UNBOUNDED_HOLD, |d| {
-            d.saturating_duration_since(Instant::now()) + HOLD_MARGIN
-        });
-        match idem
-            .store
-            .claim(&key, &print, hold)
-            .await
-            .map_err(Rejection::Store)?
-        {
-            Claim::Acquired => {}
-            Claim::Completed(stored) => {
-                return Ok(Outcome {
-                    call_id,
-                    result: stored.result(),
-                    duration: Duration::from_secs_f64(stored.duration_ms.max(0.0) / 1e3),
-                    tool,
-                    disposition: Disposition::Replayed,
-                });
-            }
-            Claim::InProgress => {
-                let error =
-                    ToolError::new("This call is still running; retry shortly to get its result")
-                        .developer_message(format!(
-                            "a call with call_id '{call_id}' is in progress"
-                        ))
-                        .retry_after(RETRY_AFTER);
-                return Ok(Outcome {
-                    call_id,
-                    result: Err(error),
-                    duration: Duration::ZERO,
-                    tool,
-                    disposition: Disposition::InProgress,
-                });
-            }
-            Claim::Conflict => return Err(Rejection::KeyReused(call_id)),
-        }
-        watch.claim = Some(Held {
+        Some(Held {
             store: idem.store.clone(),
-            key,
+            key: scoped_key(call.protocol, call.principal.subject.as_deref(), call_id),
             print,
-        });
-        let cancelled = ctx.cancellation.clone();
-        let executed = run::execute(tool, call.input, ctx, deadline).await;
-        let held = watch.claim.as_ref().expect("claimed above");
-        // A cancelled call, a retryable failure and a rejection leave nothing to replay: the
-        // same call id may run again at once.
-        let stored = match &executed {
-            Ok(outcome) if !cancelled.is_cancelled() && !retryable(&outcome.result) => {
-                let record = StoredOutcome::new(&outcome.result, outcome.duration);
-                match idem
-                    .store
-                    .complete(&held.key, &held.print, &record, idem.keep)
-                    .await
-                {
-                    Ok(()) => Ok(()),
-                    // Not stored (say, over the store's item size): freed rather than left
-                    // "in progress" until the hold runs out.
-                    Err(e) => {
-                        let _ = held.store.release(&held.key, &held.print).await;
-                        Err(e)
-                    }
-                }
-            }
-            _ => held.store.release(&held.key, &held.print).await,
-        };
-        watch.claim = None;
-        if let (Err(e), Ok(outcome)) = (stored, &executed) {
-            // The caller still gets the answer; only a later repeat may run the tool again. The
-            // call id is the caller's: a string field, escaped as on every call line.
-            tracing::warn!(target: "oxp::call", call_id = outcome.call_id.as_str(), error = e.0.as_str(), "outcome not stored");
-        }
-        executed
+        })
     }
 
     /// A slot of the pool: at once when one is free, else until the call's deadline (or
@@ -411,4 +386,82 @@ impl Invoker {
             .ok()?
             .ok()
     }
+}
+
+/// The answer to a call whose key was claimed before: the stored outcome, "still running", or
+/// the key reused for another call.
+fn claimed_before(
+    claim: Claim,
+    call_id: String,
+    tool: Arc<RegisteredTool>,
+) -> Result<Outcome, Rejection> {
+    match claim {
+        Claim::Completed(stored) => Ok(Outcome {
+            call_id,
+            result: stored.result(),
+            duration: Duration::from_secs_f64(stored.duration_ms.max(0.0) / 1e3),
+            tool,
+            disposition: Disposition::Replayed,
+        }),
+        Claim::InProgress => {
+            let error =
+                ToolError::new("This call is still running; retry shortly to get its result")
+                    .developer_message(format!("a call with call_id '{call_id}' is in progress"))
+                    .retry_after(RETRY_AFTER);
+            Ok(Outcome {
+                call_id,
+                result: Err(error),
+                duration: Duration::ZERO,
+                tool,
+                disposition: Disposition::InProgress,
+            })
+        }
+        Claim::Conflict => Err(Rejection::KeyReused(call_id)),
+        Claim::Acquired => unreachable!("an acquired claim runs the call"),
+    }
+}
+
+/// Frees the claim `watch` holds (the call was refused after it was made).
+async fn release(watch: &mut Watch) {
+    if let Some(held) = watch.claim.take()
+        && let Err(e) = held.store.release(&held.key, &held.print).await
+    {
+        tracing::warn!(target: "oxp::call", error = %e, "claim of a refused call not released");
+    }
+}
+
+/// Stores `executed`, the outcome of a call that claimed its key as `held`, for repeats. A
+/// cancelled call, a retryable failure and a rejection leave nothing to replay: the same call
+/// id may run again at once.
+async fn keep(
+    idem: &Idempotency,
+    held: &Held,
+    executed: Result<Outcome, Rejection>,
+    cancelled: &Cancellation,
+) -> Result<Outcome, Rejection> {
+    let stored = match &executed {
+        Ok(outcome) if !cancelled.is_cancelled() && !retryable(&outcome.result) => {
+            let record = StoredOutcome::new(&outcome.result, outcome.duration);
+            match idem
+                .store
+                .complete(&held.key, &held.print, &record, idem.keep)
+                .await
+            {
+                Ok(()) => Ok(()),
+                // Not stored (say, over the store's item size): freed rather than left "in
+                // progress" until the hold runs out.
+                Err(e) => {
+                    let _ = held.store.release(&held.key, &held.print).await;
+                    Err(e)
+                }
+            }
+        }
+        _ => held.store.release(&held.key, &held.print).await,
+    };
+    if let (Err(e), Ok(outcome)) = (stored, &executed) {
+        // The caller still gets the answer; only a later repeat may run the tool again. The
+        // call id is the caller's: a string field, escaped as on every call line.
+        tracing::warn!(target: "oxp::call", call_id = outcome.call_id.as_str(), error = e.0.as_str(), "outcome not stored");
+    }
+    executed
 }
