@@ -214,3 +214,68 @@ fn demo_images_png_is_the_drawing_it_describes() {
     assert_eq!(at(0, 0), [20, 0, 255]);
     assert_eq!(at(side - 1, side - 1), [20, 255, 0]);
 }
+
+/// The content kinds each MCP revision's `CallToolResult` schema allows.
+fn kinds_of(revision: &str) -> &'static [&'static str] {
+    if revision < "2025-06-18" {
+        &["text", "image", "audio", "resource"]
+    } else {
+        &["text", "image", "audio", "resource", "resource_link"]
+    }
+}
+
+#[tokio::test]
+async fn mcp_content_is_of_the_kinds_each_revision_knows_a_link_is_text_before_2025_06_18() {
+    let tool = Tool::builder("T.Kinds", "1.0.0").raw_output_handler(
+        json!({"type": "object"}),
+        None,
+        |_, _| async {
+            let output = ToolOutput::new(Value::Null)
+                .content(Content::text("t"))
+                .content(Content::image(PNG_SIGNATURE.to_vec(), "image/png"))
+                .content(Content::audio(vec![1, 2, 3], "audio/wav"))
+                .content(Content::resource_text("file:///a.txt", "text/plain", "a"))
+                .content(Content::link("https://example.com/r", "report"));
+            Ok(output)
+        },
+    );
+    let app = app_with(
+        Registry::builder().tool(tool).build().unwrap(),
+        test_config(),
+    );
+    let message = rpc(1, "tools/call", json!({"name": "T_Kinds", "arguments": {}}));
+    for revision in ["2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28"] {
+        let reply = if revision == "2026-07-28" {
+            common::tasks::call(&app, "T_Kinds", json!({}), false).await
+        } else {
+            // 2025-03-26 sends no version header; later revisions always do.
+            let headers: &[(&str, &str)] = match revision {
+                "2025-03-26" => &[],
+                _ => &[("mcp-protocol-version", revision)],
+            };
+            let (status, _, text) = post_mcp(&app, &message.to_string(), headers).await;
+            assert_eq!(status, 200, "{revision}: {text}");
+            serde_json::from_str::<Value>(&text).unwrap()["result"].clone()
+        };
+        let content = reply["content"].as_array().unwrap();
+        let kinds: Vec<&str> = content
+            .iter()
+            .map(|b| b["type"].as_str().unwrap())
+            .collect();
+        for kind in &kinds {
+            assert!(
+                kinds_of(revision).contains(kind),
+                "{revision}: {kind} in {reply}"
+            );
+        }
+        assert_eq!(kinds.len(), 5, "{revision}: every item is shown: {reply}");
+        let link = &content[4];
+        if revision < "2025-06-18" {
+            assert_eq!(link["text"], "report: https://example.com/r", "{revision}");
+        } else {
+            assert_eq!(link["type"], "resource_link", "{revision}");
+            assert_eq!(link["uri"], "https://example.com/r");
+            assert_eq!(link["name"], "report");
+        }
+    }
+}

@@ -163,7 +163,7 @@ pub(crate) async fn invoke(
         .and_then(Value::as_str)
         .map(|id| id.chars().take(256).collect());
     let answer = served.invoker().invoke(call).await;
-    to_json(&result::from_invoke(answer))
+    to_json(&result::from_invoke(answer, result::Revision::ALL))
 }
 
 /// A call refused before any tool ran, as the `isError` result the agent reads.

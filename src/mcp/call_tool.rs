@@ -54,7 +54,7 @@ impl McpServer {
                 let input = Value::Object(arguments);
                 if let Some(Err(errors)) = tool.map(|t| t.check_input(&input)) {
                     let refused = Err(oxp_lambda_core::refusal::Rejection::InvalidInput(errors));
-                    return Ok(result::from_invoke(refused).into());
+                    return Ok(result::from_invoke(refused, result::Revision::ALL).into());
                 }
                 let arguments = match input {
                     Value::Object(arguments) => arguments,
@@ -356,7 +356,7 @@ impl McpServer {
         {
             return Ok(CallToolResponse::InputRequired(input_required));
         }
-        Ok(result::from_invoke(answer).into())
+        Ok(result::from_invoke(answer, result::Revision::of(parts)).into())
     }
 }
 

@@ -49,10 +49,40 @@ pub(crate) fn has_structured_output(tool: &RegisteredTool) -> bool {
         == Some("object")
 }
 
+/// What a request's revision lets a result carry: `resource_link` came with 2025-06-18.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Revision {
+    /// `resource_link` content blocks (else a link is a text block).
+    pub(crate) links: bool,
+}
+
+impl Revision {
+    /// Every content kind (the revisions since 2025-06-18, and tasks, which came later).
+    pub(crate) const ALL: Self = Self { links: true };
+
+    /// The revision of a request with `parts`: its `MCP-Protocol-Version` header, which every
+    /// revision since 2025-06-18 sends (absent, 2025-03-26, as rmcp takes it). `None` (no HTTP
+    /// request) serves every kind.
+    pub(crate) fn of(parts: Option<&http::request::Parts>) -> Self {
+        let Some(parts) = parts else {
+            return Self::ALL;
+        };
+        let version = parts
+            .headers
+            .get("mcp-protocol-version")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("2025-03-26");
+        // Revisions are dates: their order is the strings'.
+        Self {
+            links: version >= "2025-06-18",
+        }
+    }
+}
+
 /// The result of a call that reached its tool.
-pub(crate) fn from_outcome(outcome: Outcome) -> CallToolResult {
+pub(crate) fn from_outcome(outcome: Outcome, revision: Revision) -> CallToolResult {
     match outcome.result {
-        Ok(output) => success(&outcome.tool, output),
+        Ok(output) => success(&outcome.tool, output, revision),
         Err(error) => tool_error(&error),
     }
 }
@@ -61,8 +91,12 @@ pub(crate) fn from_outcome(outcome: Outcome) -> CallToolResult {
 /// string as it is) when it has one, or when there is nothing else to show. The value is also
 /// `structuredContent` when the output schema is an object (MCP's rule); a non-object value is
 /// only text. Display segments are for RAP runtimes: MCP has no place for them.
-fn success(tool: &RegisteredTool, output: ToolOutput<Value>) -> CallToolResult {
-    let mut blocks: Vec<ContentBlock> = output.content.iter().map(block).collect();
+fn success(tool: &RegisteredTool, output: ToolOutput<Value>, revision: Revision) -> CallToolResult {
+    let mut blocks: Vec<ContentBlock> = output
+        .content
+        .iter()
+        .map(|item| block(item, revision))
+        .collect();
     if blocks.is_empty() || !output.value.is_null() {
         let text = match &output.value {
             // A string output is the text itself, not a quoted JSON string.
@@ -78,8 +112,8 @@ fn success(tool: &RegisteredTool, output: ToolOutput<Value>) -> CallToolResult {
     result
 }
 
-/// One content item as an MCP content block.
-pub(crate) fn block(item: &Content) -> ContentBlock {
+/// One content item as an MCP content block of `revision`.
+pub(crate) fn block(item: &Content, revision: Revision) -> ContentBlock {
     let b64 = |data: &[u8]| base64::engine::general_purpose::STANDARD.encode(data);
     match item {
         Content::Text { text } => ContentBlock::text(text.clone()),
@@ -103,6 +137,22 @@ pub(crate) fn block(item: &Content) -> ContentBlock {
                 meta: None,
             },
         }),
+        Content::Link {
+            uri,
+            name,
+            media_type,
+            description,
+        } if !revision.links => {
+            // Before 2025-06-18 a link is text: its name, what it is, where.
+            let mut text = format!("{name}: {uri}");
+            if let Some(description) = description {
+                text = format!("{name} ({description}): {uri}");
+            }
+            if let Some(media_type) = media_type {
+                text.push_str(&format!(" [{media_type}]"));
+            }
+            ContentBlock::text(text)
+        }
         Content::Link {
             uri,
             name,
@@ -196,10 +246,13 @@ pub(crate) fn url_elicitation_required(rejection: &Rejection) -> Option<ErrorDat
     ))
 }
 
-/// An answer as a tool result, whatever it was.
-pub(crate) fn from_invoke(answer: Result<Outcome, Rejection>) -> CallToolResult {
+/// An answer as a tool result of `revision`, whatever it was.
+pub(crate) fn from_invoke(
+    answer: Result<Outcome, Rejection>,
+    revision: Revision,
+) -> CallToolResult {
     match answer {
-        Ok(outcome) => from_outcome(outcome),
+        Ok(outcome) => from_outcome(outcome, revision),
         Err(rejection) => from_rejection(&rejection),
     }
 }

@@ -284,7 +284,14 @@ impl Tasks {
         }
         // The outcome is the record's: written before anyone is told (tasks/get reads it), the
         // arguments no longer kept.
-        let kept = match self.store.keep(&super::result::from_invoke(answer)).await {
+        let kept = match self
+            .store
+            .keep(&super::result::from_invoke(
+                answer,
+                super::result::Revision::ALL,
+            ))
+            .await
+        {
             Ok(kept) => kept,
             Err(e) => return RunEnd::Unavailable(e.0),
         };
