@@ -144,14 +144,10 @@ pub(crate) fn block(item: &Content, revision: Revision) -> ContentBlock {
             description,
         } if !revision.links => {
             // Before 2025-06-18 a link is text: its name, what it is, where.
-            let mut text = format!("{name}: {uri}");
-            if let Some(description) = description {
-                text = format!("{name} ({description}): {uri}");
-            }
-            if let Some(media_type) = media_type {
-                text.push_str(&format!(" [{media_type}]"));
-            }
-            ContentBlock::text(text)
+            let described = description.as_ref().map(|d| format!(" ({d})"));
+            let kind = media_type.as_ref().map(|m| format!(" [{m}]"));
+            let (described, kind) = (described.unwrap_or_default(), kind.unwrap_or_default());
+            ContentBlock::text(format!("{name}{described}: {uri}{kind}"))
         }
         Content::Link {
             uri,
