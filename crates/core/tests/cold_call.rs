@@ -6,7 +6,7 @@ use oxp_lambda_core::idempotency::memory::MemoryStore;
 use oxp_lambda_core::idempotency::{
     Claim, Idempotency, IdempotencyStore, StoreFuture, StoredOutcome,
 };
-use oxp_lambda_core::invoke::{Call, Invoker, Target};
+use oxp_lambda_core::invoke::{Call, Invoker, Outcome, Target};
 use oxp_lambda_core::refusal::{Missing, Rejection};
 use oxp_lambda_core::secrets::{ClientSecrets, SecretFuture, Secrets};
 use oxp_lambda_core::tool::Secret;
@@ -111,28 +111,27 @@ fn call(tool: &str, call_id: &str) -> Call {
     call
 }
 
+/// The call of `tool` with `call_id`, which ends only if the key is claimed while the secret
+/// is read.
+async fn invoke(invoker: &Invoker, tool: &str, call_id: &str) -> Result<Outcome, Rejection> {
+    tokio::time::timeout(Duration::from_secs(5), invoker.invoke(call(tool, call_id)))
+        .await
+        .expect("the secret is read while the key is claimed, not after")
+}
+
 #[tokio::test]
 async fn a_cold_call_claims_its_key_while_its_secrets_are_read() {
     let (invoker, _) = invoker();
-    let answered = tokio::time::timeout(
-        Duration::from_secs(5),
-        invoker.invoke(call("Test.NeedsAPI_KEY", "c1")),
-    )
-    .await
-    .expect("the secret is read while the key is claimed, not after");
+    let answered = invoke(&invoker, "Test.NeedsAPI_KEY", "c1").await;
     assert_eq!(answered.unwrap().result.unwrap().value, json!(true));
 }
 
 #[tokio::test]
 async fn a_call_refused_for_its_requirements_after_its_claim_leaves_its_key_free() {
     let (invoker, store) = invoker();
-    let refused = tokio::time::timeout(
-        Duration::from_secs(5),
-        invoker.invoke(call("Test.NeedsMISSING", "c2")),
-    )
-    .await
-    .unwrap()
-    .unwrap_err();
+    let refused = invoke(&invoker, "Test.NeedsMISSING", "c2")
+        .await
+        .unwrap_err();
     assert!(
         matches!(&refused, Rejection::Missing(Missing::Unavailable(e)) if e.id == "MISSING"),
         "{refused:?}"
@@ -140,11 +139,6 @@ async fn a_call_refused_for_its_requirements_after_its_claim_leaves_its_key_free
     assert_eq!(store.releases.load(Ordering::SeqCst), 1, "its claim let go");
     // The same call id is free: another call with it runs, neither "in progress" nor a
     // conflict with the refused call's input.
-    let next = tokio::time::timeout(
-        Duration::from_secs(5),
-        invoker.invoke(call("Test.NeedsAPI_KEY", "c2")),
-    )
-    .await
-    .unwrap();
+    let next = invoke(&invoker, "Test.NeedsAPI_KEY", "c2").await;
     assert_eq!(next.unwrap().result.unwrap().value, json!(true));
 }
