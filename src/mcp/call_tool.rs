@@ -4,8 +4,10 @@
 //! request a task of its own, which would not carry the invocation's fields). The call itself
 //! (the fast path's too) goes through [`McpServer::call`].
 
+use super::exchange::Exchange;
 use super::handler::McpServer;
-use super::questions::Offers;
+use super::questions::{Offers, OnRequest};
+use super::round_trip::RoundTrips;
 use super::{result, round_trip};
 use crate::server::CallContext;
 use oxp_lambda_core::invoke::Target;
@@ -31,7 +33,8 @@ impl McpServer {
             // A long-running tool (or one served only as a task) called by a client that
             // declared the tasks extension runs as a task: the answer is its handle, at once.
             let required = self.0.task_required(&request.name);
-            let declared = declares_tasks(&context.meta);
+            let on_request = OnRequest::of(&context.meta);
+            let declared = on_request.tasks;
             // One that asks first becomes a task where it detaches, its questions asked here.
             let tool = self.0.get(&request.name);
             let as_task = required
@@ -44,37 +47,17 @@ impl McpServer {
                 && as_task
                 && !asks_first
             {
-                let offers = declared_on_request(&context.meta)
-                    .map(|(offers, _)| offers)
-                    .unwrap_or_default();
+                let offers = on_request.modern.map(|(offers, _)| offers);
                 let context = parts.map(CallContext::of).unwrap_or_default();
                 let arguments = request.arguments.unwrap_or_default();
-                // Checked before anything is kept: invalid arguments are the tool's error at
-                // once, never a stored task.
-                let input = Value::Object(arguments);
-                if let Some(Err(errors)) = tool.map(|t| t.check_input(&input)) {
-                    let refused = Err(oxp_lambda_core::refusal::Rejection::InvalidInput(errors));
-                    return Ok(result::from_invoke(refused, result::Revision::ALL).into());
-                }
-                let arguments = match input {
-                    Value::Object(arguments) => arguments,
-                    _ => Map::new(),
-                };
-                let created = tasks
-                    .create(
-                        context,
-                        &request.name,
-                        arguments,
-                        Default::default(),
-                        offers,
-                    )
-                    .await?;
-                return Ok(CallToolResponse::Task(created));
+                return self
+                    .create_task(tasks, context, &request.name, arguments, offers)
+                    .await;
             }
             if required && !declared {
-                return Err(missing_tasks_capability());
+                return Err(super::questions::missing_tasks_capability());
             }
-            let asking = match declared_on_request(&context.meta) {
+            let asking = match on_request.modern {
                 Some((offers, url)) => Asking::Rounds {
                     offers,
                     url,
@@ -103,46 +86,32 @@ impl McpServer {
     }
 }
 
-/// The -32021 of a call to a tool served only as a task (`OXP_MCP_TASK_REQUIRED`) from a client
-/// that did not declare the tasks extension (SEP-2663, "Required Capabilities").
-fn missing_tasks_capability() -> ErrorData {
-    ErrorData::new(
-        rmcp::model::ErrorCode(super::questions::MISSING_REQUIRED_CLIENT_CAPABILITY),
-        "Missing required client capability: the tool runs only as a task (io.modelcontextprotocol/tasks)",
-        Some(serde_json::json!({"requiredCapabilities": {"extensions": {
-            rmcp::model::TASKS_EXTENSION_ID: {}
-        }}})),
-    )
-}
-
-/// Whether the request's client declared the tasks extension on it.
-fn declares_tasks(meta: &rmcp::model::MetaObject) -> bool {
-    meta.0
-        .get("io.modelcontextprotocol/clientCapabilities")
-        .and_then(|c| c.get("extensions"))
-        .and_then(|e| e.get(rmcp::model::TASKS_EXTENSION_ID))
-        .is_some()
-}
-
-/// What a 2026-07-28 request's client declared on the request
-/// (`_meta["io.modelcontextprotocol/clientCapabilities"]`), and whether it opens links (URL-mode
-/// elicitation); `None` for a request of an earlier revision, which declares them at
-/// `initialize` only, which a stateless server does not see on `tools/call`.
-fn declared_on_request(meta: &rmcp::model::MetaObject) -> Option<(Offers, bool)> {
-    let modern = meta
-        .0
-        .get("io.modelcontextprotocol/protocolVersion")
-        .and_then(Value::as_str)
-        .is_some_and(|v| v >= "2026-07-28");
-    if !modern {
-        return None;
+impl McpServer {
+    /// A call of `name` made a task at once (its answer is the task's handle), its arguments
+    /// checked before anything is kept: invalid ones are the tool's error, never a stored task.
+    async fn create_task(
+        &self,
+        tasks: &Arc<super::tasks::Tasks>,
+        context: CallContext,
+        name: &str,
+        arguments: Map<String, Value>,
+        offers: Option<Offers>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let input = Value::Object(arguments);
+        if let Some(Err(errors)) = self.0.get(name).map(|t| t.check_input(&input)) {
+            let refused = Err(oxp_lambda_core::refusal::Rejection::InvalidInput(errors));
+            return Ok(result::from_invoke(refused, result::Revision::ALL).into());
+        }
+        let arguments = match input {
+            Value::Object(arguments) => arguments,
+            _ => Map::new(),
+        };
+        let offers = offers.unwrap_or_default();
+        let created = tasks
+            .create(context, name, arguments, Default::default(), offers)
+            .await?;
+        Ok(CallToolResponse::Task(created))
     }
-    let capabilities = meta.0.get("io.modelcontextprotocol/clientCapabilities");
-    let url = capabilities
-        .and_then(|c| c.get("elicitation"))
-        .and_then(Value::as_object)
-        .is_some_and(|modes| modes.contains_key("url"));
-    Some((Offers::of(capabilities), url))
 }
 
 /// How a call may ask its client for input.
@@ -180,6 +149,10 @@ pub(crate) struct Rpc<'a> {
     pub(crate) closed: Option<&'a tokio_util::sync::CancellationToken>,
 }
 
+/// A 2026-07-28 call's round of questions: the store of rounds, this round's exchange and what
+/// it is bound to.
+type Round<'a> = (&'a RoundTrips, Arc<Exchange>, Vec<u8>);
+
 impl McpServer {
     /// A `tools/call` of `name` with `arguments`; `parts` are the HTTP request's, which carry
     /// what the plumbing learnt (the caller, the transport's deadline). While it runs, a
@@ -192,12 +165,6 @@ impl McpServer {
         rpc: Rpc<'_>,
         asking: Asking<'_>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let Rpc {
-            id: request_id,
-            traceparent,
-            progress,
-            closed: stream_closed,
-        } = rpc;
         // An unknown tool is the one error the spec makes a protocol error (-32602).
         let Some(tool) = self.0.get(name) else {
             // The name is the caller's: bounded and stripped of control characters before it is
@@ -210,31 +177,7 @@ impl McpServer {
         };
         let input = Value::Object(arguments.unwrap_or_default());
         let context = parts.map(CallContext::of).unwrap_or_default();
-        // A 2026-07-28 client that can show a form gets the tool's questions as rounds.
-        // A 2026-07-28 request: the tool's questions are rounds (or, from a client that cannot
-        // show a form, the revision's missing-capability error).
-        let rounds = match (asking, &self.0.round_trips) {
-            (
-                Asking::Rounds {
-                    offers,
-                    state,
-                    responses,
-                    detach,
-                    ..
-                },
-                Some(trips),
-            ) => {
-                let binding =
-                    round_trip::binding(context.principal.subject.as_deref(), name, &input);
-                let mut exchange = trips.begin(&binding, state, responses).await?;
-                exchange = exchange.offering(offers);
-                if detach {
-                    exchange = exchange.detachable();
-                }
-                Some((trips, Arc::new(exchange), binding))
-            }
-            _ => None,
-        };
+        let round = self.round(asking, &context, name, &input).await?;
         // What the task starts from, should the tool detach.
         let detaching = match asking {
             Asking::Rounds {
@@ -249,7 +192,7 @@ impl McpServer {
             _ => None,
         };
         let mut call = context.call("mcp", Target::Tool(tool.clone()), input);
-        if let Some((_, exchange, _)) = &rounds {
+        if let Some((_, exchange, _)) = &round {
             call.talk = Some(exchange.clone());
         }
         if let Asking::Stream(elicit) = asking
@@ -257,17 +200,75 @@ impl McpServer {
         {
             call.talk = Some(elicit.clone());
         }
-        if let Some(progress) = progress {
+        let answer = self.invoke(call, parts, rpc).await;
+        // A question the tool asked: the next round.
+        if let Some((trips, exchange, binding)) = &round
+            && let Some(input_required) =
+                trips.input_required(exchange, binding).await.map_err(|e| {
+                    tracing::error!(target: "oxp::mcp", error = %e, "input_required not built");
+                    ErrorData::internal_error("The server cannot ask the user now", None)
+                })?
+        {
+            return Ok(CallToolResponse::InputRequired(input_required));
+        }
+        let exchange = round.as_ref().map(|(_, exchange, _)| &**exchange);
+        self.answer(name, answer, exchange, detaching, asking, parts)
+            .await
+    }
+
+    /// The round of a 2026-07-28 call whose client may be asked (`None` for any other).
+    async fn round(
+        &self,
+        asking: Asking<'_>,
+        context: &CallContext,
+        name: &str,
+        input: &Value,
+    ) -> Result<Option<Round<'_>>, ErrorData> {
+        let (
+            Asking::Rounds {
+                offers,
+                state,
+                responses,
+                detach,
+                ..
+            },
+            Some(trips),
+        ) = (asking, &self.0.round_trips)
+        else {
+            return Ok(None);
+        };
+        let binding = round_trip::binding(context.principal.subject.as_deref(), name, input);
+        let mut exchange = trips.begin(&binding, state, responses).await?;
+        exchange = exchange.offering(offers);
+        if detach {
+            exchange = exchange.detachable();
+        }
+        Ok(Some((trips, Arc::new(exchange), binding)))
+    }
+
+    /// Runs `call` with what the request brings (`rpc`): its progress, its traceparent, its
+    /// cancellation by `notifications/cancelled` or by the client closing the request.
+    async fn invoke(
+        &self,
+        mut call: oxp_lambda_core::invoke::Call,
+        parts: Option<&http::request::Parts>,
+        rpc: Rpc<'_>,
+    ) -> Result<oxp_lambda_core::invoke::Outcome, oxp_lambda_core::refusal::Rejection> {
+        if let Some(progress) = rpc.progress {
             call.talk = Some(Arc::new(progress.around(call.talk.take())));
         }
         // The request's own `_meta.traceparent` (SEP-414) before the HTTP header's.
-        if let Some(sent) = traceparent.and_then(oxp_lambda_core::invoke::traceparent) {
+        if let Some(sent) = rpc
+            .traceparent
+            .and_then(oxp_lambda_core::invoke::traceparent)
+        {
             call.traceparent = Some(sent);
         }
         // MCP has no user field: the end user is the authenticated caller. Secrets come from
         // the server's sources only.
         call.user_id = call.principal.subject.clone();
-        let _registered = request_id
+        let _registered = rpc
+            .id
             .and_then(|id| serde_json::to_string(id).ok())
             .map(|id| {
                 // A signal of its own: closing another request with the same id (its caller's
@@ -283,47 +284,48 @@ impl McpServer {
         // call, before the answer starts (`RequestClosed`) or while it streams (rmcp's token);
         // the fast path's call is dropped with the request instead.
         let closed = parts.and_then(|p| p.extensions.get::<super::RequestClosed>());
-        let answer = if closed.is_some() || stream_closed.is_some() {
-            let signal = call
-                .cancellation
-                .get_or_insert_with(Default::default)
-                .clone();
-            let invoke = self.0.invoker().invoke(call);
-            tokio::pin!(invoke);
-            let closed = async {
-                match (closed, stream_closed) {
-                    (Some(closed), Some(stream)) => tokio::select! {
-                        () = closed.0.cancelled() => {}
-                        () = stream.cancelled() => {}
-                    },
-                    (Some(closed), None) => closed.0.cancelled().await,
-                    (None, Some(stream)) => stream.cancelled().await,
-                    (None, None) => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                biased;
-                answer = &mut invoke => answer,
-                () = closed => {
-                    signal.cancel();
-                    invoke.await
-                }
-            }
-        } else {
-            self.0.invoker().invoke(call).await
-        };
-        // A question the tool asked: the next round.
-        if let Some((trips, exchange, binding)) = &rounds
-            && let Some(input_required) =
-                trips.input_required(exchange, binding).await.map_err(|e| {
-                    tracing::error!(target: "oxp::mcp", error = %e, "input_required not built");
-                    ErrorData::internal_error("The server cannot ask the user now", None)
-                })?
-        {
-            return Ok(CallToolResponse::InputRequired(input_required));
+        if closed.is_none() && rpc.closed.is_none() {
+            return self.0.invoker().invoke(call).await;
         }
+        let signal = call
+            .cancellation
+            .get_or_insert_with(Default::default)
+            .clone();
+        let invoke = self.0.invoker().invoke(call);
+        tokio::pin!(invoke);
+        let closed = async {
+            match (closed, rpc.closed) {
+                (Some(closed), Some(stream)) => tokio::select! {
+                    () = closed.0.cancelled() => {}
+                    () = stream.cancelled() => {}
+                },
+                (Some(closed), None) => closed.0.cancelled().await,
+                (None, Some(stream)) => stream.cancelled().await,
+                (None, None) => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            answer = &mut invoke => answer,
+            () = closed => {
+                signal.cancel();
+                invoke.await
+            }
+        }
+    }
+
+    /// The response to a call of `name` that ended with `answer` (no question left to ask).
+    async fn answer(
+        &self,
+        name: &str,
+        answer: Result<oxp_lambda_core::invoke::Outcome, oxp_lambda_core::refusal::Rejection>,
+        exchange: Option<&Exchange>,
+        detaching: Option<(CallContext, Map<String, Value>, Offers)>,
+        asking: Asking<'_>,
+        parts: Option<&http::request::Parts>,
+    ) -> Result<CallToolResponse, ErrorData> {
         // What the tool needed of a client that did not declare it, and could not do without.
-        if let Some((_, exchange, _)) = &rounds
+        if let Some(exchange) = exchange
             && !answer.as_ref().is_ok_and(|outcome| outcome.result.is_ok())
             && let missing = exchange.missing()
             && !missing.is_empty()
@@ -331,7 +333,7 @@ impl McpServer {
             return Err(super::questions::missing_capabilities(&missing));
         }
         // The tool detached: the call goes on as a task, with the answers it had.
-        if let Some((_, exchange, _)) = &rounds
+        if let Some(exchange) = exchange
             && let Some(answers) = exchange.detached()
             && let (Some(tasks), Some((context, arguments, offers))) = (self.0.tasks(), detaching)
         {
@@ -366,7 +368,7 @@ impl McpServer {
     async fn handshake_questions(
         &self,
         parts: Option<&http::request::Parts>,
-        context: &RequestContext<RoleServer>,
+        context: &rmcp::service::RequestContext<rmcp::RoleServer>,
     ) -> Option<Arc<super::elicit::Elicit>> {
         let parts = parts?;
         let token = parts

@@ -87,7 +87,7 @@ impl RoundTrips {
         #[serde(rename_all = "camelCase")]
         struct Params {
             protocol_version: String,
-            capabilities: Value,
+            capabilities: rmcp::model::ClientCapabilities,
         }
         if body.len() > MAX_INITIALIZE {
             return None;
@@ -97,7 +97,7 @@ impl RoundTrips {
         // URL mode is 2025-11-25's. Only what this function can carry counts: a form, a
         // request to the model and roots need the stream.
         let version = init.params.protocol_version.as_str();
-        let offers = Offers::of(Some(capabilities));
+        let offers = Offers::of(capabilities);
         let on_stream = |declared: bool| self.on_stream && declared;
         let (form, sampling, roots) = (
             on_stream(offers.form),
@@ -106,9 +106,9 @@ impl RoundTrips {
         );
         let url = version == "2025-11-25"
             && capabilities
-                .get("elicitation")
-                .and_then(Value::as_object)
-                .is_some_and(|modes| modes.contains_key("url"));
+                .elicitation
+                .as_ref()
+                .is_some_and(|modes| modes.url.is_some());
         if init.method != "initialize"
             || !REVISIONS.contains(&version)
             || !(form || url || sampling || roots)

@@ -81,7 +81,9 @@ pub(super) async fn status_of_errors(response: Response) -> Response {
     };
     match answer.pointer("/error/code").and_then(Value::as_i64) {
         Some(-32601) => parts.status = StatusCode::NOT_FOUND,
-        Some(code) if code == i64::from(super::questions::MISSING_REQUIRED_CLIENT_CAPABILITY) => {
+        Some(code)
+            if code == i64::from(rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0) =>
+        {
             parts.status = StatusCode::BAD_REQUEST;
         }
         None => return Response::from_parts(parts, Body::from(bytes)),

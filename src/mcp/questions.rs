@@ -198,16 +198,14 @@ pub(crate) struct Offers {
 }
 
 impl Offers {
-    /// What `capabilities` (a `ClientCapabilities` object) declares.
-    pub(crate) fn of(capabilities: Option<&Value>) -> Self {
-        let elicitation = capabilities
-            .and_then(|c| c.get("elicitation"))
-            .and_then(Value::as_object);
+    /// What `capabilities` declares.
+    pub(crate) fn of(capabilities: &rmcp::model::ClientCapabilities) -> Self {
+        let elicitation = capabilities.elicitation.as_ref();
         Self {
             // An empty object is form mode (2025-06-18's meaning, kept since).
-            form: elicitation.is_some_and(|m| m.is_empty() || m.contains_key("form")),
-            sampling: capabilities.is_some_and(|c| c.get("sampling").is_some_and(Value::is_object)),
-            roots: capabilities.is_some_and(|c| c.get("roots").is_some_and(Value::is_object)),
+            form: elicitation.is_some_and(|e| e.form.is_some() || e.url.is_none()),
+            sampling: capabilities.sampling.is_some(),
+            roots: capabilities.roots.is_some(),
         }
     }
 
@@ -229,35 +227,82 @@ impl Offers {
     }
 }
 
+/// What a request's client declared on it (`_meta`, read once through rmcp's typed accessors).
+pub(crate) struct OnRequest {
+    /// The tasks extension (SEP-2663).
+    pub(crate) tasks: bool,
+    /// At 2026-07-28: what it takes, and whether it opens links (URL-mode elicitation).
+    /// `None` for a request of an earlier revision, which declares them at `initialize` only,
+    /// which a stateless server does not see on `tools/call`.
+    pub(crate) modern: Option<(Offers, bool)>,
+}
+
+impl OnRequest {
+    pub(crate) fn of(meta: &rmcp::model::RequestMetaObject) -> Self {
+        let capabilities = meta.client_capabilities();
+        let tasks = capabilities
+            .as_ref()
+            .is_some_and(rmcp::model::ClientCapabilities::supports_tasks);
+        let modern = meta
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
+            .then(|| {
+                let capabilities = capabilities.unwrap_or_default();
+                let url = capabilities
+                    .elicitation
+                    .as_ref()
+                    .is_some_and(|e| e.url.is_some());
+                (Offers::of(&capabilities), url)
+            });
+        Self { tasks, modern }
+    }
+}
+
 /// The revision's `MissingRequiredClientCapabilityError` (-32021, HTTP 400) of a call whose
 /// tool needed what its client did not declare, naming each capability.
-/// The error code of a request that needs a capability the client did not declare.
-pub(crate) const MISSING_REQUIRED_CLIENT_CAPABILITY: i32 = -32021;
-
 pub(crate) fn missing_capabilities(needs: &std::collections::BTreeSet<Needs>) -> ErrorData {
-    let mut required = serde_json::Map::new();
+    let mut required = rmcp::model::ClientCapabilities::default();
     let mut what = Vec::new();
     for need in needs {
-        let (name, value, said) = match need {
-            Needs::Form => (
-                "elicitation",
-                json!({"form": {}}),
-                "asks the user (elicitation, form mode)",
-            ),
-            Needs::Sampling => ("sampling", json!({}), "asks the client's model (sampling)"),
-            Needs::Roots => ("roots", json!({}), "reads the client's roots"),
-        };
-        required.insert(name.into(), value);
-        what.push(said);
+        what.push(match need {
+            Needs::Form => {
+                required.elicitation =
+                    Some(rmcp::model::ElicitationCapability::new().with_form(Default::default()));
+                "asks the user (elicitation, form mode)"
+            }
+            Needs::Sampling => {
+                required.sampling = Some(Default::default());
+                "asks the client's model (sampling)"
+            }
+            Needs::Roots => {
+                required.roots = Some(Default::default());
+                "reads the client's roots"
+            }
+        });
     }
-    ErrorData::new(
-        rmcp::model::ErrorCode(MISSING_REQUIRED_CLIENT_CAPABILITY),
-        format!(
-            "Missing required client capability: the tool {}",
-            what.join(" and ")
-        ),
-        Some(json!({"requiredCapabilities": required})),
+    missing(required, &format!("the tool {}", what.join(" and ")))
+}
+
+/// The -32021 of a call to a tool served only as a task (`OXP_MCP_TASK_REQUIRED`) from a client
+/// that did not declare the tasks extension (SEP-2663, "Required Capabilities").
+pub(crate) fn missing_tasks_capability() -> ErrorData {
+    let mut required = rmcp::model::ClientCapabilities::default();
+    let tasks = (
+        rmcp::model::TASKS_EXTENSION_ID.to_owned(),
+        Default::default(),
+    );
+    required.extensions = Some([tasks].into());
+    missing(
+        required,
+        "the tool runs only as a task (io.modelcontextprotocol/tasks)",
     )
+}
+
+/// rmcp's -32021 naming `required`, its message saying why (`because`).
+pub(crate) fn missing(required: rmcp::model::ClientCapabilities, because: &str) -> ErrorData {
+    let mut error = ErrorData::missing_required_client_capability(required);
+    error.message = format!("{}: {because}", error.message).into();
+    error
 }
 
 /// The choice an answer (as [`read_response`] keeps it) makes among `choices`: the accepted
