@@ -43,10 +43,6 @@ struct FastParams {
     meta: Option<Map<String, Value>>,
 }
 
-/// The revisions answered here: those with the `initialize` handshake, whose results carry no
-/// `resultType`. An absent header is 2025-03-26, as rmcp takes it.
-const HANDSHAKE_VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-
 /// Whether rmcp would let these headers through untouched: JSON in, both media types
 /// accepted, no browser origin, a known handshake revision, none of the 2026 standard headers.
 fn plain(headers: &HeaderMap) -> bool {
@@ -71,9 +67,11 @@ fn plain(headers: &HeaderMap) -> bool {
             .split(',')
             .any(|m| m.trim().starts_with("text/event-stream"))
         && !accept.contains(";q=0");
-    let version_ok = match headers.get("mcp-protocol-version") {
-        None => true,
-        Some(v) => v.to_str().is_ok_and(|v| HANDSHAKE_VERSIONS.contains(&v)),
+    // A revision with the `initialize` handshake (2026-07-28's requests carry `_meta`).
+    let version_ok = match super::plumbing::header_version(headers) {
+        Ok(None) => true,
+        Ok(Some(version)) => version.has_initialize(),
+        Err(()) => false,
     };
     exactly_json
         && accepts_both

@@ -12,9 +12,6 @@ use axum::response::Response;
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
-/// The revision these rules are for.
-pub(super) const REVISION: &str = "2026-07-28";
-
 /// Methods 2026-07-28 removed, or that this server does not offer at it.
 const REMOVED: &[&str] = &[
     "initialize",
@@ -29,9 +26,8 @@ const REMOVED: &[&str] = &[
 
 /// Whether the request names 2026-07-28 in its header.
 pub(super) fn is_modern(headers: &HeaderMap) -> bool {
-    headers
-        .get("mcp-protocol-version")
-        .is_some_and(|v| v.as_bytes() == REVISION.as_bytes())
+    super::plumbing::header_version(headers)
+        == Ok(Some(&rmcp::model::ProtocolVersion::V_2026_07_28))
 }
 
 /// The 404 of a modern request for a removed method, else `None`.

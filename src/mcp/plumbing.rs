@@ -150,3 +150,19 @@ pub(super) fn subject(parts: &http::request::Parts) -> Option<&str> {
         .get::<oxp_lambda_core::principal::Principal>()
         .and_then(|p| p.subject.as_deref())
 }
+
+/// What a request's `MCP-Protocol-Version` header names, read in one place for every step that
+/// depends on it: `Ok(None)` when none was sent (2025-03-26, as rmcp takes it), `Err(())` for a
+/// header naming no revision rmcp knows (rmcp's transport refuses it).
+pub(super) fn header_version(
+    headers: &http::HeaderMap,
+) -> Result<Option<&'static rmcp::model::ProtocolVersion>, ()> {
+    let Some(sent) = headers.get("mcp-protocol-version") else {
+        return Ok(None);
+    };
+    rmcp::model::ProtocolVersion::KNOWN_VERSIONS
+        .iter()
+        .find(|known| known.as_str().as_bytes() == sent.as_bytes())
+        .map(Some)
+        .ok_or(())
+}

@@ -4,6 +4,8 @@
 //! client's model, `roots/list`; the key a client answers each under, what an answer says, and
 //! a call's answers by question number. A tool may ask several at once (`join!` of two
 //! `ctx.ask`): each has its own number, so its own key and its own slot among the answers.
+//! Also what a client declared it takes ([`Offers`], [`OnRequest`], read from rmcp's typed
+//! `ClientCapabilities`) and the -32021 of what it did not.
 
 use oxp_lambda_core::form::{Filled, Form};
 use oxp_lambda_core::sample::Sample;

@@ -18,8 +18,8 @@ use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::tool::ToolError;
 use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolResult, ContentBlock, InputRequest, InputRequests, InputRequiredResult, Resource,
-    ResourceContents,
+    CallToolResult, ContentBlock, InputRequest, InputRequests, InputRequiredResult,
+    ProtocolVersion, Resource, ResourceContents,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -67,14 +67,13 @@ impl Revision {
         let Some(parts) = parts else {
             return Self::ALL;
         };
-        let version = parts
-            .headers
-            .get("mcp-protocol-version")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("2025-03-26");
-        // Revisions are dates: their order is the strings'.
-        Self {
-            links: version >= "2025-06-18",
+        match super::plumbing::header_version(&parts.headers) {
+            Ok(version) => Self {
+                links: version.unwrap_or(&ProtocolVersion::V_2025_03_26)
+                    >= &ProtocolVersion::V_2025_06_18,
+            },
+            // Refused by rmcp's transport before a call runs.
+            Err(()) => Self::ALL,
         }
     }
 }
