@@ -50,9 +50,7 @@ impl McpServer {
                 let offers = on_request.modern.map(|(offers, _)| offers);
                 let context = parts.map(CallContext::of).unwrap_or_default();
                 let arguments = request.arguments.unwrap_or_default();
-                return self
-                    .create_task(tasks, context, &request.name, arguments, offers)
-                    .await;
+                return create_task(tasks, tool, context, &request.name, arguments, offers).await;
             }
             if required && !declared {
                 return Err(super::questions::missing_tasks_capability());
@@ -86,32 +84,31 @@ impl McpServer {
     }
 }
 
-impl McpServer {
-    /// A call of `name` made a task at once (its answer is the task's handle), its arguments
-    /// checked before anything is kept: invalid ones are the tool's error, never a stored task.
-    async fn create_task(
-        &self,
-        tasks: &Arc<super::tasks::Tasks>,
-        context: CallContext,
-        name: &str,
-        arguments: Map<String, Value>,
-        offers: Option<Offers>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        let input = Value::Object(arguments);
-        if let Some(Err(errors)) = self.0.get(name).map(|t| t.check_input(&input)) {
-            let refused = Err(oxp_lambda_core::refusal::Rejection::InvalidInput(errors));
-            return Ok(result::from_invoke(refused, result::Revision::ALL).into());
-        }
-        let arguments = match input {
-            Value::Object(arguments) => arguments,
-            _ => Map::new(),
-        };
-        let offers = offers.unwrap_or_default();
-        let created = tasks
-            .create(context, name, arguments, Default::default(), offers)
-            .await?;
-        Ok(CallToolResponse::Task(created))
+/// A call of `name` (`tool`, if served) made a task at once (its answer is the task's handle),
+/// its arguments checked before anything is kept: invalid ones are the tool's error, never a
+/// stored task.
+async fn create_task(
+    tasks: &Arc<super::tasks::Tasks>,
+    tool: Option<&Arc<oxp_lambda_core::registry::RegisteredTool>>,
+    context: CallContext,
+    name: &str,
+    arguments: Map<String, Value>,
+    offers: Option<Offers>,
+) -> Result<CallToolResponse, ErrorData> {
+    let input = Value::Object(arguments);
+    if let Some(Err(errors)) = tool.map(|t| t.check_input(&input)) {
+        let refused = Err(oxp_lambda_core::refusal::Rejection::InvalidInput(errors));
+        return Ok(result::from_invoke(refused, result::Revision::ALL).into());
     }
+    let arguments = match input {
+        Value::Object(arguments) => arguments,
+        _ => Map::new(),
+    };
+    let offers = offers.unwrap_or_default();
+    let created = tasks
+        .create(context, name, arguments, Default::default(), offers)
+        .await?;
+    Ok(CallToolResponse::Task(created))
 }
 
 /// How a call may ask its client for input.
