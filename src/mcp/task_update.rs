@@ -55,6 +55,8 @@ impl Tasks {
         let written = self
             .store
             .update(id, |r| {
+                // Said afresh by each try: one whose write lost may have taken `parked`.
+                resumed.store(false, Ordering::Relaxed);
                 if r.status != TaskStatus::InputRequired {
                     return false;
                 }

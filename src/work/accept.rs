@@ -191,7 +191,10 @@ impl Runner {
                 id,
                 None,
                 || {
+                    // Each try says afresh what it found: a record seen running by a try
+                    // whose write lost may have ended before this one.
                     created.store(true, Relaxed);
+                    running.store(false, Relaxed);
                     Some(self.fresh(kind, caller, body.clone()))
                 },
                 |w| {

@@ -4,6 +4,7 @@
 //! for while it ran is kept as live work, not ended.
 
 use super::*;
+use oxp_lambda_core::durable::StateFuture;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// A handler whose runs take `takes` and end done.
@@ -138,4 +139,104 @@ async fn work_that_more_came_for_while_it_ran_is_kept_as_live_work_not_ended() {
     );
     until_gone(&*store, "d").await;
     assert_eq!(handler.runs(), 2);
+}
+
+/// A store on which a run's end lands between another write's read and its write: the next
+/// conditional write of `key` finds the record gone (its runner ended it first).
+#[derive(Debug)]
+struct EndedFirst {
+    store: Arc<dyn StateStore>,
+    key: std::sync::Mutex<Option<String>>,
+}
+
+impl StateStore for EndedFirst {
+    fn get<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, Option<Item>> {
+        self.store.get(partition, key)
+    }
+
+    fn put_if<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+        item: Item,
+        expected: Option<&'a [u8]>,
+    ) -> StateFuture<'a, bool> {
+        Box::pin(async move {
+            let ends = partition == WORK && {
+                let mut armed = self.key.lock().unwrap();
+                armed.take_if(|k| k == key).is_some()
+            };
+            if ends {
+                self.store.delete(partition, key).await?;
+            }
+            self.store.put_if(partition, key, item, expected).await
+        })
+    }
+
+    fn put<'a>(&'a self, partition: &'a str, key: &'a str, item: Item) -> StateFuture<'a, ()> {
+        self.store.put(partition, key, item)
+    }
+
+    fn delete<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, ()> {
+        self.store.delete(partition, key)
+    }
+
+    fn list<'a>(
+        &'a self,
+        partition: &'a str,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> StateFuture<'a, Vec<(String, Item)>> {
+        self.store.list(partition, after, limit)
+    }
+
+    fn due<'a>(
+        &'a self,
+        partition: &'a str,
+        until: SystemTime,
+        limit: usize,
+    ) -> StateFuture<'a, Vec<(String, Item)>> {
+        self.store.due(partition, until, limit)
+    }
+}
+
+#[tokio::test]
+async fn more_that_comes_as_the_run_holding_the_work_ends_is_run_at_once_not_left_to_a_lease() {
+    let inner = crate::state::embedded::store(None).unwrap();
+    let store = Arc::new(EndedFirst {
+        store: inner,
+        key: std::sync::Mutex::new(None),
+    });
+    let settings = Settings {
+        lease: Duration::from_secs(60),
+        ..Settings::default()
+    };
+    let runner = Runner::new(store.clone(), settings);
+    let handler = Ends::new(Duration::ZERO);
+    runner.register("fresh", handler.clone());
+    // Another runner holds it (a subscription's delivery, sending what it read)...
+    let mut held = Work::new("fresh", None, serde_json::json!({}));
+    held.claim("other", Duration::from_secs(60), now_ms());
+    let kept = Some(SystemTime::now() + Duration::from_secs(60));
+    assert!(
+        runner
+            .records()
+            .write("f", &held, None, kept)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // ...and ends it between this write's read (it ran: "again") and its write.
+    *store.key.lock().unwrap() = Some("f".into());
+    let more = vec![("f".to_owned(), serde_json::json!({}), None)];
+    assert_eq!(runner.due_all("fresh", more).await, 0);
+    let started = Instant::now();
+    while handler.runs() < 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "accepted anew, it runs now, not when the lease it was given lapses"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    until_gone(&*store, "f").await;
 }
