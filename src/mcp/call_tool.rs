@@ -88,7 +88,7 @@ impl McpServer {
 /// its arguments checked before anything is kept: invalid ones are the tool's error, never a
 /// stored task.
 async fn create_task(
-    tasks: &Arc<super::tasks::Tasks>,
+    tasks: &Arc<super::task::Tasks>,
     tool: Option<&Arc<oxp_lambda_core::registry::RegisteredTool>>,
     context: CallContext,
     name: &str,

@@ -3,7 +3,7 @@
 //! translates.
 
 use super::round_trip::RoundTrips;
-use super::tasks::Tasks;
+use super::task::Tasks;
 use oxp_lambda_core::invoke::Invoker;
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::running::Running;

@@ -31,11 +31,7 @@ pub(crate) mod result;
 mod round_trip;
 mod sampling;
 mod served;
-mod task_runs;
-mod task_store;
-mod task_talk;
-mod task_update;
-mod tasks;
+mod task;
 
 pub(crate) use served::{served, served_for_mcp};
 

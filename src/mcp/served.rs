@@ -2,7 +2,7 @@
 //! 2026-07-28 parts that need the server's secrets and state (round trips, tasks).
 
 use super::round_trip::RoundTrips;
-use super::tasks::Tasks;
+use super::task::Tasks;
 use super::{McpConfig, Served};
 use oxp_lambda_core::invoke::Invoker;
 use oxp_lambda_core::registry::RegisteredTool;
@@ -47,7 +47,7 @@ pub(crate) fn served_for_mcp(
         .zip(runner.filter(|r| !in_lambda || r.queued()))
         .map(|(questions, runner)| {
             let tasks = Tasks::new(questions.clone(), invoker.clone(), &tools, runner.clone());
-            super::task_runs::register(&tasks, runner);
+            super::task::register(&tasks, runner);
             tasks
         });
     let required = task_required(&settings.task_required, &tools, tasks.is_some())?;

@@ -4,7 +4,7 @@
 //! detached, and `tasks/get` answers from the store (working, input_required with the question,
 //! completed with the `CallToolResult`, failed, cancelled). `tasks/update` carries the answer to
 //! a question the tool asked (`ctx.ask`, `ctx.fill`; the one question service's, in
-//! `task_talk.rs`), `tasks/cancel` fires the tool's cancellation. Tasks are the caller's:
+//! `talk.rs`), `tasks/cancel` fires the tool's cancellation. Tasks are the caller's:
 //! another caller's id is an unknown task.
 //!
 //! The record is the truth: a process that did not start a task answers for it, and a
@@ -14,10 +14,18 @@
 //! executor's deadline, and taken over when its process dies or stops: run again when the tool
 //! may run twice ([`RegisteredTool::may_run_again`]), else failed with a message. Never
 //! `working` forever, never silent.
+//!
+//! The whole of tasks is this folder: here, creation, `tasks/get` and `tasks/cancel`;
+//! `store.rs` the task record; `runs.rs` the runner's handler of task runs; `talk.rs` the
+//! questions a task's tool asks; `update.rs` `tasks/update`, their answers.
 
-use super::questions::{Answers, Offers};
-use super::task_store::{Record, TaskStore, now, owner_of};
-use super::task_talk::{TaskTalk, seed};
+mod runs;
+pub(super) use runs::register;
+mod store;
+mod talk;
+mod update;
+
+use crate::mcp::questions::{Answers, Offers};
 use crate::server::CallContext;
 use crate::work::Questions;
 use crate::work::{Refused, Runner};
@@ -31,12 +39,14 @@ use rmcp::model::{CreateTaskResult, DetailedTask, TaskStatus};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
+use store::{Record, TaskStore, now, owner_of};
+use talk::{TaskTalk, seed};
 
 /// The kind of work that runs a task (its body: `{"task": id, "traceparent": ...}`).
 pub(crate) const TASK_RUN: &str = "mcp-task";
 
 /// The work that runs task `id`.
-pub(super) fn work_id(id: &str) -> String {
+fn work_id(id: &str) -> String {
     format!("task:{id}")
 }
 
@@ -51,22 +61,22 @@ fn unknown_task() -> ErrorData {
     ErrorData::invalid_params("Unknown task", None)
 }
 
-pub(super) fn unavailable(e: StateError) -> ErrorData {
+fn unavailable(e: StateError) -> ErrorData {
     tracing::warn!(target: "oxp::mcp", error = %e, "task state unavailable");
     ErrorData::internal_error("The server cannot read its tasks now", None)
 }
 
 /// The tasks of `/mcp`.
 pub(crate) struct Tasks {
-    pub(super) store: TaskStore,
+    store: TaskStore,
     /// Where the tasks' questions wait for their answers.
-    pub(super) questions: Arc<Questions>,
+    questions: Arc<Questions>,
     invoker: Arc<Invoker>,
     /// The tools a task may run, by listing name.
     tools: HashMap<String, Arc<RegisteredTool>>,
     running: Arc<Running>,
     /// Runs the tasks (here, or in Lambda's worker role) and takes them over.
-    pub(super) runner: Arc<Runner>,
+    runner: Arc<Runner>,
     /// Tasks created here whose runs begin here, with their records as written: the run
     /// starts from it rather than reading it back (one store call fewer per task).
     handed: std::sync::Mutex<HashMap<String, (Record, Item)>>,
@@ -91,7 +101,7 @@ impl std::fmt::Debug for Tasks {
 
 impl Tasks {
     /// The tasks over the store of `questions`, their runs `runner`'s work (the handler of
-    /// [`TASK_RUN`] is registered with it by [`super::task_runs::register`]).
+    /// [`TASK_RUN`] is registered with it by [`runs::register`]).
     pub(crate) fn new(
         questions: Arc<Questions>,
         invoker: Arc<Invoker>,
@@ -286,9 +296,9 @@ impl Tasks {
         // arguments no longer kept.
         let kept = match self
             .store
-            .keep(&super::result::from_invoke(
+            .keep(&crate::mcp::result::from_invoke(
                 answer,
-                super::result::Revision::ALL,
+                crate::mcp::result::Revision::ALL,
             ))
             .await
         {
@@ -316,7 +326,7 @@ impl Tasks {
     }
 
     /// The caller's task `id`.
-    pub(super) async fn owned(&self, subject: Option<&str>, id: &str) -> Result<Record, ErrorData> {
+    async fn owned(&self, subject: Option<&str>, id: &str) -> Result<Record, ErrorData> {
         if id.is_empty() || id.len() > 64 {
             return Err(unknown_task());
         }
@@ -338,7 +348,7 @@ impl Tasks {
     }
 
     /// Ends task `id` as failed with `message` (unless it already ended).
-    pub(super) async fn fail(&self, id: &str, message: &str) -> Result<(), StateError> {
+    async fn fail(&self, id: &str, message: &str) -> Result<(), StateError> {
         self.store
             .update(id, |r| {
                 if r.status.is_terminal() {
@@ -380,5 +390,4 @@ impl Tasks {
 }
 
 #[cfg(test)]
-#[path = "tasks_tests.rs"]
 mod tests;

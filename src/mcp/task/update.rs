@@ -2,9 +2,9 @@
 //! question service (where the run waiting on each, in this process or another, reads it),
 //! then out of the task's record; a task that parked waiting for them runs again.
 
-use super::questions::read_response;
-use super::task_talk::task_question;
-use super::tasks::{Tasks, unavailable, work_id};
+use super::talk::task_question;
+use super::{Tasks, unavailable, work_id};
+use crate::mcp::questions::read_response;
 use crate::work::questions::Refused as NotAnswered;
 use oxp_lambda_core::durable::StateError;
 use rmcp::ErrorData;

@@ -7,9 +7,9 @@
 //! deadline the task is parked (no run holds it) and the answer sends the run to the queue
 //! again, whose run finds every answer given so far in the service.
 
-use super::questions::{Answers, MAX_ASKS, Offers, Question, request_of};
-use super::sampling::{roots_of, sampled_of};
-use super::task_store::{PARK_MARGIN, TASK_TTL, TaskStore};
+use super::store::{PARK_MARGIN, TASK_TTL, TaskStore};
+use crate::mcp::questions::{Answers, MAX_ASKS, Offers, Question, request_of};
+use crate::mcp::sampling::{roots_of, sampled_of};
 use crate::work::Questions;
 use crate::work::questions::Refused as NotAnswered;
 use crate::work::questions::Waited;
@@ -176,14 +176,14 @@ impl Talk for TaskTalk {
             let choices = ask.choices.clone();
             let default = ask.default;
             let answer = self.answer(seq, Question::Choice(ask)).await?;
-            super::questions::choice_of(&answer, &choices, default)
+            crate::mcp::questions::choice_of(&answer, &choices, default)
         })
     }
 
     fn fill(&self, form: Form, seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
         Box::pin(async move {
             let answer = self.answer(seq, Question::Form(form)).await?;
-            Ok(super::questions::filled_of(&answer))
+            Ok(crate::mcp::questions::filled_of(&answer))
         })
     }
 

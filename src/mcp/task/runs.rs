@@ -1,9 +1,9 @@
-//! The runner's handler of MCP task runs ([`TASK_RUN`](super::tasks::TASK_RUN)): a run ends
+//! The runner's handler of MCP task runs ([`TASK_RUN`](super::TASK_RUN)): a run ends
 //! done, parked (waiting for the user past its executor's deadline), or retried; given up, the
 //! task fails with a message its client sees.
 
-use super::task_store::TASK_TTL;
-use super::tasks::{RunEnd, TASK_RUN, Tasks};
+use super::store::TASK_TTL;
+use super::{RunEnd, TASK_RUN, Tasks};
 use crate::server::BoxFuture;
 use crate::work::{Handler, Outcome, Run, Work};
 use serde_json::Value;
@@ -13,7 +13,7 @@ use std::sync::Arc;
 struct TaskRuns(std::sync::Weak<Tasks>);
 
 /// Registers the handler of `tasks`' runs with `runner`.
-pub(super) fn register(tasks: &Arc<Tasks>, runner: &crate::work::Runner) {
+pub(in crate::mcp) fn register(tasks: &Arc<Tasks>, runner: &crate::work::Runner) {
     runner.register(TASK_RUN, Arc::new(TaskRuns(Arc::downgrade(tasks))));
 }
 

@@ -27,7 +27,7 @@ async fn a_task_created_here_runs_from_the_record_it_wrote_without_reading_it_ba
     let runner = Runner::new(store.clone(), Settings::default());
     let questions = Arc::new(Questions::new(store));
     let tasks = Tasks::new(questions, invoker, &tools, runner.clone());
-    super::super::task_runs::register(&tasks, &runner);
+    super::runs::register(&tasks, &runner);
 
     let created = tasks
         .create(
