@@ -33,7 +33,15 @@ impl Function {
     async fn clients(&self) -> &(aws_sdk_secretsmanager::Client, aws_sdk_dynamodb::Client) {
         self.clients
             .get_or_init(|| async {
-                let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+                // The SDK's own HTTP client, as `aws-config`'s default features give it.
+                use aws_smithy_http_client::tls::{Provider, rustls_provider::CryptoMode};
+                let http = aws_smithy_http_client::Builder::new()
+                    .tls_provider(Provider::Rustls(CryptoMode::AwsLc))
+                    .build_https();
+                let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+                    .http_client(http)
+                    .load()
+                    .await;
                 (
                     aws_sdk_secretsmanager::Client::new(&sdk),
                     aws_sdk_dynamodb::Client::new(&sdk),

@@ -141,6 +141,20 @@ def table(figures):
 HEADING = "## Lambda functions"
 
 
+def kept_prose():
+    """What docs/performance.md says under the section's tables, written by hand (what the
+    figures mean, what was tried): kept as it is when the figures are written again."""
+    with open("docs/performance.md") as f:
+        page = f.read()
+    start = page.find(HEADING)
+    if start < 0:
+        return []
+    section = page[start:page.find("\n## ", start + 1)]
+    goals = section.find("| goal |")
+    after = section.find("\n\n", goals) if goals >= 0 else -1
+    return section[after + 2:].rstrip("\n").split("\n") + [""] if after >= 0 else []
+
+
 def write_section(figures, runs):
     """The section in docs/performance.md, before "Lambda Managed Instances", in place of the
     one there."""
@@ -157,20 +171,7 @@ def write_section(figures, runs):
         "claimed in DynamoDB (moto on loopback), a new `call_id` each start; the worker a batch "
         "of records that are not jobs; AgentCore and Bedrock Agents `Calculator.Add`; the "
         "minimal `lambda_runtime` function answers `{}`.", "",
-        table(figures), "",
-        "What the packages still carry that such a function need not, read from the crates each "
-        "one names (scripts/lambda-packages lists them): a second HTTP stack for the AWS SDK, "
-        "with HTTP/2 (h2, hyper-rustls and the SDK's own client, which also loads the CA roots "
-        "again; the SDK on the reqwest HTTP/1.1 client the server already links would drop "
-        "them), jsonschema's two regex engines (JSON Schema `pattern`), rmcp in every MCP role, "
-        "and the unwind tables that catching a tool's panic needs. Left out already: the "
-        "embedded database, the SDK's default credential chain (STS, SSO, IMDS, profile files: "
-        "feature `aws-profile`), and every protocol, queue and verifier a role does not serve. "
-        "The HTTP role's first answer waits longer than the hand-written one's for about the "
-        "same CPU: the invoker reads a call's secrets and then claims its `call_id`, one after "
-        "the other (two round trips to AWS), where the hand-written function does both at once; "
-        "the peak RSS is the larger binary mapped and mimalloc's first arenas.",
-        ""]
+        table(figures), ""] + kept_prose()
     replace_section(HEADING, "## Lambda Managed Instances", lines)
 
 

@@ -6,7 +6,10 @@
 //! neither until a request needs AWS (a tool with a secret, a call with a `call_id`, an
 //! async invocation), and a request that needs none never pays at all.
 
+mod http;
+
 use aws_config::SdkConfig;
+use aws_smithy_runtime_api::client::http::SharedHttpClient;
 use std::fmt;
 use std::sync::Arc;
 use tokio::sync::OnceCell;
@@ -20,8 +23,13 @@ pub(crate) struct SharedSdk {
 }
 
 impl SharedSdk {
-    /// `given`, or (`None`) the environment's, loaded at first use.
+    /// `given` (with the server's HTTP client when it names none), or (`None`) the
+    /// environment's, loaded at first use.
     pub(crate) fn new(given: Option<SdkConfig>) -> Self {
+        let given = given.map(|sdk| match sdk.http_client() {
+            Some(_) => sdk,
+            None => sdk.into_builder().http_client(http_client()).build(),
+        });
         Self {
             cell: Arc::new(OnceCell::new_with(given)),
             lambda: false,
@@ -53,7 +61,8 @@ async fn load(lambda: bool) -> SdkConfig {
 #[cfg(feature = "aws-profile")]
 mod outside_lambda {
     pub(super) async fn load() -> Option<aws_config::SdkConfig> {
-        let loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
+        let loader = aws_config::defaults(aws_config::BehaviorVersion::latest())
+            .http_client(super::http_client());
         Some(loader.load().await)
     }
 }
@@ -79,6 +88,7 @@ fn lambda_config(var: &dyn Fn(&str) -> Option<String>) -> SdkConfig {
     let mut sdk = SdkConfig::builder()
         .behavior_version(aws_config::BehaviorVersion::latest())
         .region(region.map(aws_config::Region::new))
+        .http_client(http_client())
         .credentials_provider(
             aws_credential_types::provider::SharedCredentialsProvider::new(lambda_credentials()),
         );
@@ -104,8 +114,22 @@ fn lambda_credentials() -> aws_config::meta::credentials::CredentialsProviderCha
     )
     .or_else(
         "EcsContainer",
-        aws_config::ecs::EcsCredentialsProvider::builder().build(),
+        aws_config::ecs::EcsCredentialsProvider::builder()
+            .configure(
+                &aws_config::provider_config::ProviderConfig::empty()
+                    .with_http_client(http_client()),
+            )
+            .build(),
     )
+}
+
+/// The HTTP client the server gives the AWS SDK: HTTP/1.1 over rustls, the one HTTP stack the
+/// server's other clients use (its callbacks, JWKS, OAuth), shared by every SDK client of the
+/// process. A configuration given to [`AppBuilder::aws_config`](crate::AppBuilder::aws_config)
+/// without an HTTP client gets it; one built by hand may name it
+/// (`aws_config::defaults(..).http_client(oxp_lambda::aws_http_client())`).
+pub fn http_client() -> SharedHttpClient {
+    http::shared()
 }
 
 impl fmt::Debug for SharedSdk {

@@ -72,6 +72,10 @@
     allow(dead_code, unused_imports)
 )]
 
+// The crate by its own name, for test support shared with the integration tests (`moto.rs`).
+#[cfg(test)]
+extern crate self as oxp_lambda;
+
 #[cfg(feature = "agentcore")]
 mod agentcore;
 mod app;
@@ -86,6 +90,8 @@ mod aws;
 mod bedrock;
 pub mod config;
 mod events;
+#[cfg(feature = "http-client")]
+mod http_client;
 mod idempotency;
 mod logging;
 #[cfg(feature = "mcp")]
@@ -123,6 +129,8 @@ mod work;
 
 pub use app::protocols;
 pub use app::{App, AppBuilder, StartError};
+#[cfg(feature = "aws")]
+pub use aws::http_client as aws_http_client;
 pub use config::Config;
 #[doc(hidden)]
 pub use logging::local_text_log;

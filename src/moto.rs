@@ -13,6 +13,7 @@ pub(crate) fn moto_url() -> String {
 /// AWS configuration for `endpoint` with dummy credentials.
 pub(crate) async fn sdk_config(endpoint: &str) -> aws_config::SdkConfig {
     aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(oxp_lambda::aws_http_client())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_credential_types::Credentials::new(

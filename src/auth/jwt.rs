@@ -187,7 +187,7 @@ const MAX_JWKS_BYTES: usize = 256 * 1024;
 /// The JWKS client. The keys decide who may call: no redirect may move the fetch elsewhere,
 /// and no proxy from the environment may see or change it.
 fn jwks_client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
+    crate::http_client::builder()
         .timeout(Duration::from_secs(5))
         .redirect(reqwest::redirect::Policy::none())
         .no_proxy()

@@ -306,7 +306,7 @@ fn identifies(info: &serde_json::Value, fields: &[String], user: &str) -> bool {
 
 /// The client the flow talks to providers with: no redirects, bounded time.
 pub(crate) fn http_client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
+    crate::http_client::builder()
         .timeout(Duration::from_secs(10))
         .redirect(reqwest::redirect::Policy::none())
         .build()

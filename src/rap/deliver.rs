@@ -115,7 +115,7 @@ impl Deliverer {
         if let Some(client) = self.client.get() {
             return Ok(client);
         }
-        let client = reqwest::Client::builder()
+        let client = crate::http_client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .no_proxy()
             .dns_resolver(self.policy.resolver())

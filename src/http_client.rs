@@ -1,0 +1,47 @@
+//! The process's HTTP clients (the AWS SDK's, RAP's callbacks, JWKS, OAuth providers) over one
+//! TLS configuration: the system's CA roots read once, by the first client built, rather than
+//! by each (about 4 ms each: docs/performance.md), and HTTP/1.1, the only version they speak.
+
+use std::sync::{Arc, OnceLock};
+
+/// A reqwest client builder over the process's one TLS configuration (reqwest's own, which
+/// says why at `build`, when the system's roots cannot be read).
+pub(crate) fn builder() -> reqwest::ClientBuilder {
+    let builder = reqwest::Client::builder();
+    match tls() {
+        Some(config) => builder.tls_backend_preconfigured(config.clone()),
+        None => builder,
+    }
+}
+
+/// The TLS configuration, made by its first use: rustls over aws-lc-rs, the platform's
+/// verifier (the system's roots), HTTP/1.1 offered, as reqwest makes its own.
+fn tls() -> Option<&'static rustls::ClientConfig> {
+    static TLS: OnceLock<Option<rustls::ClientConfig>> = OnceLock::new();
+    TLS.get_or_init(|| {
+        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let verifier = rustls_platform_verifier::Verifier::new(provider.clone()).ok()?;
+        let mut config = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .ok()?
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(verifier))
+            .with_no_client_auth();
+        config.alpn_protocols = vec![b"http/1.1".to_vec()];
+        Some(config)
+    })
+    .as_ref()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_client_shares_one_tls_configuration_that_offers_http_1_1_only() {
+        let (first, second) = (tls().expect("system roots"), tls().expect("system roots"));
+        assert!(std::ptr::eq(first, second), "made once");
+        assert_eq!(first.alpn_protocols, [b"http/1.1".to_vec()]);
+        builder().build().expect("a client over it builds");
+    }
+}
