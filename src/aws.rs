@@ -114,9 +114,11 @@ fn lambda_credentials() -> aws_config::meta::credentials::CredentialsProviderCha
     )
     .or_else(
         "EcsContainer",
+        // The provider's defaults (the environment, tokio's sleep for its retries) with the
+        // server's HTTP client.
         aws_config::ecs::EcsCredentialsProvider::builder()
             .configure(
-                &aws_config::provider_config::ProviderConfig::empty()
+                &aws_config::provider_config::ProviderConfig::without_region()
                     .with_http_client(http_client()),
             )
             .build(),
