@@ -279,11 +279,21 @@ mod tests {
         assert_eq!(sdk.use_fips(), Some(true));
         assert_eq!(sdk.use_dual_stack(), None);
         assert!(sdk.credentials_provider().is_some());
+        assert!(
+            sdk.http_client().is_some(),
+            "the server's, not the SDK's own"
+        );
         let fallback = lambda_config(&|name: &str| {
             (name == "AWS_DEFAULT_REGION").then(|| "us-east-1".to_owned())
         });
         assert_eq!(fallback.region().map(|r| r.as_ref()), Some("us-east-1"));
         assert_eq!(fallback.endpoint_url(), None);
+    }
+
+    #[tokio::test]
+    async fn a_given_configuration_without_an_http_client_gets_the_servers() {
+        let given = SharedSdk::new(Some(SdkConfig::builder().build()));
+        assert!(given.get().await.http_client().is_some());
     }
 
     #[tokio::test]
