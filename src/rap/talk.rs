@@ -9,6 +9,7 @@ use crate::rap::job::Job;
 use crate::rap::messages::{UserChoice, ViewUpdate};
 use crate::subscriptions::{Owner, Subscriptions};
 use crate::work::Questions;
+use crate::work::questions::park_at;
 use axum::body::Bytes;
 use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::talk::{
@@ -302,7 +303,9 @@ impl RapTalk {
             .duration_since(std::time::SystemTime::now())
             .unwrap_or(Duration::ZERO);
         let give_up = Instant::now() + left;
-        let until = self.deadline.map_or(give_up, |d| d.min(give_up));
+        // Parked a margin before the executor's end: the call's deadline (the invoker ending
+        // the tool with a timeout, kept as its result) must not win the race to it.
+        let until = park_at(self.deadline).map_or(give_up, |d| d.min(give_up));
         let waited = choice::wait(
             questions,
             &asked.token,

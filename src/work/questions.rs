@@ -27,6 +27,15 @@ use tokio::sync::Notify;
 
 /// How often a waiting call reads its question's record (when no answer woke it).
 pub(crate) const POLL: Duration = Duration::from_millis(500);
+/// How long before its executor's end (a Lambda invocation's deadline) a call waiting for its
+/// user stops waiting and parks: the call's own deadline, at which the invoker ends its tool
+/// with a timeout, must never come first, and the park is a write still to make.
+pub(crate) const PARK_MARGIN: Duration = Duration::from_millis(500);
+/// The time a call asking at `deadline` (its executor's end) may wait for the answer before it
+/// parks; `None` without a deadline.
+pub(crate) fn park_at(deadline: Option<std::time::Instant>) -> Option<std::time::Instant> {
+    deadline.map(|d| d.checked_sub(PARK_MARGIN).unwrap_or(d))
+}
 /// An answered question is kept at least this long for its waiting call to read.
 const ANSWER_KEPT: Duration = Duration::from_secs(60);
 

@@ -58,6 +58,7 @@ pub async fn receive_records(
             break;
         }
     }
-    assert_eq!(records.len(), n, "messages in {queue_url}");
+    let bodies: Vec<_> = records.iter().map(|r| &r["body"]).collect();
+    assert_eq!(records.len(), n, "messages in {queue_url}: {bodies:?}");
     records
 }

@@ -18,8 +18,6 @@ use std::time::{Duration, SystemTime};
 const POLL_INTERVAL: Duration = Duration::from_millis(500);
 /// How long a task is kept after it is created (`ttlMs`).
 pub(crate) const TASK_TTL: Duration = Duration::from_secs(3600);
-/// The margin before an executor's end in which a task waiting for its user parks.
-pub(super) const PARK_MARGIN: Duration = Duration::from_millis(500);
 /// The partition of task records.
 const TASKS: &str = "mcp-task";
 

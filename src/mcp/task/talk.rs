@@ -7,7 +7,7 @@
 //! deadline the task is parked (no run holds it) and the answer sends the run to the queue
 //! again, whose run finds every answer given so far in the service.
 
-use super::store::{PARK_MARGIN, TASK_TTL, TaskStore};
+use super::store::{TASK_TTL, TaskStore};
 use crate::mcp::questions::{Answers, MAX_ASKS, Offers, Question, request_of};
 use crate::mcp::sampling::{roots_of, sampled_of};
 use crate::work::Questions;
@@ -125,10 +125,8 @@ impl TaskTalk {
             )));
         }
         // Past the executor's time (less a margin to park in), the task parks.
-        let until = match self.deadline {
-            Some(deadline) => deadline.checked_sub(PARK_MARGIN).unwrap_or(deadline),
-            None => Instant::now() + TASK_TTL,
-        };
+        let until = crate::work::questions::park_at(self.deadline)
+            .unwrap_or_else(|| Instant::now() + TASK_TTL);
         let waited = self
             .questions
             .wait(&asked.token, until.into(), None, self.signal.cancelled())
