@@ -15,6 +15,7 @@
 //!   store, so any execution environment may take the POST.
 
 use super::call_ids::CallToken;
+use super::message::Message;
 use super::plumbing::subject;
 use super::questions::{Offers, Question, choice_of, filled_of, read_response, request_of};
 use super::round_trip::RoundTrips;
@@ -24,7 +25,7 @@ use oxp_lambda_core::form::{Filled, Form};
 use oxp_lambda_core::sample::{Root, Sample, Sampled};
 use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
 use rmcp::RoleServer;
-use rmcp::model::{InputRequest, RequestId, ServerRequest};
+use rmcp::model::{InputRequest, ProtocolVersion, RequestId, ServerRequest};
 use rmcp::service::{Peer, PeerRequestOptions};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -46,7 +47,8 @@ const MAX_INITIALIZE: usize = 64 * 1024;
 /// Longest client answer read.
 const MAX_ANSWER: usize = 64 * 1024;
 /// The revisions whose clients are asked this way.
-const REVISIONS: [&str; 2] = ["2025-06-18", "2025-11-25"];
+const REVISIONS: [ProtocolVersion; 2] =
+    [ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25];
 
 /// What a session carries: the nonce its questions are named by, and what its client shows.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -75,28 +77,27 @@ fn session_binding(subject: Option<&str>) -> Vec<u8> {
 }
 
 impl RoundTrips {
-    /// A session for a client whose `initialize` (`body`) declared form elicitation at a
-    /// handshake revision, for `subject`; `None` for any other body, or without a store.
-    pub(crate) async fn session_for(&self, body: &[u8], subject: Option<&str>) -> Option<String> {
-        #[derive(Deserialize)]
-        struct Initialize {
-            method: String,
-            params: Params,
-        }
+    /// A session for a client whose `initialize` (`message`) declared form elicitation at a
+    /// handshake revision, for `subject`; `None` for any other message, or without a store.
+    pub(super) async fn session_for(
+        &self,
+        message: &Message<'_>,
+        subject: Option<&str>,
+    ) -> Option<String> {
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
         struct Params {
-            protocol_version: String,
+            protocol_version: ProtocolVersion,
             capabilities: rmcp::model::ClientCapabilities,
         }
-        if body.len() > MAX_INITIALIZE {
+        if message.len() > MAX_INITIALIZE || !message.is_request("initialize") {
             return None;
         }
-        let init: Initialize = serde_json::from_slice(body).ok()?;
-        let capabilities = &init.params.capabilities;
+        let init: Params = message.params()?;
+        let capabilities = &init.capabilities;
         // URL mode is 2025-11-25's. Only what this function can carry counts: a form, a
         // request to the model and roots need the stream.
-        let version = init.params.protocol_version.as_str();
+        let version = &init.protocol_version;
         let offers = Offers::of(capabilities);
         let on_stream = |declared: bool| self.on_stream && declared;
         let (form, sampling, roots) = (
@@ -104,15 +105,12 @@ impl RoundTrips {
             on_stream(offers.sampling),
             on_stream(offers.roots),
         );
-        let url = version == "2025-11-25"
+        let url = *version == ProtocolVersion::V_2025_11_25
             && capabilities
                 .elicitation
                 .as_ref()
                 .is_some_and(|modes| modes.url.is_some());
-        if init.method != "initialize"
-            || !REVISIONS.contains(&version)
-            || !(form || url || sampling || roots)
-        {
+        if !REVISIONS.contains(version) || !(form || url || sampling || roots) {
             return None;
         }
         self.questions()?;
@@ -140,35 +138,23 @@ impl RoundTrips {
         codec.open_json_with(token, &session_binding(subject)).ok()
     }
 
-    /// A client's POST of its answer to a question (`body`, a JSON-RPC response or error) in
-    /// `session`: recorded once, for the call that asked it. Whether it answered one.
-    pub(crate) async fn answered(&self, session: &Session, body: &[u8]) -> bool {
-        #[derive(Deserialize)]
-        struct Answer {
-            id: RequestId,
-            #[serde(default)]
-            result: Option<Value>,
-            #[serde(default)]
-            error: Option<Value>,
-        }
-        let Some(questions) = self.questions() else {
-            return false;
-        };
-        let Ok(answer) = serde_json::from_slice::<Answer>(body) else {
+    /// A client's POST of its answer to a question (`message`, a JSON-RPC response or error)
+    /// in `session`: recorded once, for the call that asked it. Whether it answered one.
+    pub(super) async fn answered(&self, session: &Session, message: &Message<'_>) -> bool {
+        let (Some(questions), Some(id)) = (self.questions(), message.id()) else {
             return false;
         };
         // A client that could not show the question answers an error: the user said nothing.
-        let value = match (answer.result, answer.error) {
-            (Some(result), None) => match read_response(&result) {
-                Ok(value) => value,
-                Err(_) => json!({"action": "cancel"}),
-            },
-            (None, Some(_)) => json!({"action": "cancel"}),
-            _ => return false,
+        let value = match message.outcome() {
+            Some(Ok(result)) => {
+                read_response(&result).unwrap_or_else(|_| json!({"action": "cancel"}))
+            }
+            Some(Err(())) => json!({"action": "cancel"}),
+            None => return false,
         };
         // The session's nonce stands for its caller: only a request whose session opened for
         // the caller that initialized it names it.
-        let Some(key) = question_key(session, &answer.id) else {
+        let Some(key) = question_key(session, &id) else {
             return false;
         };
         questions
@@ -185,20 +171,6 @@ fn question_key(session: &Session, id: &RequestId) -> Option<String> {
         RequestId::String(id) => Some(format!("{}:{id}", session.n)),
         RequestId::Number(_) => None,
     }
-}
-
-/// Whether `body` is a JSON-RPC response or error (no `method`), which a client sends to answer
-/// a request of the server's.
-pub(crate) fn is_answer(body: &[u8]) -> bool {
-    #[derive(Deserialize)]
-    struct Shape {
-        #[serde(default)]
-        method: Option<serde::de::IgnoredAny>,
-        #[serde(default)]
-        id: Option<serde::de::IgnoredAny>,
-    }
-    body.len() <= MAX_ANSWER
-        && serde_json::from_slice::<Shape>(body).is_ok_and(|s| s.method.is_none() && s.id.is_some())
 }
 
 /// A call's questions at a handshake revision: sent on its stream, answered through the store.
@@ -345,24 +317,25 @@ impl Talk for Elicit {
 
 /// A POST that may answer a question (a JSON-RPC response or error in a session): its
 /// session token and caller, kept for [`answer`] once rmcp has checked the request.
-pub(crate) fn pending(
+pub(super) fn pending(
     parts: &http::request::Parts,
-    body: &[u8],
+    message: &Message<'_>,
 ) -> Option<(String, Option<String>)> {
     let token = parts.headers.get(SESSION_HEADER)?.to_str().ok()?;
-    is_answer(body).then(|| (token.to_owned(), subject(parts).map(str::to_owned)))
+    (message.is_answer() && message.len() <= MAX_ANSWER)
+        .then(|| (token.to_owned(), subject(parts).map(str::to_owned)))
 }
 
 /// The 202 of a client's POST answering a question it was asked in its session (`token`, of
 /// caller `subject`), once recorded; `None` when it answers none.
-pub(crate) async fn answer(
+pub(super) async fn answer(
     server: &super::handler::McpServer,
     (token, subject): &(String, Option<String>),
-    body: &[u8],
+    message: &Message<'_>,
 ) -> Option<axum::response::Response> {
     let trips = server.0.round_trips.as_ref()?;
     let session = trips.open_session(token, subject.as_deref()).await?;
-    if !trips.answered(&session, body).await {
+    if !trips.answered(&session, message).await {
         return None;
     }
     Some(
@@ -373,18 +346,17 @@ pub(crate) async fn answer(
     )
 }
 
-/// The `Mcp-Session-Id` for an `initialize` (`body`) whose client declares form elicitation.
-pub(crate) async fn session(
+/// The `Mcp-Session-Id` for an `initialize` (`message`) whose client declares form elicitation.
+pub(super) async fn session(
     server: &super::handler::McpServer,
     parts: &http::request::Parts,
-    body: &[u8],
+    message: &Message<'_>,
 ) -> Option<http::HeaderValue> {
-    // Only an initialize (a small body) is read again.
-    if body.len() > MAX_INITIALIZE || !body.windows(12).any(|w| w == b"\"initialize\"") {
+    if !message.is_request("initialize") {
         return None;
     }
     let trips = server.0.round_trips.as_ref()?;
-    let token = trips.session_for(body, subject(parts)).await?;
+    let token = trips.session_for(message, subject(parts)).await?;
     http::HeaderValue::from_str(&token).ok()
 }
 

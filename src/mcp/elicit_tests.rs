@@ -15,22 +15,18 @@ fn trips(on_stream: bool) -> RoundTrips {
     trips
 }
 
+fn init() -> Message<'static> {
+    Message::read(INIT.as_bytes()).unwrap()
+}
+
 const INIT: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 #[tokio::test]
 async fn a_session_is_given_only_where_the_question_reaches_the_client_in_time() {
     // Lambda's buffered answers would hold the question until the call ended.
-    assert!(
-        trips(false)
-            .session_for(INIT.as_bytes(), None)
-            .await
-            .is_none()
-    );
+    assert!(trips(false).session_for(&init(), None).await.is_none());
     let trips = trips(true);
-    let token = trips
-        .session_for(INIT.as_bytes(), Some("alice"))
-        .await
-        .unwrap();
+    let token = trips.session_for(&init(), Some("alice")).await.unwrap();
     assert!(trips.open_session(&token, Some("alice")).await.is_some());
     assert!(trips.open_session(&token, Some("bob")).await.is_none());
     assert!(trips.open_session(&token, None).await.is_none());
@@ -38,17 +34,19 @@ async fn a_session_is_given_only_where_the_question_reaches_the_client_in_time()
 
 #[test]
 fn only_a_response_or_an_error_is_an_answer() {
+    let is_answer =
+        |body: &'static str| Message::read(body.as_bytes()).is_ok_and(|m| m.is_answer());
     assert!(is_answer(
-        br#"{"jsonrpc":"2.0","id":0,"result":{"action":"cancel"}}"#
+        r#"{"jsonrpc":"2.0","id":0,"result":{"action":"cancel"}}"#
     ));
     assert!(is_answer(
-        br#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"x"}}"#
+        r#"{"jsonrpc":"2.0","id":"a","error":{"code":-1,"message":"x"}}"#
     ));
     assert!(!is_answer(
-        br#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#
     ));
     assert!(!is_answer(
-        br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#
     ));
-    assert!(!is_answer(b"[1, 2]"));
+    assert!(!is_answer("[1, 2]"));
 }

@@ -8,31 +8,18 @@
 
 use super::call_tool::{Asking, Rpc};
 use super::handler::McpServer;
+use super::message::Message;
 use http::request::Parts;
 use http::{HeaderMap, header};
 use rmcp::model::{
-    CallToolResponse, JsonRpcError, JsonRpcResponse, JsonRpcVersion2_0, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    CallToolResponse, JsonRpcError, JsonRpcResponse, JsonRpcVersion2_0, ServerJsonRpcMessage,
+    ServerResult,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-/// A `tools/call` as the fast path takes it; any other field sends the request to rmcp.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct FastCall {
-    jsonrpc: JsonRpcVersion2_0,
-    id: RequestId,
-    method: CallMethod,
-    params: FastParams,
-}
-
-#[derive(Deserialize)]
-enum CallMethod {
-    #[serde(rename = "tools/call")]
-    CallTool,
-}
-
+/// A `tools/call`'s params as the fast path takes them; any other member sends the request to
+/// rmcp.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct FastParams {
@@ -83,31 +70,33 @@ fn plain(headers: &HeaderMap) -> bool {
         && !headers.contains_key(super::elicit::SESSION_HEADER)
 }
 
-/// The answer to `body` when it is a plain `tools/call`, else `None` (rmcp takes it).
-pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> Option<Vec<u8>> {
-    if !plain(&parts.headers) {
+/// The answer to `message` when it is a plain `tools/call`, else `None` (rmcp takes it).
+pub(super) async fn try_call(
+    server: &McpServer,
+    parts: &Parts,
+    message: &Message<'_>,
+) -> Option<Vec<u8>> {
+    if !plain(&parts.headers) || !message.plain() || !message.is_request("tools/call") {
         return None;
     }
-    let call: FastCall = serde_json::from_slice(body).ok()?;
-    let per_request = call.params.meta.as_ref().is_some_and(|m| {
+    let (id, params) = (message.id()?, message.params::<FastParams>()?);
+    let per_request = params.meta.as_ref().is_some_and(|m| {
         // Progress makes the answer a stream, which rmcp writes.
         m.contains_key("progressToken")
             || m.keys().any(|k| k.starts_with("io.modelcontextprotocol/"))
     });
     // A tool served only as a task is refused on rmcp's path, which says what the client lacks.
-    if per_request || server.0.task_required(&call.params.name) {
+    if per_request || server.0.task_required(&params.name) {
         return None;
     }
-    let (CallMethod::CallTool, JsonRpcVersion2_0) = (call.method, call.jsonrpc);
-    let message = match server
+    let answer = match server
         .call(
-            &call.params.name,
-            call.params.arguments,
+            &params.name,
+            params.arguments,
             Some(parts),
             Rpc {
-                id: Some(&call.id),
-                traceparent: call
-                    .params
+                id: Some(&id),
+                traceparent: params
                     .meta
                     .as_ref()
                     .and_then(|m| m.get("traceparent"))
@@ -125,15 +114,15 @@ pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> 
             result.result_type = None;
             ServerJsonRpcMessage::Response(JsonRpcResponse {
                 jsonrpc: JsonRpcVersion2_0,
-                id: call.id,
+                id,
                 result: ServerResult::CallToolResult(result),
             })
         }
         Ok(_) => return None,
-        Err(error) => ServerJsonRpcMessage::Error(JsonRpcError::new(Some(call.id), error)),
+        Err(error) => ServerJsonRpcMessage::Error(JsonRpcError::new(Some(id), error)),
     };
     let mut bytes = Vec::with_capacity(256);
-    serde_json::to_writer(&mut bytes, &message).ok()?;
+    serde_json::to_writer(&mut bytes, &answer).ok()?;
     Some(bytes)
 }
 
@@ -175,21 +164,19 @@ mod tests {
         request.body(()).unwrap().into_parts().0
     }
 
+    fn read(body: &str) -> Message<'_> {
+        Message::read(body.as_bytes()).unwrap()
+    }
+
     const CALL: &str = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Calc_Add","arguments":{}}}"#;
 
     #[tokio::test]
     async fn a_plain_tools_call_is_answered_here() {
-        let answer = try_call(&server(), &parts(&[]), CALL.as_bytes())
-            .await
-            .unwrap();
+        let answer = try_call(&server(), &parts(&[]), &read(CALL)).await.unwrap();
         let answer: Value = serde_json::from_slice(&answer).unwrap();
         assert_eq!(answer["result"]["content"][0]["text"], "3", "{answer}");
         let versioned = parts(&[("mcp-protocol-version", "2025-11-25")]);
-        assert!(
-            try_call(&server(), &versioned, CALL.as_bytes())
-                .await
-                .is_some()
-        );
+        assert!(try_call(&server(), &versioned, &read(CALL)).await.is_some());
     }
 
     #[tokio::test]
@@ -210,7 +197,7 @@ mod tests {
                 );
             }
             assert!(
-                try_call(&server, &p, CALL.as_bytes()).await.is_none(),
+                try_call(&server, &p, &read(CALL)).await.is_none(),
                 "{headers:?}"
             );
         }
@@ -224,9 +211,7 @@ mod tests {
             r#"{"jsonrpc":"1.0","id":1,"method":"tools/call","params":{"name":"Calc_Add"}}"#,
         ] {
             assert!(
-                try_call(&server, &parts(&[]), body.as_bytes())
-                    .await
-                    .is_none(),
+                try_call(&server, &parts(&[]), &read(body)).await.is_none(),
                 "{body}"
             );
         }

@@ -9,16 +9,6 @@ use axum::response::Response;
 use http::header;
 use serde_json::Value;
 
-/// Whether `body` asks for `tools/list`.
-pub(super) fn is_listing(body: &[u8]) -> bool {
-    #[derive(serde::Deserialize)]
-    struct Method<'a> {
-        #[serde(borrow)]
-        method: Option<&'a str>,
-    }
-    serde_json::from_slice::<Method<'_>>(body).is_ok_and(|m| m.method == Some("tools/list"))
-}
-
 /// `response` (a `tools/list` answer) with `execution.taskSupport` on each tool that has it.
 pub(super) async fn with_task_support(response: Response, served: &Served) -> Response {
     let json = response

@@ -23,6 +23,7 @@ mod exchange;
 mod fast;
 mod handler;
 mod listed;
+mod message;
 mod modern;
 mod plumbing;
 mod progress;
@@ -48,7 +49,9 @@ use axum::extract::{Request, State};
 use axum::response::Response;
 use axum::routing::post;
 use handler::McpServer;
+use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
+use message::{Message, Unread};
 pub(crate) use plumbing::RequestClosed;
 use plumbing::{cancelled_request, is_json, plain_error_as_rpc, rpc_error, unauthenticated};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
@@ -215,7 +218,7 @@ pub(crate) fn router(
 }
 
 async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
+    let (mut parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, mcp.max_body_bytes).await else {
         return rpc_error(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -227,35 +230,66 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
             ),
         );
     };
-    let mut parts = parts;
     // The MCP spec has servers validate `Origin`; the server's own loopback origin is not a
     // foreign page (the conformance suite sends it), so rmcp does not see it.
     if crate::server::same_loopback_origin(&parts.headers) {
         parts.headers.remove(header::ORIGIN);
     }
-    if mcp.any_host
-        && let Some(answer) = fast::try_call(&mcp.server, &parts, &bytes).await
-    {
-        return crate::server::json_response(StatusCode::OK, Bytes::from(answer));
-    }
-    if let Some(id) = cancelled_request(&bytes) {
-        let found = mcp.server.0.cancel(plumbing::subject(&parts), &id);
-        tracing::info!(target: "oxp::mcp", found, "notifications/cancelled");
-        // rmcp answers the notification (202) as any other.
-    }
-    let modern = modern::is_modern(&parts.headers);
-    if modern && let Some(removed) = modern::removed_method(&bytes) {
-        return removed;
-    }
-    let listing = listed::is_listing(&bytes);
-    let answering = elicit::pending(&parts, &bytes);
-    let session = elicit::session(&mcp.server, &parts, &bytes).await;
-    // serde_json stops at 128 levels of nesting, so a deep body is a parse error, not a crash.
-    if let Err(e) = serde_json::from_slice::<serde::de::IgnoredAny>(&bytes) {
+    // The body is read here, once; every step in front of rmcp reads `message`.
+    let message = match Message::read(&bytes) {
+        Ok(message) => Some(message),
         // A syntax error names a line and column, never the text it found.
-        let message = format!("Parse error: the body is not valid JSON ({e})");
-        return rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700, &message);
+        Err(Unread::NotJson(e)) => {
+            let message = format!("Parse error: the body is not valid JSON ({e})");
+            return rpc_error(StatusCode::BAD_REQUEST, Value::Null, -32700, &message);
+        }
+        // JSON but no message: rmcp checks the request's headers first, then refuses it.
+        Err(Unread::NotMessage) => None,
+    };
+    if let Some(message) = &message
+        && let Some(answer) = before_rmcp(&mcp, &parts, message).await
+    {
+        return answer;
     }
+    through_rmcp(&mcp, parts, &bytes, message.as_ref()).await
+}
+
+/// What is answered without rmcp's service: a plain `tools/call` (the fast path), a method
+/// 2026-07-28 removed; a cancellation is noted here and answered by rmcp.
+async fn before_rmcp(mcp: &Mcp, parts: &Parts, message: &Message<'_>) -> Option<Response> {
+    if mcp.any_host
+        && let Some(answer) = fast::try_call(&mcp.server, parts, message).await
+    {
+        return Some(crate::server::json_response(
+            StatusCode::OK,
+            Bytes::from(answer),
+        ));
+    }
+    if let Some(id) = cancelled_request(message) {
+        let found = mcp.server.0.cancel(plumbing::subject(parts), &id);
+        tracing::info!(target: "oxp::mcp", found, "notifications/cancelled");
+    }
+    if modern::is_modern(&parts.headers) {
+        return modern::removed_method(message);
+    }
+    None
+}
+
+/// The request through rmcp's service, which checks it as any other (host, origin, headers)
+/// and runs it, and the answer as this adapter gives it (a client's answer to a question, a
+/// session, each listed tool's task support, a modern revision's error statuses).
+async fn through_rmcp(
+    mcp: &Mcp,
+    mut parts: Parts,
+    bytes: &Bytes,
+    message: Option<&Message<'_>>,
+) -> Response {
+    let listing = message.is_some_and(|m| m.is_request("tools/list"));
+    let answering = message.and_then(|m| elicit::pending(&parts, m));
+    let session = match message {
+        Some(message) => elicit::session(&mcp.server, &parts, message).await,
+        None => None,
+    };
     // rmcp refuses a request without a Host even when any host is allowed; a Lambda event
     // need not carry one, and with no host list there is nothing to check it against.
     if mcp.any_host && !parts.headers.contains_key(header::HOST) && parts.uri.authority().is_none()
@@ -264,6 +298,7 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
             .headers
             .insert(header::HOST, HeaderValue::from_static("localhost"));
     }
+    let modern = modern::is_modern(&parts.headers);
     // rmcp runs the request in a task of its own, which a client closing its request (the
     // 2026-07-28 way to cancel, and any client's timeout) does not stop: the signal fires when
     // this future is dropped unanswered, and the call's tool sees it.
@@ -289,14 +324,14 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     guard.disarm();
     // rmcp checked the request as any other (host, origin, headers) and, stateless, refused a
     // client's answer: one to a question of ours is recorded here.
-    if let Some(answering) = answering
+    if let (Some(answering), Some(message)) = (answering, message)
         && response.status() == StatusCode::BAD_REQUEST
-        && let Some(accepted) = elicit::answer(&mcp.server, &answering, &bytes).await
+        && let Some(accepted) = elicit::answer(&mcp.server, &answering, message).await
     {
         return accepted;
     }
     if response.status().is_client_error() && !is_json(response.headers()) {
-        return plain_error_as_rpc(response, &bytes).await;
+        return plain_error_as_rpc(response, message).await;
     }
     let mut response = response.map(Body::new);
     if let Some(token) = token {

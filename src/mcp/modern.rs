@@ -7,6 +7,7 @@
 //! Header"), and a missing client capability (-32021) is `400 Bad Request` (Base Protocol,
 //! "Per-request protocol fields"). Earlier revisions keep their answers.
 
+use super::message::Message;
 use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode};
@@ -31,17 +32,11 @@ pub(super) fn is_modern(headers: &HeaderMap) -> bool {
 }
 
 /// The 404 of a modern request for a removed method, else `None`.
-pub(super) fn removed_method(body: &[u8]) -> Option<Response> {
-    #[derive(serde::Deserialize)]
-    struct Message {
-        #[serde(default)]
-        id: Value,
-        method: String,
-    }
-    let message: Message = serde_json::from_slice(body).ok()?;
+pub(super) fn removed_method(message: &Message<'_>) -> Option<Response> {
+    let method = message.method()?;
     REMOVED
-        .contains(&message.method.as_str())
-        .then(|| not_found(message.id, &message.method))
+        .contains(&method)
+        .then(|| not_found(message.id_value(), method))
 }
 
 fn not_found(id: Value, method: &str) -> Response {

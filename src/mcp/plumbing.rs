@@ -1,6 +1,7 @@
 //! What `/mcp` answers around rmcp: the signal of a request its client closed, JSON-RPC
 //! errors for what rmcp refuses in plain text or does not reach, and the 401 of the plumbing.
 
+use super::message::Message;
 use crate::server::json;
 use axum::body::{Body, Bytes};
 use axum::response::Response;
@@ -36,21 +37,19 @@ impl Drop for ClosedGuard {
 }
 
 /// rmcp answers some refusals in plain text; the client gets a JSON-RPC error instead. Its 415
-/// after the plumbing accepted the content type means the JSON was no JSON-RPC message: rmcp
-/// reads unknown methods as custom requests, so a message with a method failed on its params.
+/// after the plumbing accepted the content type means the JSON was no JSON-RPC message
+/// (`message` is `None`, or names no method) or, as rmcp reads unknown methods as custom
+/// requests, a message with a method failed on its params.
 pub(super) async fn plain_error_as_rpc(
     response: http::Response<
         impl axum::body::HttpBody<Data = Bytes, Error = std::convert::Infallible> + Send + 'static,
     >,
-    request: &[u8],
+    message: Option<&Message<'_>>,
 ) -> Response {
     let (parts, body) = response.into_parts();
     if parts.status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
-        let message: Value = serde_json::from_slice(request).unwrap_or(Value::Null);
-        let id = message.get("id").cloned().unwrap_or(Value::Null);
-        let has_method = message.get("jsonrpc").and_then(Value::as_str) == Some("2.0")
-            && message.get("method").is_some_and(Value::is_string);
-        return if has_method {
+        let id = message.map_or(Value::Null, Message::id_value);
+        return if message.is_some_and(|m| m.method().is_some()) {
             rpc_error(StatusCode::BAD_REQUEST, id, -32602, "Invalid params")
         } else {
             rpc_error(
@@ -77,26 +76,13 @@ pub(super) async fn plain_error_as_rpc(
     answer
 }
 
-/// The request id (as JSON text) a `notifications/cancelled` names, if `body` is one.
-pub(super) fn cancelled_request(body: &[u8]) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Notification {
-        method: String,
-        params: Params,
-    }
-    #[derive(serde::Deserialize)]
-    struct Params {
-        #[serde(rename = "requestId")]
-        request_id: rmcp::model::RequestId,
-    }
-    // A cancellation is a few dozen bytes; anything much larger is something else.
-    if body.len() > 4096 {
+/// The request id (as JSON text) a `notifications/cancelled` names, if `message` is one.
+pub(super) fn cancelled_request(message: &Message<'_>) -> Option<String> {
+    if !message.is_notification("notifications/cancelled") {
         return None;
     }
-    let n: Notification = serde_json::from_slice(body).ok()?;
-    (n.method == "notifications/cancelled")
-        .then(|| serde_json::to_string(&n.params.request_id).ok())
-        .flatten()
+    let params: rmcp::model::CancelledNotificationParam = message.params()?;
+    serde_json::to_string(&params.request_id?).ok()
 }
 
 pub(super) fn is_json(headers: &http::HeaderMap) -> bool {

@@ -30,10 +30,11 @@ use crate::server::CallContext;
 use crate::work::Questions;
 use crate::work::{Refused, Runner};
 use oxp_lambda_core::durable::{Item, StateError};
-use oxp_lambda_core::invoke::{Invoker, Target};
+use oxp_lambda_core::invoke::{Invoker, Outcome, Rejection, Target};
 use oxp_lambda_core::refusal::ErrorClass;
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::running::Running;
+use oxp_lambda_core::tool::Cancellation;
 use rmcp::ErrorData;
 use rmcp::model::{CreateTaskResult, DetailedTask, TaskStatus};
 use serde_json::{Map, Value, json};
@@ -262,20 +263,7 @@ impl Tasks {
         call.user_id = call.principal.subject.clone();
         call.cancellation = Some(signal.clone());
         call.talk = Some(talk.clone());
-        // A cancellation written by another process reaches the run through the record.
-        let watch = {
-            let tasks = Arc::downgrade(self);
-            let id = id.to_owned();
-            crate::work::watch::cancel_when(signal.clone(), false, move || {
-                let (tasks, id) = (tasks.clone(), id.clone());
-                async move {
-                    let Some(tasks) = tasks.upgrade() else {
-                        return false;
-                    };
-                    matches!(tasks.store.read(&id).await, Ok(Some((r, _))) if r.status == TaskStatus::Cancelled)
-                }
-            })
-        };
+        let watch = self.watch_cancel(id, signal);
         let answer = self.invoker.invoke(call).await;
         drop(watch);
         if talk.parked() {
@@ -292,8 +280,37 @@ impl Tasks {
             }
             return RunEnd::Finished;
         }
-        // The outcome is the record's: written before anyone is told (tasks/get reads it), the
-        // arguments no longer kept.
+        self.complete(id, known, answer).await
+    }
+
+    /// A cancellation written by another process reaches task `id`'s run (its `signal`)
+    /// through the record, while the returned watch is held.
+    fn watch_cancel(
+        self: &Arc<Self>,
+        id: &str,
+        signal: Cancellation,
+    ) -> crate::work::watch::Watching {
+        let tasks = Arc::downgrade(self);
+        let id = id.to_owned();
+        crate::work::watch::cancel_when(signal, false, move || {
+            let (tasks, id) = (tasks.clone(), id.clone());
+            async move {
+                let Some(tasks) = tasks.upgrade() else {
+                    return false;
+                };
+                matches!(tasks.store.read(&id).await, Ok(Some((r, _))) if r.status == TaskStatus::Cancelled)
+            }
+        })
+    }
+
+    /// Task `id` completed with `answer`: the outcome is the record's (`known` as the run read
+    /// it), written before anyone is told (tasks/get reads it), the arguments no longer kept.
+    async fn complete(
+        &self,
+        id: &str,
+        known: (Record, Item),
+        answer: Result<Outcome, Rejection>,
+    ) -> RunEnd {
         let kept = match self
             .store
             .keep(&crate::mcp::result::from_invoke(

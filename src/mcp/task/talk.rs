@@ -77,6 +77,52 @@ impl TaskTalk {
         self.parked.load(Ordering::Relaxed)
     }
 
+    /// Question `seq` (`key`, asking `request`) open in the task's record: the task's status
+    /// says the user is asked. Two questions asked at once may not share a key.
+    async fn open(&self, seq: u32, key: &str, request: Value) -> Result<(), TalkError> {
+        let shared_key = AtomicBool::new(false);
+        self.store
+            .update(&self.id, |r| {
+                if r.status.is_terminal() {
+                    return false;
+                }
+                if r.inputs.get(key).is_some_and(|(s, _)| *s != seq) {
+                    shared_key.store(true, Ordering::Relaxed);
+                    return false;
+                }
+                r.status = TaskStatus::InputRequired;
+                r.message = Some("Waiting for the user".into());
+                r.inputs.insert(key.to_owned(), (seq, request.clone()));
+                true
+            })
+            .await
+            .map_err(|e| TalkError::Unavailable(e.0))?;
+        if shared_key.load(Ordering::Relaxed) {
+            return Err(TalkError::Invalid(format!(
+                "two questions asked at once share the key `{key}`"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Parks the task, only while question `key` is still open in its record: `tasks/update`
+    /// takes it out in the same compare-and-swap that reads `parked` to send the run again.
+    /// Whether it parked (not: answered meanwhile).
+    async fn park(&self, key: &str) -> Result<bool, TalkError> {
+        let parked = self
+            .store
+            .update(&self.id, |r| {
+                if r.status.is_terminal() || !r.inputs.contains_key(key) {
+                    return false;
+                }
+                r.parked = true;
+                true
+            })
+            .await
+            .map_err(|e| TalkError::Unavailable(e.0))?;
+        Ok(parked.is_some())
+    }
+
     /// The answer to question `seq`, asking it unless it was answered (a run that resumes).
     async fn answer(&self, seq: u32, question: Question) -> Result<Value, TalkError> {
         let unavailable = |e: StateError| TalkError::Unavailable(e.0);
@@ -102,28 +148,7 @@ impl TaskTalk {
             .ask_once(&call, Some(&self.owner), json!({"key": key}), TASK_TTL)
             .await
             .map_err(unavailable)?;
-        let shared_key = AtomicBool::new(false);
-        self.store
-            .update(&self.id, |r| {
-                if r.status.is_terminal() {
-                    return false;
-                }
-                if r.inputs.get(&key).is_some_and(|(s, _)| *s != seq) {
-                    shared_key.store(true, Ordering::Relaxed);
-                    return false;
-                }
-                r.status = TaskStatus::InputRequired;
-                r.message = Some("Waiting for the user".into());
-                r.inputs.insert(key.clone(), (seq, request.clone()));
-                true
-            })
-            .await
-            .map_err(unavailable)?;
-        if shared_key.load(Ordering::Relaxed) {
-            return Err(TalkError::Invalid(format!(
-                "two questions asked at once share the key `{key}`"
-            )));
-        }
+        self.open(seq, &key, request).await?;
         // Past the executor's time (less a margin to park in), the task parks.
         let until = crate::work::questions::park_at(self.deadline)
             .unwrap_or_else(|| Instant::now() + TASK_TTL);
@@ -138,20 +163,7 @@ impl TaskTalk {
             Err(Waited::Until) if self.deadline.is_none() => return Err(TalkError::TimedOut),
             Err(Waited::Until) => {}
         }
-        // Parked only while the question is still open in the record: `tasks/update` takes it
-        // out in the same compare-and-swap that reads `parked` to send the run again.
-        let parked = self
-            .store
-            .update(&self.id, |r| {
-                if r.status.is_terminal() || !r.inputs.contains_key(&key) {
-                    return false;
-                }
-                r.parked = true;
-                true
-            })
-            .await
-            .map_err(unavailable)?;
-        if parked.is_some() {
+        if self.park(&key).await? {
             self.parked.store(true, Ordering::Relaxed);
             return Err(TalkError::Parked);
         }

@@ -1,0 +1,194 @@
+//! A `/mcp` POST body read once in front of rmcp: its JSON-RPC members, each kept as the text
+//! it was sent as. Every step before rmcp's service (the fast path, a cancellation, a method
+//! 2026-07-28 removed, a listing, a client's answer to a question, an `initialize` that opens
+//! a session, the error of a message rmcp could not read) reads this value, and takes the
+//! params it needs typed, with rmcp's wire types, from [`Message::params`]. rmcp's service
+//! reads the body again: it takes a request's bytes, not a parsed message.
+
+use rmcp::model::RequestId;
+use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
+use serde_json::Value;
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::fmt;
+
+/// The members of one JSON-RPC message, as sent.
+#[derive(Default)]
+pub(super) struct Message<'a> {
+    /// `jsonrpc` was `"2.0"`.
+    v2: bool,
+    id: Option<&'a RawValue>,
+    method: Option<Cow<'a, str>>,
+    params: Option<&'a RawValue>,
+    result: Option<&'a RawValue>,
+    error: Option<&'a RawValue>,
+    /// A member JSON-RPC does not define: only rmcp's full reading takes such a message.
+    extra: bool,
+    /// The body's length in bytes.
+    len: usize,
+}
+
+/// Why a body is no message.
+#[derive(Debug)]
+pub(super) enum Unread {
+    /// Not JSON: a syntax error, by line and column (never the text it found).
+    NotJson(String),
+    /// JSON, but no JSON-RPC message (an array, a number, a member twice).
+    NotMessage,
+}
+
+impl<'a> Message<'a> {
+    /// Reads `body`, once.
+    pub(super) fn read(body: &'a [u8]) -> Result<Self, Unread> {
+        match serde_json::from_slice::<Message<'a>>(body) {
+            Ok(message) => Ok(Message {
+                len: body.len(),
+                ..message
+            }),
+            Err(e) if e.is_data() => Err(Unread::NotMessage),
+            Err(e) => Err(Unread::NotJson(e.to_string())),
+        }
+    }
+
+    /// A request (`method` and `id`) or a notification (`method` alone) of JSON-RPC 2.0: its method.
+    pub(super) fn method(&self) -> Option<&str> {
+        self.v2.then_some(self.method.as_deref()).flatten()
+    }
+
+    /// Whether this is a request (not a notification) for `method`.
+    pub(super) fn is_request(&self, method: &str) -> bool {
+        self.id.is_some() && self.method() == Some(method)
+    }
+
+    /// Whether this is a notification (no `id`) of `method`.
+    pub(super) fn is_notification(&self, method: &str) -> bool {
+        self.id.is_none() && self.method() == Some(method)
+    }
+
+    /// A response or error (an `id`, no `method`): a client answering a request of the server.
+    pub(super) fn is_answer(&self) -> bool {
+        self.v2 && self.method.is_none() && self.id.is_some()
+    }
+
+    /// Whether every member is one JSON-RPC defines.
+    pub(super) fn plain(&self) -> bool {
+        !self.extra
+    }
+
+    /// The body's length in bytes.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The `id` as sent, for an error's `id` (`null` without one).
+    pub(super) fn id_value(&self) -> Value {
+        self.id
+            .and_then(|id| serde_json::from_str(id.get()).ok())
+            .unwrap_or(Value::Null)
+    }
+
+    /// The `id`, when it is a JSON-RPC request id (a number or a string).
+    pub(super) fn id(&self) -> Option<RequestId> {
+        serde_json::from_str(self.id?.get()).ok()
+    }
+
+    /// The `params`, read as `T`.
+    pub(super) fn params<T: Deserialize<'a>>(&self) -> Option<T> {
+        serde_json::from_str(self.params?.get()).ok()
+    }
+
+    /// An answer's `result` (`Ok`) or `error` (`Err`); `None` for neither or both.
+    pub(super) fn outcome(&self) -> Option<Result<Value, ()>> {
+        match (self.result, self.error) {
+            (Some(result), None) => serde_json::from_str(result.get()).ok().map(Ok),
+            (None, Some(_)) => Some(Err(())),
+            _ => None,
+        }
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for Message<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_map(Members)
+    }
+}
+
+struct Members;
+
+/// A member's value, once: a second of the same name is no message.
+fn once<T, E: de::Error>(slot: &mut Option<T>, key: &str, value: T) -> Result<(), E> {
+    if slot.replace(value).is_some() {
+        return Err(E::custom(format_args!("duplicate member {key}")));
+    }
+    Ok(())
+}
+
+impl<'de> Visitor<'de> for Members {
+    type Value = Message<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+        let mut message = Message::default();
+        let mut version: Option<Cow<'de, str>> = None;
+        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+            match &*key {
+                "jsonrpc" => once(&mut version, "jsonrpc", map.next_value()?)?,
+                "id" => once(&mut message.id, "id", map.next_value()?)?,
+                "method" => once(&mut message.method, "method", map.next_value()?)?,
+                "params" => once(&mut message.params, "params", map.next_value()?)?,
+                "result" => once(&mut message.result, "result", map.next_value()?)?,
+                "error" => once(&mut message.error, "error", map.next_value()?)?,
+                _ => {
+                    map.next_value::<de::IgnoredAny>()?;
+                    message.extra = true;
+                }
+            }
+        }
+        message.v2 = version.as_deref() == Some("2.0");
+        Ok(message)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_request_is_read_with_its_members_as_sent() {
+        let body = br#"{"jsonrpc":"2.0","id":"a\"b","method":"tools/call","params":{"name":"X"}}"#;
+        let message = Message::read(body).unwrap();
+        assert!(message.is_request("tools/call") && message.plain());
+        assert_eq!(message.id(), Some(RequestId::String("a\"b".into())));
+        assert_eq!(message.params::<Value>().unwrap()["name"], "X");
+        assert_eq!(message.len(), body.len());
+    }
+
+    #[test]
+    fn what_is_no_message_is_told_from_what_is_no_json() {
+        assert!(matches!(
+            Message::read(b"{not json"),
+            Err(Unread::NotJson(_))
+        ));
+        for body in [&b"[1, 2]"[..], b"42", br#"{"id":1,"id":2}"#] {
+            assert!(matches!(Message::read(body), Err(Unread::NotMessage)));
+        }
+        let v1 = Message::read(br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#).unwrap();
+        assert_eq!(v1.method(), None);
+        let extra = Message::read(br#"{"jsonrpc":"2.0","id":1,"method":"ping","x":1}"#).unwrap();
+        assert!(!extra.plain());
+    }
+
+    #[test]
+    fn an_answer_has_an_id_and_no_method() {
+        let answer = Message::read(br#"{"jsonrpc":"2.0","id":"t-1","result":{"a":1}}"#).unwrap();
+        assert!(answer.is_answer());
+        assert_eq!(answer.outcome(), Some(Ok(serde_json::json!({"a": 1}))));
+        let error = Message::read(br#"{"jsonrpc":"2.0","id":"t-1","error":{}}"#).unwrap();
+        assert_eq!(error.outcome(), Some(Err(())));
+        let note = Message::read(br#"{"jsonrpc":"2.0","method":"x"}"#).unwrap();
+        assert!(!note.is_answer() && note.is_notification("x"));
+    }
+}
