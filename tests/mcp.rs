@@ -112,6 +112,8 @@ async fn malformed_bodies_get_json_rpc_errors_and_never_a_5xx() {
         "[1, 2]",
         "42",
         r#"{"jsonrpc": "1.0", "id": 1, "method": "ping"}"#,
+        // A member named twice: which one counts is no one's guess.
+        r#"{"jsonrpc": "2.0", "id": 1, "method": "ping", "method": "tools/list"}"#,
     ] {
         let (status, reply) = error_of(&app, not_a_message).await;
         assert_eq!(
