@@ -6,7 +6,7 @@
 
 use super::exchange::Exchange;
 use super::handler::McpServer;
-use super::questions::{Offers, OnRequest};
+use super::questions::{Carried, Offers, OnRequest};
 use super::round_trip::RoundTrips;
 use super::{result, round_trip};
 use crate::server::CallContext;
@@ -119,7 +119,7 @@ pub(crate) enum Asking<'a> {
     Not,
     /// At a handshake revision, by `elicitation/create` on the call's stream (the client's
     /// session says it shows forms).
-    Stream(&'a Arc<super::elicit::Elicit>),
+    Stream(&'a Arc<Carried<super::elicit::Elicit>>),
     /// At 2026-07-28, by `input_required` results, in the modes the client declared on the
     /// request; `state` and `responses` continue an earlier round.
     Rounds {
@@ -148,7 +148,7 @@ pub(crate) struct Rpc<'a> {
 
 /// A 2026-07-28 call's round of questions: the store of rounds, this round's exchange and what
 /// it is bound to.
-type Round<'a> = (&'a RoundTrips, Arc<Exchange>, Vec<u8>);
+type Round<'a> = (&'a RoundTrips, Arc<Carried<Exchange>>, Vec<u8>);
 
 impl McpServer {
     /// A `tools/call` of `name` with `arguments`; `parts` are the HTTP request's, which carry
@@ -208,7 +208,7 @@ impl McpServer {
         {
             return Ok(CallToolResponse::InputRequired(input_required));
         }
-        let exchange = round.as_ref().map(|(_, exchange, _)| &**exchange);
+        let exchange = round.as_ref().map(|(_, exchange, _)| &exchange.0);
         self.answer(name, answer, exchange, detaching, asking, parts)
             .await
     }
@@ -240,7 +240,7 @@ impl McpServer {
         if detach {
             exchange = exchange.detachable();
         }
-        Ok(Some((trips, Arc::new(exchange), binding)))
+        Ok(Some((trips, Arc::new(Carried(exchange)), binding)))
     }
 
     /// Runs `call` with what the request brings (`rpc`): its progress, its traceparent, its
@@ -366,7 +366,7 @@ impl McpServer {
         &self,
         parts: Option<&http::request::Parts>,
         context: &rmcp::service::RequestContext<rmcp::RoleServer>,
-    ) -> Option<Arc<super::elicit::Elicit>> {
+    ) -> Option<Arc<Carried<super::elicit::Elicit>>> {
         let parts = parts?;
         let token = parts
             .headers
@@ -383,11 +383,11 @@ impl McpServer {
             .extensions
             .get::<super::call_ids::CallToken>()?
             .clone();
-        Some(Arc::new(super::elicit::Elicit::new(
+        Some(Arc::new(Carried(super::elicit::Elicit::new(
             context.peer.clone(),
             questions,
             session,
             token,
-        )))
+        ))))
     }
 }

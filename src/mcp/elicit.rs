@@ -17,13 +17,10 @@
 use super::call_ids::CallToken;
 use super::message::Message;
 use super::plumbing::subject;
-use super::questions::{Offers, Question, choice_of, filled_of, read_response, request_of};
+use super::questions::{Carrier, Offers, Question, read_response, request_of};
 use super::round_trip::RoundTrips;
-use super::sampling::{roots_of, sampled_of};
 use crate::work::questions::{Questions, Waited};
-use oxp_lambda_core::form::{Filled, Form};
-use oxp_lambda_core::sample::{Root, Sample, Sampled};
-use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
+use oxp_lambda_core::talk::{TalkError, TalkFuture};
 use rmcp::RoleServer;
 use rmcp::model::{InputRequest, ProtocolVersion, RequestId, ServerRequest};
 use rmcp::service::{Peer, PeerRequestOptions};
@@ -289,29 +286,9 @@ impl Drop for Asked {
     }
 }
 
-impl Talk for Elicit {
-    fn protocol(&self) -> &'static str {
-        "mcp"
-    }
-
-    fn ask(&self, ask: Ask, _seq: u32) -> TalkFuture<'_, Result<Choice, TalkError>> {
-        Box::pin(async move {
-            let (default, choices) = (ask.default, ask.choices.clone());
-            let answer = self.answer(Question::Choice(ask)).await?;
-            choice_of(&answer, &choices, default)
-        })
-    }
-
-    fn fill(&self, form: Form, _seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
-        Box::pin(async move { Ok(filled_of(&self.answer(Question::Form(form)).await?)) })
-    }
-
-    fn sample(&self, sample: Sample, _seq: u32) -> TalkFuture<'_, Result<Sampled, TalkError>> {
-        Box::pin(async move { sampled_of(&self.answer(Question::Sample(sample)).await?) })
-    }
-
-    fn roots(&self, _seq: u32) -> TalkFuture<'_, Result<Vec<Root>, TalkError>> {
-        Box::pin(async move { roots_of(&self.answer(Question::Roots).await?) })
+impl Carrier for Elicit {
+    fn carry(&self, _seq: u32, question: Question) -> TalkFuture<'_, Result<Value, TalkError>> {
+        Box::pin(self.answer(question))
     }
 }
 

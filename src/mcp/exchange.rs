@@ -3,11 +3,8 @@
 //! asked that have none, which end the call as the next round ([`super::round_trip`] seals it).
 //! A tool that asks first may detach here: the call then goes on as a task.
 
-use super::questions::{Answers, MAX_ASKS, Needs, Offers, Question, choice_of, filled_of};
-use super::sampling::{roots_of, sampled_of};
-use oxp_lambda_core::form::{Filled, Form};
-use oxp_lambda_core::sample::{Root, Sample, Sampled};
-use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
+use super::questions::{Answers, Carrier, MAX_ASKS, Needs, Offers, Question};
+use oxp_lambda_core::talk::{TalkError, TalkFuture};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Mutex;
@@ -134,38 +131,9 @@ impl Exchange {
     }
 }
 
-impl Talk for Exchange {
-    fn protocol(&self) -> &'static str {
-        "mcp"
-    }
-
-    fn ask(&self, ask: Ask, seq: u32) -> TalkFuture<'_, Result<Choice, TalkError>> {
-        let (default, choices) = (ask.default, ask.choices.clone());
-        let answer = self
-            .answer(seq, Question::Choice(ask))
-            .and_then(|answer| choice_of(&answer, &choices, default));
-        Box::pin(std::future::ready(answer))
-    }
-
-    fn fill(&self, form: Form, seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
-        let filled = self
-            .answer(seq, Question::Form(form))
-            .map(|answer| filled_of(&answer));
-        Box::pin(std::future::ready(filled))
-    }
-
-    fn sample(&self, sample: Sample, seq: u32) -> TalkFuture<'_, Result<Sampled, TalkError>> {
-        let sampled = self
-            .answer(seq, Question::Sample(sample))
-            .and_then(|answer| sampled_of(&answer));
-        Box::pin(std::future::ready(sampled))
-    }
-
-    fn roots(&self, seq: u32) -> TalkFuture<'_, Result<Vec<Root>, TalkError>> {
-        let roots = self
-            .answer(seq, Question::Roots)
-            .and_then(|answer| roots_of(&answer));
-        Box::pin(std::future::ready(roots))
+impl Carrier for Exchange {
+    fn carry(&self, seq: u32, question: Question) -> TalkFuture<'_, Result<Value, TalkError>> {
+        Box::pin(std::future::ready(self.answer(seq, question)))
     }
 
     fn detach(&self) -> TalkFuture<'_, Result<(), TalkError>> {

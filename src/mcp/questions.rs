@@ -9,7 +9,8 @@
 
 use oxp_lambda_core::form::{Filled, Form};
 use oxp_lambda_core::sample::Sample;
-use oxp_lambda_core::talk::{self, Ask, Choice, TalkError};
+use oxp_lambda_core::sample::{Root, Sampled};
+use oxp_lambda_core::talk::{self, Ask, Choice, TalkError, TalkFuture};
 use rmcp::ErrorData;
 use rmcp::model::InputRequest;
 use serde::{Deserialize, Serialize};
@@ -356,4 +357,66 @@ pub(crate) fn request_of(question: &Question) -> Result<InputRequest, String> {
         Question::Roots => json!({"method": "roots/list", "params": {}}),
     };
     serde_json::from_value(request).map_err(|e| format!("input request: {e}"))
+}
+
+/// How a tool's question reaches its MCP client and its answer comes back: an `input_required`
+/// round ([`super::exchange`]), a request on the call's stream ([`super::elicit`]) or a task's
+/// status (`super::task`). A carrier encodes and carries; [`Carried`] is the one talk-back
+/// channel over any of them.
+pub(crate) trait Carrier: Send + Sync + std::fmt::Debug {
+    /// The answer to the call's question `seq`.
+    fn carry(&self, seq: u32, question: Question) -> TalkFuture<'_, Result<Value, TalkError>>;
+
+    /// The tool lets its client go ([`talk::Talk::detach`]): only a round whose call may go on
+    /// as a task does more than go on.
+    fn detach(&self) -> TalkFuture<'_, Result<(), TalkError>> {
+        Box::pin(std::future::ready(Ok(())))
+    }
+}
+
+/// A carrier as a call's talk-back channel: each kind of question put to it, and its answer
+/// read back as the tool asked it.
+#[derive(Debug)]
+pub(crate) struct Carried<C>(pub(crate) C);
+
+impl<C> std::ops::Deref for Carried<C> {
+    type Target = C;
+
+    fn deref(&self) -> &C {
+        &self.0
+    }
+}
+
+impl<C: Carrier> talk::Talk for Carried<C> {
+    fn protocol(&self) -> &'static str {
+        "mcp"
+    }
+
+    fn ask(&self, ask: Ask, seq: u32) -> TalkFuture<'_, Result<Choice, TalkError>> {
+        Box::pin(async move {
+            let (default, choices) = (ask.default, ask.choices.clone());
+            let answer = self.0.carry(seq, Question::Choice(ask)).await?;
+            choice_of(&answer, &choices, default)
+        })
+    }
+
+    fn fill(&self, form: Form, seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
+        Box::pin(async move { Ok(filled_of(&self.0.carry(seq, Question::Form(form)).await?)) })
+    }
+
+    fn sample(&self, sample: Sample, seq: u32) -> TalkFuture<'_, Result<Sampled, TalkError>> {
+        Box::pin(async move {
+            super::sampling::sampled_of(&self.0.carry(seq, Question::Sample(sample)).await?)
+        })
+    }
+
+    fn roots(&self, seq: u32) -> TalkFuture<'_, Result<Vec<Root>, TalkError>> {
+        Box::pin(
+            async move { super::sampling::roots_of(&self.0.carry(seq, Question::Roots).await?) },
+        )
+    }
+
+    fn detach(&self) -> TalkFuture<'_, Result<(), TalkError>> {
+        self.0.detach()
+    }
 }

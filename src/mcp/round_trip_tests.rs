@@ -1,5 +1,6 @@
 //! The round trips' unit tests: sealing, binding, single use.
 use super::*;
+use crate::mcp::questions::Carried;
 use oxp_lambda_core::form::Form;
 use oxp_lambda_core::secrets::ClientSecrets;
 use oxp_lambda_core::talk::{Ask, Talk, TalkError};
@@ -25,6 +26,7 @@ async fn a_spent_rounds_answers_sent_bare_answer_nothing_while_untaken_ones_are_
     let binding = binding(Some("alice"), "Demo_Confirm", &json!({"prompt": "Go?"}));
     let ask = Ask::new("Go?", ["Yes", "No"]);
     let first = Exchange::default();
+    let first = Carried(first);
     assert!(first.ask(ask.clone(), 0).await.is_err());
     let result = trips.input_required(&first, &binding).await.unwrap();
     let state = result.unwrap().request_state.unwrap();
@@ -32,11 +34,13 @@ async fn a_spent_rounds_answers_sent_bare_answer_nothing_while_untaken_ones_are_
         .begin(&binding, Some(&state), Some(&accept("No")))
         .await
         .unwrap();
+    let answered = Carried(answered);
     assert_eq!(answered.ask(ask.clone(), 0).await.unwrap().index, 1);
     let replayed = trips
         .begin(&binding, None, Some(&accept("No")))
         .await
         .unwrap();
+    let replayed = Carried(replayed);
     assert!(matches!(
         replayed.ask(ask.clone(), 0).await,
         Err(TalkError::Parked)
@@ -44,11 +48,13 @@ async fn a_spent_rounds_answers_sent_bare_answer_nothing_while_untaken_ones_are_
     // Another caller's bare answer, or another answer, was never taken.
     let bob = binding_of("bob");
     let theirs = trips.begin(&bob, None, Some(&accept("No"))).await.unwrap();
+    let theirs = Carried(theirs);
     assert_eq!(theirs.ask(ask.clone(), 0).await.unwrap().index, 1);
     let other = trips
         .begin(&binding, None, Some(&accept("Yes")))
         .await
         .unwrap();
+    let other = Carried(other);
     assert_eq!(other.ask(ask, 0).await.unwrap().index, 0);
 }
 
@@ -70,6 +76,7 @@ async fn a_state_opens_only_for_its_caller_and_call_and_unaltered() {
     let trips = trips();
     let binding = binding(Some("alice"), "Demo_Confirm", &json!({"prompt": "Go?"}));
     let first = Exchange::default();
+    let first = Carried(first);
     let ask = Ask::new("Go?", ["Yes", "No"]);
     assert!(matches!(
         first.ask(ask.clone(), 0).await,
@@ -85,11 +92,13 @@ async fn a_state_opens_only_for_its_caller_and_call_and_unaltered() {
         .begin(&binding, Some(&state), Some(&accept("No")))
         .await
         .unwrap();
+    let answered = Carried(answered);
     assert_eq!(answered.ask(ask.clone(), 0).await.unwrap().index, 1);
     // Another caller, another tool's arguments, an altered state: refused.
     let bob = super::binding(Some("bob"), "Demo_Confirm", &json!({"prompt": "Go?"}));
     assert!(trips.begin(&bob, Some(&state), None).await.is_err());
     let other = super::binding(Some("alice"), "Demo_Confirm", &json!({"prompt": "Stop?"}));
+    let other = Carried(other);
     assert!(trips.begin(&other, Some(&state), None).await.is_err());
     let mut altered = state.clone().into_bytes();
     let middle = altered.len() / 2;
@@ -101,6 +110,7 @@ async fn a_state_opens_only_for_its_caller_and_call_and_unaltered() {
     let mut elsewhere = InputResponses::new();
     elsewhere.insert("other".into(), json!({"action": "decline"}));
     let fresh = trips.begin(&binding, None, Some(&elsewhere)).await.unwrap();
+    let fresh = Carried(fresh);
     assert!(matches!(
         fresh.ask(ask.clone(), 0).await,
         Err(TalkError::Parked)
@@ -111,6 +121,7 @@ async fn a_state_opens_only_for_its_caller_and_call_and_unaltered() {
     // Two questions open at once may not share a key: the client could not tell which
     // one a response answers.
     let twice = Exchange::default();
+    let twice = Carried(twice);
     let form = || Form::new("same", "Which?", json!({"type": "object"}));
     assert!(matches!(
         twice.fill(form(), 0).await,

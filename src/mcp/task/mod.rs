@@ -25,7 +25,7 @@ mod store;
 mod talk;
 mod update;
 
-use crate::mcp::questions::{Answers, Offers};
+use crate::mcp::questions::{Answers, Carried, Offers};
 use crate::server::CallContext;
 use crate::work::Questions;
 use crate::work::{Refused, Runner};
@@ -243,13 +243,13 @@ impl Tasks {
             return RunEnd::Finished;
         }
         let (signal, _registered) = self.running.start(None, "task", id);
-        let talk = Arc::new(TaskTalk::new(
+        let talk = Arc::new(Carried(TaskTalk::new(
             (self.store.clone(), self.questions.clone()),
             (id, &record.owner),
             record.offers,
             signal.clone(),
             deadline,
-        ));
+        )));
         let context = CallContext {
             principal: record.principal.clone(),
             deadline,

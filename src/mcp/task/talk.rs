@@ -8,15 +8,12 @@
 //! again, whose run finds every answer given so far in the service.
 
 use super::store::{TASK_TTL, TaskStore};
-use crate::mcp::questions::{Answers, MAX_ASKS, Offers, Question, request_of};
-use crate::mcp::sampling::{roots_of, sampled_of};
+use crate::mcp::questions::{Answers, Carrier, MAX_ASKS, Offers, Question, request_of};
 use crate::work::Questions;
 use crate::work::questions::Refused as NotAnswered;
 use crate::work::questions::Waited;
 use oxp_lambda_core::durable::StateError;
-use oxp_lambda_core::form::{Filled, Form};
-use oxp_lambda_core::sample::{Root, Sample, Sampled};
-use oxp_lambda_core::talk::{Ask, Choice, Talk, TalkError, TalkFuture};
+use oxp_lambda_core::talk::{TalkError, TalkFuture};
 use oxp_lambda_core::tool::Cancellation;
 use rmcp::model::TaskStatus;
 use serde_json::{Value, json};
@@ -176,33 +173,9 @@ impl TaskTalk {
     }
 }
 
-impl Talk for TaskTalk {
-    fn protocol(&self) -> &'static str {
-        "mcp"
-    }
-
-    fn ask(&self, ask: Ask, seq: u32) -> TalkFuture<'_, Result<Choice, TalkError>> {
-        Box::pin(async move {
-            let choices = ask.choices.clone();
-            let default = ask.default;
-            let answer = self.answer(seq, Question::Choice(ask)).await?;
-            crate::mcp::questions::choice_of(&answer, &choices, default)
-        })
-    }
-
-    fn fill(&self, form: Form, seq: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
-        Box::pin(async move {
-            let answer = self.answer(seq, Question::Form(form)).await?;
-            Ok(crate::mcp::questions::filled_of(&answer))
-        })
-    }
-
-    fn sample(&self, sample: Sample, seq: u32) -> TalkFuture<'_, Result<Sampled, TalkError>> {
-        Box::pin(async move { sampled_of(&self.answer(seq, Question::Sample(sample)).await?) })
-    }
-
-    fn roots(&self, seq: u32) -> TalkFuture<'_, Result<Vec<Root>, TalkError>> {
-        Box::pin(async move { roots_of(&self.answer(seq, Question::Roots).await?) })
+impl Carrier for TaskTalk {
+    fn carry(&self, seq: u32, question: Question) -> TalkFuture<'_, Result<Value, TalkError>> {
+        Box::pin(self.answer(seq, question))
     }
 }
 
