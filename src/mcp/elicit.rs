@@ -31,7 +31,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// The header a session travels in.
-pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+pub(crate) const SESSION_HEADER: http::HeaderName = http::HeaderName::from_static("mcp-session-id");
 /// How long a session is good for (a client whose session expired is asked nothing).
 const SESSION_TTL: Duration = Duration::from_secs(24 * 3600);
 /// How long a question waits for its answer at most (the call's deadline ends it sooner).

@@ -132,12 +132,13 @@ impl<'de> Visitor<'de> for Members {
 
     fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
         let mut message = Message::default();
-        let mut version: Option<Cow<'de, str>> = None;
-        while let Some(key) = map.next_key::<Cow<'de, str>>()? {
+        let mut version: Option<Text<'de>> = None;
+        let mut method: Option<Text<'de>> = None;
+        while let Some(Text(key)) = map.next_key::<Text<'de>>()? {
             match &*key {
                 "jsonrpc" => once(&mut version, "jsonrpc", map.next_value()?)?,
                 "id" => once(&mut message.id, "id", map.next_value()?)?,
-                "method" => once(&mut message.method, "method", map.next_value()?)?,
+                "method" => once(&mut method, "method", map.next_value()?)?,
                 "params" => once(&mut message.params, "params", map.next_value()?)?,
                 "result" => once(&mut message.result, "result", map.next_value()?)?,
                 "error" => once(&mut message.error, "error", map.next_value()?)?,
@@ -147,8 +148,35 @@ impl<'de> Visitor<'de> for Members {
                 }
             }
         }
-        message.v2 = version.as_deref() == Some("2.0");
+        message.v2 = version.is_some_and(|Text(v)| v == "2.0");
+        message.method = method.map(|Text(m)| m);
         Ok(message)
+    }
+}
+
+/// A string of the body, borrowed from it where it has no escape: serde's own `Cow<str>`
+/// copies every one, which cost a call's parse an allocation per member name.
+struct Text<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for Text<'de> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Str;
+        impl<'de> Visitor<'de> for Str {
+            type Value = Text<'de>;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a string")
+            }
+
+            fn visit_borrowed_str<E: de::Error>(self, s: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Borrowed(s)))
+            }
+
+            fn visit_str<E: de::Error>(self, s: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Cow::Owned(s.to_owned())))
+            }
+        }
+        deserializer.deserialize_str(Str)
     }
 }
 
@@ -164,6 +192,14 @@ mod tests {
         assert_eq!(message.id(), Some(RequestId::String("a\"b".into())));
         assert_eq!(message.params::<Value>().unwrap()["name"], "X");
         assert_eq!(message.len(), body.len());
+    }
+
+    #[test]
+    fn member_names_and_the_method_read_the_same_with_escapes_in_them() {
+        // Borrowed from the body where they can be, copied where an escape must be undone.
+        let body = br#"{"js\u006fnrpc":"2.\u0030","\u0069d":1,"method":"tools\/call"}"#;
+        let message = Message::read(body).unwrap();
+        assert!(message.is_request("tools/call") && message.plain());
     }
 
     #[test]

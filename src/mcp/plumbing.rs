@@ -137,18 +137,30 @@ pub(super) fn subject(parts: &http::request::Parts) -> Option<&str> {
         .and_then(|p| p.subject.as_deref())
 }
 
+/// `MCP-Protocol-Version`. The headers the adapter reads are named once, as constants: a
+/// lookup by a `&str` name parses the name first, which the fast path paid on every call.
+pub(super) const PROTOCOL_VERSION: http::HeaderName =
+    http::HeaderName::from_static("mcp-protocol-version");
+/// `Mcp-Method` (2026-07-28's standard header).
+pub(super) const METHOD: http::HeaderName = http::HeaderName::from_static("mcp-method");
+/// `Mcp-Name` (2026-07-28's standard header).
+pub(super) const NAME: http::HeaderName = http::HeaderName::from_static("mcp-name");
+
 /// What a request's `MCP-Protocol-Version` header names, read in one place for every step that
 /// depends on it: `Ok(None)` when none was sent (2025-03-26, as rmcp takes it), `Err(())` for a
 /// header naming no revision rmcp knows (rmcp's transport refuses it).
 pub(super) fn header_version(
     headers: &http::HeaderMap,
 ) -> Result<Option<&'static rmcp::model::ProtocolVersion>, ()> {
-    let Some(sent) = headers.get("mcp-protocol-version") else {
+    let Some(sent) = headers.get(PROTOCOL_VERSION) else {
         return Ok(None);
     };
+    version_of(sent.as_bytes()).map(Some).ok_or(())
+}
+
+/// The revision rmcp knows by the name `sent`, if any.
+pub(super) fn version_of(sent: &[u8]) -> Option<&'static rmcp::model::ProtocolVersion> {
     rmcp::model::ProtocolVersion::KNOWN_VERSIONS
         .iter()
-        .find(|known| known.as_str().as_bytes() == sent.as_bytes())
-        .map(Some)
-        .ok_or(())
+        .find(|known| known.as_str().as_bytes() == sent)
 }
