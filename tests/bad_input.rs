@@ -121,6 +121,9 @@ async fn a_wrong_content_type_is_a_400_and_the_call_is_refused() {
     for content_type in [
         "application/json; charset=utf-8",
         "application/vnd.oxp+json",
+        // A media type's name is case-insensitive (RFC 9110, 8.3.1).
+        "Application/JSON",
+        "APPLICATION/VND.OXP+JSON ; charset=utf-8",
     ] {
         let request = Request::post("/tools/call")
             .header("content-type", content_type)

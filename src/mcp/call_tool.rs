@@ -76,6 +76,7 @@ impl McpServer {
                 traceparent: context.meta.get_traceparent(),
                 progress: super::progress::Streamed::of(&context),
                 closed: Some(&context.ct),
+                revision: None,
             };
             self.call(&request.name, request.arguments, parts, rpc, asking)
                 .await
@@ -144,6 +145,8 @@ pub(crate) struct Rpc<'a> {
     pub(crate) progress: Option<super::progress::Streamed>,
     /// Fires when the client closes the request while the answer streams.
     pub(crate) closed: Option<&'a tokio_util::sync::CancellationToken>,
+    /// Its revision, when the caller read it already (else read from the request's headers).
+    pub(crate) revision: Option<super::result::Revision>,
 }
 
 /// A 2026-07-28 call's round of questions: the store of rounds, this round's exchange and what
@@ -197,6 +200,7 @@ impl McpServer {
         {
             call.talk = Some(elicit.clone());
         }
+        let revision = rpc.revision.unwrap_or_else(|| result::Revision::of(parts));
         let answer = self.invoke(call, parts, rpc).await;
         // A question the tool asked: the next round.
         if let Some((trips, exchange, binding)) = &round
@@ -209,7 +213,7 @@ impl McpServer {
             return Ok(CallToolResponse::InputRequired(input_required));
         }
         let exchange = round.as_ref().map(|(_, exchange, _)| &exchange.0);
-        self.answer(name, answer, exchange, detaching, asking, parts)
+        self.answer(name, answer, exchange, detaching, asking, revision)
             .await
     }
 
@@ -319,7 +323,7 @@ impl McpServer {
         exchange: Option<&Exchange>,
         detaching: Option<(CallContext, Map<String, Value>, Offers)>,
         asking: Asking<'_>,
-        parts: Option<&http::request::Parts>,
+        revision: result::Revision,
     ) -> Result<CallToolResponse, ErrorData> {
         // What the tool needed of a client that did not declare it, and could not do without.
         if let Some(exchange) = exchange
@@ -355,7 +359,7 @@ impl McpServer {
         {
             return Ok(CallToolResponse::InputRequired(input_required));
         }
-        Ok(result::from_invoke(answer, result::Revision::of(parts)).into())
+        Ok(result::from_invoke(answer, revision).into())
     }
 }
 

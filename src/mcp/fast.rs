@@ -9,6 +9,7 @@
 use super::call_tool::{Asking, Rpc};
 use super::handler::McpServer;
 use super::message::Message;
+use super::result::Revision;
 use http::request::Parts;
 use http::{HeaderMap, header};
 use rmcp::model::{
@@ -37,35 +38,38 @@ struct FastParams<'a> {
 /// accepted, no browser origin, a known handshake revision, none of the 2026 standard headers.
 /// One pass over the request's headers (a handful) rather than a lookup for each name checked:
 /// the lookups cost the call more than the checks. A checked header sent twice goes to rmcp.
-fn plain(headers: &HeaderMap) -> bool {
+fn plain(headers: &HeaderMap) -> Option<Revision> {
     use super::plumbing::{METHOD, NAME, PROTOCOL_VERSION};
     let (mut json, mut both) = (None, None);
+    // Absent, 2025-03-26 (as rmcp takes it).
+    let (mut revision, mut versioned) = (&rmcp::model::ProtocolVersion::V_2025_03_26, false);
     for (name, value) in headers {
         let value = value.to_str().unwrap_or("");
         if name == header::CONTENT_TYPE {
             if json.replace(exactly_json(value)).is_some() {
-                return false;
+                return None;
             }
         } else if name == header::ACCEPT {
             if both.replace(accepts_both(value)).is_some() {
-                return false;
+                return None;
             }
         } else if name == PROTOCOL_VERSION {
             // A revision with the `initialize` handshake (2026-07-28's requests carry `_meta`).
-            let known = super::plumbing::version_of(value.as_bytes());
-            if !known.is_some_and(rmcp::model::ProtocolVersion::has_initialize) {
-                return false;
+            match super::plumbing::version_of(value.as_bytes()) {
+                Some(known) if known.has_initialize() && !versioned => revision = known,
+                _ => return None,
             }
+            versioned = true;
         } else if name == header::ORIGIN
             || name == METHOD
             || name == NAME
             // A client with a session may be asked questions on the call's stream.
             || name == super::elicit::SESSION_HEADER
         {
-            return false;
+            return None;
         }
     }
-    json == Some(true) && both == Some(true)
+    (json == Some(true) && both == Some(true)).then(|| Revision::of_version(revision))
 }
 
 /// `Content-Type` is JSON, parameters aside.
@@ -86,7 +90,8 @@ pub(super) async fn try_call(
     parts: &Parts,
     message: &Message<'_>,
 ) -> Option<Vec<u8>> {
-    if !plain(&parts.headers) || !message.plain() || !message.is_request("tools/call") {
+    let revision = plain(&parts.headers)?;
+    if !message.plain() || !message.is_request("tools/call") {
         return None;
     }
     let (id, params) = (message.id()?, message.params::<FastParams<'_>>()?);
@@ -111,6 +116,7 @@ pub(super) async fn try_call(
                     .as_ref()
                     .and_then(|m| m.get("traceparent"))
                     .and_then(Value::as_str),
+                revision: Some(revision),
                 ..Rpc::default()
             },
             // Only a request without per-request metadata comes here: no capabilities.
@@ -191,7 +197,7 @@ mod tests {
 
     #[test]
     fn headers_rmcp_would_look_at_again_are_not_plain() {
-        assert!(plain(&parts(&[]).headers));
+        assert!(plain(&parts(&[]).headers).is_some());
         for extra in [
             ("mcp-name", "Calc_Add"),
             ("mcp-session-id", "s"),
@@ -199,8 +205,27 @@ mod tests {
             ("content-type", "application/json"),
             ("accept", "application/json, text/event-stream"),
         ] {
-            assert!(!plain(&parts(&[extra]).headers), "{extra:?}");
+            assert!(plain(&parts(&[extra]).headers).is_none(), "{extra:?}");
         }
+    }
+
+    #[test]
+    fn the_revision_a_plain_call_is_answered_in_is_its_headers_once_read() {
+        let links = |version: Option<&str>| {
+            let headers = version.map(|v| ("mcp-protocol-version", v));
+            plain(&parts(headers.as_slice()).headers).map(|revision| revision.links)
+        };
+        // No header: 2025-03-26, which knows no `resource_link`.
+        assert_eq!(links(None), Some(false));
+        assert_eq!(links(Some("2025-03-26")), Some(false));
+        assert_eq!(links(Some("2025-06-18")), Some(true));
+        assert_eq!(links(Some("2025-11-25")), Some(true));
+        // Sent twice, even alike: rmcp says which counts.
+        let twice = parts(&[
+            ("mcp-protocol-version", "2025-06-18"),
+            ("mcp-protocol-version", "2025-06-18"),
+        ]);
+        assert!(plain(&twice.headers).is_none());
     }
 
     #[tokio::test]

@@ -246,30 +246,31 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
         // JSON but no message: rmcp checks the request's headers first, then refuses it.
         Err(Unread::NotMessage) => None,
     };
+    // A plain `tools/call` is answered without rmcp's service (the fast path).
+    if mcp.any_host
+        && let Some(message) = &message
+        && let Some(answer) = fast::try_call(&mcp.server, &parts, message).await
+    {
+        return crate::server::json_response(StatusCode::OK, Bytes::from(answer));
+    }
+    // Read once for both steps below (the fast path read its own).
+    let modern = modern::is_modern(&parts.headers);
     if let Some(message) = &message
-        && let Some(answer) = before_rmcp(&mcp, &parts, message).await
+        && let Some(answer) = before_rmcp(&mcp, &parts, message, modern)
     {
         return answer;
     }
-    through_rmcp(&mcp, parts, &bytes, message.as_ref()).await
+    through_rmcp(&mcp, parts, &bytes, message.as_ref(), modern).await
 }
 
-/// What is answered without rmcp's service: a plain `tools/call` (the fast path), a method
-/// 2026-07-28 removed; a cancellation is noted here and answered by rmcp.
-async fn before_rmcp(mcp: &Mcp, parts: &Parts, message: &Message<'_>) -> Option<Response> {
-    if mcp.any_host
-        && let Some(answer) = fast::try_call(&mcp.server, parts, message).await
-    {
-        return Some(crate::server::json_response(
-            StatusCode::OK,
-            Bytes::from(answer),
-        ));
-    }
+/// What is answered without rmcp's service besides the fast path: a method 2026-07-28
+/// removed; a cancellation is noted here and answered by rmcp.
+fn before_rmcp(mcp: &Mcp, parts: &Parts, message: &Message<'_>, modern: bool) -> Option<Response> {
     if let Some(id) = cancelled_request(message) {
         let found = mcp.server.0.cancel(plumbing::subject(parts), &id);
         tracing::info!(target: "oxp::mcp", found, "notifications/cancelled");
     }
-    if modern::is_modern(&parts.headers) {
+    if modern {
         return modern::removed_method(message);
     }
     None
@@ -283,6 +284,7 @@ async fn through_rmcp(
     mut parts: Parts,
     bytes: &Bytes,
     message: Option<&Message<'_>>,
+    modern: bool,
 ) -> Response {
     let listing = message.is_some_and(|m| m.is_request("tools/list"));
     let answering = message.and_then(|m| elicit::pending(&parts, m));
@@ -298,7 +300,6 @@ async fn through_rmcp(
             .headers
             .insert(header::HOST, HeaderValue::from_static("localhost"));
     }
-    let modern = modern::is_modern(&parts.headers);
     // rmcp runs the request in a task of its own, which a client closing its request (the
     // 2026-07-28 way to cancel, and any client's timeout) does not stop: the signal fires when
     // this future is dropped unanswered, and the call's tool sees it.

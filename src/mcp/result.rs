@@ -68,12 +68,16 @@ impl Revision {
             return Self::ALL;
         };
         match super::plumbing::header_version(&parts.headers) {
-            Ok(version) => Self {
-                links: version.unwrap_or(&ProtocolVersion::V_2025_03_26)
-                    >= &ProtocolVersion::V_2025_06_18,
-            },
+            Ok(version) => Self::of_version(version.unwrap_or(&ProtocolVersion::V_2025_03_26)),
             // Refused by rmcp's transport before a call runs.
             Err(()) => Self::ALL,
+        }
+    }
+
+    /// What `version` lets a result carry.
+    pub(crate) fn of_version(version: &ProtocolVersion) -> Self {
+        Self {
+            links: version >= &ProtocolVersion::V_2025_06_18,
         }
     }
 }

@@ -154,16 +154,14 @@ fn is_json(headers: &HeaderMap) -> bool {
     let Some(value) = headers.get(header::CONTENT_TYPE) else {
         return false;
     };
-    let essence = value
-        .to_str()
-        .unwrap_or("")
-        .split(';')
-        .next()
-        .unwrap_or("")
-        .trim()
-        .to_ascii_lowercase();
-    essence == "application/json"
-        || (essence.starts_with("application/") && essence.ends_with("+json"))
+    let value = value.to_str().unwrap_or("");
+    let essence = value.split(';').next().unwrap_or("").trim().as_bytes();
+    // Compared without case and without a lowercased copy: this runs on every call.
+    let (type_, suffix) = ("application/".as_bytes(), "+json".as_bytes());
+    essence.eq_ignore_ascii_case(b"application/json")
+        || (essence.len() >= type_.len() + suffix.len()
+            && essence[..type_.len()].eq_ignore_ascii_case(type_)
+            && essence[essence.len() - suffix.len()..].eq_ignore_ascii_case(suffix))
 }
 
 /// A JSON response with `body`.

@@ -72,22 +72,83 @@ where
     }
 }
 
-/// The body's bytes, stopping once `most` were read.
+/// The body's bytes, stopping once `most` were read. A body that comes in one frame, as a
+/// small one does, is handed on as it came, without a copy.
 async fn read_up_to<B>(mut body: B, most: usize) -> Result<Bytes, String>
 where
     B: HttpBody<Data = Bytes> + Unpin,
     B::Error: std::fmt::Display,
 {
-    let mut read = Vec::new();
+    let mut first = Bytes::new();
+    let mut joined: Option<Vec<u8>> = None;
     while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
-        let frame = frame.map_err(|e| e.to_string())?;
-        if let Ok(data) = frame.into_data() {
-            let room = most - read.len();
-            read.extend_from_slice(&data[..data.len().min(room)]);
-            if read.len() >= most {
-                break;
+        let Ok(data) = frame.map_err(|e| e.to_string())?.into_data() else {
+            continue;
+        };
+        let read = match &mut joined {
+            None if first.is_empty() => {
+                first = data;
+                first.len()
             }
+            None => {
+                let mut all = Vec::with_capacity(first.len() + data.len());
+                all.extend_from_slice(&first);
+                all.extend_from_slice(&data[..data.len().min(most.saturating_sub(first.len()))]);
+                joined.insert(all).len()
+            }
+            Some(all) => {
+                let room = most.saturating_sub(all.len());
+                all.extend_from_slice(&data[..data.len().min(room)]);
+                all.len()
+            }
+        };
+        if read >= most {
+            break;
         }
     }
-    Ok(Bytes::from(read))
+    Ok(match joined {
+        Some(all) => Bytes::from(all),
+        None => {
+            first.truncate(most);
+            first
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::read_up_to;
+    use axum::body::Bytes;
+    use http_body_util::StreamBody;
+    use hyper::body::Frame;
+
+    fn frames(
+        parts: &[&'static str],
+    ) -> StreamBody<impl futures_util::Stream<Item = Result<Frame<Bytes>, std::io::Error>> + Unpin>
+    {
+        let frames: Vec<_> = parts
+            .iter()
+            .map(|p| Ok(Frame::data(Bytes::from_static(p.as_bytes()))))
+            .collect();
+        StreamBody::new(futures_util::stream::iter(frames))
+    }
+
+    #[tokio::test]
+    async fn a_body_is_read_whole_in_one_frame_or_many_and_never_past_the_most_asked() {
+        assert_eq!(read_up_to(frames(&["abc"]), 10).await.unwrap(), "abc");
+        assert_eq!(
+            read_up_to(frames(&["ab", "cd", "e"]), 10).await.unwrap(),
+            "abcde"
+        );
+        assert_eq!(read_up_to(frames(&["abcdef"]), 4).await.unwrap(), "abcd");
+        assert_eq!(
+            read_up_to(frames(&["ab", "cdef", "gh"]), 4).await.unwrap(),
+            "abcd"
+        );
+        assert_eq!(
+            read_up_to(frames(&["ab", "c", "defg"]), 5).await.unwrap(),
+            "abcde"
+        );
+        assert_eq!(read_up_to(frames(&[]), 4).await.unwrap(), "");
+    }
 }
