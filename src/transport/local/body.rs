@@ -79,39 +79,19 @@ where
     B: HttpBody<Data = Bytes> + Unpin,
     B::Error: std::fmt::Display,
 {
-    let mut first = Bytes::new();
-    let mut joined: Option<Vec<u8>> = None;
-    while let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await {
-        let Ok(data) = frame.map_err(|e| e.to_string())?.into_data() else {
-            continue;
-        };
-        let read = match &mut joined {
-            None if first.is_empty() => {
-                first = data;
-                first.len()
-            }
-            None => {
-                let mut all = Vec::with_capacity(first.len() + data.len());
-                all.extend_from_slice(&first);
-                all.extend_from_slice(&data[..data.len().min(most.saturating_sub(first.len()))]);
-                joined.insert(all).len()
-            }
-            Some(all) => {
-                let room = most.saturating_sub(all.len());
-                all.extend_from_slice(&data[..data.len().min(room)]);
-                all.len()
-            }
-        };
-        if read >= most {
-            break;
+    let (mut frames, mut read) = (Vec::new(), 0);
+    while read < most
+        && let Some(frame) = std::future::poll_fn(|cx| Pin::new(&mut body).poll_frame(cx)).await
+    {
+        if let Ok(mut data) = frame.map_err(|e| e.to_string())?.into_data() {
+            data.truncate(most - read);
+            read += data.len();
+            frames.push(data);
         }
     }
-    Ok(match joined {
-        Some(all) => Bytes::from(all),
-        None => {
-            first.truncate(most);
-            first
-        }
+    Ok(match frames.len() {
+        0 | 1 => frames.pop().unwrap_or_default(),
+        _ => Bytes::from(frames.concat()),
     })
 }
 
