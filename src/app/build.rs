@@ -1,13 +1,14 @@
 //! Building the app: the parts the configuration names, each built once, wired around one
 //! [`Invoker`]; what cannot be built is a [`StartError`] naming the part.
 
+use super::durable::{Durable, durable, serve_work};
 use super::protocol::{self, Assembly, Configured, Entry, Protocol};
 use super::{App, Parts};
 use crate::auth::Authenticator;
 use crate::config::Config;
 use crate::server;
 use oxp_lambda_core::durable::StateStore;
-use oxp_lambda_core::idempotency::{Idempotency, IdempotencyStore};
+use oxp_lambda_core::idempotency::IdempotencyStore;
 use oxp_lambda_core::invoke::Invoker;
 use oxp_lambda_core::registry::Registry;
 use oxp_lambda_core::secrets::SecretSource;
@@ -59,61 +60,45 @@ impl fmt::Display for StartError {
 
 impl std::error::Error for StartError {}
 
-/// The runner of acknowledged work over `state` (none without a store): in Lambda it sends
-/// work to the worker's queue.
-fn work_runner(
-    state: Option<&Arc<dyn StateStore>>,
+/// The authenticator `config` names (its keys among `secrets`); a local server without
+/// authentication says so once at start.
+fn authenticator(
     config: &Config,
-    sdk: &crate::aws::SharedSdk,
-) -> Result<Option<Arc<crate::work::Runner>>, StartError> {
-    let Some(store) = state else {
-        return Ok(None);
-    };
-    let env = config.env();
-    let settings = crate::work::Settings::from_env(&env).map_err(StartError::Config)?;
-    let runner = crate::work::Runner::new(store.clone(), settings);
-    if config.runtime.lambda {
-        let queue = [
-            "OXP_WORK_QUEUE_URL",
-            "OXP_MCP_TASK_QUEUE_URL",
-            "OXP_RAP_QUEUE_URL",
-        ]
-        .into_iter()
-        .find_map(|name| env.get(name));
-        if let Some(url) = queue {
-            let sqs = crate::sqs::Sqs::connect(sdk).map_err(StartError::State)?;
-            runner.wake_with(Arc::new(crate::work::queue::Queue { sqs, url }));
-        }
+    secrets: &oxp_lambda_core::secrets::Secrets,
+) -> Result<Arc<Authenticator>, StartError> {
+    let auth = Authenticator::from_config(&config.auth, &config.required_scopes, secrets.clone())
+        .map_err(StartError::Auth)?;
+    if let crate::config::AuthConfig::None { explicit } = config.auth
+        && !config.runtime.lambda
+    {
+        tracing::warn!(
+            explicit,
+            "authentication is off (OXP_AUTH=none): any local process can call the tools"
+        );
     }
-    Ok(Some(runner))
+    Ok(Arc::new(auth))
 }
 
-/// Lambda's worker role, which runs the runner's queued messages (and the schedule's sweeps).
-/// (A local server sweeps for work itself, once every protocol registered its kinds of work.)
-fn serve_work(
-    runner: &Arc<crate::work::Runner>,
-    config: &Config,
-) -> Option<crate::server::LambdaRole> {
-    (config.runtime.lambda && config.lambda_role == crate::server::WORKER).then(|| {
-        crate::server::LambdaRole::records(
-            crate::server::WORKER,
-            Arc::new(crate::work::WorkRecords(runner.clone())),
-        )
-    })
-}
-
-/// At shutdown the runner's unfinished work is let go for another process to take over (or,
-/// with a store that ends with the process, given up through its protocol), after waiting up
-/// to `OXP_WORK_DRAIN_SECS` (or the drain's own timeout) for it.
-struct LetGo(Arc<crate::work::Runner>);
-
-impl protocol::Drain for LetGo {
-    fn drain(&self, timeout: Option<std::time::Duration>) -> protocol::BoxFuture<'_, usize> {
-        Box::pin(async move {
-            let wait = timeout.unwrap_or(self.0.settings().drain);
-            self.0.drain(wait).await
+/// `routes` with the users' authorization flow's beside them (`forget` behind authentication,
+/// like every route that acts for a user).
+fn oauth_routes(
+    routes: axum::Router,
+    broker: Arc<crate::oauth::Broker>,
+    auth: &Arc<Authenticator>,
+) -> axum::Router {
+    let auth = auth.clone();
+    routes.merge(crate::oauth::routes::router(broker, move |forget| {
+        server::guard(forget, &auth, |_, refused| match refused {
+            server::Refused::Unauthenticated => server::json(
+                http::StatusCode::UNAUTHORIZED,
+                &serde_json::json!({"error": "authentication failed"}),
+            ),
+            server::Refused::InsufficientScope { .. } => server::json(
+                http::StatusCode::FORBIDDEN,
+                &serde_json::json!({"error": "insufficient_scope"}),
+            ),
         })
-    }
+    }))
 }
 
 /// Builds an [`App`]: the tools, the configuration, the protocols, and what the embedding
@@ -279,63 +264,15 @@ impl AppBuilder {
                 .map_err(StartError::Secrets)?;
         super::guards::signing_key_kept_from_tools(&config.auth, &self.registry)?;
         super::guards::oauth_secrets_kept_from_tools(&config.oauth, &self.registry)?;
-        let auth = Arc::new(
-            Authenticator::from_config(&config.auth, &config.required_scopes, secrets.clone())
-                .map_err(StartError::Auth)?,
-        );
-        if let crate::config::AuthConfig::None { explicit } = config.auth
-            && !config.runtime.lambda
-        {
-            tracing::warn!(
-                explicit,
-                "authentication is off (OXP_AUTH=none): any local process can call the tools"
-            );
-        }
-        // Whether an earlier run left state to resume: looked at before anything opens it.
-        let recovering = matches!(
-            &config.state,
-            crate::state::StateConfig::Embedded { path: Some(path), .. } if path.exists()
-        );
-        // A store the program gives may be shared with other processes, as DynamoDB is.
-        let shared = self.state_store.is_some()
-            || matches!(config.state, crate::state::StateConfig::DynamoDb { .. });
-        let state = match self.state_store {
-            Some(store) => Some(store),
-            None => crate::state::build(&config.state, &sdk).map_err(StartError::State)?,
-        };
-        let idempotency = match self.idempotency_store {
-            Some(store) => Some(Idempotency {
-                store,
-                keep: config.idempotency.ttl,
-            }),
-            None => crate::idempotency::build(&config.idempotency, state.as_ref(), &sdk)
-                .map_err(StartError::Idempotency)?,
-        };
-        // Acknowledged work always has a store: the state store, or (a local server with
-        // OXP_STATE=off: no state for calls that talk back) one in memory of its own. In
-        // Lambda none is made up: a protocol that acknowledges work refuses to start.
-        let work_store = state.clone().or_else(|| {
-            let local = !config.runtime.lambda;
-            local.then(|| crate::state::embedded::store_cached(None, 1 << 20).ok())?
-        });
-        let runner = work_runner(work_store.as_ref(), &config, &sdk)?;
-        if let Some(runner) = &runner {
-            // The embedded file this process took is its alone (its lock proves any earlier
-            // holder dead); one in memory ends with the process.
-            let in_memory = state.is_none()
-                || matches!(
-                    &config.state,
-                    crate::state::StateConfig::Embedded { path: None, .. }
-                );
-            runner.store_is(!shared, shared || !in_memory);
-        }
-        let questions = state.as_ref().map(|store| {
-            let questions = Arc::new(crate::work::Questions::new(store.clone()));
-            if let Some(runner) = &runner {
-                questions.wakes(runner);
-            }
-            questions
-        });
+        let auth = authenticator(&config, &secrets)?;
+        let Durable {
+            state,
+            idempotency,
+            runner,
+            questions,
+            shared,
+            recovering,
+        } = durable(&config, &sdk, self.state_store, self.idempotency_store)?;
         let subscriptions =
             crate::subscriptions::build(state.as_ref(), runner.as_ref(), &config.env())
                 .map_err(StartError::Config)?;
@@ -371,39 +308,16 @@ impl AppBuilder {
             runner: runner.as_ref(),
             recovering,
         };
-        let worker = runner
-            .as_ref()
-            .and_then(|runner| serve_work(runner, &config));
+        let worker = runner.as_ref().and_then(|r| serve_work(r, &config));
         let mut built =
             protocol::build_all(self.protocols, &assembly, worker.into_iter().collect())?;
-        if let Some(runner) = &runner {
-            // What runs here is let go at shutdown for another process to take over. A local
-            // server looks for work to take over from the start when the store may hold some
-            // already (others share it, or an earlier run left some).
-            built.drains.push(Arc::new(LetGo(runner.clone())));
-            if !config.runtime.lambda {
-                runner.sweep_every_tick(shared || recovering);
-            }
-        }
-        // The users' authorization flow, when the server runs one: its routes beside the
-        // protocols' (`forget` behind authentication, like every route that acts for a user).
+        built.drains.extend(super::durable::start(
+            runner.as_ref(),
+            &config,
+            shared || recovering,
+        ));
         if let Some(broker) = broker {
-            let auth = auth.clone();
-            built.routes =
-                built
-                    .routes
-                    .merge(crate::oauth::routes::router(broker, move |forget| {
-                        server::guard(forget, &auth, |_, refused| match refused {
-                            server::Refused::Unauthenticated => server::json(
-                                http::StatusCode::UNAUTHORIZED,
-                                &serde_json::json!({"error": "authentication failed"}),
-                            ),
-                            server::Refused::InsufficientScope { .. } => server::json(
-                                http::StatusCode::FORBIDDEN,
-                                &serde_json::json!({"error": "insufficient_scope"}),
-                            ),
-                        })
-                    }));
+            built.routes = oauth_routes(built.routes, broker, &auth);
         }
         let http = server::assemble(
             built.routes,

@@ -18,6 +18,7 @@ use tower::Service;
 #[cfg(feature = "aws")]
 mod aws;
 mod build;
+mod durable;
 mod guards;
 #[cfg(feature = "lambda")]
 pub(crate) mod lambda;

@@ -226,78 +226,9 @@ async fn callback(
             "The access was not granted. You may close this page and return to the agent.",
         );
     };
-    let completed = async {
-        let secret = broker
-            .client_secret(p)
-            .await
-            .map_err(|e| Ended::Failed(e.0))?;
-        let http = broker.http().await.map_err(|e| Ended::Failed(e.0))?;
-        let redirect = broker.redirect_url(&provider);
-        let granted = p
-            .exchange(http, secret.expose(), &redirect, &code, &state.v)
-            .await
-            .map_err(|e| match e {
-                // A code used before (this callback replayed) or expired.
-                flow::Failed::Refused(code) => Ended::Refused(code),
-                flow::Failed::Unavailable(why) => Ended::Failed(why),
-            })?;
-        // The person who consented must be the one the link was made for: a link forwarded to
-        // a colleague would otherwise give the user the colleague's account.
-        if !p
-            .is_user(http, &granted.access, &user)
-            .await
-            .map_err(|e| match e {
-                flow::Failed::Refused(why) | flow::Failed::Unavailable(why) => Ended::Failed(why),
-            })?
-        {
-            return Err(Ended::AnotherAccount);
-        }
-        // Spent only now, once per link: the flow completes once.
-        let until = SystemTime::now() + broker.link_ttl + Duration::from_secs(60);
-        match broker
-            .store
-            .spend(&Broker::link_key(&state.link), until)
-            .await
-        {
-            Ok(true) => {}
-            Ok(false) => return Err(Ended::Replayed),
-            Err(e) => return Err(Ended::Failed(e.0)),
-        }
-        let key = Broker::vault_key(&provider, &user);
-        broker
-            .store_record(&key, granted, &p.all_scopes(&state.link.s))
-            .await
-            .map_err(|e| Ended::Failed(e.0))
-    }
-    .await;
-    match completed {
-        Ok(()) => {}
-        Err(Ended::Refused(code)) => {
-            // A replayed or stale callback: nothing changes for anyone.
-            tracing::warn!(target: "oxp::oauth", provider = %provider, error = %format!("the provider refused the code: {code}"), "callback refused");
-            return expired();
-        }
-        Err(Ended::Replayed) => {
-            tracing::warn!(target: "oxp::oauth", provider = %provider, "callback refused: the link was completed before");
-            return expired();
-        }
-        Err(Ended::AnotherAccount) => {
-            tracing::warn!(target: "oxp::oauth", provider = %provider, "callback refused: another account than the link's user consented");
-            return page(
-                StatusCode::FORBIDDEN,
-                "Another account",
-                "This link was made for someone else, or you signed in to the provider with another account than your own. Nothing was linked. Ask the agent for a link of your own.",
-            );
-        }
-        Err(Ended::Failed(why)) => {
-            tracing::warn!(target: "oxp::oauth", provider = %provider, error = %why, "authorization not completed");
-            broker.completed(&provider, &user, false).await;
-            return page(
-                StatusCode::BAD_GATEWAY,
-                "Authorization failed",
-                "The provider's answer could not be used. Ask the agent to try the tool again.",
-            );
-        }
+    let completed = complete(&broker, p, &provider, &user, &code, &state).await;
+    if let Err(ended) = completed {
+        return not_completed(&broker, &provider, &user, ended).await;
     }
     tracing::info!(target: "oxp::oauth", provider = %provider, "authorization completed");
     broker.completed(&provider, &user, true).await;
@@ -313,6 +244,92 @@ async fn callback(
         response.headers_mut().insert(header::SET_COOKIE, clear);
     }
     response
+}
+
+/// The flow of `user`'s link with `provider` (`p`) completed with `code`: the code exchanged,
+/// the consenting account checked to be the link's user, the link spent, the grant kept.
+async fn complete(
+    broker: &Broker,
+    p: &super::Provider,
+    provider: &str,
+    user: &str,
+    code: &str,
+    state: &FlowState,
+) -> Result<(), Ended> {
+    let secret = broker
+        .client_secret(p)
+        .await
+        .map_err(|e| Ended::Failed(e.0))?;
+    let http = broker.http().await.map_err(|e| Ended::Failed(e.0))?;
+    let redirect = broker.redirect_url(provider);
+    let granted = p
+        .exchange(http, secret.expose(), &redirect, code, &state.v)
+        .await
+        .map_err(|e| match e {
+            // A code used before (this callback replayed) or expired.
+            flow::Failed::Refused(code) => Ended::Refused(code),
+            flow::Failed::Unavailable(why) => Ended::Failed(why),
+        })?;
+    // The person who consented must be the one the link was made for: a link forwarded to
+    // a colleague would otherwise give the user the colleague's account.
+    if !p
+        .is_user(http, &granted.access, user)
+        .await
+        .map_err(|e| match e {
+            flow::Failed::Refused(why) | flow::Failed::Unavailable(why) => Ended::Failed(why),
+        })?
+    {
+        return Err(Ended::AnotherAccount);
+    }
+    // Spent only now, once per link: the flow completes once.
+    let until = SystemTime::now() + broker.link_ttl + Duration::from_secs(60);
+    match broker
+        .store
+        .spend(&Broker::link_key(&state.link), until)
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => return Err(Ended::Replayed),
+        Err(e) => return Err(Ended::Failed(e.0)),
+    }
+    let key = Broker::vault_key(provider, user);
+    broker
+        .store_record(&key, granted, &p.all_scopes(&state.link.s))
+        .await
+        .map_err(|e| Ended::Failed(e.0))
+}
+
+/// The page of a callback whose flow `ended` without completing (a failure also ends the
+/// waiting invocations with an error result).
+async fn not_completed(broker: &Broker, provider: &str, user: &str, ended: Ended) -> Response {
+    match ended {
+        Ended::Refused(code) => {
+            // A replayed or stale callback: nothing changes for anyone.
+            tracing::warn!(target: "oxp::oauth", provider = %provider, error = %format!("the provider refused the code: {code}"), "callback refused");
+            expired()
+        }
+        Ended::Replayed => {
+            tracing::warn!(target: "oxp::oauth", provider = %provider, "callback refused: the link was completed before");
+            expired()
+        }
+        Ended::AnotherAccount => {
+            tracing::warn!(target: "oxp::oauth", provider = %provider, "callback refused: another account than the link's user consented");
+            page(
+                StatusCode::FORBIDDEN,
+                "Another account",
+                "This link was made for someone else, or you signed in to the provider with another account than your own. Nothing was linked. Ask the agent for a link of your own.",
+            )
+        }
+        Ended::Failed(why) => {
+            tracing::warn!(target: "oxp::oauth", provider = %provider, error = %why, "authorization not completed");
+            broker.completed(provider, user, false).await;
+            page(
+                StatusCode::BAD_GATEWAY,
+                "Authorization failed",
+                "The provider's answer could not be used. Ask the agent to try the tool again.",
+            )
+        }
+    }
 }
 
 async fn check(

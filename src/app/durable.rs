@@ -1,0 +1,158 @@
+//! The app's durable parts: the stores (the program's or the configured ones), the runner of
+//! acknowledged work and what it serves in Lambda, the questions its runs ask, and the let-go
+//! of unfinished work at shutdown.
+
+use super::build::StartError;
+use super::protocol;
+use crate::config::Config;
+use oxp_lambda_core::durable::StateStore;
+use oxp_lambda_core::idempotency::{Idempotency, IdempotencyStore};
+use std::sync::Arc;
+
+/// The runner of acknowledged work over `state` (none without a store): in Lambda it sends
+/// work to the worker's queue.
+fn work_runner(
+    state: Option<&Arc<dyn StateStore>>,
+    config: &Config,
+    sdk: &crate::aws::SharedSdk,
+) -> Result<Option<Arc<crate::work::Runner>>, StartError> {
+    let Some(store) = state else {
+        return Ok(None);
+    };
+    let env = config.env();
+    let settings = crate::work::Settings::from_env(&env).map_err(StartError::Config)?;
+    let runner = crate::work::Runner::new(store.clone(), settings);
+    if config.runtime.lambda {
+        let queue = [
+            "OXP_WORK_QUEUE_URL",
+            "OXP_MCP_TASK_QUEUE_URL",
+            "OXP_RAP_QUEUE_URL",
+        ]
+        .into_iter()
+        .find_map(|name| env.get(name));
+        if let Some(url) = queue {
+            let sqs = crate::sqs::Sqs::connect(sdk).map_err(StartError::State)?;
+            runner.wake_with(Arc::new(crate::work::queue::Queue { sqs, url }));
+        }
+    }
+    Ok(Some(runner))
+}
+
+/// Lambda's worker role, which runs the runner's queued messages (and the schedule's sweeps).
+/// (A local server sweeps for work itself, once every protocol registered its kinds of work.)
+pub(super) fn serve_work(
+    runner: &Arc<crate::work::Runner>,
+    config: &Config,
+) -> Option<crate::server::LambdaRole> {
+    (config.runtime.lambda && config.lambda_role == crate::server::WORKER).then(|| {
+        crate::server::LambdaRole::records(
+            crate::server::WORKER,
+            Arc::new(crate::work::WorkRecords(runner.clone())),
+        )
+    })
+}
+
+/// The durable parts of an app: its stores, its runner of acknowledged work and its questions.
+pub(super) struct Durable {
+    pub(super) state: Option<Arc<dyn StateStore>>,
+    pub(super) idempotency: Option<Idempotency>,
+    pub(super) runner: Option<Arc<crate::work::Runner>>,
+    pub(super) questions: Option<Arc<crate::work::Questions>>,
+    /// The store may be shared with other processes (DynamoDB, or one the program gave).
+    pub(super) shared: bool,
+    /// An earlier run left state to resume.
+    pub(super) recovering: bool,
+}
+
+/// Builds the durable parts the configuration names, or takes the stores the program gave
+/// (`state_store`, `idempotency_store`).
+pub(super) fn durable(
+    config: &Config,
+    sdk: &crate::aws::SharedSdk,
+    state_store: Option<Arc<dyn StateStore>>,
+    idempotency_store: Option<Arc<dyn IdempotencyStore>>,
+) -> Result<Durable, StartError> {
+    // Whether an earlier run left state to resume: looked at before anything opens it.
+    let recovering = matches!(
+        &config.state,
+        crate::state::StateConfig::Embedded { path: Some(path), .. } if path.exists()
+    );
+    // A store the program gives may be shared with other processes, as DynamoDB is.
+    let shared =
+        state_store.is_some() || matches!(config.state, crate::state::StateConfig::DynamoDb { .. });
+    let state = match state_store {
+        Some(store) => Some(store),
+        None => crate::state::build(&config.state, sdk).map_err(StartError::State)?,
+    };
+    let idempotency = match idempotency_store {
+        Some(store) => Some(Idempotency {
+            store,
+            keep: config.idempotency.ttl,
+        }),
+        None => crate::idempotency::build(&config.idempotency, state.as_ref(), sdk)
+            .map_err(StartError::Idempotency)?,
+    };
+    // Acknowledged work always has a store: the state store, or (a local server with
+    // OXP_STATE=off: no state for calls that talk back) one in memory of its own. In
+    // Lambda none is made up: a protocol that acknowledges work refuses to start.
+    let work_store = state.clone().or_else(|| {
+        let local = !config.runtime.lambda;
+        local.then(|| crate::state::embedded::store_cached(None, 1 << 20).ok())?
+    });
+    let runner = work_runner(work_store.as_ref(), config, sdk)?;
+    if let Some(runner) = &runner {
+        // The embedded file this process took is its alone (its lock proves any earlier
+        // holder dead); one in memory ends with the process.
+        let in_memory = state.is_none()
+            || matches!(
+                &config.state,
+                crate::state::StateConfig::Embedded { path: None, .. }
+            );
+        runner.store_is(!shared, shared || !in_memory);
+    }
+    let questions = state.as_ref().map(|store| {
+        let questions = Arc::new(crate::work::Questions::new(store.clone()));
+        if let Some(runner) = &runner {
+            questions.wakes(runner);
+        }
+        questions
+    });
+    Ok(Durable {
+        state,
+        idempotency,
+        runner,
+        questions,
+        shared,
+        recovering,
+    })
+}
+
+/// At shutdown the runner's unfinished work is let go for another process to take over (or,
+/// with a store that ends with the process, given up through its protocol), after waiting up
+/// to `OXP_WORK_DRAIN_SECS` (or the drain's own timeout) for it.
+struct LetGo(Arc<crate::work::Runner>);
+
+impl protocol::Drain for LetGo {
+    fn drain(&self, timeout: Option<std::time::Duration>) -> protocol::BoxFuture<'_, usize> {
+        Box::pin(async move {
+            let wait = timeout.unwrap_or(self.0.settings().drain);
+            self.0.drain(wait).await
+        })
+    }
+}
+
+/// The runner's part once the protocols registered their kinds of work: what runs here is let
+/// go at shutdown for another process to take over, and a local server looks for work to take
+/// over from the start when the store may hold some already (`may_hold_work`: others share it, or
+/// an earlier run left some).
+pub(super) fn start(
+    runner: Option<&Arc<crate::work::Runner>>,
+    config: &Config,
+    may_hold_work: bool,
+) -> Option<Arc<dyn protocol::Drain>> {
+    let runner = runner?;
+    if !config.runtime.lambda {
+        runner.sweep_every_tick(may_hold_work);
+    }
+    Some(Arc::new(LetGo(runner.clone())))
+}
