@@ -98,26 +98,11 @@ impl Authorizing {
         deadline: Option<Instant>,
     ) -> Waited {
         let provider = challenge.provider.as_str();
-        let bound = job
-            .principal
-            .bind_user_id(job.user_id.clone())
-            .ok()
-            .flatten();
-        let Some(user) = job
-            .principal
-            .token_owner(bound.as_deref())
-            .map(str::to_owned)
-        else {
+        let Some(user) = user_of(job) else {
             return Waited::Ended(error(
                 "missing_requirement",
                 "This tool requires a user ID".into(),
             ));
-        };
-        let unavailable = || {
-            Waited::Ended(error(
-                "unavailable",
-                "The authorization could not be awaited; try again".into(),
-            ))
         };
         let caller = job.principal.subject.as_deref();
         let arrived = UNIX_EPOCH + Duration::from_millis(job.received_at_ms);
@@ -178,6 +163,17 @@ impl Authorizing {
             .questions
             .wait(&asked.token, until.into(), None, std::future::pending())
             .await;
+        self.waited(answered, provider, until < give_up)
+    }
+
+    /// What the wait for `provider`'s authorization came to: `answered`, or the executor's
+    /// end (`deadline_first`: it came before the authorization's own time ran out).
+    fn waited(
+        &self,
+        answered: Result<serde_json::Value, Answered>,
+        provider: &str,
+        deadline_first: bool,
+    ) -> Waited {
         match answered {
             Ok(answer) if answer["granted"] == true => Waited::Granted,
             Ok(_) => Waited::Ended(error(
@@ -186,7 +182,7 @@ impl Authorizing {
                     "The authorization with '{provider}' was not granted. Try again and grant the requested access."
                 ),
             )),
-            Err(Answered::Until) if until < give_up => Waited::Deadline,
+            Err(Answered::Until) if deadline_first => Waited::Deadline,
             Err(Answered::Until | Answered::Gone | Answered::Cancelled) => Waited::Ended(error(
                 "authorization_timeout",
                 format!(
@@ -275,4 +271,24 @@ fn scopes_of(toolset: &ServedToolset, job: &Job, provider: &str) -> Vec<String> 
                 .map(|p| p.scopes.clone())
         })
         .unwrap_or_default()
+}
+
+/// Whose tokens `job`'s call uses: its bound user, else its caller's own (`None`: no user).
+fn user_of(job: &Job) -> Option<String> {
+    let bound = job
+        .principal
+        .bind_user_id(job.user_id.clone())
+        .ok()
+        .flatten();
+    job.principal
+        .token_owner(bound.as_deref())
+        .map(str::to_owned)
+}
+
+/// The wait could not be kept (the store did not answer).
+fn unavailable() -> Waited {
+    Waited::Ended(error(
+        "unavailable",
+        "The authorization could not be awaited; try again".into(),
+    ))
 }

@@ -158,25 +158,7 @@ impl RapConfig {
             allow_loopback: env.flag("OXP_RAP_ALLOW_LOOPBACK_CALLBACKS")?
                 || (!lambda && host.is_loopback()),
         };
-        let millis = |name: &'static str| -> Result<Option<Duration>, ConfigError> {
-            Ok(env.positive::<u64>(name)?.map(Duration::from_millis))
-        };
-        let r = &mut c.retry;
-        if let Some(n) = env.positive("OXP_RAP_DELIVERY_ATTEMPTS")? {
-            r.max_attempts = n;
-        }
-        if let Some(d) = millis("OXP_RAP_RETRY_BASE_MS")? {
-            r.base = d;
-        }
-        if let Some(d) = millis("OXP_RAP_RETRY_MAX_MS")? {
-            r.max_delay = d;
-        }
-        if let Some(secs) = env.positive::<u64>("OXP_RAP_DELIVERY_TIMEOUT_SECS")? {
-            r.total = Duration::from_secs(secs);
-        }
-        if let Some(d) = millis("OXP_RAP_ATTEMPT_TIMEOUT_MS")? {
-            r.attempt_timeout = d;
-        }
+        retry_from_env(env, &mut c.retry)?;
         if let Some(v) = env.get("OXP_RAP_RATE_LIMIT") {
             c.rate_limit = Some(rate_limit(&v).ok_or_else(|| {
                 invalid(
@@ -191,18 +173,48 @@ impl RapConfig {
         if let Some(n) = env.positive("OXP_RAP_MAX_PENDING")? {
             c.max_pending = n;
         }
-        for retired in ["OXP_RAP_MAX_PENDING_PER_CALLER", "OXP_RAP_DRAIN_SECS"] {
-            if env.get(retired).is_some() {
-                let instead = if retired.ends_with("CALLER") {
-                    "is retired: one caller's share is OXP_WORK_MAX_PER_CALLER"
-                } else {
-                    "is retired: the runner drains for OXP_WORK_DRAIN_SECS"
-                };
-                return Err(invalid(retired, instead));
-            }
-        }
+        refuse_retired(env)?;
         Ok(c)
     }
+}
+
+/// The delivery retries' settings (`OXP_RAP_DELIVERY_*`, `OXP_RAP_RETRY_*`,
+/// `OXP_RAP_ATTEMPT_TIMEOUT_MS`) over `r`'s defaults.
+fn retry_from_env(env: &Env<'_>, r: &mut RetryPolicy) -> Result<(), ConfigError> {
+    let millis = |name: &'static str| -> Result<Option<Duration>, ConfigError> {
+        Ok(env.positive::<u64>(name)?.map(Duration::from_millis))
+    };
+    if let Some(n) = env.positive("OXP_RAP_DELIVERY_ATTEMPTS")? {
+        r.max_attempts = n;
+    }
+    if let Some(d) = millis("OXP_RAP_RETRY_BASE_MS")? {
+        r.base = d;
+    }
+    if let Some(d) = millis("OXP_RAP_RETRY_MAX_MS")? {
+        r.max_delay = d;
+    }
+    if let Some(secs) = env.positive::<u64>("OXP_RAP_DELIVERY_TIMEOUT_SECS")? {
+        r.total = Duration::from_secs(secs);
+    }
+    if let Some(d) = millis("OXP_RAP_ATTEMPT_TIMEOUT_MS")? {
+        r.attempt_timeout = d;
+    }
+    Ok(())
+}
+
+/// Settings since retired stop the start, naming what took their place.
+fn refuse_retired(env: &Env<'_>) -> Result<(), ConfigError> {
+    for retired in ["OXP_RAP_MAX_PENDING_PER_CALLER", "OXP_RAP_DRAIN_SECS"] {
+        if env.get(retired).is_some() {
+            let instead = if retired.ends_with("CALLER") {
+                "is retired: one caller's share is OXP_WORK_MAX_PER_CALLER"
+            } else {
+                "is retired: the runner drains for OXP_WORK_DRAIN_SECS"
+            };
+            return Err(invalid(retired, instead));
+        }
+    }
+    Ok(())
 }
 
 fn rate_limit(value: &str) -> Option<RateLimit> {
