@@ -195,16 +195,18 @@ impl OAuthConfig {
     }
 }
 
-fn provider(env: &Env<'_>, id: &str) -> Result<ProviderConfig, ConfigError> {
-    if id.len() > 64
-        || !id
+/// Whether `id` may name a provider (it names its variables too).
+fn is_provider_id(id: &str) -> bool {
+    id.len() <= 64
+        && id
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
-    {
-        return Err(invalid(
-            PROVIDERS,
-            "provider ids are letters, digits, '-' and '_'",
-        ));
+}
+
+fn provider(env: &Env<'_>, id: &str) -> Result<ProviderConfig, ConfigError> {
+    if !is_provider_id(id) {
+        let why = "provider ids are letters, digits, '-' and '_'";
+        return Err(invalid(PROVIDERS, why));
     }
     let prefix = prefix(id);
     let var = |name: &str| env.get(&format!("{prefix}{name}"));
@@ -227,47 +229,33 @@ fn provider(env: &Env<'_>, id: &str) -> Result<ProviderConfig, ConfigError> {
             ),
         ));
     }
-    for url in [&issuer, &authorize_url, &token_url].into_iter().flatten() {
-        absolute(url).ok_or_else(|| {
-            invalid(
-                PROVIDERS,
-                &format!("a URL of provider '{id}' is not an absolute URL"),
-            )
-        })?;
+    if [&issuer, &authorize_url, &token_url]
+        .into_iter()
+        .flatten()
+        .any(|url| absolute(url).is_none())
+    {
+        let why = format!("a URL of provider '{id}' is not an absolute URL");
+        return Err(invalid(PROVIDERS, &why));
     }
     let client_auth = match var("CLIENT_AUTH").as_deref().map(str::trim) {
         None => preset.as_ref().map_or(ClientAuth::Basic, |p| p.auth),
         Some("basic") => ClientAuth::Basic,
         Some("post") => ClientAuth::Post,
         Some(_) => {
-            return Err(invalid(
-                PROVIDERS,
-                &format!("{prefix}CLIENT_AUTH must be 'basic' or 'post'"),
-            ));
+            let why = format!("{prefix}CLIENT_AUTH must be 'basic' or 'post'");
+            return Err(invalid(PROVIDERS, &why));
         }
     };
-    let scopes = var("SCOPES").map_or_else(
-        || {
-            preset
-                .as_ref()
-                .map_or_else(Vec::new, |p| p.scopes.iter().map(|s| (*s).into()).collect())
-        },
-        |v| {
-            v.split([',', ' '])
-                .filter(|s| !s.is_empty())
-                .map(Into::into)
-                .collect()
-        },
-    );
+    let scopes = match var("SCOPES") {
+        Some(v) => words(&v, &[',', ' ']),
+        None => preset
+            .as_ref()
+            .map_or_else(Vec::new, |p| p.scopes.iter().map(|s| (*s).into()).collect()),
+    };
     let identity = match var("IDENTITY").as_deref().map(str::trim) {
         None => vec!["sub".into(), "email".into()],
         Some("none") => Vec::new(),
-        Some(fields) => fields
-            .split(',')
-            .map(str::trim)
-            .filter(|f| !f.is_empty())
-            .map(Into::into)
-            .collect(),
+        Some(fields) => words(fields, &[',']),
     };
     let userinfo_url = var("USERINFO_URL").or_else(|| preset.as_ref().map(|p| p.userinfo.into()));
     if !identity.is_empty() && userinfo_url.is_none() && issuer.is_none() {
@@ -298,6 +286,15 @@ fn provider(env: &Env<'_>, id: &str) -> Result<ProviderConfig, ConfigError> {
             .unwrap_or_default(),
         identity,
     })
+}
+
+/// The non-empty words of `v` between `separators`, trimmed.
+fn words(v: &str, separators: &[char]) -> Vec<String> {
+    v.split(separators)
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(Into::into)
+        .collect()
 }
 
 #[cfg(test)]
