@@ -86,32 +86,47 @@ impl Runner {
         }
         let mut held = (work, item);
         if taken != held.0.slot {
-            // Another slot than the one tried first: the record names the one it holds.
-            let named = self
-                .update_then(
-                    id,
-                    Some(held.1.clone()),
-                    |w| {
-                        w.slot.clone_from(&taken);
-                        true
-                    },
-                    |_| None,
-                )
-                .await;
-            match named {
-                Ok(Some(named)) => held = named,
-                Ok(None) => {
-                    // Ended meanwhile (a shutdown's end): nothing holds the slot now.
-                    self.give_back(share, id, taken.as_deref()).await;
-                    return Ok(true);
-                }
-                Err(e) => {
-                    tracing::warn!(target: "oxp::work", error = %e, "work's slot not named in its record: it counts until it expires");
-                }
+            match self.name_slot(id, share, held, taken).await {
+                Some(named) => held = named,
+                None => return Ok(true),
             }
         }
         self.begin(vec![(id.to_owned(), Some(held))]).await;
         Ok(true)
+    }
+
+    /// Work `id`, `held` as first written, took another slot of `share` than the one tried
+    /// first (`taken`): its record names the one it holds. `None`: it ended meanwhile (a
+    /// shutdown's end), its slot given back.
+    async fn name_slot(
+        &self,
+        id: &str,
+        share: Option<&str>,
+        held: (Work, Item),
+        taken: Option<String>,
+    ) -> Option<(Work, Item)> {
+        let named = self
+            .update_then(
+                id,
+                Some(held.1.clone()),
+                |w| {
+                    w.slot.clone_from(&taken);
+                    true
+                },
+                |_| None,
+            )
+            .await;
+        match named {
+            Ok(Some(named)) => Some(named),
+            Ok(None) => {
+                self.give_back(share, id, taken.as_deref()).await;
+                None
+            }
+            Err(e) => {
+                tracing::warn!(target: "oxp::work", error = %e, "work's slot not named in its record: it counts until it expires");
+                Some(held)
+            }
+        }
     }
 
     /// Accepts work `id` of `kind` due only `after` from now: kept, and run by the sweep that
@@ -256,7 +271,7 @@ impl Runner {
                         if let Some(held) = held {
                             this.clone().execute(id, held, None).await;
                         }
-                        this.in_hand.fetch_sub(1, Relaxed);
+                        this.out_of_hand();
                     });
                 }
             }

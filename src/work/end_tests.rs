@@ -1,7 +1,8 @@
 //! What stays of ended work: nothing (its record goes at its end, so a sweep reads live work
 //! only, and its id coming again is new work: a RAP invocation's repeat is answered by its
 //! call's idempotency record, `rap::the_same_invocation_sent_twice_*`); and work that more came
-//! for while it ran is kept as live work, not ended.
+//! for while it ran is kept as live work, not ended; a shutdown waits for a run that ended until
+//! its end is written (its slot given back).
 
 use super::*;
 use oxp_lambda_core::durable::StateFuture;
@@ -246,4 +247,101 @@ async fn more_that_comes_as_the_run_holding_the_work_ends_is_run_at_once_not_lef
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     until_gone(&*store, "f").await;
+}
+
+/// A store whose writes to callers' shares take `delay` once `slow` is set.
+#[derive(Debug)]
+struct SlowShares {
+    store: Arc<dyn StateStore>,
+    delay: Duration,
+    slow: std::sync::atomic::AtomicBool,
+}
+
+impl SlowShares {
+    async fn wait(&self, partition: &str) {
+        if partition.starts_with("work-of#") && self.slow.load(Ordering::SeqCst) {
+            tokio::time::sleep(self.delay).await;
+        }
+    }
+}
+
+impl StateStore for SlowShares {
+    fn get<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, Option<Item>> {
+        self.store.get(partition, key)
+    }
+
+    fn put_if<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+        item: Item,
+        expected: Option<&'a [u8]>,
+    ) -> StateFuture<'a, bool> {
+        Box::pin(async move {
+            self.wait(partition).await;
+            self.store.put_if(partition, key, item, expected).await
+        })
+    }
+
+    fn put<'a>(&'a self, partition: &'a str, key: &'a str, item: Item) -> StateFuture<'a, ()> {
+        Box::pin(async move {
+            self.wait(partition).await;
+            self.store.put(partition, key, item).await
+        })
+    }
+
+    fn delete<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, ()> {
+        Box::pin(async move {
+            self.wait(partition).await;
+            self.store.delete(partition, key).await
+        })
+    }
+
+    fn list<'a>(
+        &'a self,
+        partition: &'a str,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> StateFuture<'a, Vec<(String, Item)>> {
+        self.store.list(partition, after, limit)
+    }
+
+    fn due<'a>(
+        &'a self,
+        partition: &'a str,
+        until: SystemTime,
+        limit: usize,
+    ) -> StateFuture<'a, Vec<(String, Item)>> {
+        self.store.due(partition, until, limit)
+    }
+}
+
+#[tokio::test]
+async fn a_shutdown_waits_for_a_run_that_ended_until_its_slot_is_given_back() {
+    let store = crate::state::embedded::store(None).unwrap();
+    let slow = Arc::new(SlowShares {
+        store: store.clone(),
+        delay: Duration::from_millis(300),
+        slow: Default::default(),
+    });
+    let runner = Runner::new(slow.clone(), Settings::default());
+    // A store that outlives the process: what a shutdown waits for is the work in hand.
+    runner.store_is(true, true);
+    runner.register("ends", Ends::new(Duration::from_millis(50)));
+    let body = serde_json::json!({});
+    let accepted = runner.submit("ends", "e", Some("alice"), body).await;
+    assert!(accepted.unwrap());
+    // The run ends while the drain waits; giving its slot back takes 300 ms.
+    slow.slow.store(true, Ordering::SeqCst);
+    assert_eq!(
+        runner.drain(Duration::from_secs(5)).await,
+        0,
+        "nothing let go"
+    );
+    let slots = store.list("work-of#alice", None, 10).await.unwrap();
+    assert!(slots.is_empty(), "its slot given back: {slots:?}");
+    assert!(
+        stored(&*store, "e").await.is_none(),
+        "ended, its record gone"
+    );
 }

@@ -316,6 +316,14 @@ impl Runner {
         self.in_hand.load(Relaxed)
     }
 
+    /// A run begun here ended (its outcome kept and delivered, or left for a takeover): the
+    /// last one wakes a shutdown's wait.
+    fn out_of_hand(&self) {
+        if self.in_hand.fetch_sub(1, Relaxed) == 1 {
+            self.idle.notify_waiters();
+        }
+    }
+
     pub(super) fn handler(&self, kind: &str) -> Option<Arc<dyn Handler>> {
         self.handlers
             .read()

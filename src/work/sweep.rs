@@ -42,7 +42,7 @@ impl Runner {
                 self.in_hand.fetch_add(1, Relaxed);
                 tokio::spawn(async move {
                     this.clone().execute(id, work, None).await;
-                    this.in_hand.fetch_sub(1, Relaxed);
+                    this.out_of_hand();
                 });
             }
         }
@@ -138,7 +138,8 @@ impl Runner {
         });
     }
 
-    /// At shutdown: waits up to `timeout` for the work running here (and, with a store that
+    /// At shutdown: waits up to `timeout` for the work running here, a run that ended until its
+    /// outcome is delivered or put off (and, with a store that
     /// ends with this process, for every piece of work it holds, retries included), then claims
     /// nothing more, asks what still runs to stop (a tool's cancellation: what it returns is
     /// kept and delivered) and waits its grace, then lets the rest go (due now, a takeover for
@@ -191,11 +192,14 @@ impl Runner {
         let all_done = async {
             loop {
                 let idle = self.idle.notified();
-                let running = !self
-                    .running
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .is_empty();
+                // A run that ended is in hand until its outcome is kept and delivered and its
+                // slot given back: what it does then is waited for too.
+                let running = self.in_hand() > 0
+                    || !self
+                        .running
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .is_empty();
                 let held = !durable
                     && !running
                     && self
