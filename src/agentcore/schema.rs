@@ -85,21 +85,7 @@ fn simplify(schema: &Value, root: &Value, at: &str, depth: usize) -> Result<Valu
         return Ok(json!({}));
     };
     if let Some(reference) = map.get("$ref").and_then(Value::as_str) {
-        if depth >= MAX_REF_DEPTH {
-            return Err(failure(format!("the recursive $ref '{reference}'"), at));
-        }
-        let target = resolve(reference, root).ok_or_else(|| {
-            failure(
-                format!("the $ref '{reference}' (not a local definition)"),
-                at,
-            )
-        })?;
-        let mut inlined = simplify(target, root, at, depth + 1)?;
-        // A description next to the $ref describes this use; it wins.
-        if let (Some(d), Value::Object(out)) = (map.get("description"), &mut inlined) {
-            out.insert("description".into(), d.clone());
-        }
-        return Ok(inlined);
+        return inlined(map, reference, root, at, depth);
     }
     if let Some(branch) = optional_branch(map) {
         let mut inner = simplify(branch, root, at, depth)?;
@@ -123,15 +109,7 @@ fn simplify(schema: &Value, root: &Value, at: &str, depth: usize) -> Result<Valu
     }
     for (keyword, label) in [("enum", "One of"), ("const", "Always")] {
         if let Some(values) = map.get(keyword) {
-            let shown = match values {
-                Value::Array(items) => items
-                    .iter()
-                    .map(Value::to_string)
-                    .collect::<Vec<_>>()
-                    .join(", "),
-                other => other.to_string(),
-            };
-            let note = format!("{label}: {shown}.");
+            let note = format!("{label}: {}.", shown(values));
             description = Some(match description {
                 Some(d) => format!("{d} {note}"),
                 None => note,
@@ -175,6 +153,43 @@ fn simplify(schema: &Value, root: &Value, at: &str, depth: usize) -> Result<Valu
         Some(_) => return Err(failure("the keyword 'items' as a list (a tuple)", at)),
     }
     Ok(Value::Object(out))
+}
+
+/// The schema `reference` names (from `map`, at `at`), inlined in the subset; a description
+/// beside the `$ref` describes this use, so it wins.
+fn inlined(
+    map: &Map<String, Value>,
+    reference: &str,
+    root: &Value,
+    at: &str,
+    depth: usize,
+) -> Result<Value, Failure> {
+    if depth >= MAX_REF_DEPTH {
+        return Err(failure(format!("the recursive $ref '{reference}'"), at));
+    }
+    let target = resolve(reference, root).ok_or_else(|| {
+        failure(
+            format!("the $ref '{reference}' (not a local definition)"),
+            at,
+        )
+    })?;
+    let mut inlined = simplify(target, root, at, depth + 1)?;
+    if let (Some(d), Value::Object(out)) = (map.get("description"), &mut inlined) {
+        out.insert("description".into(), d.clone());
+    }
+    Ok(inlined)
+}
+
+/// An `enum`'s or a `const`'s values as a description shows them.
+fn shown(values: &Value) -> String {
+    match values {
+        Value::Array(items) => items
+            .iter()
+            .map(Value::to_string)
+            .collect::<Vec<_>>()
+            .join(", "),
+        other => other.to_string(),
+    }
 }
 
 /// `#/$defs/Name` or `#/definitions/Name` in `root`.
