@@ -5,6 +5,7 @@
 //! checks its output, and writes the one log line of the call. The adapter only translates the
 //! [`Outcome`] or [`Rejection`] back to its wire format.
 
+mod claim;
 mod local;
 pub mod metrics;
 mod prepare;
@@ -19,9 +20,7 @@ pub use crate::refusal::{RETRY_AFTER, Rejection};
 pub use run::CANCEL_GRACE;
 
 use crate::content::ToolOutput;
-use crate::idempotency::{
-    Claim, Fingerprinted, Idempotency, StoredOutcome, fingerprint, scoped_key,
-};
+use crate::idempotency::{Claim, Fingerprinted, Idempotency, fingerprint, scoped_key};
 use crate::principal::Principal;
 use crate::refusal::ErrorClass;
 use crate::registry::{RegisteredTool, Registry};
@@ -29,8 +28,9 @@ use crate::secrets::Secrets;
 use crate::talk::{Silent, Talk, TalkBack};
 use crate::tokens::UserTokens;
 use crate::tool::{Cancellation, Secret, ToolContext, ToolError};
+use claim::{claimed, claimed_before, keep, release};
 use http::Extensions;
-use prepare::{credentials_of, deadline_of, retryable};
+use prepare::{credentials_of, deadline_of};
 use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -239,26 +239,9 @@ impl Invoker {
 
     async fn run(&self, mut call: Call, watch: &mut Watch) -> Result<Outcome, Rejection> {
         let arrived = Instant::now();
-        let tool = match &call.target {
-            Target::Tool(tool) => tool.clone(),
-            Target::Id(id) => self
-                .registry
-                .resolve(id)
-                .map_err(Rejection::Resolve)?
-                .clone(),
-        };
+        let tool = self.tool_of(&call.target)?;
         watch.resolved(&tool);
-        // One deadline for the whole call: the slot wait, the claim and the run share it.
-        let deadline = deadline_of(
-            arrived,
-            call.deadline,
-            match call.timeout {
-                TimeLimit::Server => self.timeout,
-                TimeLimit::Within(limit) => Some(limit),
-                TimeLimit::Unlimited => None,
-            },
-            tool.timeout,
-        );
+        let deadline = self.deadline(&call, arrived, &tool);
         let user_id = call
             .principal
             .bind_user_id(call.user_id.take())
@@ -288,13 +271,7 @@ impl Invoker {
                 call.secrets,
                 holdings,
             ),
-            async {
-                let held = claim.as_ref()?;
-                let hold = deadline.map_or(UNBOUNDED_HOLD, |d| {
-                    d.saturating_duration_since(Instant::now()) + HOLD_MARGIN
-                });
-                Some(held.store.claim(&held.key, &held.print, hold).await)
-            }
+            claimed(claim.as_ref(), deadline)
         );
         if let (Some(held), Some(Ok(Claim::Acquired))) = (claim, &claimed) {
             watch.claim = Some(held);
@@ -344,6 +321,28 @@ impl Invoker {
         executed
     }
 
+    /// The tool `target` names.
+    fn tool_of(&self, target: &Target) -> Result<Arc<RegisteredTool>, Rejection> {
+        match target {
+            Target::Tool(tool) => Ok(tool.clone()),
+            Target::Id(id) => self
+                .registry
+                .resolve(id)
+                .map(Arc::clone)
+                .map_err(Rejection::Resolve),
+        }
+    }
+
+    /// One deadline for the whole call: the slot wait, the claim and the run share it.
+    fn deadline(&self, call: &Call, arrived: Instant, tool: &RegisteredTool) -> Option<Instant> {
+        let limit = match call.timeout {
+            TimeLimit::Server => self.timeout,
+            TimeLimit::Within(limit) => Some(limit),
+            TimeLimit::Unlimited => None,
+        };
+        deadline_of(arrived, call.deadline, limit, tool.timeout)
+    }
+
     /// The claim a call of `tool` with `call_id` makes when it has a key and the tool is
     /// idempotent: keyed with what the caller sent, before the requirements take what the tool
     /// declared (a repeat with other credentials is another call).
@@ -386,82 +385,4 @@ impl Invoker {
             .ok()?
             .ok()
     }
-}
-
-/// The answer to a call whose key was claimed before: the stored outcome, "still running", or
-/// the key reused for another call.
-fn claimed_before(
-    claim: Claim,
-    call_id: String,
-    tool: Arc<RegisteredTool>,
-) -> Result<Outcome, Rejection> {
-    match claim {
-        Claim::Completed(stored) => Ok(Outcome {
-            call_id,
-            result: stored.result(),
-            duration: Duration::from_secs_f64(stored.duration_ms.max(0.0) / 1e3),
-            tool,
-            disposition: Disposition::Replayed,
-        }),
-        Claim::InProgress => {
-            let error =
-                ToolError::new("This call is still running; retry shortly to get its result")
-                    .developer_message(format!("a call with call_id '{call_id}' is in progress"))
-                    .retry_after(RETRY_AFTER);
-            Ok(Outcome {
-                call_id,
-                result: Err(error),
-                duration: Duration::ZERO,
-                tool,
-                disposition: Disposition::InProgress,
-            })
-        }
-        Claim::Conflict => Err(Rejection::KeyReused(call_id)),
-        Claim::Acquired => unreachable!("an acquired claim runs the call"),
-    }
-}
-
-/// Frees the claim `watch` holds (the call was refused after it was made).
-async fn release(watch: &mut Watch) {
-    if let Some(held) = watch.claim.take()
-        && let Err(e) = held.store.release(&held.key, &held.print).await
-    {
-        tracing::warn!(target: "oxp::call", error = %e, "claim of a refused call not released");
-    }
-}
-
-/// Stores `executed`, the outcome of a call that claimed its key as `held`, for repeats. A
-/// cancelled call, a retryable failure and a rejection leave nothing to replay: the same call
-/// id may run again at once.
-async fn keep(
-    idem: &Idempotency,
-    held: &Held,
-    executed: Result<Outcome, Rejection>,
-    cancelled: &Cancellation,
-) -> Result<Outcome, Rejection> {
-    let stored = match &executed {
-        Ok(outcome) if !cancelled.is_cancelled() && !retryable(&outcome.result) => {
-            let record = StoredOutcome::new(&outcome.result, outcome.duration);
-            match idem
-                .store
-                .complete(&held.key, &held.print, &record, idem.keep)
-                .await
-            {
-                Ok(()) => Ok(()),
-                // Not stored (say, over the store's item size): freed rather than left "in
-                // progress" until the hold runs out.
-                Err(e) => {
-                    let _ = held.store.release(&held.key, &held.print).await;
-                    Err(e)
-                }
-            }
-        }
-        _ => held.store.release(&held.key, &held.print).await,
-    };
-    if let (Err(e), Ok(outcome)) = (stored, &executed) {
-        // The caller still gets the answer; only a later repeat may run the tool again. The
-        // call id is the caller's: a string field, escaped as on every call line.
-        tracing::warn!(target: "oxp::call", call_id = outcome.call_id.as_str(), error = e.0.as_str(), "outcome not stored");
-    }
-    executed
 }
