@@ -68,22 +68,7 @@ impl Options {
                 let method = format_ident!("{key}");
                 self.calls.push(quote!(.#method()));
             }
-            "task_support" => {
-                let support: LitStr = meta.value()?.parse()?;
-                let variant = match support.value().as_str() {
-                    "forbidden" => format_ident!("Forbidden"),
-                    "optional" => format_ident!("Optional"),
-                    "required" => format_ident!("Required"),
-                    _ => {
-                        return Err(syn::Error::new(
-                            support.span(),
-                            "task_support is \"forbidden\", \"optional\" or \"required\"",
-                        ));
-                    }
-                };
-                self.calls
-                    .push(quote!(.task_support(::oxp_lambda::TaskSupport::#variant)));
-            }
+            "task_support" => self.calls.push(task_support(&meta)?),
             "open_world" => {
                 let open = if meta.input.peek(syn::Token![=]) {
                     meta.value()?.parse::<LitBool>()?.value
@@ -111,27 +96,7 @@ impl Options {
                     <[&'static str]>::iter(&[#(#scopes),*]).copied()
                 )));
             }
-            "authorization" => {
-                let mut id: Option<LitStr> = None;
-                let mut scopes: Vec<Expr> = Vec::new();
-                meta.parse_nested_meta(|inner| {
-                    if inner.path.is_ident("id") {
-                        id = Some(inner.value()?.parse()?);
-                    } else if inner.path.is_ident("scopes") {
-                        let list: syn::ExprArray = inner.value()?.parse()?;
-                        scopes.extend(list.elems);
-                    } else {
-                        return Err(inner.error("expected `id` or `scopes`"));
-                    }
-                    Ok(())
-                })?;
-                let id = id.ok_or_else(|| meta.error("authorization needs `id = \"...\"`"))?;
-                let scopes: &[Expr] = &scopes;
-                self.calls.push(quote!(.authorization(
-                    #id,
-                    <[&'static str]>::iter(&[#(#scopes),*]).copied()
-                )));
-            }
+            "authorization" => self.calls.push(authorization(&meta)?),
             _ => {
                 return Err(meta.error(
                     "unknown argument: expected name, version, description, title, read_only, \
@@ -142,6 +107,46 @@ impl Options {
         }
         Ok(())
     }
+}
+
+/// `task_support = "forbidden" | "optional" | "required"` as the builder's call.
+fn task_support(meta: &syn::meta::ParseNestedMeta<'_>) -> Result<TokenStream2> {
+    let support: LitStr = meta.value()?.parse()?;
+    let variant = match support.value().as_str() {
+        "forbidden" => format_ident!("Forbidden"),
+        "optional" => format_ident!("Optional"),
+        "required" => format_ident!("Required"),
+        _ => {
+            return Err(syn::Error::new(
+                support.span(),
+                "task_support is \"forbidden\", \"optional\" or \"required\"",
+            ));
+        }
+    };
+    Ok(quote!(.task_support(::oxp_lambda::TaskSupport::#variant)))
+}
+
+/// `authorization(id = "...", scopes = [...])` as the builder's call.
+fn authorization(meta: &syn::meta::ParseNestedMeta<'_>) -> Result<TokenStream2> {
+    let mut id: Option<LitStr> = None;
+    let mut scopes: Vec<Expr> = Vec::new();
+    meta.parse_nested_meta(|inner| {
+        if inner.path.is_ident("id") {
+            id = Some(inner.value()?.parse()?);
+        } else if inner.path.is_ident("scopes") {
+            let list: syn::ExprArray = inner.value()?.parse()?;
+            scopes.extend(list.elems);
+        } else {
+            return Err(inner.error("expected `id` or `scopes`"));
+        }
+        Ok(())
+    })?;
+    let id = id.ok_or_else(|| meta.error("authorization needs `id = \"...\"`"))?;
+    let scopes: &[Expr] = &scopes;
+    Ok(quote!(.authorization(
+        #id,
+        <[&'static str]>::iter(&[#(#scopes),*]).copied()
+    )))
 }
 
 /// What one parameter of the tool function receives.
@@ -165,44 +170,9 @@ fn expand(options: Options, mut f: ItemFn) -> Result<TokenStream2> {
     let version = options
         .version
         .ok_or_else(|| Error::new(Span::call_site(), "#[tool] needs `version = \"1.0.0\"`"))?;
-    if f.sig.asyncness.is_none() {
-        return Err(Error::new(
-            f.sig.fn_token.span(),
-            "#[tool] needs an `async fn`",
-        ));
-    }
-    if !f.sig.generics.params.is_empty() {
-        return Err(Error::new(
-            f.sig.generics.span(),
-            "a #[tool] function cannot be generic",
-        ));
-    }
-    let description = match options.description {
-        Some(d) => d.value(),
-        None => doc_text(&f.attrs),
-    };
-    if description.is_empty() {
-        return Err(Error::new(
-            f.sig.ident.span(),
-            "a tool needs a description: a doc comment or `description = \"...\"`",
-        ));
-    }
-    let mut params = Vec::new();
-    for arg in &mut f.sig.inputs {
-        let FnArg::Typed(arg) = arg else {
-            return Err(Error::new(arg.span(), "a #[tool] function takes no `self`"));
-        };
-        let docs = take_docs(&mut arg.attrs)?;
-        params.push(classify(&arg.pat, &arg.ty, docs)?);
-    }
-    let has_input = params.iter().any(|p| matches!(p, Param::Input(_)));
+    let description = description_of(options.description, &f)?;
+    let params = params_of(&mut f)?;
     let has_properties = params.iter().any(|p| matches!(p, Param::Property { .. }));
-    if has_input && has_properties {
-        return Err(Error::new(
-            f.sig.inputs.span(),
-            "take the input whole (`Input<T>`) or as parameters, not both",
-        ));
-    }
 
     let fn_name = &f.sig.ident;
     let vis = &f.vis;
@@ -265,6 +235,55 @@ fn expand(options: Options, mut f: ItemFn) -> Result<TokenStream2> {
                 })
         }
     })
+}
+
+/// The tool's description (`given`, else the function's doc comment), once the function is
+/// found to be a plain `async fn`.
+fn description_of(given: Option<LitStr>, f: &ItemFn) -> Result<String> {
+    if f.sig.asyncness.is_none() {
+        return Err(Error::new(
+            f.sig.fn_token.span(),
+            "#[tool] needs an `async fn`",
+        ));
+    }
+    if !f.sig.generics.params.is_empty() {
+        return Err(Error::new(
+            f.sig.generics.span(),
+            "a #[tool] function cannot be generic",
+        ));
+    }
+    let description = match given {
+        Some(d) => d.value(),
+        None => doc_text(&f.attrs),
+    };
+    if description.is_empty() {
+        return Err(Error::new(
+            f.sig.ident.span(),
+            "a tool needs a description: a doc comment or `description = \"...\"`",
+        ));
+    }
+    Ok(description)
+}
+
+/// What each parameter of `f` receives (their doc comments taken for the input's schema).
+fn params_of(f: &mut ItemFn) -> Result<Vec<Param>> {
+    let mut params = Vec::new();
+    for arg in &mut f.sig.inputs {
+        let FnArg::Typed(arg) = arg else {
+            return Err(Error::new(arg.span(), "a #[tool] function takes no `self`"));
+        };
+        let docs = take_docs(&mut arg.attrs)?;
+        params.push(classify(&arg.pat, &arg.ty, docs)?);
+    }
+    let has_input = params.iter().any(|p| matches!(p, Param::Input(_)));
+    let has_properties = params.iter().any(|p| matches!(p, Param::Property { .. }));
+    if has_input && has_properties {
+        return Err(Error::new(
+            f.sig.inputs.span(),
+            "take the input whole (`Input<T>`) or as parameters, not both",
+        ));
+    }
+    Ok(params)
 }
 
 fn classify(pat: &Pat, ty: &Type, docs: Vec<String>) -> Result<Param> {
