@@ -239,6 +239,44 @@ impl RapTalk {
         }
     }
 
+    /// Sends question `seq` (`ask`, answered at `base`'s URL for `token`) to the callback.
+    async fn send_choice(
+        &self,
+        ask: &Ask,
+        seq: u32,
+        base: &str,
+        token: &str,
+    ) -> Result<(), TalkError> {
+        let reply_to = &self.job.reply_to;
+        let message = UserChoice {
+            kind: "user_choice",
+            group_id: reply_to.group_id.clone(),
+            id: reply_to.id.clone(),
+            call_id: reply_to.call_id.clone(),
+            prompt: ask.prompt.clone(),
+            choices: ask.choices.clone(),
+            default: ask.default,
+            response_url: format!("{base}/user_choice_response/{token}"),
+        };
+        let body = Bytes::from(serde_json::to_vec(&message).expect("messages serialize"));
+        let sent = self
+            .deliverer
+            .deliver(
+                &reply_to.callback_url,
+                body,
+                self.job.traceparent.as_deref(),
+                self.deadline,
+            )
+            .await;
+        tracing::info!(target: "oxp::rap::audit", id = reply_to.id.as_str(), group_id = reply_to.group_id.as_str(), seq, delivery = if matches!(sent, Delivery::Delivered { .. }) { "delivered" } else { "failed" }, "user choice asked");
+        match sent {
+            Delivery::Delivered { .. } => Ok(()),
+            Delivery::Failed { .. } => Err(TalkError::Unavailable(
+                "the question could not be delivered to the callback".into(),
+            )),
+        }
+    }
+
     async fn ask_user(&self, ask: Ask, seq: u32) -> Result<Choice, TalkError> {
         let Some(questions) = &self.parts.questions else {
             return Err(TalkError::Unavailable(
@@ -268,32 +306,7 @@ impl RapTalk {
         );
         let asked = asked.map_err(unavailable)?;
         if asked.new {
-            let message = UserChoice {
-                kind: "user_choice",
-                group_id: reply_to.group_id.clone(),
-                id: reply_to.id.clone(),
-                call_id: reply_to.call_id.clone(),
-                prompt: ask.prompt.clone(),
-                choices: ask.choices.clone(),
-                default: ask.default,
-                response_url: format!("{base}/user_choice_response/{}", asked.token),
-            };
-            let body = Bytes::from(serde_json::to_vec(&message).expect("messages serialize"));
-            let sent = self
-                .deliverer
-                .deliver(
-                    &reply_to.callback_url,
-                    body,
-                    self.job.traceparent.as_deref(),
-                    self.deadline,
-                )
-                .await;
-            tracing::info!(target: "oxp::rap::audit", id = reply_to.id.as_str(), group_id = reply_to.group_id.as_str(), seq, delivery = if matches!(sent, Delivery::Delivered { .. }) { "delivered" } else { "failed" }, "user choice asked");
-            if let Delivery::Failed { .. } = sent {
-                return Err(TalkError::Unavailable(
-                    "the question could not be delivered to the callback".into(),
-                ));
-            }
+            self.send_choice(&ask, seq, base, &asked.token).await?;
         }
         // The question's own limit counts from when the invocation arrived, so a call handed
         // over again does not wait anew.
