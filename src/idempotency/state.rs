@@ -7,7 +7,7 @@
 //! with one, the stored answer, kept `OXP_IDEMPOTENCY_TTL_SECS`. Both expire like every record.
 
 use crate::state::record::Records;
-use oxp_lambda_core::durable::{StateError, StateStore};
+use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::idempotency::{
     Claim, IdempotencyStore, StoreError, StoreFuture, StoredOutcome,
 };
@@ -50,6 +50,18 @@ impl StateRecords {
     }
 }
 
+/// The claim of `fingerprint` as [`IdempotencyStore::claim`] wrote it: completing or releasing
+/// it starts from there, one conditional write where nothing wrote since (a read and a write
+/// only when something did: the claim expired and was taken again, say).
+fn as_claimed(fingerprint: &str) -> Option<(Record, Item)> {
+    let record = Record {
+        fingerprint: fingerprint.to_owned(),
+        outcome: None,
+    };
+    let bytes = serde_json::to_vec(&record).ok()?;
+    Some((record, Item::new(bytes, None)))
+}
+
 impl IdempotencyStore for StateRecords {
     fn claim<'a>(
         &'a self,
@@ -58,8 +70,8 @@ impl IdempotencyStore for StateRecords {
         hold: Duration,
     ) -> StoreFuture<'a, Claim> {
         Box::pin(async move {
-            // The usual case, a new key, in one write: taken only where nothing lives. Held:
-            // by whom and how far (declined, nothing written).
+            // The usual case, a new key, in one write (no read first): taken only where nothing
+            // lives. Held: by whom and how far (declined, nothing written).
             let found = std::sync::Mutex::new(None);
             let claim = || {
                 Some(Record {
@@ -77,8 +89,17 @@ impl IdempotencyStore for StateRecords {
                 false
             };
             let until = SystemTime::now() + hold;
-            let claimed = self
-                .records()
+            let records = self.records();
+            if let Some(new) = claim()
+                && let Some(_) = records
+                    .write(key, &new, None, Some(until))
+                    .await
+                    .map_err(failed)?
+            {
+                return Ok(Claim::Acquired);
+            }
+            // Something lives there: read, and decided on what it is (or taken, expired meanwhile).
+            let claimed = records
                 .upsert(key, None, claim, decide, |_, _| Some(until))
                 .await
                 .map_err(failed)?;
@@ -120,7 +141,9 @@ impl IdempotencyStore for StateRecords {
             };
             let until = SystemTime::now() + keep;
             self.records()
-                .upsert(key, None, completed, complete, |_, _| Some(until))
+                .upsert(key, as_claimed(fingerprint), completed, complete, |_, _| {
+                    Some(until)
+                })
                 .await
                 .map_err(failed)?;
             Ok(())
@@ -135,7 +158,7 @@ impl IdempotencyStore for StateRecords {
             self.records()
                 .update(
                     key,
-                    None,
+                    as_claimed(fingerprint),
                     |record: &mut Record| {
                         record.fingerprint == fingerprint && record.outcome.is_none()
                     },

@@ -98,3 +98,31 @@ async fn records_on_dynamodb_are_claimed_once_replayed_released_and_expire() {
     )))
     .await;
 }
+
+#[cfg(feature = "embedded-state")]
+#[tokio::test]
+async fn a_new_key_is_claimed_completed_and_released_each_in_one_write_without_a_read() {
+    let counting = crate::state::counting::CountingReads::of(
+        crate::state::embedded::store(None).unwrap(),
+        PARTITION,
+    );
+    let store = StateRecords::new(counting.clone());
+    let hold = Duration::from_secs(30);
+    assert_eq!(store.claim("k", "f", hold).await.unwrap(), Claim::Acquired);
+    store
+        .complete("k", "f", &outcome(1), Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert_eq!(store.claim("r", "f", hold).await.unwrap(), Claim::Acquired);
+    store.release("r", "f").await.unwrap();
+    assert_eq!(
+        counting.reads(),
+        0,
+        "no read: each write starts from what the last one wrote"
+    );
+    assert_eq!(
+        store.claim("k", "f", hold).await.unwrap(),
+        Claim::Completed(outcome(1))
+    );
+    assert_eq!(store.claim("r", "g", hold).await.unwrap(), Claim::Acquired);
+}
