@@ -3,7 +3,7 @@
 
 use super::durable::{Durable, durable, serve_work};
 use super::protocol::{self, Assembly, Configured, Entry, Protocol};
-use super::{App, Parts};
+use super::{App, Parts, StartError};
 use crate::auth::Authenticator;
 use crate::config::Config;
 use crate::server;
@@ -15,50 +15,6 @@ use oxp_lambda_core::secrets::SecretSource;
 use oxp_lambda_core::tokens::UserTokens;
 use std::fmt;
 use std::sync::Arc;
-
-/// Why the app could not start: the part at fault and why (configuration errors name their
-/// variable, a protocol's errors name the protocol).
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub enum StartError {
-    /// An `OXP_*` variable has an invalid value.
-    Config(crate::config::ConfigError),
-    /// The durable state store could not be set up.
-    State(String),
-    /// The secret source could not be set up.
-    Secrets(String),
-    /// Authentication could not be set up.
-    Auth(String),
-    /// The idempotency store could not be set up.
-    Idempotency(String),
-    /// The users' authorization (OAuth providers, the token vault) could not be set up.
-    OAuth(String),
-    /// A protocol (built in, or given to [`AppBuilder::protocol`]) could not be set up.
-    Protocol {
-        /// Its name ([`Protocol::name`]).
-        protocol: &'static str,
-        /// Why.
-        reason: String,
-    },
-}
-
-impl fmt::Display for StartError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Config(e) => write!(f, "{e}"),
-            Self::State(why) => write!(f, "invalid configuration: state: {why}"),
-            Self::Secrets(why) => write!(f, "invalid configuration: secrets: {why}"),
-            Self::Auth(why) => write!(f, "invalid configuration: authentication: {why}"),
-            Self::Idempotency(why) => write!(f, "invalid configuration: idempotency: {why}"),
-            Self::OAuth(why) => write!(f, "invalid configuration: OAuth: {why}"),
-            Self::Protocol { protocol, reason } => {
-                write!(f, "invalid configuration: {protocol}: {reason}")
-            }
-        }
-    }
-}
-
-impl std::error::Error for StartError {}
 
 /// The authenticator `config` names (its keys among `secrets`); a local server without
 /// authentication says so once at start.

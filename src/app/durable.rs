@@ -2,7 +2,7 @@
 //! acknowledged work and what it serves in Lambda, the questions its runs ask, and the let-go
 //! of unfinished work at shutdown.
 
-use super::build::StartError;
+use super::StartError;
 use super::protocol;
 use crate::config::Config;
 use oxp_lambda_core::durable::StateStore;

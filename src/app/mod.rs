@@ -19,6 +19,7 @@ use tower::Service;
 mod aws;
 mod build;
 mod durable;
+mod error;
 mod guards;
 #[cfg(feature = "lambda")]
 pub(crate) mod lambda;
@@ -28,7 +29,8 @@ pub(crate) mod lambda;
 pub(crate) mod protocol;
 pub mod protocols;
 
-pub use build::{AppBuilder, StartError};
+pub use build::AppBuilder;
+pub use error::StartError;
 
 /// The app: every route of every adapter, as one `tower` service for the local server, the
 /// Lambda runtime or tests (`tower::ServiceExt::oneshot`).
