@@ -138,15 +138,15 @@ impl Runner {
         });
     }
 
-    /// At shutdown: waits up to `timeout` for the work running here, a run that ended until its
-    /// outcome is delivered or put off (and, with a store that
-    /// ends with this process, for every piece of work it holds, retries included), then claims
-    /// nothing more, asks what still runs to stop (a tool's cancellation: what it returns is
-    /// kept and delivered) and waits its grace, then lets the rest go (due now, a takeover for
-    /// whoever runs it next: a process sharing the store, or this server when it starts again;
-    /// a result already kept is only delivered). A store that ends with this process keeps
-    /// nothing: each piece of work left is given up through its protocol (a RAP result
-    /// dead-lettered, its real one when it was kept). How many were let go or given up.
+    /// At shutdown: waits up to `timeout` for the work running here, a run whose tool ended
+    /// until its end is written (and, with a store that ends with this process, for every piece
+    /// of work it holds, retries included), then claims nothing more, asks what still runs to
+    /// stop (a tool's cancellation: what it returns is kept and delivered) and waits its grace,
+    /// then lets the rest go (due now, a takeover for whoever runs it next: a process sharing
+    /// the store, or this server when it starts again; a result already kept is only
+    /// delivered). A store that ends with this process keeps nothing: each piece of work left
+    /// is given up through its protocol (a RAP result dead-lettered, its real one when it was
+    /// kept). How many were let go or given up.
     pub(crate) async fn drain(&self, timeout: Duration) -> usize {
         if self.idle_within(timeout).await {
             return 0;
