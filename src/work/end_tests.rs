@@ -149,15 +149,36 @@ async fn work_that_more_came_for_while_it_ran_is_kept_as_live_work_not_ended() {
     assert_eq!(handler.runs(), 2);
 }
 
-/// A store on which a run's end lands between another write's read and its write: the next
-/// conditional write of `key` finds the record gone (its runner ended it first).
+/// A store that meddles with writes: with `ended_first` armed with a key, a run's end lands
+/// between another write's read and its write (the next conditional write of that key finds
+/// the record gone: its runner ended it first); with `slow` set, writes to callers' shares
+/// take `share_delay`.
 #[derive(Debug)]
-struct EndedFirst {
+struct Meddling {
     store: Arc<dyn StateStore>,
-    key: std::sync::Mutex<Option<String>>,
+    ended_first: std::sync::Mutex<Option<String>>,
+    share_delay: Duration,
+    slow: std::sync::atomic::AtomicBool,
 }
 
-impl StateStore for EndedFirst {
+impl Meddling {
+    fn over(store: Arc<dyn StateStore>) -> Self {
+        Self {
+            store,
+            ended_first: std::sync::Mutex::new(None),
+            share_delay: Duration::ZERO,
+            slow: Default::default(),
+        }
+    }
+
+    async fn share_write(&self, partition: &str) {
+        if partition.starts_with("work-of#") && self.slow.load(Ordering::SeqCst) {
+            tokio::time::sleep(self.share_delay).await;
+        }
+    }
+}
+
+impl StateStore for Meddling {
     fn get<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, Option<Item>> {
         self.store.get(partition, key)
     }
@@ -170,8 +191,9 @@ impl StateStore for EndedFirst {
         expected: Option<&'a [u8]>,
     ) -> StateFuture<'a, bool> {
         Box::pin(async move {
+            self.share_write(partition).await;
             let ends = partition == WORK && {
-                let mut armed = self.key.lock().unwrap();
+                let mut armed = self.ended_first.lock().unwrap();
                 armed.take_if(|k| k == key).is_some()
             };
             if ends {
@@ -182,117 +204,15 @@ impl StateStore for EndedFirst {
     }
 
     fn put<'a>(&'a self, partition: &'a str, key: &'a str, item: Item) -> StateFuture<'a, ()> {
-        self.store.put(partition, key, item)
-    }
-
-    fn delete<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, ()> {
-        self.store.delete(partition, key)
-    }
-
-    fn list<'a>(
-        &'a self,
-        partition: &'a str,
-        after: Option<&'a str>,
-        limit: usize,
-    ) -> StateFuture<'a, Vec<(String, Item)>> {
-        self.store.list(partition, after, limit)
-    }
-
-    fn due<'a>(
-        &'a self,
-        partition: &'a str,
-        until: SystemTime,
-        limit: usize,
-    ) -> StateFuture<'a, Vec<(String, Item)>> {
-        self.store.due(partition, until, limit)
-    }
-}
-
-#[tokio::test]
-async fn more_that_comes_as_the_run_holding_the_work_ends_is_run_at_once_not_left_to_a_lease() {
-    let inner = crate::state::embedded::store(None).unwrap();
-    let store = Arc::new(EndedFirst {
-        store: inner,
-        key: std::sync::Mutex::new(None),
-    });
-    let settings = Settings {
-        lease: Duration::from_secs(60),
-        ..Settings::default()
-    };
-    let runner = Runner::new(store.clone(), settings);
-    let handler = Ends::new(Duration::ZERO);
-    runner.register("fresh", handler.clone());
-    // Another runner holds it (a subscription's delivery, sending what it read)...
-    let mut held = Work::new("fresh", None, serde_json::json!({}));
-    held.claim("other", Duration::from_secs(60), now_ms());
-    let kept = Some(SystemTime::now() + Duration::from_secs(60));
-    assert!(
-        runner
-            .records()
-            .write("f", &held, None, kept)
-            .await
-            .unwrap()
-            .is_some()
-    );
-    // ...and ends it between this write's read (it ran: "again") and its write.
-    *store.key.lock().unwrap() = Some("f".into());
-    let more = vec![("f".to_owned(), serde_json::json!({}), None)];
-    assert_eq!(runner.due_all("fresh", more).await, 0);
-    let started = Instant::now();
-    while handler.runs() < 1 {
-        assert!(
-            started.elapsed() < Duration::from_secs(5),
-            "accepted anew, it runs now, not when the lease it was given lapses"
-        );
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    until_gone(&*store, "f").await;
-}
-
-/// A store whose writes to callers' shares take `delay` once `slow` is set.
-#[derive(Debug)]
-struct SlowShares {
-    store: Arc<dyn StateStore>,
-    delay: Duration,
-    slow: std::sync::atomic::AtomicBool,
-}
-
-impl SlowShares {
-    async fn wait(&self, partition: &str) {
-        if partition.starts_with("work-of#") && self.slow.load(Ordering::SeqCst) {
-            tokio::time::sleep(self.delay).await;
-        }
-    }
-}
-
-impl StateStore for SlowShares {
-    fn get<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, Option<Item>> {
-        self.store.get(partition, key)
-    }
-
-    fn put_if<'a>(
-        &'a self,
-        partition: &'a str,
-        key: &'a str,
-        item: Item,
-        expected: Option<&'a [u8]>,
-    ) -> StateFuture<'a, bool> {
         Box::pin(async move {
-            self.wait(partition).await;
-            self.store.put_if(partition, key, item, expected).await
-        })
-    }
-
-    fn put<'a>(&'a self, partition: &'a str, key: &'a str, item: Item) -> StateFuture<'a, ()> {
-        Box::pin(async move {
-            self.wait(partition).await;
+            self.share_write(partition).await;
             self.store.put(partition, key, item).await
         })
     }
 
     fn delete<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, ()> {
         Box::pin(async move {
-            self.wait(partition).await;
+            self.share_write(partition).await;
             self.store.delete(partition, key).await
         })
     }
@@ -317,12 +237,49 @@ impl StateStore for SlowShares {
 }
 
 #[tokio::test]
+async fn more_that_comes_as_the_run_holding_the_work_ends_is_run_at_once_not_left_to_a_lease() {
+    let inner = crate::state::embedded::store(None).unwrap();
+    let store = Arc::new(Meddling::over(inner));
+    let settings = Settings {
+        lease: Duration::from_secs(60),
+        ..Settings::default()
+    };
+    let runner = Runner::new(store.clone(), settings);
+    let handler = Ends::new(Duration::ZERO);
+    runner.register("fresh", handler.clone());
+    // Another runner holds it (a subscription's delivery, sending what it read)...
+    let mut held = Work::new("fresh", None, serde_json::json!({}));
+    held.claim("other", Duration::from_secs(60), now_ms());
+    let kept = Some(SystemTime::now() + Duration::from_secs(60));
+    assert!(
+        runner
+            .records()
+            .write("f", &held, None, kept)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    // ...and ends it between this write's read (it ran: "again") and its write.
+    *store.ended_first.lock().unwrap() = Some("f".into());
+    let more = vec![("f".to_owned(), serde_json::json!({}), None)];
+    assert_eq!(runner.due_all("fresh", more).await, 0);
+    let started = Instant::now();
+    while handler.runs() < 1 {
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "accepted anew, it runs now, not when the lease it was given lapses"
+        );
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    until_gone(&*store, "f").await;
+}
+
+#[tokio::test]
 async fn a_shutdown_waits_for_a_run_that_ended_until_its_slot_is_given_back() {
     let store = crate::state::embedded::store(None).unwrap();
-    let slow = Arc::new(SlowShares {
-        store: store.clone(),
-        delay: Duration::from_millis(300),
-        slow: Default::default(),
+    let slow = Arc::new(Meddling {
+        share_delay: Duration::from_millis(300),
+        ..Meddling::over(store.clone())
     });
     let runner = Runner::new(slow.clone(), Settings::default());
     // A store that outlives the process: what a shutdown waits for is the work in hand.
