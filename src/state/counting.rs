@@ -1,7 +1,8 @@
 //! A store for tests that counts the reads of one partition's records, and its listings (every
-//! call passes through to the store it wraps): what shows a path reads less.
+//! call passes through to the store it wraps): what shows a path reads less. It can also fail
+//! the next reads of that partition, as a store out of reach does.
 
-use oxp_lambda_core::durable::{Item, StateFuture, StateStore};
+use oxp_lambda_core::durable::{Item, StateError, StateFuture, StateStore};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -12,6 +13,8 @@ pub(crate) struct CountingReads {
     partition: String,
     reads: AtomicUsize,
     lists: AtomicUsize,
+    /// How many of the next reads of the partition fail.
+    failing: AtomicUsize,
     /// Records the listings (and reads of what is due) handed back.
     listed: Arc<AtomicUsize>,
 }
@@ -24,6 +27,7 @@ impl CountingReads {
             partition: partition.into(),
             reads: AtomicUsize::new(0),
             lists: AtomicUsize::new(0),
+            failing: AtomicUsize::new(0),
             listed: Arc::default(),
         })
     }
@@ -43,6 +47,11 @@ impl CountingReads {
         self.reads.load(Ordering::SeqCst)
     }
 
+    /// Fails the next `reads` reads of the partition with a store error.
+    pub(crate) fn fail_next(&self, reads: usize) {
+        self.failing.store(reads, Ordering::SeqCst);
+    }
+
     /// Counts from zero again.
     pub(crate) fn reset(&self) {
         self.reads.store(0, Ordering::SeqCst);
@@ -53,6 +62,12 @@ impl StateStore for CountingReads {
     fn get<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, Option<Item>> {
         if partition == self.partition {
             self.reads.fetch_add(1, Ordering::SeqCst);
+            let fails = self
+                .failing
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1));
+            if fails.is_ok() {
+                return Box::pin(async { Err(StateError("the store is out of reach".into())) });
+            }
         }
         self.store.get(partition, key)
     }

@@ -464,9 +464,12 @@ impl RecordHandler for WorkRecords {
             }
             // Work another runner holds, or that ended, needs nothing from this message: the
             // record is the truth, and a lapsed lease is the next sweep's.
-            self.0.run_now(&queued.oxp_work, context.deadline).await;
+            let unread = self.0.run_now(&queued.oxp_work, context.deadline).await;
             if queued.oxp_sweep {
                 self.0.sweep(context.deadline).await;
+            }
+            if unread > 0 {
+                return Handled::Retry(format!("{unread} of its work could not be claimed"));
             }
             Handled::Done
         })

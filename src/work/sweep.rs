@@ -87,15 +87,31 @@ impl Runner {
         }
     }
 
-    /// Runs each of `ids` claimable now before `deadline` (the worker role's messages).
-    pub(crate) async fn run_now(self: &Arc<Self>, ids: &[String], deadline: Option<Instant>) {
+    /// Runs each of `ids` claimable now before `deadline` (the worker role's messages). How
+    /// many could not be claimed for a store error: the message is then delivered again (SQS
+    /// in seconds), not left to the schedule's sweep (a minute).
+    pub(crate) async fn run_now(
+        self: &Arc<Self>,
+        ids: &[String],
+        deadline: Option<Instant>,
+    ) -> usize {
+        let unread = AtomicUsize::new(0);
         stream::iter(ids.iter().cloned())
-            .for_each_concurrent(self.settings.at_once, |id| async move {
-                if let Ok(Some(work)) = self.claim(&id).await {
-                    self.clone().execute(id, work, deadline).await;
+            .for_each_concurrent(self.settings.at_once, |id| {
+                let unread = &unread;
+                async move {
+                    match self.claim(&id).await {
+                        Ok(Some(work)) => self.clone().execute(id, work, deadline).await,
+                        Ok(None) => {}
+                        Err(e) => {
+                            tracing::warn!(target: "oxp::work", error = %e, "a queued piece of work could not be claimed: its message is delivered again");
+                            unread.fetch_add(1, Relaxed);
+                        }
+                    }
                 }
             })
             .await;
+        unread.into_inner()
     }
 
     /// Sweeps every [`Settings::tick`], and when work this process put off comes due, until

@@ -1,6 +1,7 @@
 //! A sweep reads what is due, by the store's index of due work, never every record: among
 //! 10,000 live records not yet due, a sweep reads the few that are (a process's first sweep
-//! alone reads them all, for what a dead holder or an earlier version left).
+//! alone reads them all, for what a dead holder or an earlier version left). A queued message
+//! whose work could not be claimed is delivered again.
 
 use super::*;
 use crate::state::counting::CountingReads;
@@ -77,4 +78,45 @@ async fn a_sweep_among_live_records_reads_only_those_due_on_dynamodb() {
     let (client, table) = crate::moto::state_table().await;
     let store = crate::state::dynamodb::DynamoState::new(client, table);
     a_sweep_reads_only_what_is_due(Arc::new(store), 1_000).await;
+}
+
+/// A handler that counts its runs, each ending done.
+#[derive(Default)]
+struct Counts(AtomicUsize);
+
+impl Handler for Counts {
+    fn run<'a>(&'a self, _: &'a str, _: &'a Work, _: Run) -> BoxFuture<'a, Outcome> {
+        self.0.fetch_add(1, Relaxed);
+        Box::pin(async { Outcome::Done })
+    }
+
+    fn give_up<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a Work,
+        _: &'a str,
+        _: Option<&'a [u8]>,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async { false })
+    }
+}
+
+#[tokio::test]
+async fn a_queued_message_whose_work_the_store_could_not_claim_is_delivered_again() {
+    let store = crate::state::embedded::store(None).unwrap();
+    let counting = CountingReads::of(store.clone(), WORK);
+    works(&*store, "queued-", 1, now_ms()).await;
+    let runner = Runner::new(counting.clone(), Settings::default());
+    let runs = Arc::new(Counts::default());
+    runner.register("test", runs.clone());
+    let records = WorkRecords(runner);
+    let message = queued_work(vec!["queued-00000".into()]);
+    counting.fail_next(1);
+    let first = records.handle(&message, CallContext::default()).await;
+    assert!(matches!(first, Handled::Retry(_)), "{first:?}");
+    assert_eq!(runs.0.load(Relaxed), 0);
+    // Delivered again, with the store back: it runs, once.
+    let again = records.handle(&message, CallContext::default()).await;
+    assert!(matches!(again, Handled::Done), "{again:?}");
+    assert_eq!(runs.0.load(Relaxed), 1);
 }
