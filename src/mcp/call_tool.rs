@@ -177,7 +177,13 @@ impl McpServer {
         };
         let input = Value::Object(arguments.unwrap_or_default());
         let context = parts.map(CallContext::of).unwrap_or_default();
-        let round = self.round(asking, &context, name, &input).await?;
+        // The round's, the question's and the task's futures are boxed where they are awaited:
+        // a plain call takes none of them, and inline they made every call's future (the fast
+        // path's, which axum boxes, copying it whole) about 8 KB larger than the invoker's.
+        let round = match asking {
+            Asking::Rounds { .. } => Box::pin(self.round(asking, &context, name, &input)).await?,
+            _ => None,
+        };
         // What the task starts from, should the tool detach.
         let detaching = match asking {
             Asking::Rounds {
@@ -204,8 +210,9 @@ impl McpServer {
         let answer = self.invoke(call, parts, rpc).await;
         // A question the tool asked: the next round.
         if let Some((trips, exchange, binding)) = &round
-            && let Some(input_required) =
-                trips.input_required(exchange, binding).await.map_err(|e| {
+            && let Some(input_required) = Box::pin(trips.input_required(exchange, binding))
+                .await
+                .map_err(|e| {
                     tracing::error!(target: "oxp::mcp", error = %e, "input_required not built");
                     ErrorData::internal_error("The server cannot ask the user now", None)
                 })?
@@ -277,7 +284,7 @@ impl McpServer {
                 let (signal, registered) =
                     self.0
                         .running
-                        .start_own(call.principal.subject.as_deref(), "", &id);
+                        .start_own(call.principal.subject.as_deref(), "", id);
                 call.cancellation = Some(signal);
                 registered
             });
@@ -285,15 +292,19 @@ impl McpServer {
         // call, before the answer starts (`RequestClosed`) or while it streams (rmcp's token);
         // the fast path's call is dropped with the request instead.
         let closed = parts.and_then(|p| p.extensions.get::<super::RequestClosed>());
-        if closed.is_none() && rpc.closed.is_none() {
-            return self.0.invoker().invoke(call).await;
-        }
-        let signal = call
-            .cancellation
-            .get_or_insert_with(Default::default)
-            .clone();
-        let invoke = self.0.invoker().invoke(call);
-        tokio::pin!(invoke);
+        let closable = closed.is_some() || rpc.closed.is_some();
+        let signal = closable.then(|| {
+            call.cancellation
+                .get_or_insert_with(Default::default)
+                .clone()
+        });
+        // One invoker future, awaited either way: two (one per way) would each take its room
+        // in this future's state.
+        // Pinned where it is made: a future moved into `pin!` afterwards kept its room twice.
+        let mut invoke = std::pin::pin!(self.0.invoker().invoke(call));
+        let Some(signal) = signal else {
+            return invoke.await;
+        };
         let closed = async {
             match (closed, rpc.closed) {
                 (Some(closed), Some(stream)) => tokio::select! {
@@ -338,9 +349,7 @@ impl McpServer {
             && let Some(answers) = exchange.detached()
             && let (Some(tasks), Some((context, arguments, offers))) = (self.0.tasks(), detaching)
         {
-            let created = tasks
-                .create(context, name, arguments, answers, offers)
-                .await?;
+            let created = Box::pin(tasks.create(context, name, arguments, answers, offers)).await?;
             return Ok(CallToolResponse::Task(created));
         }
         // A 2025-11-25 client whose session says it opens links gets the revision's -32042.

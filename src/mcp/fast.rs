@@ -74,14 +74,20 @@ fn plain(headers: &HeaderMap) -> Option<Revision> {
 
 /// `Content-Type` is JSON, parameters aside.
 fn exactly_json(value: &str) -> bool {
-    let media = value.split(';').next().unwrap_or("");
+    let media = value.split_once(';').map_or(value, |(media, _)| media);
     media.trim().eq_ignore_ascii_case("application/json")
 }
 
-/// `Accept` takes both of Streamable HTTP's media types, none with a zero weight.
+/// `Accept` takes both of Streamable HTTP's media types, none with a zero weight: one pass
+/// over its items.
 fn accepts_both(accept: &str) -> bool {
-    let takes = |wanted: &str| accept.split(',').any(|m| m.trim().starts_with(wanted));
-    takes("application/json") && takes("text/event-stream") && !accept.contains(";q=0")
+    let (mut json, mut stream) = (false, false);
+    for item in accept.split(',') {
+        let item = item.trim_start();
+        json |= item.starts_with("application/json");
+        stream |= item.starts_with("text/event-stream");
+    }
+    json && stream && !accept.contains(";q=0")
 }
 
 /// The answer to `message` when it is a plain `tools/call`, else `None` (rmcp takes it).
@@ -196,6 +202,23 @@ mod tests {
     }
 
     #[test]
+    fn a_plain_calls_future_is_less_than_twice_the_invokers() {
+        // axum boxes a handler's future by copying it whole, every call: the round's, the
+        // task's and rmcp's steps are boxed where they are awaited, so they add nothing here.
+        let server = server();
+        let message = read(CALL);
+        let parts = parts(&[]);
+        let call = oxp_lambda_core::invoke::Call::new(
+            "mcp",
+            oxp_lambda_core::invoke::Target::Id("Calc.Add".into()),
+            Value::Null,
+        );
+        let invoker = std::mem::size_of_val(&server.0.invoker().invoke(call));
+        let fast = std::mem::size_of_val(&try_call(&server, &parts, &message));
+        assert!(fast < 2 * invoker, "{fast} bytes, the invoker's {invoker}");
+    }
+
+    #[test]
     fn headers_rmcp_would_look_at_again_are_not_plain() {
         assert!(plain(&parts(&[]).headers).is_some());
         for extra in [
@@ -206,6 +229,33 @@ mod tests {
             ("accept", "application/json, text/event-stream"),
         ] {
             assert!(plain(&parts(&[extra]).headers).is_none(), "{extra:?}");
+        }
+    }
+
+    #[test]
+    fn a_plain_call_accepts_both_media_types_and_sends_json() {
+        for accept in [
+            "application/json, text/event-stream",
+            "text/event-stream,application/json",
+            "application/json;q=1, text/event-stream",
+        ] {
+            assert!(accepts_both(accept), "{accept}");
+        }
+        for accept in [
+            "application/json",
+            "text/event-stream",
+            "application/json, text/event-stream;q=0",
+            // Any weight that reads `q=0...` is left to rmcp to weigh.
+            "application/json;q=0.9, text/event-stream",
+            "*/*",
+        ] {
+            assert!(!accepts_both(accept), "{accept}");
+        }
+        for json in ["application/json", "Application/JSON ; charset=utf-8"] {
+            assert!(exactly_json(json), "{json}");
+        }
+        for other in ["application/json-seq", "text/plain", ""] {
+            assert!(!exactly_json(other), "{other}");
         }
     }
 

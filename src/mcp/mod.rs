@@ -260,7 +260,9 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     {
         return answer;
     }
-    through_rmcp(&mcp, parts, &bytes, message.as_ref(), modern).await
+    // Boxed: inline, its state (its own steps around rmcp's) would make every request's
+    // future larger, the fast path's too, which axum boxes by copying it whole.
+    Box::pin(through_rmcp(&mcp, parts, &bytes, message.as_ref(), modern)).await
 }
 
 /// What is answered without rmcp's service besides the fast path: a method 2026-07-28

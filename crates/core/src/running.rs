@@ -5,23 +5,33 @@
 //! function) does nothing: both protocols make it advisory.
 
 use crate::tool::Cancellation;
-use std::collections::HashMap;
+use hashbrown::HashTable;
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 
 /// Caller (authenticated subject), scope, id.
 type Key = (Option<String>, String, String);
 
-/// A call's key: its caller, the scope of its id, the id.
-fn key(subject: Option<&str>, scope: &str, id: &str) -> Key {
-    (subject.map(str::to_owned), scope.to_owned(), id.to_owned())
+/// One registration: its key (hashed once, when registered), its number, its signal. Several
+/// may share a key (MCP: two requests of one caller with one JSON-RPC id).
+#[derive(Debug)]
+struct Entry {
+    hash: u64,
+    key: Key,
+    n: u64,
+    signal: Cancellation,
 }
 
 /// The running calls of one adapter.
 #[derive(Debug, Default)]
 pub struct Running {
-    /// Each key's calls: their registration's number and signal.
-    calls: Mutex<HashMap<Key, Vec<(u64, Cancellation)>>>,
-    next: std::sync::atomic::AtomicU64,
+    /// Every registration, by its key's hash. A registration is forgotten by its hash and
+    /// number, so ending a call (every call) hashes and compares no string again.
+    calls: Mutex<HashTable<Entry>>,
+    /// The keys' hasher: randomly seeded SipHash, as callers choose the ids.
+    hasher: std::collections::hash_map::RandomState,
+    next: AtomicU64,
 }
 
 impl Running {
@@ -34,21 +44,20 @@ impl Running {
         scope: &str,
         id: &str,
     ) -> (Cancellation, Registered) {
-        let key = key(subject, scope, id);
+        let hash = self.hasher.hash_one((subject, scope, id));
         let shared = self
             .lock()
-            .get(&key)
-            .and_then(|calls| calls.first())
-            .cloned();
+            .find(hash, |e| same(&e.key, subject, scope, id))
+            .map(|e| e.signal.clone());
         match shared {
-            Some((_, running)) => (
+            Some(running) => (
                 running,
                 Registered {
                     running: self.clone(),
-                    key: None,
+                    entry: None,
                 },
             ),
-            None => self.start_own(subject, scope, id),
+            None => self.register(hash, subject, scope, id.to_owned()),
         }
     }
 
@@ -59,65 +68,84 @@ impl Running {
         self: &Arc<Self>,
         subject: Option<&str>,
         scope: &str,
-        id: &str,
+        id: impl Into<String>,
     ) -> (Cancellation, Registered) {
-        let key = key(subject, scope, id);
-        let cancellation = Cancellation::new();
-        let n = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        self.lock()
-            .entry(key.clone())
-            .or_default()
-            .push((n, cancellation.clone()));
+        let id = id.into();
+        let hash = self.hasher.hash_one((subject, scope, id.as_str()));
+        self.register(hash, subject, scope, id)
+    }
+
+    fn register(
+        self: &Arc<Self>,
+        hash: u64,
+        subject: Option<&str>,
+        scope: &str,
+        id: String,
+    ) -> (Cancellation, Registered) {
+        let signal = Cancellation::new();
+        let n = self.next.fetch_add(1, Relaxed);
+        let key = (subject.map(str::to_owned), scope.to_owned(), id);
+        let entry = Entry {
+            hash,
+            key,
+            n,
+            signal: signal.clone(),
+        };
+        self.lock().insert_unique(hash, entry, |e| e.hash);
         let registered = Registered {
             running: self.clone(),
-            key: Some((key, n)),
+            entry: Some((hash, n)),
         };
-        (cancellation, registered)
+        (signal, registered)
     }
 
     /// Cancels the calls running here under the key, for this caller. Whether there were any.
     pub fn cancel(&self, subject: Option<&str>, scope: &str, id: &str) -> bool {
-        let key = key(subject, scope, id);
-        match self.lock().get(&key) {
-            Some(calls) => {
-                calls.iter().for_each(|(_, c)| c.cancel());
-                true
+        let hash = self.hasher.hash_one((subject, scope, id));
+        let calls = self.lock();
+        let mut found = false;
+        for entry in calls.iter_hash(hash) {
+            if same(&entry.key, subject, scope, id) {
+                entry.signal.cancel();
+                found = true;
             }
-            None => false,
         }
+        found
     }
 
     /// Cancels every call running here (the server is shutting down). How many there were.
     pub fn cancel_all(&self) -> usize {
         let calls = self.lock();
-        calls.values().flatten().for_each(|(_, c)| c.cancel());
-        calls.values().map(Vec::len).sum()
+        calls.iter().for_each(|e| e.signal.cancel());
+        calls.len()
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Key, Vec<(u64, Cancellation)>>> {
-        // A panic while holding the lock leaves a map that is still consistent.
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashTable<Entry>> {
+        // A panic while holding the lock leaves a table that is still consistent.
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
     }
+}
+
+/// Whether `key` is the caller's, scope's and id's.
+fn same(key: &Key, subject: Option<&str>, scope: &str, id: &str) -> bool {
+    key.0.as_deref() == subject && key.1 == scope && key.2 == id
 }
 
 /// A running call's registration; dropping it forgets the call.
 #[derive(Debug)]
 pub struct Registered {
     running: Arc<Running>,
-    key: Option<(Key, u64)>,
+    /// Its key's hash and its number (`None`: it shares another's).
+    entry: Option<(u64, u64)>,
 }
 
 impl Drop for Registered {
     fn drop(&mut self) {
-        let Some((key, n)) = self.key.take() else {
+        let Some((hash, n)) = self.entry.take() else {
             return;
         };
-        let mut calls = self.running.lock();
-        if let Some(list) = calls.get_mut(&key) {
-            list.retain(|(m, _)| *m != n);
-            if list.is_empty() {
-                calls.remove(&key);
-            }
+        if let Ok(entry) = self.running.lock().find_entry(hash, |e| e.n == n) {
+            entry.remove();
         }
     }
 }
