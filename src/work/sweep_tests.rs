@@ -6,11 +6,13 @@
 use super::*;
 use crate::state::counting::CountingReads;
 
-/// A handler whose runs end done at once.
-struct Ends;
+/// A handler whose runs end done at once, counted.
+#[derive(Default)]
+struct Ends(AtomicUsize);
 
 impl Handler for Ends {
     fn run<'a>(&'a self, _: &'a str, _: &'a Work, _: Run) -> BoxFuture<'a, Outcome> {
+        self.0.fetch_add(1, Relaxed);
         Box::pin(async { Outcome::Done })
     }
 
@@ -43,7 +45,7 @@ async fn a_sweep_reads_only_what_is_due(store: Arc<dyn StateStore>, live: usize)
     let later = now_ms() + 3_600_000;
     works(&*store, "later-", live, later).await;
     let runner = Runner::new(counting.clone(), Settings::default());
-    runner.register("test", Arc::new(Ends));
+    runner.register("test", Arc::new(Ends::default()));
     // The first sweep of a process reads every record.
     assert_eq!(runner.sweep(None).await, 0);
     assert!(counting.listed() >= live, "{}", counting.listed());
@@ -80,34 +82,13 @@ async fn a_sweep_among_live_records_reads_only_those_due_on_dynamodb() {
     a_sweep_reads_only_what_is_due(Arc::new(store), 1_000).await;
 }
 
-/// A handler that counts its runs, each ending done.
-#[derive(Default)]
-struct Counts(AtomicUsize);
-
-impl Handler for Counts {
-    fn run<'a>(&'a self, _: &'a str, _: &'a Work, _: Run) -> BoxFuture<'a, Outcome> {
-        self.0.fetch_add(1, Relaxed);
-        Box::pin(async { Outcome::Done })
-    }
-
-    fn give_up<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a Work,
-        _: &'a str,
-        _: Option<&'a [u8]>,
-    ) -> BoxFuture<'a, bool> {
-        Box::pin(async { false })
-    }
-}
-
 #[tokio::test]
 async fn a_queued_message_whose_work_the_store_could_not_claim_is_delivered_again() {
     let store = crate::state::embedded::store(None).unwrap();
     let counting = CountingReads::of(store.clone(), WORK);
     works(&*store, "queued-", 1, now_ms()).await;
     let runner = Runner::new(counting.clone(), Settings::default());
-    let runs = Arc::new(Counts::default());
+    let runs = Arc::new(Ends::default());
     runner.register("test", runs.clone());
     let records = WorkRecords(runner);
     let message = queued_work(vec!["queued-00000".into()]);
