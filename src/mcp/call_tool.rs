@@ -298,9 +298,8 @@ impl McpServer {
                 .get_or_insert_with(Default::default)
                 .clone()
         });
-        // One invoker future, awaited either way: two (one per way) would each take its room
-        // in this future's state.
-        // Pinned where it is made: a future moved into `pin!` afterwards kept its room twice.
+        // One invoker future, awaited either way and pinned where it is made: one per way, or
+        // one moved into `pin!` afterwards, each took its own room in this future's state.
         let mut invoke = std::pin::pin!(self.0.invoker().invoke(call));
         let Some(signal) = signal else {
             return invoke.await;
