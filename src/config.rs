@@ -119,6 +119,11 @@ pub struct Runtime {
     pub function_name: Option<String>,
     /// `AWS_LAMBDA_FUNCTION_VERSION`, in Lambda.
     pub function_version: Option<String>,
+    /// Whether the Lambda environment was started for a call that waits for it
+    /// (`AWS_LAMBDA_INITIALIZATION_TYPE` `on-demand`, or unset): work its first call does not
+    /// need is left until after the first poll. False for provisioned concurrency, SnapStart
+    /// and Managed Instances, which start ahead of their calls, and outside Lambda.
+    pub on_demand: bool,
 }
 
 impl Runtime {
@@ -129,9 +134,17 @@ impl Runtime {
 
     /// Where a process with `vars` runs.
     fn of(vars: &Vars) -> Self {
+        let lambda = Env::new(false, vars)
+            .get("AWS_LAMBDA_RUNTIME_API")
+            .is_some();
+        Self::within(lambda, vars)
+    }
+
+    /// Where a process with `vars` runs, in Lambda or not as `lambda` says.
+    fn within(lambda: bool, vars: &Vars) -> Self {
         let env = Env::new(false, vars);
         Self {
-            lambda: env.get("AWS_LAMBDA_RUNTIME_API").is_some(),
+            lambda,
             max_concurrency: env
                 .parsed::<usize>("AWS_LAMBDA_MAX_CONCURRENCY")
                 .ok()
@@ -140,6 +153,10 @@ impl Runtime {
                 .unwrap_or(1),
             function_name: env.get("AWS_LAMBDA_FUNCTION_NAME"),
             function_version: env.get("AWS_LAMBDA_FUNCTION_VERSION"),
+            on_demand: lambda
+                && env
+                    .get("AWS_LAMBDA_INITIALIZATION_TYPE")
+                    .is_none_or(|t| t == "on-demand"),
         }
     }
 
@@ -150,6 +167,7 @@ impl Runtime {
             max_concurrency: 1,
             function_name: None,
             function_version: None,
+            on_demand: false,
         }
     }
 }
@@ -268,10 +286,7 @@ impl Config {
             } else {
                 LogFormat::Text
             },
-            runtime: Runtime {
-                lambda,
-                ..Runtime::of(&vars)
-            },
+            runtime: Runtime::within(lambda, &vars),
             ..Config::default()
         };
         config.read_server(&env)?;

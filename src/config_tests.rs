@@ -226,6 +226,17 @@ fn the_lambda_role_is_read_and_the_runtime_once() {
     assert_eq!(c.runtime.max_concurrency, 8);
     assert_eq!(c.runtime.function_name.as_deref(), Some("tools"));
     assert_eq!(config(&[]).unwrap().runtime, Runtime::local());
+    // Started for a waiting call unless Lambda says it initialized ahead of its calls.
+    assert!(c.runtime.on_demand);
+    for (kind, on_demand) in [
+        ("on-demand", true),
+        ("provisioned-concurrency", false),
+        ("snap-start", false),
+        ("lambda-managed-instances", false),
+    ] {
+        let c = in_lambda_with(&[("AWS_LAMBDA_INITIALIZATION_TYPE", kind)]).unwrap();
+        assert_eq!(c.runtime.on_demand, on_demand, "{kind}");
+    }
     // Buffered answers unless the function's invoke mode streams.
     assert!(!c.lambda_streaming);
     assert!(

@@ -263,3 +263,65 @@ async fn a_macro_tool_runs_as_a_bedrock_agents_action() {
         "{answer}"
     );
 }
+
+/// A tool whose input schema is not a JSON Schema, beside one whose schema is.
+fn with_an_invalid_schema() -> Registry {
+    let tool = |name: &str, schema: Value| {
+        oxp_lambda::Tool::builder(name, "1.0.0")
+            .raw_handler(schema, None, |_, _| async { Ok(Value::Null) })
+    };
+    Registry::builder()
+        .tool(tool("Good.Tool", json!({"type": "object"})))
+        .tool(tool(
+            "Bad.Tool",
+            json!({"type": "object", "properties": {"x": {"type": 5}}}),
+        ))
+        // What a release build does: each schema left to its tool's first call.
+        .compile_schemas_now(false)
+        .build()
+        .expect("nothing compiled yet")
+}
+
+#[tokio::test]
+async fn an_invalid_schema_fails_a_local_start_and_in_a_function_started_for_a_call_only_its_calls()
+{
+    let start = |lambda: bool, vars: &[(&str, &str)]| {
+        let vars = vars.iter().chain(&[("OXP_AUTH", "none")]).copied();
+        let config = oxp_lambda::Config::from_vars(lambda, vars).unwrap();
+        oxp_lambda::App::builder(with_an_invalid_schema())
+            .config(config)
+            .build()
+    };
+    let refused = start(false, &[])
+        .await
+        .expect_err("a local start compiles every schema");
+    assert!(
+        refused
+            .to_string()
+            .contains("'Bad.Tool@1.0.0' has an invalid input schema"),
+        "{refused}"
+    );
+    // Started ahead of its calls (provisioned concurrency): compiled before the first poll.
+    let ahead = [("AWS_LAMBDA_INITIALIZATION_TYPE", "provisioned-concurrency")];
+    assert!(start(true, &ahead).await.is_err());
+    // Started for a waiting call: the first poll does not wait for the schemas.
+    let app = start(true, &[("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand")])
+        .await
+        .expect("a function started for a call starts");
+    let good = call(
+        &app,
+        json!({"request": {"tool_id": "Good.Tool", "input": {}}}),
+    )
+    .await;
+    assert_eq!(good.status, 200, "{}", good.text);
+    let bad = call(
+        &app,
+        json!({"request": {"tool_id": "Bad.Tool", "input": {}}}),
+    )
+    .await;
+    assert_eq!(
+        bad.json["message"],
+        "This tool cannot be called: its definition is invalid"
+    );
+    assert!(!bad.text.contains("\"type\""), "{}", bad.text);
+}

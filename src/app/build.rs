@@ -218,6 +218,12 @@ impl AppBuilder {
         let secrets =
             crate::secrets::build(&config.secrets, &self.secrets, self.secret_source, &sdk)
                 .map_err(StartError::Secrets)?;
+        // Every schema compiled now, an invalid one failing the start, except in a function
+        // started for a call that is waiting: there each is compiled at its first call, after
+        // the first poll (`RegistryBuilder::build`).
+        if !(config.runtime.lambda && config.runtime.on_demand) {
+            self.registry.compile_schemas().map_err(StartError::Tools)?;
+        }
         super::guards::signing_key_kept_from_tools(&config.auth, &self.registry)?;
         super::guards::oauth_secrets_kept_from_tools(&config.oauth, &self.registry)?;
         let auth = authenticator(&config, &secrets)?;

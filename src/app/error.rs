@@ -19,6 +19,9 @@ pub enum StartError {
     Idempotency(String),
     /// The users' authorization (OAuth providers, the token vault) could not be set up.
     OAuth(String),
+    /// A tool's schema is not a valid JSON Schema (compiled at start unless the process is a
+    /// Lambda function started for a waiting call: `RegistryBuilder::build`).
+    Tools(oxp_lambda_core::RegistryError),
     /// A protocol (built in, or given to
     /// [`AppBuilder::protocol`](crate::AppBuilder::protocol)) could not be set up.
     Protocol {
@@ -38,6 +41,7 @@ impl fmt::Display for StartError {
             Self::Auth(why) => write!(f, "invalid configuration: authentication: {why}"),
             Self::Idempotency(why) => write!(f, "invalid configuration: idempotency: {why}"),
             Self::OAuth(why) => write!(f, "invalid configuration: OAuth: {why}"),
+            Self::Tools(e) => write!(f, "invalid tools: {e}"),
             Self::Protocol { protocol, reason } => {
                 write!(f, "invalid configuration: {protocol}: {reason}")
             }

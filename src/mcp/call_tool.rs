@@ -97,9 +97,8 @@ async fn create_task(
     offers: Option<Offers>,
 ) -> Result<CallToolResponse, ErrorData> {
     let input = Value::Object(arguments);
-    if let Some(Err(errors)) = tool.map(|t| t.check_input(&input)) {
-        let refused = Err(oxp_lambda_core::refusal::Rejection::InvalidInput(errors));
-        return Ok(result::from_invoke(refused, result::Revision::ALL).into());
+    if let Some(Err(refused)) = tool.map(|t| t.check_input(&input)) {
+        return Ok(result::from_invoke(Err(refused), result::Revision::ALL).into());
     }
     let arguments = match input {
         Value::Object(arguments) => arguments,

@@ -125,6 +125,9 @@ pub enum Rejection {
         /// The call id (the caller's, or the one generated for the call).
         call_id: String,
     },
+    /// The tool's input schema, compiled at its first call, is not a valid JSON Schema
+    /// ([`crate::RegistryBuilder::build`]): the server's fault, refused on every call.
+    InvalidSchema(crate::RegistryError),
 }
 
 impl Rejection {
@@ -149,6 +152,7 @@ impl Rejection {
             Self::KeyReused(_) => ErrorClass::Conflict,
             Self::Store(_) => ErrorClass::Unavailable,
             Self::Busy { .. } => ErrorClass::Busy,
+            Self::InvalidSchema(_) => ErrorClass::Internal,
         }
     }
 
@@ -168,6 +172,9 @@ impl Rejection {
             Self::KeyReused(_) => "This call ID was already used for a different call".into(),
             Self::Store(_) => "The tool server is temporarily unavailable; try again later".into(),
             Self::Busy { .. } => "The tool server is busy; try again shortly".into(),
+            Self::InvalidSchema(_) => {
+                "This tool cannot be called: its definition is invalid".into()
+            }
         }
     }
 
@@ -188,6 +195,7 @@ impl Rejection {
             Self::Busy { .. } => {
                 "no free execution slot within the time limit (OXP_MAX_CONCURRENT_CALLS)".into()
             }
+            Self::InvalidSchema(e) => e.to_string(),
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The protocol-neutral tool registry: tools declared with [`Tool::builder`] are collected with
-//! [`Registry::builder`], checked, their schemas compiled, and resolved by id and version.
+//! [`Registry::builder`], checked, their schemas compiled (at once, or when first needed:
+//! [`RegistryBuilder::build`]), and resolved by id and version.
 //!
 //! Tool ids look like `Toolkit.Tool@1.2.3`. Each dot-separated part of the name uses letters,
 //! digits, `_` and `-`; the listing name replaces the dots with `_` (`Toolkit_Tool`, see
@@ -10,6 +11,7 @@
 pub(crate) use crate::declare::HandlerError;
 use crate::declare::{Annotations, Handler, Requirements, Tool};
 use crate::naming;
+use crate::refusal::Rejection;
 use crate::registry_error::list_limited;
 pub use crate::registry_error::{RegistryError, ResolveError};
 use crate::schema::CompiledSchema;
@@ -19,9 +21,9 @@ use semver::Version;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
-/// A tool in a built registry, its schemas compiled.
+/// A tool in a built registry, its schemas compiled at once or when first needed.
 pub struct RegisteredTool {
     /// Dotted name, e.g. `Calculator.Add`.
     pub name: String,
@@ -50,23 +52,62 @@ pub struct RegisteredTool {
     pub input_schema: Value,
     /// JSON Schema of the output, if the tool returns something.
     pub output_schema: Option<Value>,
-    pub(crate) input_validator: CompiledSchema,
-    pub(crate) output_validator: Option<CompiledSchema>,
+    input_validator: OnceLock<Result<CompiledSchema, String>>,
+    output_validator: OnceLock<Result<CompiledSchema, String>>,
     pub(crate) handler: Handler,
 }
 
 impl RegisteredTool {
     /// Checks `input` against the tool's input schema, as the call path does before a run: what
     /// a protocol keeps for a later run (an MCP task's arguments) is checked before it is kept.
-    pub fn check_input(&self, input: &Value) -> Result<(), crate::schema::ParameterErrors> {
+    /// An input schema that does not compile refuses every call ([`Rejection::InvalidSchema`]).
+    pub fn check_input(&self, input: &Value) -> Result<(), Rejection> {
         // Tool input is always an object, whatever a hand-written schema leaves open.
         if !input.is_object() {
-            return Err(crate::schema::ParameterErrors::from([(
-                crate::schema::WHOLE_INPUT.to_owned(),
-                "Must be an object".to_owned(),
-            )]));
+            return Err(Rejection::InvalidInput(
+                crate::schema::ParameterErrors::from([(
+                    crate::schema::WHOLE_INPUT.to_owned(),
+                    "Must be an object".to_owned(),
+                )]),
+            ));
         }
-        self.input_validator.check_input(input)
+        self.input_validator()
+            .map_err(Rejection::InvalidSchema)?
+            .check_input(input)
+            .map_err(Rejection::InvalidInput)
+    }
+
+    /// Compiles the tool's schemas if they are not yet: what [`Registry::compile_schemas`] does
+    /// for each tool.
+    pub fn compile_schemas(&self) -> Result<(), RegistryError> {
+        self.input_validator()?;
+        self.output_validator().transpose()?;
+        Ok(())
+    }
+
+    fn input_validator(&self) -> Result<&CompiledSchema, RegistryError> {
+        self.compiled(&self.input_validator, &self.input_schema, "input")
+    }
+
+    /// The output schema's validator, when the tool declares one.
+    pub(crate) fn output_validator(&self) -> Option<Result<&CompiledSchema, RegistryError>> {
+        let schema = self.output_schema.as_ref()?;
+        Some(self.compiled(&self.output_validator, schema, "output"))
+    }
+
+    fn compiled<'a>(
+        &self,
+        cell: &'a OnceLock<Result<CompiledSchema, String>>,
+        schema: &Value,
+        which: &'static str,
+    ) -> Result<&'a CompiledSchema, RegistryError> {
+        cell.get_or_init(|| CompiledSchema::compile(schema))
+            .as_ref()
+            .map_err(|reason| RegistryError::InvalidSchema {
+                tool: self.id.clone(),
+                which,
+                reason: reason.clone(),
+            })
     }
 
     /// Whether a run of the tool that was interrupted (its process died or stopped) may simply
@@ -98,6 +139,7 @@ pub struct RegistryBuilder {
     tools: Vec<Tool>,
     state: Extensions,
     provided: Vec<StateNeed>,
+    compile_now: Option<bool>,
 }
 
 impl RegistryBuilder {
@@ -125,8 +167,22 @@ impl RegistryBuilder {
         self
     }
 
-    /// Checks every tool (names, versions, schemas, duplicates, the shared state it needs) and
-    /// compiles the schemas.
+    /// Whether [`RegistryBuilder::build`] compiles every schema (`true`, a debug build's
+    /// default) or leaves each to its tool's first call (`false`, a release build's).
+    pub fn compile_schemas_now(mut self, now: bool) -> Self {
+        self.compile_now = Some(now);
+        self
+    }
+
+    /// Checks every tool (names, versions, duplicates, the shared state it needs) and its
+    /// schemas. A debug build (tests, `cargo run`) compiles every schema now and refuses an
+    /// invalid one; a release build compiles each when a call first needs it, so that a Lambda
+    /// function started for one call compiles that call's schemas alone, after its first poll
+    /// (jsonschema checks the first schema it compiles against its meta-schema, whose
+    /// validator it builds then: about a millisecond). [`Registry::compile_schemas`] compiles
+    /// them all: [`oxp_lambda::run`](https://docs.rs/oxp-lambda) does before a local server
+    /// starts and before a function initialized ahead of its calls polls.
+    /// [`RegistryBuilder::compile_schemas_now`] chooses either way.
     pub fn build(self) -> Result<Registry, RegistryError> {
         for tool in &self.tools {
             if let Some(need) = tool.state.iter().find(|n| !self.provided.contains(n)) {
@@ -136,7 +192,8 @@ impl RegistryBuilder {
                 });
             }
         }
-        Registry::assemble(self.tools, SharedState::new(self.state))
+        let now = self.compile_now.unwrap_or(cfg!(debug_assertions));
+        Registry::assemble(self.tools, SharedState::new(self.state), now)
     }
 }
 
@@ -171,10 +228,18 @@ impl Registry {
         Self::builder().tools(tools).build()
     }
 
-    fn assemble(tools: Vec<Tool>, state: SharedState) -> Result<Self, RegistryError> {
+    /// The registry of `tools`, their schemas compiled now when `compile`.
+    fn assemble(
+        tools: Vec<Tool>,
+        state: SharedState,
+        compile: bool,
+    ) -> Result<Self, RegistryError> {
         let mut grouped: HashMap<String, Vec<Arc<RegisteredTool>>> = HashMap::new();
         for tool in tools {
             let registered = register(tool)?;
+            if compile {
+                registered.compile_schemas()?;
+            }
             grouped
                 .entry(registered.name.clone())
                 .or_default()
@@ -224,6 +289,12 @@ impl Registry {
             by_id,
             state,
         })
+    }
+
+    /// Compiles every tool's schemas that are not yet ([`RegistryBuilder::build`] says when
+    /// they are): the first invalid one is the error.
+    pub fn compile_schemas(&self) -> Result<(), RegistryError> {
+        self.listing.iter().try_for_each(|t| t.compile_schemas())
     }
 
     /// The values shared with every call ([`RegistryBuilder::state`]).
@@ -328,22 +399,9 @@ fn register(tool: Tool) -> Result<RegisteredTool, RegistryError> {
         reason: format!("'{}': {e}", tool.version),
     })?;
     let id = format!("{}@{version}", tool.name);
-    let compile = |schema: &Value, which| {
-        CompiledSchema::compile(schema).map_err(|reason| RegistryError::InvalidSchema {
-            tool: id.clone(),
-            which,
-            reason,
-        })
-    };
-    let input_validator = compile(&tool.input_schema, "input")?;
     if !accepts_objects(&tool.input_schema) {
         return Err(RegistryError::InputNotObject(id));
     }
-    let output_validator = tool
-        .output_schema
-        .as_ref()
-        .map(|s| compile(s, "output"))
-        .transpose()?;
     Ok(RegisteredTool {
         listing_name: naming::listing_name(&tool.name),
         name: tool.name,
@@ -364,8 +422,8 @@ fn register(tool: Tool) -> Result<RegisteredTool, RegistryError> {
         timeout: tool.timeout,
         input_schema: tool.input_schema,
         output_schema: tool.output_schema,
-        input_validator,
-        output_validator,
+        input_validator: OnceLock::new(),
+        output_validator: OnceLock::new(),
         handler: tool.handler,
     })
 }

@@ -175,6 +175,69 @@ fn invalid_declarations_are_build_errors() {
     ));
 }
 
+/// What a release build does (`RegistryBuilder::build`): each schema compiled at its tool's
+/// first call, an invalid one refusing that tool's calls and no other's.
+#[tokio::test]
+async fn a_schema_left_to_the_first_call_is_compiled_then_and_an_invalid_one_refuses_its_calls() {
+    let echo = |name: &str, input: Value, output: Option<Value>| {
+        Tool::builder(name, "1.0.0").raw_handler(input, output, |input, _| async { Ok(input) })
+    };
+    let tools = vec![
+        echo(
+            "Good.Echo",
+            json!({"type": "object"}),
+            Some(json!({"type": "object"})),
+        ),
+        echo(
+            "Bad.Input",
+            json!({"type": "object", "properties": {"x": {"type": 5}}}),
+            None,
+        ),
+        echo(
+            "Bad.Output",
+            json!({"type": "object"}),
+            Some(json!({"type": "nope"})),
+        ),
+    ];
+    let registry = Registry::builder()
+        .tools(tools)
+        .compile_schemas_now(false)
+        .build()
+        .expect("nothing compiled: the invalid schemas are not seen yet");
+    let invoker = crate::Invoker::local(registry);
+    let good = invoker
+        .invoke(crate::Call::tool("Good.Echo", json!({"a": 1})))
+        .await
+        .expect("a valid tool's call");
+    assert_eq!(good.result.expect("its value").value, json!({"a": 1}));
+    let refused = invoker
+        .invoke(crate::Call::tool("Bad.Input", json!({})))
+        .await
+        .expect_err("an input schema that does not compile refuses the call");
+    assert!(matches!(
+        &refused,
+        Rejection::InvalidSchema(RegistryError::InvalidSchema { which: "input", .. })
+    ));
+    assert_eq!(refused.class(), crate::ErrorClass::Internal);
+    assert!(
+        !refused.user_message().contains("type"),
+        "the reason is for the log"
+    );
+    let ran = invoker
+        .invoke(crate::Call::tool("Bad.Output", json!({})))
+        .await
+        .expect("it ran");
+    let failed = ran
+        .result
+        .expect_err("an output schema that does not compile fails the output");
+    assert_eq!(failed.message, "The tool returned an invalid result");
+    // All of them at once, as a local start does: the first invalid one is the error.
+    assert!(matches!(
+        invoker.registry().compile_schemas(),
+        Err(RegistryError::InvalidSchema { .. })
+    ));
+}
+
 #[test]
 fn the_listing_is_sorted_and_latest_is_per_tool() {
     let r = registry(&[("B.X", "2.0.0"), ("A.Y", "1.0.0"), ("B.X", "1.0.0")]);

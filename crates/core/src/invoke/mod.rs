@@ -280,7 +280,7 @@ impl Invoker {
         // claimed.
         let granted = match (required, valid, claimed.transpose()) {
             (Err(missing), ..) => Err(Rejection::Missing(missing)),
-            (_, Err(invalid), _) => Err(Rejection::InvalidInput(invalid)),
+            (_, Err(invalid), _) => Err(invalid),
             (_, _, Err(e)) => Err(Rejection::Store(e)),
             (Ok(granted), Ok(()), Ok(None | Some(Claim::Acquired))) => Ok(granted),
             (Ok(_), Ok(()), Ok(Some(other))) => return claimed_before(other, call_id, tool),

@@ -159,8 +159,9 @@ pub(super) async fn execute(
 /// The output as answered: its value checked against the output schema (a tool that declares
 /// no output answers null whatever it returned), its content within bounds.
 fn checked(tool: &RegisteredTool, output: ToolOutput<Value>) -> Result<ToolOutput<Value>, String> {
-    let value = match &tool.output_validator {
-        Some(v) => v.check_output(&output.value).map(|()| output.value)?,
+    let value = match tool.output_validator() {
+        Some(Ok(v)) => v.check_output(&output.value).map(|()| output.value)?,
+        Some(Err(e)) => return Err(e.to_string()),
         None => Value::Null,
     };
     let output = ToolOutput {
