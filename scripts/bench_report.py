@@ -132,7 +132,7 @@ def write_report(bench, size, load, rss, start, native, bootstrap, sets, run):
             "its start-up CPU in the kernel (exec, faulting in a 23 MB binary where the bare server's "
             "is 2 MB, zeroing mimalloc's first huge pages; turning mimalloc's transparent huge pages "
             "off traded the zeroing for more faults, no faster) and about 5% in compiling the tools' "
-            "schemas, done once at start so that an invalid schema fails there and not at a first call.")
+            "schemas, done at a local start so that an invalid schema fails there.")
     if worst_poll_x > 2:
         misses.append(
             f"- **Lambda first poll.** The worst role polls {worst_poll_x:.1f}x later than the minimal "
