@@ -6,7 +6,7 @@
 
 use crate::naming;
 use crate::principal::BindError;
-use crate::registry::ResolveError;
+use crate::registry_error::{RegistryError, ResolveError};
 use crate::schema::ParameterErrors;
 use crate::secrets::{SecretError, SecretErrorKind};
 use crate::tokens::{Challenge, TokenError};
@@ -127,7 +127,7 @@ pub enum Rejection {
     },
     /// The tool's input schema, compiled at its first call, is not a valid JSON Schema
     /// ([`crate::RegistryBuilder::build`]): the server's fault, refused on every call.
-    InvalidSchema(crate::RegistryError),
+    InvalidSchema(RegistryError),
 }
 
 impl Rejection {
