@@ -1,19 +1,21 @@
 //! `tools/call` as a request: a long-running tool for a client that declared the tasks
-//! extension becomes a task; any other call runs here, asking its client for input the way
-//! the request's revision allows. Run within the Lambda invocation it came in (rmcp gives the
-//! request a task of its own, which would not carry the invocation's fields). The call itself
-//! (the fast path's too) goes through [`McpServer::call`].
+//! extension becomes a task; any other call runs here, its tool's questions carried the one way
+//! the request's revision and client allow ([`Asking`], chosen once: the carrier's own file
+//! says what it makes of the call's end). Run within the Lambda invocation it came in (rmcp
+//! gives the request a task of its own, which would not carry the invocation's fields). The
+//! call itself (the fast path's too) goes through [`McpServer::call`].
 
-use super::exchange::Exchange;
+use super::elicit::Elicit;
+use super::exchange::Round;
 use super::handler::McpServer;
 use super::questions::{Carried, Offers, OnRequest};
-use super::round_trip::RoundTrips;
 use super::{result, round_trip};
 use crate::server::CallContext;
-use oxp_lambda_core::invoke::Target;
+use oxp_lambda_core::invoke::{Outcome, Rejection, Target};
+use oxp_lambda_core::registry::RegisteredTool;
 use rmcp::ErrorData;
 use rmcp::RoleServer;
-use rmcp::model::{CallToolRequestParams, CallToolResponse, InputResponses, RequestId};
+use rmcp::model::{CallToolRequestParams, CallToolResponse, RequestId};
 use rmcp::service::RequestContext;
 use serde_json::{Map, Value};
 use std::sync::Arc;
@@ -30,47 +32,38 @@ impl McpServer {
             .and_then(|p| p.extensions.get::<Arc<crate::observe::Fields>>())
             .cloned();
         crate::observe::within(fields, async {
+            let tool = self.tool(&request.name)?;
             // A long-running tool (or one served only as a task) called by a client that
             // declared the tasks extension runs as a task: the answer is its handle, at once.
+            // One that asks first becomes a task where it detaches, its questions asked here.
             let required = self.0.task_required(&request.name);
             let on_request = OnRequest::of(&context.meta);
-            let declared = on_request.tasks;
-            // One that asks first becomes a task where it detaches, its questions asked here.
-            let tool = self.0.get(&request.name);
-            let as_task = required
-                || tool.is_some_and(|t| {
-                    t.task_support == oxp_lambda_core::declare::TaskSupport::Optional
-                });
-            let asks_first = tool.is_some_and(|t| t.asks_first);
+            let as_task =
+                required || tool.task_support == oxp_lambda_core::declare::TaskSupport::Optional;
+            let detach = on_request.tasks && tool.asks_first && self.0.tasks().is_some();
             if let Some(tasks) = self.0.tasks()
-                && declared
+                && on_request.tasks
                 && as_task
-                && !asks_first
+                && !tool.asks_first
             {
                 let offers = on_request.modern.map(|(offers, _)| offers);
                 let context = parts.map(CallContext::of).unwrap_or_default();
                 let arguments = request.arguments.unwrap_or_default();
                 return create_task(tasks, tool, context, &request.name, arguments, offers).await;
             }
-            if required && !declared {
+            if required && !on_request.tasks {
                 return Err(super::questions::missing_tasks_capability());
             }
+            // The carrier of the tool's questions: the revision's, where the client takes any.
             let asking = match on_request.modern {
-                Some((offers, url)) => Asking::Rounds {
-                    offers,
-                    url,
-                    state: request.request_state.as_deref(),
-                    responses: request.input_responses.as_ref(),
-                    detach: declared && asks_first && self.0.tasks().is_some(),
-                },
-                None => Asking::Not,
+                Some((offers, url)) => {
+                    let round = self.round(&request, parts, offers, url, detach).await?;
+                    Asking::Round(Box::new(round))
+                }
+                None => Elicit::of_request(&self.0, parts, &context)
+                    .await
+                    .map_or(Asking::Not, Asking::Stream),
             };
-            // A handshake client whose session says it shows forms is asked on the stream.
-            let elicit = match asking {
-                Asking::Not => self.handshake_questions(parts, &context).await,
-                _ => None,
-            };
-            let asking = elicit.as_ref().map_or(asking, Asking::Stream);
             let rpc = Rpc {
                 id: Some(&context.id),
                 traceparent: context.meta.get_traceparent(),
@@ -78,26 +71,74 @@ impl McpServer {
                 closed: Some(&context.ct),
                 revision: None,
             };
-            self.call(&request.name, request.arguments, parts, rpc, asking)
-                .await
+            self.call(tool, request.arguments, parts, rpc, asking).await
         })
         .await
     }
+
+    /// The served tool named `name`; unknown, the one error the spec makes a protocol error
+    /// (-32602).
+    pub(super) fn tool(&self, name: &str) -> Result<&Arc<RegisteredTool>, ErrorData> {
+        self.0.get(name).ok_or_else(|| {
+            // The name is the caller's: bounded and stripped of control characters before it
+            // is answered back (a 200 KB name would come back whole).
+            let shown = crate::server::shown(name);
+            ErrorData::invalid_params(format!("Unknown tool: {shown}"), None)
+        })
+    }
+
+    /// The round of a 2026-07-28 `request` from a client that declared `offers` (and `url`):
+    /// begun from the state and the answers it brings (refused before anything runs when they
+    /// do not hold), where the server keeps rounds.
+    async fn round(
+        &self,
+        request: &CallToolRequestParams,
+        parts: Option<&http::request::Parts>,
+        offers: Offers,
+        url: bool,
+        detach: bool,
+    ) -> Result<Round<'_>, ErrorData> {
+        let Some(trips) = &self.0.round_trips else {
+            return Ok(Round {
+                exchange: None,
+                url,
+                detaching: None,
+            });
+        };
+        let empty = Map::new();
+        let arguments = request.arguments.as_ref().unwrap_or(&empty);
+        let subject = parts.and_then(super::plumbing::subject);
+        let binding = round_trip::binding(subject, &request.name, arguments);
+        let (state, responses) = (request.request_state.as_deref(), &request.input_responses);
+        let mut exchange = trips.begin(&binding, state, responses.as_ref()).await?;
+        exchange = exchange.offering(offers);
+        if detach {
+            exchange = exchange.detachable();
+        }
+        Ok(Round {
+            exchange: Some((trips, Arc::new(Carried(exchange)), binding)),
+            url,
+            detaching: detach.then(|| {
+                let context = parts.map(CallContext::of).unwrap_or_default();
+                (context, arguments.clone(), offers)
+            }),
+        })
+    }
 }
 
-/// A call of `name` (`tool`, if served) made a task at once (its answer is the task's handle),
+/// A call of `tool` (named `name`) made a task at once (its answer is the task's handle),
 /// its arguments checked before anything is kept: invalid ones are the tool's error, never a
 /// stored task.
 async fn create_task(
     tasks: &Arc<super::task::Tasks>,
-    tool: Option<&Arc<oxp_lambda_core::registry::RegisteredTool>>,
+    tool: &Arc<RegisteredTool>,
     context: CallContext,
     name: &str,
     arguments: Map<String, Value>,
     offers: Option<Offers>,
 ) -> Result<CallToolResponse, ErrorData> {
     let input = Value::Object(arguments);
-    if let Some(Err(refused)) = tool.map(|t| t.check_input(&input)) {
+    if let Err(refused) = tool.check_input(&input) {
         return Ok(result::from_invoke(Err(refused), result::Revision::ALL).into());
     }
     let arguments = match input {
@@ -111,26 +152,45 @@ async fn create_task(
     Ok(CallToolResponse::Task(created))
 }
 
-/// How a call may ask its client for input.
-#[derive(Debug, Clone, Copy, Default)]
+/// How a call asks its client for input: the carrier of its tool's questions, chosen by the
+/// request's revision and its client, which also says what the call's end becomes when it is
+/// not the tool's result.
+#[derive(Default)]
 pub(crate) enum Asking<'a> {
-    /// It may not (a handshake revision: the answer is a tool error naming what was needed).
+    /// It may not (a handshake client that declared nothing: the answer is a tool error naming
+    /// what was needed).
     #[default]
     Not,
-    /// At a handshake revision, by `elicitation/create` on the call's stream (the client's
-    /// session says it shows forms).
-    Stream(&'a Arc<Carried<super::elicit::Elicit>>),
-    /// At 2026-07-28, by `input_required` results, in the modes the client declared on the
-    /// request; `state` and `responses` continue an earlier round.
-    Rounds {
-        offers: Offers,
-        url: bool,
-        state: Option<&'a str>,
-        responses: Option<&'a InputResponses>,
-        /// The call goes on as a task where the tool detaches (a tool that asks first, from a
-        /// client that takes tasks).
-        detach: bool,
-    },
+    /// At a handshake revision, by requests on the call's stream (the client's session says
+    /// what it takes).
+    Stream(Arc<Carried<Elicit>>),
+    /// At 2026-07-28, by `input_required` results.
+    Round(Box<Round<'a>>),
+}
+
+impl Asking<'_> {
+    /// The call's talk-back channel, where its client takes questions.
+    fn talk(&self) -> Option<Arc<dyn oxp_lambda_core::talk::Talk>> {
+        match self {
+            Self::Not => None,
+            Self::Stream(elicit) => elicit.takes_any().then(|| elicit.clone() as _),
+            Self::Round(round) => round.exchange.as_ref().map(|(_, e, _)| e.clone() as _),
+        }
+    }
+
+    /// The call's end as its carrier makes it, when it is not the tool's result.
+    async fn end(
+        self,
+        tasks: Option<&Arc<super::task::Tasks>>,
+        name: &str,
+        answer: &Result<Outcome, Rejection>,
+    ) -> Result<Option<CallToolResponse>, ErrorData> {
+        match self {
+            Self::Not => Ok(None),
+            Self::Stream(elicit) => elicit.end(answer).map_or(Ok(None), Err),
+            Self::Round(round) => round.end(tasks, name, answer).await,
+        }
+    }
 }
 
 /// What a `tools/call` request brings besides its tool and arguments.
@@ -148,109 +208,34 @@ pub(crate) struct Rpc<'a> {
     pub(crate) revision: Option<super::result::Revision>,
 }
 
-/// A 2026-07-28 call's round of questions: the store of rounds, this round's exchange and what
-/// it is bound to.
-type Round<'a> = (&'a RoundTrips, Arc<Carried<Exchange>>, Vec<u8>);
-
 impl McpServer {
-    /// A `tools/call` of `name` with `arguments`; `parts` are the HTTP request's, which carry
+    /// A `tools/call` of `tool` with `arguments`; `parts` are the HTTP request's, which carry
     /// what the plumbing learnt (the caller, the transport's deadline). While it runs, a
     /// `notifications/cancelled` naming `request_id` reaches it.
     pub(crate) async fn call(
         &self,
-        name: &str,
+        tool: &Arc<RegisteredTool>,
         arguments: Option<Map<String, Value>>,
         parts: Option<&http::request::Parts>,
         rpc: Rpc<'_>,
         asking: Asking<'_>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // An unknown tool is the one error the spec makes a protocol error (-32602).
-        let Some(tool) = self.0.get(name) else {
-            // The name is the caller's: bounded and stripped of control characters before it is
-            // answered back (a 200 KB name would come back whole).
-            let shown = crate::server::shown(name);
-            return Err(ErrorData::invalid_params(
-                format!("Unknown tool: {shown}"),
-                None,
-            ));
-        };
         let input = Value::Object(arguments.unwrap_or_default());
         let context = parts.map(CallContext::of).unwrap_or_default();
-        // The round's, the question's and the task's futures are boxed where they are awaited:
-        // a plain call takes none of them, and inline they made every call's future (the fast
-        // path's, which axum boxes, copying it whole) about 8 KB larger than the invoker's.
-        let round = match asking {
-            Asking::Rounds { .. } => Box::pin(self.round(asking, &context, name, &input)).await?,
-            _ => None,
-        };
-        // What the task starts from, should the tool detach.
-        let detaching = match asking {
-            Asking::Rounds {
-                detach: true,
-                offers,
-                ..
-            } => Some((
-                context.clone(),
-                input.as_object().cloned().unwrap_or_default(),
-                offers,
-            )),
-            _ => None,
-        };
         let mut call = context.call("mcp", Target::Tool(tool.clone()), input);
-        if let Some((_, exchange, _)) = &round {
-            call.talk = Some(exchange.clone());
-        }
-        if let Asking::Stream(elicit) = asking
-            && elicit.takes_any()
-        {
-            call.talk = Some(elicit.clone());
-        }
+        call.talk = asking.talk();
         let revision = rpc.revision.unwrap_or_else(|| result::Revision::of(parts));
         let answer = self.invoke(call, parts, rpc).await;
-        // A question the tool asked: the next round.
-        if let Some((trips, exchange, binding)) = &round
-            && let Some(input_required) = Box::pin(trips.input_required(exchange, binding))
-                .await
-                .map_err(|e| {
-                    tracing::error!(target: "oxp::mcp", error = %e, "input_required not built");
-                    ErrorData::internal_error("The server cannot ask the user now", None)
-                })?
+        // Boxed where a carrier may end the call: a plain call takes none of its steps, and
+        // inline they made every call's future (the fast path's, which axum boxes, copying it
+        // whole) about 8 KB larger than the invoker's.
+        if !matches!(asking, Asking::Not)
+            && let Some(ended) =
+                Box::pin(asking.end(self.0.tasks(), &tool.listing_name, &answer)).await?
         {
-            return Ok(CallToolResponse::InputRequired(input_required));
+            return Ok(ended);
         }
-        let exchange = round.as_ref().map(|(_, exchange, _)| &exchange.0);
-        self.answer(name, answer, exchange, detaching, asking, revision)
-            .await
-    }
-
-    /// The round of a 2026-07-28 call whose client may be asked (`None` for any other).
-    async fn round(
-        &self,
-        asking: Asking<'_>,
-        context: &CallContext,
-        name: &str,
-        input: &Value,
-    ) -> Result<Option<Round<'_>>, ErrorData> {
-        let (
-            Asking::Rounds {
-                offers,
-                state,
-                responses,
-                detach,
-                ..
-            },
-            Some(trips),
-        ) = (asking, &self.0.round_trips)
-        else {
-            return Ok(None);
-        };
-        let binding = round_trip::binding(context.principal.subject.as_deref(), name, input);
-        let mut exchange = trips.begin(&binding, state, responses).await?;
-        exchange = exchange.offering(offers);
-        if detach {
-            exchange = exchange.detachable();
-        }
-        Ok(Some((trips, Arc::new(Carried(exchange)), binding)))
+        Ok(result::from_invoke(answer, revision).into())
     }
 
     /// Runs `call` with what the request brings (`rpc`): its progress, its traceparent, its
@@ -260,7 +245,7 @@ impl McpServer {
         mut call: oxp_lambda_core::invoke::Call,
         parts: Option<&http::request::Parts>,
         rpc: Rpc<'_>,
-    ) -> Result<oxp_lambda_core::invoke::Outcome, oxp_lambda_core::refusal::Rejection> {
+    ) -> Result<Outcome, Rejection> {
         if let Some(progress) = rpc.progress {
             call.talk = Some(Arc::new(progress.around(call.talk.take())));
         }
@@ -322,83 +307,5 @@ impl McpServer {
                 invoke.await
             }
         }
-    }
-
-    /// The response to a call of `name` that ended with `answer` (no question left to ask).
-    async fn answer(
-        &self,
-        name: &str,
-        answer: Result<oxp_lambda_core::invoke::Outcome, oxp_lambda_core::refusal::Rejection>,
-        exchange: Option<&Exchange>,
-        detaching: Option<(CallContext, Map<String, Value>, Offers)>,
-        asking: Asking<'_>,
-        revision: result::Revision,
-    ) -> Result<CallToolResponse, ErrorData> {
-        // What the tool needed of a client that did not declare it, and could not do without.
-        if let Some(exchange) = exchange
-            && !answer.as_ref().is_ok_and(|outcome| outcome.result.is_ok())
-            && let missing = exchange.missing()
-            && !missing.is_empty()
-        {
-            return Err(super::questions::missing_capabilities(&missing));
-        }
-        // The tool detached: the call goes on as a task, with the answers it had.
-        if let Some(exchange) = exchange
-            && let Some(answers) = exchange.detached()
-            && let (Some(tasks), Some((context, arguments, offers))) = (self.0.tasks(), detaching)
-        {
-            let created = Box::pin(tasks.create(context, name, arguments, answers, offers)).await?;
-            return Ok(CallToolResponse::Task(created));
-        }
-        // A 2025-11-25 client whose session says it opens links gets the revision's -32042.
-        if let Asking::Stream(elicit) = asking
-            && elicit.opens_links()
-            && let Err(rejection) = &answer
-            && let Some(error) = result::url_elicitation_required(rejection)
-        {
-            return Err(error);
-        }
-        // A client that can open a URL for its user (it declared URL-mode elicitation) is asked
-        // to; any other gets the tool error naming the link.
-        if let Asking::Rounds { url: true, .. } = asking
-            && let Err(rejection) = &answer
-            && let Some(input_required) = result::url_elicitation(rejection)
-        {
-            return Ok(CallToolResponse::InputRequired(input_required));
-        }
-        Ok(result::from_invoke(answer, revision).into())
-    }
-}
-
-impl McpServer {
-    /// The questions channel of a handshake request whose `Mcp-Session-Id` opens for its
-    /// caller (its client declared form elicitation), if it has one.
-    async fn handshake_questions(
-        &self,
-        parts: Option<&http::request::Parts>,
-        context: &rmcp::service::RequestContext<rmcp::RoleServer>,
-    ) -> Option<Arc<Carried<super::elicit::Elicit>>> {
-        let parts = parts?;
-        let token = parts
-            .headers
-            .get(super::elicit::SESSION_HEADER)?
-            .to_str()
-            .ok()?;
-        let trips = self.0.round_trips.as_ref()?;
-        let session = trips
-            .open_session(token, super::plumbing::subject(parts))
-            .await?;
-        let questions = trips.questions()?.clone();
-        // Without its token (set where its stream is renumbered) a call is asked nothing.
-        let token = parts
-            .extensions
-            .get::<super::call_ids::CallToken>()?
-            .clone();
-        Some(Arc::new(Carried(super::elicit::Elicit::new(
-            context.peer.clone(),
-            questions,
-            session,
-            token,
-        ))))
     }
 }

@@ -15,15 +15,18 @@
 //!   store, so any execution environment may take the POST.
 
 use super::call_ids::CallToken;
+use super::handler::Served;
 use super::message::Message;
 use super::plumbing::subject;
-use super::questions::{Carrier, Offers, Question, read_response, request_of};
+use super::questions::{Carried, Carrier, Offers, Question, read_response, request_of};
 use super::round_trip::RoundTrips;
 use crate::work::questions::{Questions, Waited};
+use oxp_lambda_core::invoke::{Outcome, Rejection};
 use oxp_lambda_core::talk::{TalkError, TalkFuture};
-use rmcp::RoleServer;
 use rmcp::model::{InputRequest, ProtocolVersion, RequestId, ServerRequest};
+use rmcp::service::RequestContext;
 use rmcp::service::{Peer, PeerRequestOptions};
+use rmcp::{ErrorData, RoleServer};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -47,22 +50,16 @@ const MAX_ANSWER: usize = 64 * 1024;
 const REVISIONS: [ProtocolVersion; 2] =
     [ProtocolVersion::V_2025_06_18, ProtocolVersion::V_2025_11_25];
 
-/// What a session carries: the nonce its questions are named by, and what its client shows.
+/// What a session carries: the nonce its questions are named by, and what its client takes.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Session {
     n: String,
-    /// Form mode: questions on the call's stream.
-    #[serde(default)]
-    f: bool,
+    /// What the client takes on the call's stream: forms, requests to its model, `roots/list`.
+    #[serde(flatten)]
+    offers: Offers,
     /// URL mode (2025-11-25): a user's authorization as the revision's -32042 error.
     #[serde(default)]
     u: bool,
-    /// `sampling`: requests to the client's model on the call's stream.
-    #[serde(default)]
-    s: bool,
-    /// `roots`: `roots/list` on the call's stream.
-    #[serde(default)]
-    r: bool,
 }
 
 /// What a session is bound to: the caller.
@@ -95,29 +92,24 @@ impl RoundTrips {
         // URL mode is 2025-11-25's. Only what this function can carry counts: a form, a
         // request to the model and roots need the stream.
         let version = &init.protocol_version;
-        let offers = Offers::of(capabilities);
-        let on_stream = |declared: bool| self.on_stream && declared;
-        let (form, sampling, roots) = (
-            on_stream(offers.form),
-            on_stream(offers.sampling),
-            on_stream(offers.roots),
-        );
+        let offers = match self.on_stream {
+            true => Offers::of(capabilities),
+            false => Offers::default(),
+        };
         let url = *version == ProtocolVersion::V_2025_11_25
             && capabilities
                 .elicitation
                 .as_ref()
                 .is_some_and(|modes| modes.url.is_some());
-        if !REVISIONS.contains(version) || !(form || url || sampling || roots) {
+        if !REVISIONS.contains(version) || !(offers.takes_any() || url) {
             return None;
         }
         self.questions()?;
         let codec = self.codec().await.ok()?;
         let session = Session {
             n: uuid::Uuid::new_v4().simple().to_string(),
-            f: form,
+            offers,
             u: url,
-            s: sampling,
-            r: roots,
         };
         let binding = session_binding(subject);
         let options = rmcp::model::SealOptions::new()
@@ -191,26 +183,40 @@ impl std::fmt::Debug for Elicit {
 impl Elicit {
     /// Whether the client takes anything on the stream (forms, its model, its roots).
     pub(crate) fn takes_any(&self) -> bool {
-        self.session.f || self.session.s || self.session.r
+        self.session.offers.takes_any()
     }
 
-    /// What the client takes on the stream.
-    fn offers(&self) -> Offers {
-        Offers {
-            form: self.session.f,
-            sampling: self.session.s,
-            roots: self.session.r,
-        }
+    /// The call's end, when it is not the tool's result: for a client that opens links
+    /// (URL mode, 2025-11-25), a call that needed the user's authorization is the revision's
+    /// -32042 naming the link.
+    pub(crate) fn end(&self, answer: &Result<Outcome, Rejection>) -> Option<ErrorData> {
+        let rejection = answer.as_ref().err().filter(|_| self.session.u)?;
+        super::result::url_elicitation_required(rejection)
     }
 
-    /// Whether the client opens links (URL mode, 2025-11-25).
-    pub(crate) fn opens_links(&self) -> bool {
-        self.session.u
+    /// The questions of a handshake request whose `Mcp-Session-Id` opens for its caller (its
+    /// client declared form elicitation, sampling, roots or URL mode), if it has one.
+    pub(crate) async fn of_request(
+        served: &Served,
+        parts: Option<&http::request::Parts>,
+        context: &RequestContext<RoleServer>,
+    ) -> Option<Arc<Carried<Self>>> {
+        let parts = parts?;
+        let token = parts.headers.get(SESSION_HEADER)?.to_str().ok()?;
+        let trips = served.round_trips.as_ref()?;
+        let session = trips.open_session(token, subject(parts)).await?;
+        let questions = trips.questions()?.clone();
+        // Without its token (set where its stream is renumbered) a call is asked nothing.
+        let token = parts.extensions.get::<CallToken>()?.clone();
+        let peer = context.peer.clone();
+        Some(Arc::new(Carried(Self::new(
+            peer, questions, session, token,
+        ))))
     }
 
     /// The questions of a call whose client's session is `session`, sent over `peer` as
     /// `token` renumbers them.
-    pub(crate) fn new(
+    fn new(
         peer: Peer<RoleServer>,
         questions: Arc<Questions>,
         session: Session,
@@ -227,7 +233,7 @@ impl Elicit {
 
     /// Asks `question` and waits for its answer (as [`read_response`] keeps it).
     async fn answer(&self, question: Question) -> Result<Value, TalkError> {
-        if !self.offers().takes(question.needs()) {
+        if !self.session.offers.takes(question.needs()) {
             return Err(question.needs().not_carried());
         }
         let request = match request_of(&question).map_err(TalkError::Invalid)? {

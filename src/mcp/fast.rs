@@ -110,26 +110,25 @@ pub(super) async fn try_call(
     if per_request || server.0.task_required(&params.name) {
         return None;
     }
-    let answer = match server
-        .call(
-            &params.name,
-            params.arguments,
-            Some(parts),
-            Rpc {
-                id: Some(&id),
-                traceparent: params
-                    .meta
-                    .as_ref()
-                    .and_then(|m| m.get("traceparent"))
-                    .and_then(Value::as_str),
-                revision: Some(revision),
-                ..Rpc::default()
-            },
-            // Only a request without per-request metadata comes here: no capabilities.
-            Asking::Not,
-        )
-        .await
-    {
+    let rpc = Rpc {
+        id: Some(&id),
+        traceparent: params
+            .meta
+            .as_ref()
+            .and_then(|m| m.get("traceparent"))
+            .and_then(Value::as_str),
+        revision: Some(revision),
+        ..Rpc::default()
+    };
+    // Only a request without per-request metadata comes here: no capabilities, no asking.
+    let answer = match server.tool(&params.name) {
+        Ok(tool) => {
+            let call = server.call(tool, params.arguments, Some(parts), rpc, Asking::Not);
+            call.await
+        }
+        Err(unknown) => Err(unknown),
+    };
+    let answer = match answer {
         // Asking nothing, a call completes.
         Ok(CallToolResponse::Complete(mut result)) => {
             // Handshake revisions know no `resultType`; rmcp drops it for them too.

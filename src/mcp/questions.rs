@@ -220,6 +220,11 @@ impl Offers {
         }
     }
 
+    /// Whether the client takes any question.
+    pub(crate) fn takes_any(self) -> bool {
+        self.form || self.sampling || self.roots
+    }
+
     /// Whether the client takes what `needs` names.
     pub(crate) fn takes(self, needs: Needs) -> bool {
         match needs {

@@ -325,7 +325,7 @@ fn random_fill(bytes: &mut [u8]) {
 }
 
 /// What a state is bound to: the caller, the tool and a digest of its arguments.
-pub(crate) fn binding(subject: Option<&str>, tool: &str, arguments: &Value) -> Vec<u8> {
+pub(crate) fn binding(subject: Option<&str>, tool: &str, arguments: &impl Serialize) -> Vec<u8> {
     let mut hash = Sha256::new();
     for part in [subject.unwrap_or_default(), tool] {
         hash.update((part.len() as u64).to_be_bytes());

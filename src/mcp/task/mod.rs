@@ -325,15 +325,11 @@ impl Tasks {
         let written = self
             .store
             .update_from(id, Some(known), |r| {
-                if r.status.is_terminal() {
-                    return false;
+                let ended = r.end(TaskStatus::Completed, None);
+                if ended {
+                    r.kept = Some(kept.clone());
                 }
-                r.status = TaskStatus::Completed;
-                r.message = None;
-                r.inputs.clear();
-                r.arguments.clear();
-                r.kept = Some(kept.clone());
-                true
+                ended
             })
             .await;
         match written {
@@ -368,17 +364,13 @@ impl Tasks {
     async fn fail(&self, id: &str, message: &str) -> Result<(), StateError> {
         self.store
             .update(id, |r| {
-                if r.status.is_terminal() {
-                    return false;
+                let ended = r.end(TaskStatus::Failed, Some(message.into()));
+                if ended {
+                    r.error = json!({"code": -32603, "message": message})
+                        .as_object()
+                        .cloned();
                 }
-                r.status = TaskStatus::Failed;
-                r.message = Some(message.into());
-                r.inputs.clear();
-                r.arguments.clear();
-                r.error = json!({"code": -32603, "message": message})
-                    .as_object()
-                    .cloned();
-                true
+                ended
             })
             .await?;
         Ok(())
@@ -389,14 +381,10 @@ impl Tasks {
         self.owned(subject, id).await?;
         self.store
             .update(id, |r| {
-                if r.status.is_terminal() {
-                    return false;
-                }
-                r.status = TaskStatus::Cancelled;
-                r.message = Some("Cancelled by the client".into());
-                r.inputs.clear();
-                r.arguments.clear();
-                true
+                r.end(
+                    TaskStatus::Cancelled,
+                    Some("Cancelled by the client".into()),
+                )
             })
             .await
             .map_err(unavailable)?;

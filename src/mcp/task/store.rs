@@ -60,6 +60,19 @@ pub(super) struct Record {
 impl crate::state::record::Record for Record {}
 
 impl Record {
+    /// Ends the task as `status`, with `message` for `tasks/get`; its questions and arguments
+    /// are no longer kept. Whether it changed (a task that ended already stays as it ended).
+    pub(super) fn end(&mut self, status: TaskStatus, message: Option<String>) -> bool {
+        if self.status.is_terminal() {
+            return false;
+        }
+        self.status = status;
+        self.message = message;
+        self.inputs.clear();
+        self.arguments.clear();
+        true
+    }
+
     /// The wire `Task` of the record, as task `id`.
     pub(super) fn task(&self, id: &str) -> Task {
         let mut task = Task::new(id, self.status, &self.created, &self.updated)
