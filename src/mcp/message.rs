@@ -1,9 +1,10 @@
 //! A `/mcp` POST body read once in front of rmcp: its JSON-RPC members, each kept as the text
-//! it was sent as. Every step before rmcp's service (the fast path, a cancellation, a method
-//! 2026-07-28 removed, a listing, a client's answer to a question, an `initialize` that opens
-//! a session, the error of a message rmcp could not read) reads this value, and takes the
-//! params it needs typed, with rmcp's wire types, from [`Message::params`]. rmcp's service
-//! reads the body again: it takes a request's bytes, not a parsed message.
+//! it was sent as. Every step before rmcp's service (a cancellation, a method 2026-07-28
+//! removed, a listing, a client's answer to a question, an `initialize` that opens a session,
+//! the error of a message rmcp could not read) reads this value, and takes the params it needs
+//! typed, with rmcp's wire types, from [`Message::params`]. A plain `tools/call` never comes
+//! here: the fast path reads it typed in one pass (`fast.rs`). rmcp's service reads the body
+//! again: it takes a request's bytes, not a parsed message.
 
 use rmcp::model::RequestId;
 use serde::de::{self, Deserialize, Deserializer, MapAccess, Visitor};
@@ -22,8 +23,6 @@ pub(super) struct Message<'a> {
     params: Option<&'a RawValue>,
     result: Option<&'a RawValue>,
     error: Option<&'a RawValue>,
-    /// A member JSON-RPC does not define: only rmcp's full reading takes such a message.
-    extra: bool,
     /// The body's length in bytes.
     len: usize,
 }
@@ -68,11 +67,6 @@ impl<'a> Message<'a> {
     /// A response or error (an `id`, no `method`): a client answering a request of the server.
     pub(super) fn is_answer(&self) -> bool {
         self.v2 && self.method.is_none() && self.id.is_some()
-    }
-
-    /// Whether every member is one JSON-RPC defines.
-    pub(super) fn plain(&self) -> bool {
-        !self.extra
     }
 
     /// The body's length in bytes.
@@ -144,7 +138,6 @@ impl<'de> Visitor<'de> for Members {
                 "error" => once(&mut message.error, "error", map.next_value()?)?,
                 _ => {
                     map.next_value::<de::IgnoredAny>()?;
-                    message.extra = true;
                 }
             }
         }
@@ -188,7 +181,7 @@ mod tests {
     fn a_request_is_read_with_its_members_as_sent() {
         let body = br#"{"jsonrpc":"2.0","id":"a\"b","method":"tools/call","params":{"name":"X"}}"#;
         let message = Message::read(body).unwrap();
-        assert!(message.is_request("tools/call") && message.plain());
+        assert!(message.is_request("tools/call"));
         assert_eq!(message.id(), Some(RequestId::String("a\"b".into())));
         assert_eq!(message.params::<Value>().unwrap()["name"], "X");
         assert_eq!(message.len(), body.len());
@@ -199,7 +192,7 @@ mod tests {
         // Borrowed from the body where they can be, copied where an escape must be undone.
         let body = br#"{"js\u006fnrpc":"2.\u0030","\u0069d":1,"method":"tools\/call"}"#;
         let message = Message::read(body).unwrap();
-        assert!(message.is_request("tools/call") && message.plain());
+        assert!(message.is_request("tools/call"));
     }
 
     #[test]
@@ -213,8 +206,9 @@ mod tests {
         }
         let v1 = Message::read(br#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#).unwrap();
         assert_eq!(v1.method(), None);
+        // A member JSON-RPC does not define is rmcp's to judge (the fast path takes none).
         let extra = Message::read(br#"{"jsonrpc":"2.0","id":1,"method":"ping","x":1}"#).unwrap();
-        assert!(!extra.plain());
+        assert!(extra.is_request("ping"));
     }
 
     #[test]

@@ -235,7 +235,14 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     if crate::server::same_loopback_origin(&parts.headers) {
         parts.headers.remove(header::ORIGIN);
     }
-    // The body is read here, once; every step in front of rmcp reads `message`.
+    // A plain `tools/call` is answered without rmcp's service (the fast path), which reads
+    // the body in one pass of its own.
+    if mcp.any_host
+        && let Some(answer) = fast::try_call(&mcp.server, &parts, &bytes).await
+    {
+        return crate::server::json_response(StatusCode::OK, Bytes::from(answer));
+    }
+    // Any other body is read here, once; every step in front of rmcp reads `message`.
     let message = match Message::read(&bytes) {
         Ok(message) => Some(message),
         // A syntax error names a line and column, never the text it found.
@@ -246,13 +253,6 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
         // JSON but no message: rmcp checks the request's headers first, then refuses it.
         Err(Unread::NotMessage) => None,
     };
-    // A plain `tools/call` is answered without rmcp's service (the fast path).
-    if mcp.any_host
-        && let Some(message) = &message
-        && let Some(answer) = fast::try_call(&mcp.server, &parts, message).await
-    {
-        return crate::server::json_response(StatusCode::OK, Bytes::from(answer));
-    }
     // Read once for both steps below (the fast path read its own).
     let modern = modern::is_modern(&parts.headers);
     if let Some(message) = &message
