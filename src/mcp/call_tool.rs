@@ -6,9 +6,9 @@
 //! call itself (the fast path's too) goes through [`McpServer::call`].
 
 use super::elicit::Elicit;
-use super::exchange::Round;
 use super::handler::McpServer;
 use super::questions::{Carried, Offers, OnRequest};
+use super::round_trip::Round;
 use super::{result, round_trip};
 use crate::server::CallContext;
 use oxp_lambda_core::invoke::{Outcome, Rejection, Target};

@@ -1,21 +1,14 @@
 //! One `tools/call`'s talk-back channel at 2026-07-28: the answers it came with (earlier
 //! rounds' from its sealed state, this request's `inputResponses`), and the questions its tool
 //! asked that have none, which end the call as the next round ([`super::round_trip`] seals it).
-//! A tool that asks first may detach here: the call then goes on as a task. [`Round`] is the
-//! call's way of asking at that revision: this channel, and what the call's end becomes.
+//! A tool that asks first may detach here: the call then goes on as a task.
 
-use super::questions::{Answers, Carried, Carrier, MAX_ASKS, Needs, Offers, Question};
-use super::round_trip::RoundTrips;
-use super::task::Tasks;
-use crate::server::CallContext;
-use oxp_lambda_core::invoke::{Outcome, Rejection};
+use super::questions::{Answers, Carrier, MAX_ASKS, Needs, Offers, Question};
 use oxp_lambda_core::talk::{TalkError, TalkFuture};
-use rmcp::ErrorData;
-use rmcp::model::CallToolResponse;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 
 /// One call's questions and the answers it came with; the talk-back channel of the call.
 #[derive(Debug, Default)]
@@ -149,60 +142,5 @@ impl Carrier for Exchange {
         }
         self.detached.store(true, Ordering::Relaxed);
         Box::pin(std::future::ready(Err(TalkError::Parked)))
-    }
-}
-
-/// A round the server keeps: the store of rounds, the round's exchange and what its state is
-/// bound to.
-pub(crate) type Kept<'a> = (&'a RoundTrips, Arc<Carried<Exchange>>, Vec<u8>);
-
-/// A 2026-07-28 call's way of asking its client: `input_required` rounds.
-pub(crate) struct Round<'a> {
-    /// The round (`None`: the server keeps no rounds, and the tool is asked nothing).
-    pub(crate) exchange: Option<Kept<'a>>,
-    /// The client opens links for its user (it declared URL-mode elicitation).
-    pub(crate) url: bool,
-    /// What the task starts from, should the tool detach.
-    pub(crate) detaching: Option<(CallContext, Map<String, Value>, Offers)>,
-}
-
-impl Round<'_> {
-    /// The call's end, when it is not the tool's result: the next round (a question without an
-    /// answer), the -32021 of what the tool needed that its client did not declare, a task
-    /// (the tool detached), or the user's authorization as a link to open.
-    pub(crate) async fn end(
-        self,
-        tasks: Option<&Arc<Tasks>>,
-        name: &str,
-        answer: &Result<Outcome, Rejection>,
-    ) -> Result<Option<CallToolResponse>, ErrorData> {
-        if let Some((trips, exchange, binding)) = &self.exchange {
-            let input_required = trips.input_required(exchange, binding).await.map_err(|e| {
-                tracing::error!(target: "oxp::mcp", error = %e, "input_required not built");
-                ErrorData::internal_error("The server cannot ask the user now", None)
-            })?;
-            if let Some(input_required) = input_required {
-                return Ok(Some(CallToolResponse::InputRequired(input_required)));
-            }
-            let missing = exchange.missing();
-            if !missing.is_empty() && !answer.as_ref().is_ok_and(|o| o.result.is_ok()) {
-                return Err(super::questions::missing_capabilities(&missing));
-            }
-            if let Some(answers) = exchange.detached()
-                && let (Some(tasks), Some((context, arguments, offers))) = (tasks, self.detaching)
-            {
-                let created = tasks
-                    .create(context, name, arguments, answers, offers)
-                    .await?;
-                return Ok(Some(CallToolResponse::Task(created)));
-            }
-        }
-        if self.url
-            && let Err(rejection) = answer
-            && let Some(input_required) = super::result::url_elicitation(rejection)
-        {
-            return Ok(Some(CallToolResponse::InputRequired(input_required)));
-        }
-        Ok(None)
     }
 }

@@ -11,16 +11,23 @@
 //! it is not held), bound to the caller, the tool and its arguments, expiring after
 //! [`STATE_TTL`], and used once (its nonce is spent in the state store when there is one): a
 //! forged, altered, expired, foreign or replayed state is refused and runs nothing.
+//!
+//! [`Round`] is a call's way of asking at this revision: its exchange, and what the call's end
+//! becomes when it is not the tool's result.
 
 pub(crate) use super::exchange::Exchange;
-use super::questions::{Answers, MAX_ASKS, read_response, refused, request_of};
+use super::questions::{Answers, Carried, MAX_ASKS, Offers, read_response, refused, request_of};
+use super::task::Tasks;
+use crate::server::CallContext;
 use oxp_lambda_core::durable::{Item, StateStore};
+use oxp_lambda_core::invoke::{Outcome, Rejection};
 use oxp_lambda_core::secrets::Secrets;
 use rmcp::ErrorData;
+use rmcp::model::CallToolResponse;
 use rmcp::model::{InputRequests, InputRequiredResult, InputResponses};
 use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -358,6 +365,61 @@ fn read_or_keep(file: &std::path::Path, fresh: Vec<u8>) -> Result<Vec<u8>, Strin
             "the sealing key file {} does not hold a {KEY_BYTES}-byte key",
             file.display()
         )),
+    }
+}
+
+/// A round the server keeps: the store of rounds, the round's exchange and what its state is
+/// bound to.
+pub(crate) type Kept<'a> = (&'a RoundTrips, Arc<Carried<Exchange>>, Vec<u8>);
+
+/// A 2026-07-28 call's way of asking its client: `input_required` rounds.
+pub(crate) struct Round<'a> {
+    /// The round (`None`: the server keeps no rounds, and the tool is asked nothing).
+    pub(crate) exchange: Option<Kept<'a>>,
+    /// The client opens links for its user (it declared URL-mode elicitation).
+    pub(crate) url: bool,
+    /// What the task starts from, should the tool detach.
+    pub(crate) detaching: Option<(CallContext, Map<String, Value>, Offers)>,
+}
+
+impl Round<'_> {
+    /// The call's end, when it is not the tool's result: the next round (a question without an
+    /// answer), the -32021 of what the tool needed that its client did not declare, a task
+    /// (the tool detached), or the user's authorization as a link to open.
+    pub(crate) async fn end(
+        self,
+        tasks: Option<&Arc<Tasks>>,
+        name: &str,
+        answer: &Result<Outcome, Rejection>,
+    ) -> Result<Option<CallToolResponse>, ErrorData> {
+        if let Some((trips, exchange, binding)) = &self.exchange {
+            let input_required = trips.input_required(exchange, binding).await.map_err(|e| {
+                tracing::error!(target: "oxp::mcp", error = %e, "input_required not built");
+                ErrorData::internal_error("The server cannot ask the user now", None)
+            })?;
+            if let Some(input_required) = input_required {
+                return Ok(Some(CallToolResponse::InputRequired(input_required)));
+            }
+            let missing = exchange.missing();
+            if !missing.is_empty() && !answer.as_ref().is_ok_and(|o| o.result.is_ok()) {
+                return Err(super::questions::missing_capabilities(&missing));
+            }
+            if let Some(answers) = exchange.detached()
+                && let (Some(tasks), Some((context, arguments, offers))) = (tasks, self.detaching)
+            {
+                let created = tasks
+                    .create(context, name, arguments, answers, offers)
+                    .await?;
+                return Ok(Some(CallToolResponse::Task(created)));
+            }
+        }
+        if self.url
+            && let Err(rejection) = answer
+            && let Some(input_required) = super::result::url_elicitation(rejection)
+        {
+            return Ok(Some(CallToolResponse::InputRequired(input_required)));
+        }
+        Ok(None)
     }
 }
 
