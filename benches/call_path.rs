@@ -46,13 +46,18 @@ fn app(tools: usize) -> App {
         .expect("the app builds")
 }
 
-async fn roundtrip(app: &App, method: &str, path: &str, body: &'static [u8]) -> axum::body::Bytes {
+async fn roundtrip(
+    app: &App,
+    method: &str,
+    path: &str,
+    body: impl Into<Body>,
+) -> axum::body::Bytes {
     let request = Request::builder()
         .method(method)
         .uri(path)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream")
-        .body(Body::from(body))
+        .body(body.into())
         .unwrap();
     let response = app.clone().oneshot(request).await.unwrap();
     response.into_body().collect().await.unwrap().to_bytes()
@@ -88,7 +93,7 @@ fn bench(c: &mut Criterion) {
         });
         group.bench_with_input(BenchmarkId::new("list_tools", tools), &app, |b, app| {
             b.to_async(&rt)
-                .iter(|| async { black_box(roundtrip(app, "GET", "/tools", b"").await) })
+                .iter(|| async { black_box(roundtrip(app, "GET", "/tools", &b""[..]).await) })
         });
         group.finish();
     }
@@ -102,6 +107,19 @@ fn bench(c: &mut Criterion) {
     c.bench_function("call_path/calculator_add_idempotent_replay", |b| {
         b.to_async(&rt)
             .iter(|| async { black_box(roundtrip(&idempotent, "POST", "/tools/call", ADD).await) })
+    });
+    // Every call with a call_id of its own, as under load: each claims its key and stores its
+    // outcome (the store fills to its bound, then evicts). The body is formatted per call.
+    let mut n = 0u64;
+    c.bench_function("call_path/calculator_add_idempotent_new", |b| {
+        b.to_async(&rt).iter(|| {
+            n += 1;
+            let body = std::str::from_utf8(ADD)
+                .unwrap()
+                .replace("426614174000", &format!("{n:012}"));
+            let app = &idempotent;
+            async move { black_box(roundtrip(app, "POST", "/tools/call", body).await) }
+        })
     });
 }
 

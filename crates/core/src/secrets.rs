@@ -10,11 +10,13 @@
 
 use crate::tool::Secret;
 use futures_util::future::try_join_all;
+use quick_cache::sync::{EntryAction, EntryResult};
 use std::collections::HashMap;
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Instant;
 
 /// Whether secrets sent by clients are used (`OXP_CLIENT_SECRETS`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,14 +134,35 @@ pub enum SecretsRejection {
 /// created now is seen within this.
 pub const MISSING_FOR: std::time::Duration = std::time::Duration::from_secs(30);
 
-/// The server's secrets: a source, a TTL cache in front of it (and a short one of the ids it
-/// does not have) and the client-secrets policy.
+/// The server's secrets: a source, a cache in front of it (values for a TTL, ids the source does
+/// not have for [`MISSING_FOR`]) and the client-secrets policy.
 #[derive(Clone)]
 pub struct Secrets {
     source: Option<Arc<dyn SecretSource>>,
-    cache: moka::future::Cache<String, Secret>,
-    missing: moka::sync::Cache<String, SecretError>,
+    cache: Arc<quick_cache::sync::Cache<String, Fetched>>,
+    ttl: std::time::Duration,
     client_secrets: ClientSecrets,
+}
+
+/// What one fetch gave, and when.
+#[derive(Clone)]
+struct Fetched {
+    value: Result<Secret, SecretError>,
+    at: Instant,
+}
+
+impl Fetched {
+    /// Whether it still answers a caller who asked at `asked`: a value for the TTL, a secret
+    /// the source does not have for [`MISSING_FOR`], any other failure only the callers who
+    /// were waiting for that fetch.
+    fn answers(&self, asked: Instant, ttl: std::time::Duration) -> bool {
+        let keep = match &self.value {
+            Ok(_) => ttl,
+            Err(e) if e.kind == SecretErrorKind::NotFound => MISSING_FOR.min(ttl),
+            Err(_) => std::time::Duration::ZERO,
+        };
+        self.at >= asked || asked.saturating_duration_since(self.at) < keep
+    }
 }
 
 impl fmt::Debug for Secrets {
@@ -171,14 +194,8 @@ impl Secrets {
     ) -> Self {
         Self {
             source,
-            cache: moka::future::Cache::builder()
-                .max_capacity(10_000)
-                .time_to_live(ttl)
-                .build(),
-            missing: moka::sync::Cache::builder()
-                .max_capacity(1_000)
-                .time_to_live(MISSING_FOR.min(ttl))
-                .build(),
+            cache: Arc::new(quick_cache::sync::Cache::new(10_000)),
+            ttl,
             client_secrets,
         }
     }
@@ -203,20 +220,37 @@ impl Secrets {
             .ok_or_else(|| {
                 SecretError::new(id, SecretErrorKind::NotFound, "not held by the server")
             })?;
-        if let Some(missing) = self.missing.get(id) {
-            return Err(missing);
-        }
-        let fetched = self
-            .cache
-            .try_get_with_by_ref(id, source.fetch(id))
-            .await
-            .map_err(|e| (*e).clone());
-        if let Err(e) = &fetched
-            && e.kind == SecretErrorKind::NotFound
+        let asked = Instant::now();
+        if let Some(fetched) = self.cache.get(id)
+            && fetched.answers(asked, self.ttl)
         {
-            self.missing.insert(id.to_owned(), e.clone());
+            return fetched.value;
         }
-        fetched
+        // One fetch per id at a time: the others wait for its answer (quick_cache's guard).
+        let guard = match self
+            .cache
+            .entry_async(id, |_, fetched| {
+                if fetched.answers(asked, self.ttl) {
+                    EntryAction::Retain(fetched.value.clone())
+                } else {
+                    EntryAction::ReplaceWithGuard
+                }
+            })
+            .await
+        {
+            EntryResult::Retained(value) => return value,
+            EntryResult::Vacant(guard) | EntryResult::Replaced(guard, _) => Some(guard),
+            // Neither is asked for (no removal, no timeout): fetch without keeping.
+            EntryResult::Removed(..) | EntryResult::Timeout => None,
+        };
+        let value = source.fetch(id).await;
+        if let Some(guard) = guard {
+            let _ = guard.insert(Fetched {
+                value: value.clone(),
+                at: Instant::now(),
+            });
+        }
+        value
     }
 
     /// The values of `required` for one call: server-held ones from the source (they win), the
@@ -254,3 +288,7 @@ impl Secrets {
         Ok(values)
     }
 }
+
+#[cfg(test)]
+#[path = "secrets_tests.rs"]
+mod tests;

@@ -1,36 +1,50 @@
 //! The in-memory idempotency store: the local default, and per execution environment in Lambda.
 //!
-//! Completed outcomes live in a `moka` cache bounded by bytes (`OXP_IDEMPOTENCY_MAX_BYTES`):
-//! a caller who sends many large calls evicts stored outcomes, never memory. In-progress
-//! claims live apart, so eviction never takes one (a duplicate would then run the tool again);
-//! they are few, since a call claims its key only once it holds an execution slot.
+//! Completed outcomes live in a `quick_cache` cache bounded by bytes
+//! (`OXP_IDEMPOTENCY_MAX_BYTES`): a caller who sends many large calls evicts stored outcomes,
+//! never memory. Each outcome carries the instant it stops answering; one found past it is gone.
+//! In-progress claims live apart, so eviction never takes one (a duplicate would then run the
+//! tool again); they are few, since a call claims its key only once it holds an execution slot.
+//!
+//! Not `moka`: under load every call with a new `call_id` inserts an outcome, and `moka`'s
+//! bookkeeping (its per-entry timers, its frequency sketch, its write log) cost more per call
+//! than the rest of the store (docs/performance.md has the figures).
 
 use super::{Claim, IdempotencyStore, StoreFuture, StoredOutcome};
-use moka::Expiry;
-use moka::sync::Cache;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A stored outcome and what it answers.
+/// A stored outcome, what it answers, when it was stored and for how long, what it weighs.
 #[derive(Debug)]
 struct Completed {
     fingerprint: String,
     outcome: StoredOutcome,
+    at: Instant,
     keep: Duration,
+    bytes: u64,
 }
 
-/// Each outcome expires after the time it was stored for.
-struct KeepFor;
+/// What an entry costs: its key, fingerprint and outcome as stored (weighed once, at insert).
+#[derive(Clone)]
+struct ByBytes;
 
-impl Expiry<String, Arc<Completed>> for KeepFor {
-    fn expire_after_create(
-        &self,
-        _key: &String,
-        value: &Arc<Completed>,
-        _created_at: Instant,
-    ) -> Option<Duration> {
-        Some(value.keep)
+impl quick_cache::Weighter<String, Arc<Completed>> for ByBytes {
+    fn weight(&self, key: &String, value: &Arc<Completed>) -> u64 {
+        key.len() as u64 + value.bytes
+    }
+}
+
+/// Counts the bytes of a value's JSON without keeping them.
+struct Count(u64);
+
+impl std::io::Write for Count {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0 += buf.len() as u64;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -40,7 +54,7 @@ type Claimed = (String, Instant);
 /// In-memory store: completed outcomes bounded by bytes, in-progress claims apart.
 pub struct MemoryStore {
     in_progress: Mutex<HashMap<String, Claimed>>,
-    completed: Cache<String, Arc<Completed>>,
+    completed: quick_cache::sync::Cache<String, Arc<Completed>, ByBytes>,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -49,31 +63,34 @@ impl std::fmt::Debug for MemoryStore {
     }
 }
 
-/// What an entry costs: its key, fingerprint and outcome as stored.
-#[allow(clippy::ptr_arg)] // the signature moka gives a weigher
-fn weight(key: &String, value: &Arc<Completed>) -> u32 {
-    let outcome = serde_json::to_vec(&value.outcome).map_or(0, |v| v.len());
-    let bytes = key.len() + value.fingerprint.len() + outcome + 64;
-    u32::try_from(bytes).unwrap_or(u32::MAX)
-}
-
 impl MemoryStore {
     /// A store whose completed outcomes take at most about `max_bytes`.
     pub fn new(max_bytes: u64) -> Self {
+        // The item estimate only sizes the cache's memory of recently evicted keys; its table
+        // grows as outcomes come. A small outcome weighs about 200 bytes.
+        let items = usize::try_from(max_bytes / 200)
+            .unwrap_or(usize::MAX)
+            .max(16);
         Self {
             in_progress: Mutex::new(HashMap::new()),
-            completed: Cache::builder()
-                .max_capacity(max_bytes.max(1))
-                .weigher(weight)
-                .expire_after(KeepFor)
-                .build(),
+            completed: quick_cache::sync::Cache::with_weighter(items, max_bytes.max(1), ByBytes),
         }
+    }
+
+    /// The outcome stored under `key`, unless its time has passed (then it is dropped).
+    fn completed(&self, key: &str, now: Instant) -> Option<Arc<Completed>> {
+        let done = self.completed.get(key)?;
+        if now.saturating_duration_since(done.at) < done.keep {
+            return Some(done);
+        }
+        self.completed.remove(key);
+        None
     }
 
     fn claim_now(&self, key: &str, fingerprint: &str, hold: Duration) -> Claim {
         let now = Instant::now();
         let mut claims = self.in_progress.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(done) = self.completed.get(key) {
+        if let Some(done) = self.completed(key, now) {
             return if done.fingerprint == fingerprint {
                 Claim::Completed(done.outcome.clone())
             } else {
@@ -128,11 +145,16 @@ impl IdempotencyStore for MemoryStore {
         outcome: &'a StoredOutcome,
         keep: Duration,
     ) -> StoreFuture<'a, ()> {
+        let mut size = Count(0);
+        // Serializing into a counter cannot fail: a value that could not be written weighs 0.
+        let _ = serde_json::to_writer(&mut size, outcome);
         self.completed.insert(
             key.to_owned(),
             Arc::new(Completed {
+                bytes: fingerprint.len() as u64 + size.0 + 64,
                 fingerprint: fingerprint.to_owned(),
                 outcome: outcome.clone(),
+                at: Instant::now(),
                 keep,
             }),
         );
@@ -226,13 +248,12 @@ mod tests {
             store.claim(&key, "f", hold).await.unwrap();
             store.complete(&key, "f", &big, hold).await.unwrap();
         }
-        store.completed.run_pending_tasks();
         assert!(
-            store.completed.weighted_size() <= 64 * 1024,
+            store.completed.weight() <= 64 * 1024,
             "{} bytes stored",
-            store.completed.weighted_size()
+            store.completed.weight()
         );
-        assert!(store.completed.entry_count() < 200, "outcomes were evicted");
+        assert!(store.completed.len() < 200, "outcomes were evicted");
         assert_eq!(
             store.claim("running", "f", hold).await.unwrap(),
             Claim::InProgress,
