@@ -2,7 +2,8 @@
 //!
 //! Completed outcomes live in a `quick_cache` cache bounded by bytes
 //! (`OXP_IDEMPOTENCY_MAX_BYTES`): a caller who sends many large calls evicts stored outcomes,
-//! never memory. Each outcome carries the instant it stops answering; one found past it is gone.
+//! never memory. Each outcome carries when it was stored and for how long; one read past that
+//! is dropped.
 //! In-progress claims live apart, so eviction never takes one (a duplicate would then run the
 //! tool again); they are few, since a call claims its key only once it holds an execution slot.
 //!
@@ -83,7 +84,9 @@ impl MemoryStore {
         if now.saturating_duration_since(done.at) < done.keep {
             return Some(done);
         }
-        self.completed.remove(key);
+        // This one only: a fresh outcome stored meanwhile under the same key stays.
+        self.completed
+            .remove_if(key, |now_stored| Arc::ptr_eq(now_stored, &done));
         None
     }
 
