@@ -12,6 +12,12 @@ struct Counting {
     answer: Option<SecretErrorKind>,
 }
 
+impl Counting {
+    fn fetches(&self) -> usize {
+        self.fetches.load(Ordering::SeqCst)
+    }
+}
+
 impl SecretSource for Counting {
     fn holds(&self, _id: &str) -> bool {
         true
@@ -45,24 +51,12 @@ async fn concurrent_misses_for_one_id_make_one_fetch_and_the_value_is_kept_for_i
         got.iter()
             .all(|v| v.as_ref().unwrap().expose() == "value-1")
     );
-    assert_eq!(
-        source.fetches.load(Ordering::SeqCst),
-        1,
-        "one fetch for 20 misses"
-    );
+    assert_eq!(source.fetches(), 1, "one fetch for 20 misses");
     assert_eq!(secrets.get("KEY").await.unwrap().expose(), "value-1");
-    assert_eq!(
-        source.fetches.load(Ordering::SeqCst),
-        1,
-        "a warm get fetches nothing"
-    );
+    assert_eq!(source.fetches(), 1, "a warm get fetches nothing");
     tokio::time::sleep(Duration::from_millis(350)).await;
     assert_eq!(secrets.get("KEY").await.unwrap().expose(), "value-2");
-    assert_eq!(
-        source.fetches.load(Ordering::SeqCst),
-        2,
-        "fetched again past its TTL"
-    );
+    assert_eq!(source.fetches(), 2, "fetched again past its TTL");
 }
 
 #[tokio::test]
@@ -73,17 +67,9 @@ async fn a_failed_fetch_answers_the_callers_waiting_for_it_and_the_next_get_fetc
         got.iter()
             .all(|v| v.as_ref().unwrap_err().kind == SecretErrorKind::Unreachable)
     );
-    assert_eq!(
-        source.fetches.load(Ordering::SeqCst),
-        1,
-        "the waiters share its failure"
-    );
+    assert_eq!(source.fetches(), 1, "the waiters share its failure");
     secrets.get("KEY").await.unwrap_err();
-    assert_eq!(
-        source.fetches.load(Ordering::SeqCst),
-        2,
-        "a failure is not kept"
-    );
+    assert_eq!(source.fetches(), 2, "a failure is not kept");
 }
 
 #[tokio::test]
@@ -93,9 +79,5 @@ async fn a_secret_the_source_does_not_have_is_remembered_as_missing() {
         let err = secrets.get("NOPE").await.unwrap_err();
         assert_eq!(err.kind, SecretErrorKind::NotFound);
     }
-    assert_eq!(
-        source.fetches.load(Ordering::SeqCst),
-        1,
-        "asked once within MISSING_FOR"
-    );
+    assert_eq!(source.fetches(), 1, "asked once within MISSING_FOR");
 }
