@@ -16,7 +16,7 @@ fn build(which: &str) -> f64 {
     } else if which == "shared" {
         // A configuration as src/http_client.rs makes it, made before the clock starts: what a
         // client built after the process's first pays.
-        let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
         let verifier = rustls_platform_verifier::Verifier::new(provider.clone()).expect("roots");
         let config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
@@ -33,7 +33,7 @@ fn build(which: &str) -> f64 {
     } else {
         let mut roots = rustls::RootCertStore::empty();
         roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
-        let provider = std::sync::Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
         let config = rustls::ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("TLS versions")

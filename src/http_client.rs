@@ -15,23 +15,36 @@ pub(crate) fn builder() -> reqwest::ClientBuilder {
     }
 }
 
-/// The TLS configuration, made by its first use: rustls over aws-lc-rs, the platform's
-/// verifier (the system's roots), HTTP/1.1 offered, as reqwest makes its own.
-fn tls() -> Option<&'static rustls::ClientConfig> {
+/// Makes ring the process's default TLS provider, unless the program installed one: what a
+/// tool's own rustls or reqwest client (built without a provider of its own) then uses.
+pub(crate) fn install_default_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// The TLS configuration, made by its first use: rustls over the process's default provider
+/// (ring, [`install_default_provider`], unless the program installed another: aws-lc-rs's
+/// FIPS module, say), the platform's verifier (the system's roots), HTTP/1.1 offered, as
+/// reqwest makes its own. ring rather than aws-lc-rs by default: the same TLS for a smaller
+/// package and a shorter build (docs/performance.md, "Lambda functions").
+pub(crate) fn tls() -> Option<&'static rustls::ClientConfig> {
     static TLS: OnceLock<Option<rustls::ClientConfig>> = OnceLock::new();
     TLS.get_or_init(|| {
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
-        let verifier = rustls_platform_verifier::Verifier::new(provider.clone()).ok()?;
-        let mut config = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .ok()?
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(verifier))
-            .with_no_client_auth();
-        config.alpn_protocols = vec![b"http/1.1".to_vec()];
-        Some(config)
+        install_default_provider();
+        configure(rustls::crypto::CryptoProvider::get_default()?.clone())
     })
     .as_ref()
+}
+
+fn configure(provider: Arc<rustls::crypto::CryptoProvider>) -> Option<rustls::ClientConfig> {
+    let verifier = rustls_platform_verifier::Verifier::new(provider.clone()).ok()?;
+    let mut config = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .ok()?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Some(config)
 }
 
 #[cfg(test)]

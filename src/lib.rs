@@ -92,6 +92,9 @@ pub mod config;
 mod events;
 #[cfg(feature = "http-client")]
 mod http_client;
+#[cfg(not(feature = "http-client"))]
+#[path = "http_client_off.rs"]
+mod http_client;
 mod idempotency;
 mod logging;
 #[cfg(feature = "mcp")]
@@ -203,6 +206,12 @@ pub mod stores {
 pub mod __private {
     pub use schemars;
     pub use serde;
+    /// Installs the JWT verifier's provider (src/auth/jwt_crypto.rs) as jsonwebtoken's
+    /// default: the tests sign their tokens with it before any server installs it.
+    #[cfg(feature = "jwt")]
+    pub fn install_jwt_crypto() {
+        crate::auth::jwt_crypto::install();
+    }
 }
 
 /// The README's Rust examples, compiled as doc tests so they cannot rot.

@@ -53,6 +53,8 @@ fn rsa_key() -> EncodingKey {
 }
 
 fn public_jwk(key: &EncodingKey, alg: Algorithm, kid: &str) -> Jwk {
+    // The JWK helpers and `encode` below are the server's provider's (src/auth/jwt_crypto.rs).
+    oxp_lambda::__private::install_jwt_crypto();
     let mut jwk = Jwk::from_encoding_key(key, alg).unwrap();
     jwk.common.key_id = Some(kid.into());
     jwk
@@ -61,6 +63,7 @@ fn public_jwk(key: &EncodingKey, alg: Algorithm, kid: &str) -> Jwk {
 fn sign(alg: Algorithm, kid: Option<&str>, claims: &Value, key: &EncodingKey) -> String {
     let mut header = Header::new(alg);
     header.kid = kid.map(str::to_owned);
+    oxp_lambda::__private::install_jwt_crypto();
     jsonwebtoken::encode(&header, claims, key).unwrap()
 }
 

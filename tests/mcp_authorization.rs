@@ -22,6 +22,7 @@ fn token(claims: Value) -> String {
     claims["exp"] = json!(jsonwebtoken::get_current_timestamp() + 300);
     claims["iss"] = json!(ISSUER);
     claims["sub"] = json!("agent-1");
+    oxp_lambda::__private::install_jwt_crypto();
     jsonwebtoken::encode(
         &Header::new(Algorithm::HS256),
         &claims,

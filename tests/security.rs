@@ -38,6 +38,7 @@ fn token(sub: &str) -> String {
 /// A token with `claims` (and an expiry), as the server's key signs it.
 fn signed(mut claims: Value) -> String {
     claims["exp"] = json!(jsonwebtoken::get_current_timestamp() + 300);
+    oxp_lambda::__private::install_jwt_crypto();
     jsonwebtoken::encode(
         &Header::default(),
         &claims,

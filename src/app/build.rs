@@ -208,6 +208,8 @@ impl AppBuilder {
     /// AWS clients are first used by the first request that needs them.
     pub async fn build(mut self) -> Result<App, StartError> {
         let config = self.config;
+        // One TLS provider for the process, tools' own HTTP clients included (src/http_client.rs).
+        crate::http_client::install_default_provider();
         // Every protocol's settings are read first: a bad variable fails before anything is
         // built.
         for protocol in &mut self.protocols {

@@ -25,6 +25,7 @@ pub(crate) struct JwtVerifier {
 impl JwtVerifier {
     /// A verifier for `config`.
     pub(crate) fn new(config: JwtConfig, secrets: Secrets) -> Result<Self, String> {
+        super::jwt_crypto::install();
         let jwks = match &config.keys {
             JwtKeys::Hs256 { secret_id } => {
                 if !secrets.holds(secret_id) {

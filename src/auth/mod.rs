@@ -13,6 +13,8 @@ pub(crate) mod jwt;
 #[cfg(not(feature = "jwt"))]
 #[path = "jwt_off.rs"]
 pub(crate) mod jwt;
+#[cfg(feature = "jwt")]
+pub(crate) mod jwt_crypto;
 
 use crate::settings::{ConfigError, Env, invalid};
 use http::{Extensions, HeaderMap};

@@ -1,14 +1,14 @@
-//! Sealing: AES-256-GCM (aws-lc-rs) under a key derived with HKDF-SHA256 from the server's
+//! Sealing: AES-256-GCM (ring) under a key derived with HKDF-SHA256 from the server's
 //! `OAUTH_KEY` secret, so every execution environment opens what another sealed. The same key
 //! seals flow state (links, the provider's `state`) and the vault's records, each under its
 //! own associated data: a sealed value opens only for the purpose, and the vault key, it was
 //! sealed for, so a record copied to another user's key does not open.
 
-use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
-use aws_lc_rs::hkdf::{HKDF_SHA256, Salt};
-use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use ring::hkdf::{HKDF_SHA256, Salt};
+use ring::rand::{SecureRandom, SystemRandom};
 
 /// The sealing key.
 pub(crate) struct Keys {
@@ -124,6 +124,33 @@ mod tests {
         *altered.last_mut().unwrap() ^= 1;
         assert!(keys.open("token:github:alice", &altered).is_none());
         assert!(!String::from_utf8_lossy(&sealed).contains("gho_secret"));
+    }
+
+    #[test]
+    fn a_value_sealed_before_the_move_to_ring_still_opens() {
+        // Until 2026-11-30 sealing was aws-lc-rs's: the vault's records and the links sealed
+        // then must open after an upgrade. Sealed here by aws-lc-rs as that code did.
+        use aws_lc_rs::aead as lc;
+        use aws_lc_rs::hkdf as lc_hkdf;
+        let prk =
+            lc_hkdf::Salt::new(lc_hkdf::HKDF_SHA256, b"oxp-lambda").extract(b"a shared secret");
+        let okm = prk.expand(&[INFO], &lc::AES_256_GCM).unwrap();
+        let key = lc::LessSafeKey::new(lc::UnboundKey::from(okm));
+        let nonce = [7u8; NONCE_LEN];
+        let mut sealed = [&nonce[..], b"gho_secret"].concat();
+        let tag = key
+            .seal_in_place_separate_tag(
+                lc::Nonce::assume_unique_for_key(nonce),
+                lc::Aad::from(&b"token:github:alice"[..]),
+                &mut sealed[NONCE_LEN..],
+            )
+            .unwrap();
+        sealed.extend_from_slice(tag.as_ref());
+        let keys = Keys::derive(b"a shared secret");
+        assert_eq!(
+            keys.open("token:github:alice", &sealed).as_deref(),
+            Some(&b"gho_secret"[..])
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use opentelemetry::trace::{
     Span as _, SpanBuilder, SpanKind, Status, TraceContextExt as _, TracerProvider as _,
 };
 use opentelemetry::{Context, KeyValue};
-use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+use opentelemetry_otlp::{Protocol, WithExportConfig as _, WithHttpConfig as _};
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use std::sync::OnceLock;
@@ -64,8 +64,31 @@ fn install(endpoint: &str) -> Option<(CallSpans, Guard)> {
     } else {
         format!("{}/v1/traces", endpoint.trim_end_matches('/'))
     };
+    // The exporter's client over the process's TLS configuration (src/http_client.rs), built
+    // off the runtime's threads: reqwest's blocking client runs a runtime of its own.
+    let client = std::thread::spawn(|| {
+        let builder = reqwest::blocking::Client::builder().timeout(Duration::from_secs(5));
+        match crate::http_client::tls() {
+            Some(config) => builder.tls_backend_preconfigured(config.clone()),
+            None => builder,
+        }
+        .build()
+    })
+    .join();
+    let client = match client {
+        Ok(Ok(client)) => client,
+        Ok(Err(e)) => {
+            eprintln!("OpenTelemetry exporter not built, no spans will be sent: {e}");
+            return None;
+        }
+        Err(_) => {
+            eprintln!("OpenTelemetry exporter not built, no spans will be sent");
+            return None;
+        }
+    };
     let exporter = match opentelemetry_otlp::SpanExporter::builder()
         .with_http()
+        .with_http_client(client)
         .with_protocol(Protocol::HttpBinary)
         .with_endpoint(url)
         .with_timeout(Duration::from_secs(5))

@@ -33,6 +33,7 @@ pub fn bearer(sub: &str) -> String {
         .as_secs()
         + 600;
     let claims = json!({"sub": sub, "exp": exp, "iss": "https://issuer.test/", "aud": "oxp-tools"});
+    oxp_lambda::__private::install_jwt_crypto();
     let token = jsonwebtoken::encode(
         &jsonwebtoken::Header::default(),
         &claims,
