@@ -38,7 +38,8 @@
 //!
 //! | feature | what it adds |
 //! |---|---|
-//! | `lambda` | the Lambda transport (`lambda_http`) and `OXP_AUTH=apigateway` |
+//! | `lambda` | the Lambda transport: HTTP events (`lambda_http`), `OXP_AUTH=apigateway` and `lambda-runtime`'s roles |
+//! | `lambda-runtime` | the Lambda Runtime API for the roles that answer no HTTP event (SQS batches, direct invocations), without `lambda_http` |
 //! | `aws-secrets` | secrets from AWS Secrets Manager |
 //! | `dynamodb` | the DynamoDB idempotency store |
 //! | `jwt` | `OXP_AUTH=jwt` (HS256, RS256/ES256 with JWKS) |

@@ -1,4 +1,4 @@
-//! The app as a Lambda function's entry point (feature `lambda`): the Runtime API in the
+//! The app as a Lambda function's entry point (feature `lambda-runtime`): the Runtime API in the
 //! configured role (`OXP_LAMBDA_ROLE`), and a role's SQS batches handled in process.
 
 use super::App;
@@ -9,7 +9,7 @@ impl App {
     /// Serves the Lambda Runtime API in the configured role (`OXP_LAMBDA_ROLE`) until the
     /// environment ends: the entry point of a Lambda function built around this app, for
     /// programs that start the runtime themselves rather than through [`crate::run`].
-    pub async fn run_lambda(self) -> Result<(), lambda_http::Error> {
+    pub async fn run_lambda(self) -> Result<(), lambda_runtime::Error> {
         let config = self.parts.config.clone();
         let role = self.role(&config.lambda_role).cloned();
         crate::transport::lambda::run(self, role.as_ref(), &config).await

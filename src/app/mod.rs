@@ -21,9 +21,9 @@ mod build;
 mod durable;
 mod error;
 mod guards;
-#[cfg(feature = "lambda")]
+#[cfg(feature = "lambda-runtime")]
 pub(crate) mod lambda;
-#[cfg(not(feature = "lambda"))]
+#[cfg(not(feature = "lambda-runtime"))]
 #[path = "lambda_off.rs"]
 pub(crate) mod lambda;
 pub(crate) mod protocol;

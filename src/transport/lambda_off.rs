@@ -1,4 +1,4 @@
-//! Without the `lambda` feature no request comes from a Lambda event.
+//! Without the `lambda-runtime` feature no request comes from a Lambda event.
 
 /// HTTP events: none in this build.
 pub(crate) mod http {

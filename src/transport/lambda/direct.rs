@@ -34,7 +34,7 @@ pub(crate) async fn run(
     layer: InvocationLayer,
     max_bytes: usize,
     workers: usize,
-) -> Result<(), lambda_http::Error> {
+) -> Result<(), lambda_runtime::Error> {
     let client = Arc::new(Client::builder().build()?);
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers.max(1) {
@@ -61,7 +61,7 @@ async fn serve(
     handler: Arc<dyn DirectHandler>,
     layer: InvocationLayer,
     max_bytes: usize,
-) -> Result<(), lambda_http::Error> {
+) -> Result<(), lambda_runtime::Error> {
     let answering = handler.clone();
     let mut answer = layer.layer(tower::service_fn(move |event: Event<Direct>| {
         let handler = answering.clone();

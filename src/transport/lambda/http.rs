@@ -2,13 +2,13 @@
 //! Before routing, the API Gateway stage comes off the path ([`prepare`]); the invocation layer
 //! sets the request's deadline from the invocation's.
 
-use super::invocation::InvocationLayer;
+use super::invocation::{InvocationLayer, Invoked, Meta};
 use crate::server::{Deadline, strip_front};
 use http::Request;
 use lambda_http::request::RequestContext;
 use std::convert::Infallible;
 use std::task::{Context, Poll};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tower::{Layer, Service, ServiceExt};
 
 /// Whether `request` was made from a Lambda event (the runtime adds its request context); if
@@ -40,23 +40,53 @@ pub(crate) fn prepare<B>(request: &mut Request<B>, margin: Duration) -> bool {
     true
 }
 
+/// What an app must be to answer HTTP events: a service of `lambda_http`'s requests.
+pub(crate) trait Served:
+    Service<
+        lambda_http::Request,
+        Response = axum::response::Response,
+        Error = Infallible,
+        Future: Send + 'static,
+    > + Clone
+    + Send
+    + 'static
+{
+}
+
+impl<S> Served for S where
+    S: Service<
+            lambda_http::Request,
+            Response = axum::response::Response,
+            Error = Infallible,
+            Future: Send + 'static,
+        > + Clone
+        + Send
+        + 'static
+{
+}
+
+impl Invoked for lambda_http::Request {
+    fn meta(&self) -> Option<Meta> {
+        self.extensions()
+            .get::<lambda_http::Context>()
+            .map(Meta::of_context)
+    }
+
+    fn set_deadline(&mut self, at: Instant) {
+        self.extensions_mut().insert(Deadline(at));
+    }
+}
+
 /// Serves `app` to the Lambda Runtime API until the execution environment ends: with
 /// `AWS_LAMBDA_MAX_CONCURRENCY` above 1 (Lambda Managed Instances) that many invocations at
 /// once, each worker polling for its own; one at a time otherwise. The app is shared, so the
 /// concurrency pool, caches and limits are the process's, as on the local server. With
 /// `streaming`, each answer is streamed ([`super::streaming`]); buffered otherwise.
-pub(crate) async fn run<S>(
+pub(crate) async fn run<S: Served>(
     app: S,
     layer: InvocationLayer,
     streaming: bool,
-) -> Result<(), lambda_http::Error>
-where
-    S: Service<lambda_http::Request, Response = axum::response::Response, Error = Infallible>
-        + Clone
-        + Send
-        + 'static,
-    S::Future: Send + 'static,
-{
+) -> Result<(), lambda_runtime::Error> {
     if streaming {
         let app = layer.layer(app.map_response(super::streaming::flush_at_end));
         return lambda_http::run_with_streaming_response_concurrent(app).await;

@@ -1,12 +1,12 @@
 //! The one layer every Lambda invocation goes through, whatever its role (HTTP events, SQS
 //! batches, direct invocations): it computes the invocation's deadline once (Lambda's, less
-//! `OXP_DEADLINE_MARGIN_MS`), hands it to the service below (a request's [`Deadline`], an
-//! event's [`CallContext`]), and runs the service as the invocation: its log lines carry
+//! `OXP_DEADLINE_MARGIN_MS`), hands it to the service below (a request's
+//! [`Deadline`](crate::server::Deadline), an event's [`CallContext`]), and runs the service as the invocation: its log lines carry
 //! Lambda's fields, and its metrics and spans are flushed before the answer goes back.
 
 use crate::config::Config;
 use crate::observe::Fields;
-use crate::server::{CallContext, Deadline};
+use crate::server::CallContext;
 use http::HeaderMap;
 use std::future::Future;
 use std::sync::Arc;
@@ -27,7 +27,7 @@ pub(crate) struct Meta {
 
 impl Meta {
     /// From the runtime's context of the invocation.
-    pub(crate) fn of_context(context: &lambda_http::Context) -> Self {
+    pub(crate) fn of_context(context: &lambda_runtime::Context) -> Self {
         Self {
             request_id: context.request_id.clone(),
             deadline_ms: context.deadline,
@@ -85,18 +85,6 @@ pub(crate) trait Invoked {
     fn meta(&self) -> Option<Meta>;
     /// Hands the computed deadline to the service below.
     fn set_deadline(&mut self, at: Instant);
-}
-
-impl Invoked for lambda_http::Request {
-    fn meta(&self) -> Option<Meta> {
-        self.extensions()
-            .get::<lambda_http::Context>()
-            .map(Meta::of_context)
-    }
-
-    fn set_deadline(&mut self, at: Instant) {
-        self.extensions_mut().insert(Deadline(at));
-    }
 }
 
 /// A non-HTTP invocation (an SQS batch, a direct event) with its context.
@@ -254,6 +242,7 @@ pub(crate) async fn flush() {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::server::Deadline;
 
     fn now_ms() -> u64 {
         SystemTime::now()

@@ -8,7 +8,7 @@
 use super::invocation::{Event, InvocationLayer, Meta};
 use crate::server::{CallContext, Handled, RecordHandler};
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
-use lambda_http::{LambdaEvent, service_fn};
+use lambda_runtime::{LambdaEvent, service_fn};
 use std::sync::Arc;
 use tower::{Layer, ServiceExt};
 
@@ -97,21 +97,19 @@ pub(crate) async fn handle_event(
 pub(crate) async fn run(
     handlers: Vec<Arc<dyn RecordHandler>>,
     layer: InvocationLayer,
-) -> Result<(), lambda_http::Error> {
+) -> Result<(), lambda_runtime::Error> {
     let handlers: Arc<[Arc<dyn RecordHandler>]> = handlers.into();
     let events = layer.layer(service_fn(move |event: Event<serde_json::Value>| {
         let handlers = handlers.clone();
         async move {
             handle_event(&handlers, event.payload, event.context)
                 .await
-                .map_err(lambda_http::Error::from)
+                .map_err(lambda_runtime::Error::from)
         }
     }));
-    lambda_http::lambda_runtime::run_concurrent(service_fn(
-        move |event: LambdaEvent<serde_json::Value>| {
-            let meta = Meta::of_context(&event.context);
-            events.clone().oneshot(Event::new(event.payload, meta))
-        },
-    ))
+    lambda_runtime::run_concurrent(service_fn(move |event: LambdaEvent<serde_json::Value>| {
+        let meta = Meta::of_context(&event.context);
+        events.clone().oneshot(Event::new(event.payload, meta))
+    }))
     .await
 }
