@@ -47,7 +47,12 @@ async fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let sdk = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+    // Over the server's own HTTP client (one TLS configuration, its CA roots read once), not
+    // the SDK's: the crate then builds no second TLS stack (Cargo.toml).
+    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(oxp_lambda::aws_http_client())
+        .load()
+        .await;
     let source = ParameterStore::new(
         aws_sdk_ssm::Client::new(&sdk),
         "/oxp-example/",

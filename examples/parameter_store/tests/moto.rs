@@ -26,6 +26,7 @@ fn registry() -> Registry {
 /// An SSM client of `endpoint` with moto's dummy credentials.
 async fn ssm(endpoint: &str) -> aws_sdk_ssm::Client {
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
+        .http_client(oxp_lambda::aws_http_client())
         .endpoint_url(endpoint)
         .region(aws_config::Region::new("us-east-1"))
         .credentials_provider(aws_credential_types::Credentials::new(
