@@ -5,20 +5,20 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::process::Command;
 
-#[test]
-fn the_core_crate_depends_on_no_aws_lambda_http_framework_or_mcp_crate() {
+/// `cargo tree` of the lock file as it is, normal and build dependencies, one crate a line.
+fn cargo_tree(args: &[&str]) -> String {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let out = Command::new(cargo)
         .args([
             "tree",
             "--offline",
             "--locked",
-            "-p",
-            "oxp-lambda-core",
             "-e",
             "normal,build",
+            "--prefix",
+            "none",
         ])
-        .args(["--prefix", "none", "--format", "{p}"])
+        .args(args)
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
         .expect("cargo runs");
@@ -27,7 +27,12 @@ fn the_core_crate_depends_on_no_aws_lambda_http_framework_or_mcp_crate() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let tree = String::from_utf8(out.stdout).unwrap();
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn the_core_crate_depends_on_no_aws_lambda_http_framework_or_mcp_crate() {
+    let tree = cargo_tree(&["-p", "oxp-lambda-core", "--format", "{p}"]);
     let names: Vec<&str> = tree
         .lines()
         .filter_map(|l| l.split_whitespace().next())
@@ -56,27 +61,18 @@ fn the_core_crate_depends_on_no_aws_lambda_http_framework_or_mcp_crate() {
 /// Each crate of the function built with feature `role`, for arm64, with its feature sets (one
 /// for the target, one for the host where it is built for both).
 fn role_crates(role: &str) -> BTreeMap<String, BTreeSet<String>> {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let out = Command::new(cargo)
-        .args(["tree", "--offline", "--locked", "-p", "oxp-lambda"])
-        .args(["--no-default-features", "--features", role])
-        .args([
-            "--target",
-            "aarch64-unknown-linux-gnu",
-            "-e",
-            "normal,build",
-        ])
-        .args(["--prefix", "none", "--format", "{p}|{f}"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .expect("cargo runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let tree = cargo_tree(&[
+        "-p",
+        "oxp-lambda",
+        "--no-default-features",
+        "--features",
+        role,
+        "--target",
+        "aarch64-unknown-linux-gnu",
+        "--format",
+        "{p}|{f}",
+    ]);
     let mut crates: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    let tree = String::from_utf8(out.stdout).unwrap();
     for (package, features) in tree.lines().filter_map(|line| line.split_once('|')) {
         // A crate printed before is marked `(*)`; a proc macro `(proc-macro)`.
         let package = package.split(" (").next().unwrap_or(package);
