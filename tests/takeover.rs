@@ -20,6 +20,8 @@ const SECRET: &str = "takeover-webhook-secret";
 /// The runner's lease and sweep here.
 const LEASE: Duration = Duration::from_secs(2);
 const SWEEP: Duration = Duration::from_secs(1);
+/// A delivery attempt's bound here.
+const ATTEMPT: Duration = Duration::from_secs(3);
 
 struct Server {
     process: common::Process,
@@ -35,7 +37,13 @@ fn start(store: &[(&str, &str)]) -> Server {
         .env("OXP_SECRET_DEMO_WEBHOOK_SECRET", SECRET)
         .env("OXP_WORK_LEASE_SECS", LEASE.as_secs().to_string())
         .env("OXP_WORK_SWEEP_SECS", SWEEP.as_secs().to_string())
-        .env("OXP_RAP_ATTEMPT_TIMEOUT_MS", "60000")
+        // Shorter than the runtime's holds: a stopped (SIGTERM) server gives a delivery in
+        // flight this long to end before it leaves it to be retried (the runtime here cannot
+        // answer while the test waits for the process to exit).
+        .env(
+            "OXP_RAP_ATTEMPT_TIMEOUT_MS",
+            ATTEMPT.as_millis().to_string(),
+        )
         .env("OXP_LOG", "warn")
         .envs(store.iter().copied());
     let (process, line) = common::Process::start("oxp-lambda", command);
