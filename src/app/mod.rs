@@ -72,8 +72,9 @@ impl App {
     }
 
     /// Serves HTTP on `listener` until `shutdown` completes; in-flight requests finish, then
-    /// accepted async invocations get `OXP_RAP_DRAIN_SECS` to finish before the rest are
-    /// dead-lettered. On a loopback listener, and on any listener while authentication is off,
+    /// the work running here gets `OXP_WORK_DRAIN_SECS` to finish before the rest is let go
+    /// for a takeover (with a store that ends with the process, given up through its protocol:
+    /// a RAP result dead-lettered). On a loopback listener, and on any listener while authentication is off,
     /// a request whose `Host` is neither a loopback name nor in `OXP_ALLOWED_HOSTS`, or whose
     /// `Origin` is not in `OXP_ALLOWED_ORIGINS`, is refused (403): web pages open in a browser
     /// on the same machine cannot reach the tools, even through a rebound DNS name.
@@ -96,15 +97,15 @@ impl App {
         if abandoned > 0 {
             tracing::warn!(
                 abandoned,
-                "unfinished invocations were dead-lettered at shutdown"
+                "unfinished work was let go for a takeover, or given up, at shutdown"
             );
         }
         served
     }
 
-    /// Waits up to `timeout` for the async invocations this process accepted onto its
-    /// in-process queue to finish, then dead-letters those still running; returns how many
-    /// were. Nothing to wait for with an SQS queue (or without the async adapter).
+    /// Waits up to `timeout` for the work running here to finish, then lets the rest go for a
+    /// takeover (or, with a store that ends with the process, gives it up through its
+    /// protocol); returns how many pieces of work were. Nothing to wait for without a runner.
     pub async fn drain(&self, timeout: std::time::Duration) -> usize {
         self.drain_within(Some(timeout)).await
     }
