@@ -13,6 +13,9 @@ start; `examples/bench_handwritten.rs` does that same work by hand, and
     scripts/bench_functions.py [RUNS]     build, measure (RUNS starts each, 15), print the table
                                           and write it into docs/performance.md
     scripts/bench_functions.py --no-build [RUNS]   the same with the builds there are
+    scripts/bench_functions.py --against DIR [RUNS]   each role's native release build here
+                                          against the one in target directory DIR (another
+                                          profile, say), started by turns; prints the medians
 """
 import json, os, shutil, statistics, subprocess, sys, tempfile, uuid, zipfile
 
@@ -65,45 +68,56 @@ def zipped_mb(name):
     return os.path.getsize(path) / 1e6
 
 
-def measure(runs):
+def cases(moto):
+    """Each function's name, binary, environment, event maker and context, in table order."""
+    aws = dict(moto.env)
+    local = {"OXP_SECRETS_SOURCE": "local", "OXP_IDEMPOTENCY": "off"}
+    none = {"OXP_AUTH": "none"}
+    batch = bench_lambda.fixture("events/sqs/rap-worker-batch.json")
+    for record in batch["Records"]:
+        record["body"] = "not a job"
+    agentcore = {"custom": {"bedrockAgentCoreToolName": "tools___Calculator_Add"}}
+    return [
+        ("oxp-http", "target/release/oxp-http", dict(aws, OXP_STATE_TABLE="oxp-bench", **none),
+         sms_event, None),
+        ("hand-written (lambda_http)", "target/release/examples/bench_handwritten", aws,
+         sms_event, None),
+        ("minimal (lambda_runtime)", "target/release/examples/bench_lambda_minimal", {},
+         lambda: {}, None),
+        ("oxp-worker", "target/release/oxp-worker",
+         dict(aws, OXP_LAMBDA_ROLE="worker", OXP_STATE_TABLE="oxp-bench", **none),
+         lambda: batch, None),
+        ("oxp-agentcore", "target/release/oxp-agentcore",
+         dict(local, OXP_LAMBDA_ROLE="agentcore", **none), lambda: {"a": 2, "b": 3}, agentcore),
+        ("oxp-bedrock-agent", "target/release/oxp-bedrock-agent",
+         dict(local, OXP_LAMBDA_ROLE="bedrock-agent", **none),
+         lambda: bench_lambda.fixture("events/bedrock-agent/calculator-add.json"), None),
+    ]
+
+
+def measure(runs, against=None):
+    """Medians of `runs` interleaved starts of each case; with `against` (a target directory),
+    each role's build there too, named "<role> (DIR)", in every round beside the one here."""
     moto = bench_lambda.Moto()
     try:
-        aws = dict(moto.env)
-        local = {"OXP_SECRETS_SOURCE": "local", "OXP_IDEMPOTENCY": "off"}
-        none = {"OXP_AUTH": "none"}
-        batch = bench_lambda.fixture("events/sqs/rap-worker-batch.json")
-        for record in batch["Records"]:
-            record["body"] = "not a job"
-        agentcore = {"custom": {"bedrockAgentCoreToolName": "tools___Calculator_Add"}}
-        cases = [
-            ("oxp-http", "target/release/oxp-http", dict(aws, OXP_STATE_TABLE="oxp-bench", **none),
-             sms_event, None),
-            ("hand-written (lambda_http)", "target/release/examples/bench_handwritten", aws,
-             sms_event, None),
-            ("minimal (lambda_runtime)", "target/release/examples/bench_lambda_minimal", {},
-             lambda: {}, None),
-            ("oxp-worker", "target/release/oxp-worker",
-             dict(aws, OXP_LAMBDA_ROLE="worker", OXP_STATE_TABLE="oxp-bench", **none),
-             lambda: batch, None),
-            ("oxp-agentcore", "target/release/oxp-agentcore",
-             dict(local, OXP_LAMBDA_ROLE="agentcore", **none), lambda: {"a": 2, "b": 3}, agentcore),
-            ("oxp-bedrock-agent", "target/release/oxp-bedrock-agent",
-             dict(local, OXP_LAMBDA_ROLE="bedrock-agent", **none),
-             lambda: bench_lambda.fixture("events/bedrock-agent/calculator-add.json"), None),
-        ]
+        chosen = cases(moto)
+        if against:
+            chosen = [c for role in chosen if role[0] in ROLES
+                      for c in (role, (f"{role[0]} ({against})",
+                                       os.path.join(against, "release", role[0]), *role[2:]))]
         # Each binary started from a copy made now: on this machine a binary file written
         # long before started up to twice as slowly as a fresh copy of the same bytes (its
         # pages in the page cache as the kernel left them), which is no property of the code.
         fresh = tempfile.mkdtemp(prefix="oxp-bench-functions-")
-        for i, case in enumerate(cases):
-            copy = os.path.join(fresh, os.path.basename(case[1]))
+        for i, case in enumerate(chosen):
+            copy = os.path.join(fresh, str(i))
             shutil.copy2(case[1], copy)
-            cases[i] = (case[0], copy, *case[2:])
+            chosen[i] = (case[0], copy, *case[2:])
         # Interleaved: one start of each case per round, so a slow moment of the machine
-        # falls on every case alike.
-        samples = {name: [] for name, *_ in cases}
-        for _ in range(runs):
-            for name, binary, env, event, context in cases:
+        # falls on every case alike; the order turned round every other round.
+        samples = {name: [] for name, *_ in chosen}
+        for round_ in range(runs):
+            for name, binary, env, event, context in chosen[::1 if round_ % 2 == 0 else -1]:
                 samples[name].append(bench_lambda.first_call(binary, env, event(), context))
         return {name: tuple(statistics.median(s[i] for s in runs_) for i in range(4))
                 for name, runs_ in samples.items()}
@@ -185,6 +199,12 @@ def write_section(figures, runs):
 
 def main():
     args = [a for a in sys.argv[1:] if a != "--no-build"]
+    if args[:1] == ["--against"]:
+        runs = int(args[2]) if len(args) > 2 else 15
+        print("| build | first poll | first answer | CPU to it | peak RSS |\n|---|---|---|---|---|")
+        for name, (poll, answer, cpu, rss) in measure(runs, args[1]).items():
+            print(f"| {name} | {poll:.1f} ms | {answer:.1f} ms | {cpu:.1f} ms | {rss:.1f} MB |")
+        return
     runs = int(args[0]) if args else 15
     if "--no-build" not in sys.argv:
         build()
