@@ -74,7 +74,12 @@ async fn a_task_whose_tool_may_not_run_twice_let_go_at_shutdown_ends_failed_with
     let (first, second) = (server(&table, &[]).await, server(&table, &[]).await);
     let id = task(&first, "Job_Migrate", json!({})).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
+    // A task's run is let go at once after the drain's wait and the tools' grace (a second):
+    // nothing of another kind's (a RAP delivery's attempt, 10 s) is waited out.
+    let stopping = std::time::Instant::now();
     first.drain(Duration::from_millis(100)).await;
+    let stopped = stopping.elapsed();
+    assert!(stopped < Duration::from_secs(3), "let go after {stopped:?}");
     let failed = until(&second, &id, "failed").await;
     let message = failed["statusMessage"].as_str().unwrap();
     assert!(message.contains("stopped while the task ran"), "{failed}");

@@ -71,6 +71,7 @@ impl Runner {
         let going = Going {
             stop: Cancellation::new(),
             cancel: Cancellation::new(),
+            settle: handler.settle(),
             last: last.clone(),
         };
         self.running

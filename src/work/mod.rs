@@ -197,6 +197,8 @@ struct Queued {
 struct Going {
     stop: Cancellation,
     cancel: Cancellation,
+    /// How long its kind may take to deliver what it returns once asked to stop.
+    settle: Duration,
     /// Its record as this runner last wrote it: where every write of the run starts (no read).
     last: Arc<std::sync::Mutex<Item>>,
 }
@@ -336,14 +338,11 @@ impl Runner {
         Some(SystemTime::now() + self.settings.keep)
     }
 
-    /// The longest any kind's run takes to settle once asked to stop.
+    /// The longest the runs going on here take to settle once asked to stop (a kind whose
+    /// runs do not answer that, an MCP task's, is let go without a wait of its kind's).
     pub(super) fn settle(&self) -> Duration {
-        let handlers = self.handlers.read().unwrap_or_else(|p| p.into_inner());
-        handlers
-            .values()
-            .map(|h| h.settle())
-            .max()
-            .unwrap_or_default()
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        running.values().map(|g| g.settle).max().unwrap_or_default()
     }
 
     /// How `handler`'s kind is retried.
