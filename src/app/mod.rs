@@ -73,11 +73,12 @@ impl App {
 
     /// Serves HTTP on `listener` until `shutdown` completes; in-flight requests finish, then
     /// the work running here gets `OXP_WORK_DRAIN_SECS` to finish before the rest is let go
-    /// for a takeover (with a store that ends with the process, given up through its protocol:
-    /// a RAP result dead-lettered). On a loopback listener, and on any listener while authentication is off,
-    /// a request whose `Host` is neither a loopback name nor in `OXP_ALLOWED_HOSTS`, or whose
-    /// `Origin` is not in `OXP_ALLOWED_ORIGINS`, is refused (403): web pages open in a browser
-    /// on the same machine cannot reach the tools, even through a rebound DNS name.
+    /// for a takeover (with a store that ends with the process, given up through its
+    /// protocol: a RAP result dead-lettered). On a loopback listener, and on any listener
+    /// while authentication is off, a request whose `Host` is neither a loopback name nor in
+    /// `OXP_ALLOWED_HOSTS`, or whose `Origin` is not in `OXP_ALLOWED_ORIGINS`, is refused
+    /// (403): web pages open in a browser on the same machine cannot reach the tools, even
+    /// through a rebound DNS name.
     pub async fn serve(
         self,
         listener: TcpListener,

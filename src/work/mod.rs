@@ -338,8 +338,8 @@ impl Runner {
         Some(SystemTime::now() + self.settings.keep)
     }
 
-    /// The longest the runs going on here take to settle once asked to stop (a kind whose
-    /// runs do not answer that, an MCP task's, is let go without a wait of its kind's).
+    /// The longest the kinds of the runs going on here take to settle once asked to stop: a
+    /// shutdown waits for those only (an MCP task's run, let go whole, for no other kind's).
     pub(super) fn settle(&self) -> Duration {
         let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         running.values().map(|g| g.settle).max().unwrap_or_default()
