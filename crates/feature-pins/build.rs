@@ -1,0 +1,3 @@
+//! Empty: it makes the build-dependencies part of the build, so that their features count.
+
+fn main() {}
