@@ -249,17 +249,7 @@ impl AppBuilder {
         )
         .map_err(StartError::OAuth)?;
         let user_tokens = broker.clone().map(|b| b as Arc<dyn UserTokens>);
-        let mut invoker = Invoker::new(
-            Arc::new(self.registry),
-            secrets,
-            idempotency,
-            config.max_concurrent_calls,
-            config.tool_timeout,
-        );
-        if let Some(tokens) = &user_tokens {
-            invoker = invoker.with_user_tokens(tokens.clone());
-        }
-        let invoker = Arc::new(invoker);
+        let invoker = invoker(self.registry, secrets, idempotency, &config, &user_tokens);
         let assembly = Assembly {
             invoker: &invoker,
             auth: &auth,
@@ -298,4 +288,25 @@ impl AppBuilder {
             }),
         })
     }
+}
+
+/// The one invoker every protocol's calls go through, over the registry and the stores.
+fn invoker(
+    registry: Registry,
+    secrets: oxp_lambda_core::secrets::Secrets,
+    idempotency: Option<oxp_lambda_core::idempotency::Idempotency>,
+    config: &Config,
+    user_tokens: &Option<Arc<dyn UserTokens>>,
+) -> Arc<Invoker> {
+    let mut invoker = Invoker::new(
+        Arc::new(registry),
+        secrets,
+        idempotency,
+        config.max_concurrent_calls,
+        config.tool_timeout,
+    );
+    if let Some(tokens) = user_tokens {
+        invoker = invoker.with_user_tokens(tokens.clone());
+    }
+    Arc::new(invoker)
 }

@@ -130,7 +130,7 @@ impl RoundTrips {
         let Some(file) = self.key_file.clone() else {
             return Ok(key);
         };
-        let kept = tokio::task::spawn_blocking(move || read_or_keep(&file, key))
+        let kept = tokio::task::spawn_blocking(move || crate::state::key_in(&file, key))
             .await
             .map_err(|e| e.to_string())??;
         // The key an earlier version kept inside the database goes.
@@ -340,32 +340,6 @@ pub(crate) fn binding(subject: Option<&str>, tool: &str, arguments: &impl Serial
     }
     hash.update(serde_json::to_vec(arguments).unwrap_or_default());
     hash.finalize().to_vec()
-}
-
-/// The key in `file`, or `fresh` written there (0600) when the file has none. A key file that
-/// is not a key (another length) is an error, never overwritten: it may be an operator's.
-fn read_or_keep(file: &std::path::Path, fresh: Vec<u8>) -> Result<Vec<u8>, String> {
-    use std::io::{Read, Write};
-    let mut opened = crate::state::private_file(file)
-        .map_err(|e| format!("the sealing key file {}: {e}", file.display()))?;
-    let mut held = Vec::new();
-    opened
-        .read_to_end(&mut held)
-        .map_err(|e| format!("the sealing key file {}: {e}", file.display()))?;
-    match held.len() {
-        0 => {
-            opened
-                .write_all(&fresh)
-                .and_then(|()| opened.sync_all())
-                .map_err(|e| format!("the sealing key file {}: {e}", file.display()))?;
-            Ok(fresh)
-        }
-        KEY_BYTES => Ok(held),
-        _ => Err(format!(
-            "the sealing key file {} does not hold a {KEY_BYTES}-byte key",
-            file.display()
-        )),
-    }
 }
 
 /// A round the server keeps: the store of rounds, the round's exchange and what its state is

@@ -112,18 +112,7 @@ impl RapConfig {
             Some(_) => return Err(invalid("OXP_RAP", "must be 'on' or 'off'")),
         };
         if c.enabled && lambda {
-            if c.queue_url.is_none() {
-                return Err(invalid(
-                    "OXP_RAP_QUEUE_URL",
-                    "must be set for RAP in Lambda (the function freezes once it has answered)",
-                ));
-            }
-            if c.dead_letter_queue_url.is_none() {
-                return Err(invalid(
-                    "OXP_RAP_DEAD_LETTER_QUEUE_URL",
-                    "must be set for RAP in Lambda, where no file outlives the function",
-                ));
-            }
+            queues_in_lambda(&c)?;
         }
         if let Some(v) = env.get("OXP_RAP_DEAD_LETTER_FILE") {
             c.dead_letter_file = v.into();
@@ -176,6 +165,24 @@ impl RapConfig {
         refuse_retired(env)?;
         Ok(c)
     }
+}
+
+/// In Lambda RAP needs its queue and its dead-letter queue: the function freezes once it has
+/// answered, and no file outlives it.
+fn queues_in_lambda(c: &RapConfig) -> Result<(), ConfigError> {
+    if c.queue_url.is_none() {
+        return Err(invalid(
+            "OXP_RAP_QUEUE_URL",
+            "must be set for RAP in Lambda (the function freezes once it has answered)",
+        ));
+    }
+    if c.dead_letter_queue_url.is_none() {
+        return Err(invalid(
+            "OXP_RAP_DEAD_LETTER_QUEUE_URL",
+            "must be set for RAP in Lambda, where no file outlives the function",
+        ));
+    }
+    Ok(())
 }
 
 /// The delivery retries' settings (`OXP_RAP_DELIVERY_*`, `OXP_RAP_RETRY_*`,

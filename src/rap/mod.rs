@@ -30,6 +30,7 @@ pub(crate) mod job;
 pub(crate) mod messages;
 mod once;
 pub(crate) mod queue;
+mod refusal;
 pub(crate) mod result;
 pub(crate) mod routes;
 mod status;

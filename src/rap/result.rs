@@ -1,11 +1,17 @@
 //! A tool's output as a RAP `tool_result`: `text` always (the value, or the content as text),
 //! `content` items when the tool gave content (text and image as the published spec defines
-//! them; audio and resources degrade to text), and `display_as` segments when it set them.
+//! them; audio and resources degrade to text), and `display_as` segments when it set them; a
+//! failed call's `text` (the error as the published spec's convention has it).
 
-use crate::rap::wire::{ContentItem, ReplyTo, Segment, ToolResult};
+use crate::rap::job::{Job, error};
+use crate::rap::wire::{ContentItem, ErrorBody, ErrorText, ReplyTo, Segment, ToolResult};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use oxp_lambda_core::content::{Content, DisplaySegment, ResourceBody, ToolOutput};
+use oxp_lambda_core::invoke::Rejection;
+use oxp_lambda_core::refusal::ErrorClass;
+use oxp_lambda_core::schema::ParameterErrors;
+use oxp_lambda_core::tool::ToolError;
 use serde_json::Value;
 
 /// The `tool_result` of a successful call.
@@ -96,6 +102,83 @@ fn segment(segment: &DisplaySegment) -> Segment {
             data: STANDARD.encode(data),
             media_type: media_type.clone(),
         },
+    }
+}
+
+/// The result of a call whose run ended unfinished (a shutdown, a crash): retryable.
+pub(crate) fn interrupted_result(job: &Job) -> ToolResult {
+    let error = ErrorBody {
+        can_retry: true,
+        ..error(
+            "interrupted",
+            "The tool server stopped before the call finished; it may be retried".into(),
+        )
+    };
+    ToolResult::new(&job.reply_to, error_text(error))
+}
+
+/// The `text` of a failed call, as the published spec's convention has it: `Error: ` and the
+/// message (with the retry hint), then on the next line the same error as JSON
+/// (`{"error": {"kind", "message", ...}}`) for runtimes and models that read the detail.
+pub(crate) fn error_text(error: ErrorBody) -> String {
+    let mut text = format!("Error: {}", error.message);
+    match (error.can_retry, error.retry_after_ms) {
+        (true, Some(ms)) => text.push_str(&format!(" (retry after {ms} ms)")),
+        (true, None) => text.push_str(" (it may be retried)"),
+        _ => {}
+    }
+    text.push('\n');
+    text.push_str(&serde_json::to_string(&ErrorText { error }).expect("errors serialize"));
+    text
+}
+
+/// The error kind of a class, in RAP's words where they differ from the core's.
+fn kind(class: ErrorClass) -> &'static str {
+    match class {
+        ErrorClass::InvalidInput => "invalid_arguments",
+        ErrorClass::NotFound => "unknown_operation",
+        ErrorClass::Conflict => "id_reused",
+        other => other.as_str(),
+    }
+}
+
+/// The error result of a call the invoker refused before the tool ran: the core's class,
+/// user message and retry guidance, never its developer detail.
+pub(crate) fn rejected(rejection: Rejection) -> ErrorBody {
+    let class = rejection.class();
+    let retry_after_ms = rejection
+        .retry_after()
+        .map(|after| u64::try_from(after.as_millis()).unwrap_or(u64::MAX));
+    match rejection {
+        Rejection::InvalidInput(errors) => invalid_arguments(errors),
+        other => ErrorBody {
+            can_retry: class.retryable(),
+            retry_after_ms,
+            ..error(kind(class), other.user_message())
+        },
+    }
+}
+
+fn invalid_arguments(parameter_errors: ParameterErrors) -> ErrorBody {
+    ErrorBody {
+        parameter_errors: Some(parameter_errors),
+        additional_prompt_content: Some(
+            "Fix the arguments listed in parameter_errors to match the operation's inputSchema and call it again.".into(),
+        ),
+        ..error("invalid_arguments", "Some arguments are invalid".into())
+    }
+}
+
+/// A tool failure without its developer message: that may carry internal detail (a panic
+/// text, a path), which results must not leak. It is in the call's log line instead.
+pub(crate) fn tool_error(e: ToolError, class: ErrorClass) -> ErrorBody {
+    ErrorBody {
+        kind: kind(class).into(),
+        message: e.message,
+        can_retry: e.can_retry,
+        retry_after_ms: e.retry_after_ms,
+        additional_prompt_content: e.additional_prompt_content,
+        parameter_errors: None,
     }
 }
 

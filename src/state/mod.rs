@@ -148,6 +148,34 @@ pub(crate) fn key_file(config: &StateConfig) -> Option<PathBuf> {
     }
 }
 
+/// The key held in `file` (a [`key_file`]), or `fresh` written there (0600) when it holds none.
+/// A file that holds no key of `fresh`'s length is an error, never overwritten: it may be an
+/// operator's.
+pub(crate) fn key_in(file: &std::path::Path, fresh: Vec<u8>) -> Result<Vec<u8>, String> {
+    use std::io::{Read, Write};
+    let mut opened =
+        private_file(file).map_err(|e| format!("the sealing key file {}: {e}", file.display()))?;
+    let mut held = Vec::new();
+    opened
+        .read_to_end(&mut held)
+        .map_err(|e| format!("the sealing key file {}: {e}", file.display()))?;
+    match held.len() {
+        0 => {
+            opened
+                .write_all(&fresh)
+                .and_then(|()| opened.sync_all())
+                .map_err(|e| format!("the sealing key file {}: {e}", file.display()))?;
+            Ok(fresh)
+        }
+        n if n == fresh.len() => Ok(held),
+        _ => Err(format!(
+            "the sealing key file {} does not hold a {}-byte key",
+            file.display(),
+            fresh.len()
+        )),
+    }
+}
+
 /// The store `config` describes (`None`: off); `sdk` is the AWS configuration, for DynamoDB.
 pub(crate) fn build(
     config: &StateConfig,

@@ -19,8 +19,10 @@
 //! Knows no protocol: a handler is registered under its kind.
 
 mod accept;
+mod end;
 mod execute;
 pub(crate) mod questions;
+pub(crate) mod queue;
 mod record;
 mod settings;
 mod share;
@@ -28,39 +30,17 @@ mod sweep;
 mod turns;
 pub(crate) mod watch;
 
-/// Where work goes in Lambda: the worker's queue.
-pub(crate) mod queue {
-    use super::{WAKE_BATCH, Wake, queued_work};
-    use crate::server::BoxFuture;
-    use crate::sqs::Sqs;
-    use std::time::Duration;
-
-    /// The worker's queue (`OXP_WORK_QUEUE_URL`, else the RAP or MCP task queue): a message
-    /// names up to [`WAKE_BATCH`] pieces of work for the worker role to run.
-    pub(crate) struct Queue {
-        pub(crate) sqs: Sqs,
-        pub(crate) url: String,
-    }
-
-    impl Wake for Queue {
-        fn wake(&self, ids: Vec<String>, after: Duration) -> BoxFuture<'_, Result<(), String>> {
-            debug_assert!(ids.len() <= WAKE_BATCH);
-            Box::pin(self.sqs.send_later(&self.url, queued_work(ids), after))
-        }
-    }
-}
-
 pub(crate) use questions::Questions;
+pub(crate) use queue::WorkRecords;
 pub(crate) use record::Work;
 pub(crate) use settings::{Retries, Settings};
 
-use crate::server::{BoxFuture, CallContext, Handled, RecordHandler};
+use crate::server::BoxFuture;
 use crate::state::record::Records;
 use futures_util::{StreamExt, stream};
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::tool::Cancellation;
 use record::{WORK, now_ms};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::Relaxed};
@@ -181,16 +161,6 @@ type Held = (Work, Item);
 
 /// Work to run: its id, and its record when it was just accepted here (held already).
 type ToBegin = (String, Option<Held>);
-
-/// The queued messages of the worker role: work to run, or a sweep.
-#[derive(Debug, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Queued {
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    oxp_work: Vec<String>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    oxp_sweep: bool,
-}
 
 /// A run going on in this process, and how to stop it.
 #[derive(Debug, Clone)]
@@ -445,51 +415,6 @@ impl Runner {
         }
         Ok(())
     }
-}
-
-/// The worker role's messages of the runner: work to run now, or a sweep (the schedule's).
-pub(crate) struct WorkRecords(pub(crate) Arc<Runner>);
-
-impl RecordHandler for WorkRecords {
-    fn handle<'a>(&'a self, body: &'a str, context: CallContext) -> BoxFuture<'a, Handled> {
-        Box::pin(async move {
-            let Ok(queued) = serde_json::from_str::<Queued>(body) else {
-                return Handled::NotMine;
-            };
-            if queued.oxp_work.len() > WAKE_BATCH
-                || (queued.oxp_work.is_empty() && !queued.oxp_sweep)
-            {
-                return Handled::NotMine;
-            }
-            // Work another runner holds, or that ended, needs nothing from this message: the
-            // record is the truth, and a lapsed lease is the next sweep's.
-            let unread = self.0.run_now(&queued.oxp_work, context.deadline).await;
-            if queued.oxp_sweep {
-                self.0.sweep(context.deadline).await;
-            }
-            if unread > 0 {
-                return Handled::Retry(format!("{unread} of its work could not be claimed"));
-            }
-            Handled::Done
-        })
-    }
-
-    /// The worker's schedule (template.yaml: every minute): work whose process died, retries
-    /// come due, work whose queued message was lost.
-    fn tick(&self, context: CallContext) -> BoxFuture<'_, ()> {
-        Box::pin(async move {
-            self.0.sweep(context.deadline).await;
-        })
-    }
-}
-
-/// The body of the queued message that runs `ids`.
-pub(crate) fn queued_work(ids: Vec<String>) -> String {
-    serde_json::to_string(&Queued {
-        oxp_work: ids,
-        oxp_sweep: false,
-    })
-    .expect("messages serialize")
 }
 
 #[cfg(test)]

@@ -3,6 +3,8 @@
 //! alone reads them all, for what a dead holder or an earlier version left). A queued message
 //! whose work could not be claimed is delivered again.
 
+use super::queue::queued_work;
+use crate::server::{CallContext, Handled, RecordHandler};
 use super::*;
 use crate::state::counting::CountingReads;
 
