@@ -4,8 +4,8 @@
 //! whose work could not be claimed is delivered again.
 
 use super::queue::queued_work;
-use crate::server::{CallContext, Handled, RecordHandler};
 use super::*;
+use crate::server::{CallContext, Handled, RecordHandler};
 use crate::state::counting::CountingReads;
 
 /// A handler whose runs end done at once, counted.
