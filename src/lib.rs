@@ -38,6 +38,7 @@
 //!
 //! | feature | what it adds |
 //! |---|---|
+//! | `http-server` | the HTTP side: every protocol's routes and the local server (`App::serve`); without it a build answers Lambda's direct and SQS invocations only, and its release binary leaves the HTTP code out |
 //! | `lambda` | the Lambda transport: HTTP events (`lambda_http`), `OXP_AUTH=apigateway` and `lambda-runtime`'s roles |
 //! | `lambda-runtime` | the Lambda Runtime API for the roles that answer no HTTP event (SQS batches, direct invocations), without `lambda_http` |
 //! | `aws-secrets` | secrets from AWS Secrets Manager |
@@ -58,7 +59,8 @@
 //! | `mimalloc` | mimalloc as the binary's allocator |
 //!
 //! All but `otel` are on by default. The smallest useful set, OXP over Lambda with local secrets, is
-//! `default-features = false, features = ["lambda"]`.
+//! `default-features = false, features = ["lambda"]` (which brings `http-server`); a local server
+//! without Lambda is `features = ["http-server"]`.
 
 // The plumbing the protocols share (the work runner, the state helpers, the guards) goes partly
 // unused in a build that leaves those protocols out; the full build, which clippy checks with

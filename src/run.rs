@@ -3,7 +3,6 @@
 
 use crate::app::{App, AppBuilder};
 use crate::config::{Config, LogFormat};
-use crate::transport::local;
 use oxp_lambda_core::registry::Registry;
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -59,7 +58,7 @@ pub async fn run_app(builder: AppBuilder) -> ExitCode {
 /// Runs an app the program configured itself, as [`run`] does after reading the environment
 /// and the command line: the Lambda Runtime API when the configuration says it runs in Lambda
 /// ([`Config::runtime`]), else the local server on the configuration's host and port until
-/// Ctrl-C or SIGTERM. It reads no argument and no `OXP_*` variable and installs no logging
+/// Ctrl-C or SIGTERM (a build without the `http-server` feature has none: it fails, saying so). It reads no argument and no `OXP_*` variable and installs no logging
 /// subscriber: for programs that own their configuration, arguments and logging:
 /// `run_with(App::builder(registry).config(config)).await`.
 pub async fn run_with(builder: AppBuilder) -> ExitCode {
@@ -82,23 +81,7 @@ pub async fn run_with(builder: AppBuilder) -> ExitCode {
     if lambda {
         return crate::app::lambda::run(app).await;
     }
-    let listener = match local::bind(addr).await {
-        Ok(listener) => listener,
-        Err(e) => {
-            tracing::error!("cannot listen on {addr}: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let bound = listener.local_addr().unwrap_or(addr);
-    println!("OXP server listening on http://{bound}");
-    tracing::info!(%bound, "OXP server listening");
-    match app.serve(listener, local::shutdown_signal()).await {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            tracing::error!("server failed: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    crate::app::http_side::serve_locally(app, addr).await
 }
 
 /// `oxp-lambda schema --<protocol>`: that protocol's export of the tools (the AgentCore

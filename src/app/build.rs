@@ -6,7 +6,6 @@ use super::protocol::{self, Assembly, Configured, Entry, Protocol};
 use super::{App, Parts, StartError};
 use crate::auth::Authenticator;
 use crate::config::Config;
-use crate::server;
 use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::idempotency::IdempotencyStore;
 use oxp_lambda_core::invoke::Invoker;
@@ -33,28 +32,6 @@ fn authenticator(
         );
     }
     Ok(Arc::new(auth))
-}
-
-/// `routes` with the users' authorization flow's beside them (`forget` behind authentication,
-/// like every route that acts for a user).
-fn oauth_routes(
-    routes: axum::Router,
-    broker: Arc<crate::oauth::Broker>,
-    auth: &Arc<Authenticator>,
-) -> axum::Router {
-    let auth = auth.clone();
-    routes.merge(crate::oauth::routes::router(broker, move |forget| {
-        server::guard(forget, &auth, |_, refused| match refused {
-            server::Refused::Unauthenticated => server::json(
-                http::StatusCode::UNAUTHORIZED,
-                &serde_json::json!({"error": "authentication failed"}),
-            ),
-            server::Refused::InsufficientScope { .. } => server::json(
-                http::StatusCode::FORBIDDEN,
-                &serde_json::json!({"error": "insufficient_scope"}),
-            ),
-        })
-    }))
 }
 
 /// Builds an [`App`]: the tools, the configuration, the protocols, and what the embedding
@@ -270,14 +247,7 @@ impl AppBuilder {
             &config,
             shared || recovering,
         ));
-        if let Some(broker) = broker {
-            built.routes = oauth_routes(built.routes, broker, &auth);
-        }
-        let http = server::assemble(
-            built.routes,
-            config.max_body_bytes,
-            config.base_path.as_deref(),
-        );
+        let http = super::http_side::assemble(built.routes, broker, &auth, &config);
         Ok(App {
             service: http,
             parts: Arc::new(Parts {

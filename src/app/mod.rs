@@ -21,6 +21,11 @@ mod build;
 mod durable;
 mod error;
 mod guards;
+#[cfg(feature = "http-server")]
+pub(crate) mod http_side;
+#[cfg(not(feature = "http-server"))]
+#[path = "http_side_off.rs"]
+pub(crate) mod http_side;
 #[cfg(feature = "lambda-runtime")]
 pub(crate) mod lambda;
 #[cfg(not(feature = "lambda-runtime"))]
@@ -78,12 +83,16 @@ impl App {
     /// while authentication is off, a request whose `Host` is neither a loopback name nor in
     /// `OXP_ALLOWED_HOSTS`, or whose `Origin` is not in `OXP_ALLOWED_ORIGINS`, is refused
     /// (403): web pages open in a browser on the same machine cannot reach the tools, even
-    /// through a rebound DNS name.
+    /// through a rebound DNS name. A build without the `http-server` feature serves nothing:
+    /// an error at once.
     pub async fn serve(
         self,
         listener: TcpListener,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
+        if let Some(unserved) = http_side::unserved() {
+            return Err(unserved);
+        }
         let config = &self.parts.config;
         let rules = self.parts.browser.clone();
         let limits = local::Limits {

@@ -190,9 +190,21 @@ impl Contribution {
     /// Only routes, merged with every other protocol's under the body limit, the base path and
     /// the 404. A path another protocol already serves (`/tools`, `/mcp`, `/invoke`, ...)
     /// panics when the app is built, as `axum::Router::merge` does: pick paths of your own.
+    /// A build without the `http-server` feature serves no route.
     pub fn routes(routes: Router) -> Self {
         Self {
             routes: Some(routes),
+            ..Self::default()
+        }
+    }
+
+    /// The routes `make` builds, in a build that serves HTTP (feature `http-server`); in one
+    /// that does not (a Lambda function of a direct or SQS role) `make` is never called, so
+    /// what it would build (the handlers, the plumbing, the crates behind them) is code the
+    /// release build's link leaves out.
+    pub(crate) fn http(make: impl FnOnce() -> Router) -> Self {
+        Self {
+            routes: super::http_side::routes(make),
             ..Self::default()
         }
     }

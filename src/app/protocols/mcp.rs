@@ -57,14 +57,16 @@ impl Protocol for Mcp {
             assembly.runner,
             key_file,
         )?;
-        Ok(Contribution::routes(crate::mcp::router(
-            served,
-            assembly.auth,
-            &settings,
-            &config.allowed_origins,
-            config.max_body_bytes,
-            config.runtime.lambda,
-        )))
+        Ok(Contribution::http(|| {
+            crate::mcp::router(
+                served,
+                assembly.auth,
+                &settings,
+                &config.allowed_origins,
+                config.max_body_bytes,
+                config.runtime.lambda,
+            )
+        }))
     }
 }
 

@@ -19,9 +19,8 @@ impl Protocol for Oxp {
     }
 
     fn build(&self, (): (), assembly: &Assembly<'_>) -> Result<Contribution, String> {
-        Ok(Contribution::routes(crate::oxp::router(
-            assembly.invoker.clone(),
-            assembly.auth,
-        )))
+        Ok(Contribution::http(|| {
+            crate::oxp::router(assembly.invoker.clone(), assembly.auth)
+        }))
     }
 }

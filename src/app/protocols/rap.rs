@@ -54,10 +54,9 @@ impl Protocol for Rap {
         )?);
         // Its runs are the runner's work, let go or given up at shutdown by the runner's drain;
         // the worker role's records are the runner's messages.
-        Ok(Contribution::routes(crate::rap::routes::router(
-            adapter,
-            assembly.auth,
-        )))
+        Ok(Contribution::http(|| {
+            crate::rap::routes::router(adapter, assembly.auth)
+        }))
     }
 }
 

@@ -39,8 +39,8 @@ impl Protocol for EventSources {
             )?;
         }
         let webhooks = Webhooks::new(&settings, invoker.secrets().clone(), assembly.events());
-        Ok(Contribution::routes(crate::webhooks::router(Arc::new(
-            webhooks,
-        ))))
+        Ok(Contribution::http(|| {
+            crate::webhooks::router(Arc::new(webhooks))
+        }))
     }
 }
