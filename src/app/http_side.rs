@@ -12,7 +12,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-/// Why this build cannot serve a port: it can.
+/// Why this build cannot serve a port: never (`http_side_off.rs` says why it cannot).
 pub(crate) fn unserved() -> Option<std::io::Error> {
     None
 }
