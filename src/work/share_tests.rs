@@ -42,6 +42,12 @@ impl Handler for Takes {
     }
 }
 
+/// How long a run takes that must still hold its slot when the test reads the share: longer
+/// than any test here (a test's runtime drops its runs when it ends). Three seconds were not:
+/// with moto shared by the whole test run, offering twelve works took longer than that, and
+/// the first accepted had ended, its slot given back and taken by a fourth.
+const OUTLIVES_THE_TEST: Duration = Duration::from_secs(600);
+
 fn runner(store: &Arc<dyn StateStore>, settings: Settings, takes: Duration) -> Arc<Runner> {
     let runner = Runner::new(store.clone(), settings);
     runner.register("test", Arc::new(Takes(takes)));
@@ -87,10 +93,9 @@ async fn of_more_work_offered_at_once_to_two_runners_sharing_a_dynamodb_table_ex
 /// Two runners on `store` (two processes sharing it), offered twelve works of one caller at
 /// once, half each, with a share of three.
 async fn exactly_the_share_is_accepted(store: Arc<dyn StateStore>) {
-    let long = Duration::from_secs(3);
     let (a, b) = (
-        runner(&store, share_of(3), long),
-        runner(&store, share_of(3), long),
+        runner(&store, share_of(3), OUTLIVES_THE_TEST),
+        runner(&store, share_of(3), OUTLIVES_THE_TEST),
     );
     let offered = (0..12).map(|i| {
         let runner = if i % 2 == 0 { a.clone() } else { b.clone() };
@@ -119,7 +124,7 @@ async fn exactly_the_share_is_accepted(store: Arc<dyn StateStore>) {
 async fn work_accepted_into_a_share_with_room_takes_its_slot_with_one_write_and_lists_nothing() {
     let counting = CountingReads::of(store(), "work-of#alice".to_owned());
     let store: Arc<dyn StateStore> = counting.clone();
-    let runner = runner(&store, share_of(1000), Duration::from_secs(3));
+    let runner = runner(&store, share_of(1000), OUTLIVES_THE_TEST);
     assert!(
         runner
             .submit("test", "w", Some("alice"), Value::Null)
