@@ -293,16 +293,18 @@ impl RapTalk {
         let caller = self.job.principal.subject.as_deref();
         // Waiting for a person: a takeover of the work resumes the call (its question and the
         // answer found again), whatever its tool. Marked beside the question's writes: one
-        // wait (one commit in the embedded store), both done before the user is asked.
-        let (asked, ()) = tokio::join!(
+        // wait (one commit in the embedded store), both done before the user is asked. The
+        // mark first: it takes longest to make, and the question's two writes, quick to
+        // make, then reach the writer with it rather than wake it alone.
+        let ((), asked) = tokio::join!(
+            questions.waits(&self.work),
             choice::record(
                 questions,
                 (caller, &reply_to.group_id, &reply_to.id),
                 seq,
                 self.parts.choice_timeout + Duration::from_secs(3600),
                 Some(&self.work),
-            ),
-            questions.waits(&self.work)
+            )
         );
         let asked = asked.map_err(unavailable)?;
         if asked.new {

@@ -87,6 +87,20 @@ pub(crate) async fn check(store: &dyn StateStore) {
     store.put(&p, "end", ended()).await.unwrap();
     assert_eq!(store.get(&p, "end").await.unwrap(), None);
     assert!(store.put_if(&p, "end", item(b"again"), None).await.unwrap());
+    // A write nobody waits on keeps the same condition, and is there once answered.
+    assert!(
+        !store
+            .put_if_later(&p, "end", ended(), Some(b"other"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .put_if_later(&p, "end", ended(), Some(b"again"))
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.get(&p, "end").await.unwrap(), None);
     due(store).await;
 }
 

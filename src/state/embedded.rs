@@ -8,7 +8,10 @@
 //! Writes are committed in groups: one writer thread takes every write waiting when it is free
 //! and applies them, in order, in one transaction with one flush to disk, then answers each.
 //! A write is answered only once it is durable, as before; what changes is that 32 writers at
-//! once (a fan-out) share one flush rather than queueing for 32 (docs/performance.md).
+//! once (a fan-out) share one flush rather than queueing for 32 (docs/performance.md). A write
+//! nobody is answered on (`put_if_later`: a record's end, a slot given back) waits up to
+//! 25 ms for one somebody is, to share its flush rather than take one the next call's writes
+//! would queue behind; it too is answered once durable.
 
 mod index;
 mod readers;
@@ -164,9 +167,14 @@ impl Embedded {
                     let writer = {
                         let db = db.clone();
                         let schedule = reclaim::Schedule::new(reclaim_every);
+                        // The writer's own clock: how long it holds writes nobody waits on.
+                        let clock = tokio::runtime::Builder::new_current_thread()
+                            .enable_time()
+                            .build()
+                            .map_err(|e| StateError(format!("state store: writer: {e}")))?;
                         std::thread::Builder::new()
                             .name("oxp-state-writer".into())
-                            .spawn(move || write_groups(&db, queue, schedule))
+                            .spawn(move || write_groups(&db, queue, schedule, &clock))
                             .map_err(|e| StateError(format!("state store: writer: {e}")))?
                     };
                     let readers = readers::Readers::start(&db)?;
@@ -180,13 +188,14 @@ impl Embedded {
             .await
     }
 
-    /// Queues `write` of `row` (due at `due`) for the next group commit; what it answered once
-    /// durable.
+    /// Queues `write` of `row` (due at `due`) for the next group commit (`later`: the next one
+    /// somebody waits on); what it answered once durable.
     async fn write(
         &self,
         row: String,
         write: Write,
         due: Option<SystemTime>,
+        later: bool,
     ) -> Result<bool, StateError> {
         let opened = self.opened().await?;
         let (done, answer) = oneshot::channel();
@@ -202,23 +211,27 @@ impl Embedded {
                 write,
                 due_ms,
                 done,
+                later,
             })
             .await
             .map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
     }
 
-    /// Writes `item` as it is, kept even when it expired already (a row that expired while
-    /// stored, which the reclaim deletes): for the tests of what happens to such rows.
-    #[cfg(test)]
-    pub(crate) async fn put_as_is(
+    /// [`StateStore::put_if`], held for the next flush someone waits on when `later`.
+    async fn put_if_with(
         &self,
         partition: &str,
         key: &str,
         item: Item,
-    ) -> Result<(), StateError> {
+        expected: Option<&[u8]>,
+        later: bool,
+    ) -> Result<bool, StateError> {
         let (row, bytes) = (row(partition, key)?, encode(&item)?);
-        self.write(row, Write::Put(bytes), item.due).await.map(drop)
+        let bytes = (!item.expired(SystemTime::now())).then_some(bytes);
+        let expected = expected.map(<[u8]>::to_vec);
+        let write = Write::PutIf { bytes, expected };
+        self.write(row, write, item.due, later).await
     }
 
     /// Runs `f` on the database, on one of the store's reader threads.
@@ -305,14 +318,17 @@ impl StateStore for Embedded {
         item: Item,
         expected: Option<&'a [u8]>,
     ) -> StateFuture<'a, bool> {
-        let row = row(partition, key);
-        let expected = expected.map(<[u8]>::to_vec);
-        Box::pin(async move {
-            let (row, bytes) = (row?, encode(&item)?);
-            let bytes = (!item.expired(SystemTime::now())).then_some(bytes);
-            self.write(row, Write::PutIf { bytes, expected }, item.due)
-                .await
-        })
+        Box::pin(self.put_if_with(partition, key, item, expected, false))
+    }
+
+    fn put_if_later<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+        item: Item,
+        expected: Option<&'a [u8]>,
+    ) -> StateFuture<'a, bool> {
+        Box::pin(self.put_if_with(partition, key, item, expected, true))
     }
 
     fn put<'a>(&'a self, partition: &'a str, key: &'a str, item: Item) -> StateFuture<'a, ()> {
@@ -324,13 +340,13 @@ impl StateStore for Embedded {
             } else {
                 Write::Put(bytes)
             };
-            self.write(row, write, item.due).await.map(drop)
+            self.write(row, write, item.due, false).await.map(drop)
         })
     }
 
     fn delete<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, ()> {
         let row = row(partition, key);
-        Box::pin(async move { self.write(row?, Write::Delete, None).await.map(drop) })
+        Box::pin(async move { self.write(row?, Write::Delete, None, false).await.map(drop) })
     }
 
     fn list<'a>(

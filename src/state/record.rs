@@ -64,16 +64,14 @@ impl<'a> Records<'a> {
             expires,
         )
         .due_at(value.due());
-        let written = self
-            .store
-            .put_if(
-                self.partition,
-                key,
-                next.clone(),
-                old.map(|o| o.value.as_slice()),
-            )
-            .await?;
-        Ok(written.then_some(next))
+        let (partition, old) = (self.partition, old.map(|o| o.value.as_slice()));
+        // A record that ends (written expired) answers nobody: it shares the next flush.
+        let written = if next.expired(SystemTime::now()) {
+            self.store.put_if_later(partition, key, next.clone(), old)
+        } else {
+            self.store.put_if(partition, key, next.clone(), old)
+        };
+        Ok(written.await?.then_some(next))
     }
 
     /// `change` applied to record `key`, starting from `known` (the record as this process

@@ -106,9 +106,13 @@ impl Share {
         until: Option<SystemTime>,
     ) -> Result<bool, StateError> {
         let item = Item::new(holder.as_bytes().to_vec(), until);
-        store
-            .put_if(&self.partition(caller), slot, item, Some(holder.as_bytes()))
-            .await
+        let (partition, holder) = (self.partition(caller), Some(holder.as_bytes()));
+        // A slot given back answers nobody: it shares the next flush (a new call's, which may
+        // take it).
+        if item.expired(SystemTime::now()) {
+            return store.put_if_later(&partition, slot, item, holder).await;
+        }
+        store.put_if(&partition, slot, item, holder).await
     }
 
     /// Gives `slot` of `caller`'s share back where `holder` still holds it.

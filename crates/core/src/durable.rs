@@ -82,6 +82,20 @@ pub trait StateStore: Send + Sync + fmt::Debug {
         expected: Option<&'a [u8]>,
     ) -> StateFuture<'a, bool>;
 
+    /// [`StateStore::put_if`] of a write no caller is answered on (a record's end, a slot of
+    /// a share given back): as durable once it completes, but a store that flushes writes in
+    /// groups may hold it for the next flush that someone waits on rather than flush it alone
+    /// (the embedded store holds it briefly). Other stores write it at once.
+    fn put_if_later<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+        item: Item,
+        expected: Option<&'a [u8]>,
+    ) -> StateFuture<'a, bool> {
+        self.put_if(partition, key, item, expected)
+    }
+
     /// Writes `item` at `key` of `partition`, replacing what was there.
     fn put<'a>(&'a self, partition: &'a str, key: &'a str, item: Item) -> StateFuture<'a, ()>;
 

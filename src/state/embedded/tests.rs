@@ -2,6 +2,22 @@
 
 use super::*;
 
+impl Embedded {
+    /// Writes `item` as it is, kept even when it expired already (a row that expired while
+    /// stored, which the reclaim deletes): for the tests of what happens to such rows.
+    pub(crate) async fn put_as_is(
+        &self,
+        partition: &str,
+        key: &str,
+        item: Item,
+    ) -> Result<(), StateError> {
+        let (row, bytes) = (row(partition, key)?, encode(&item)?);
+        self.write(row, Write::Put(bytes), item.due, false)
+            .await
+            .map(drop)
+    }
+}
+
 #[tokio::test]
 async fn the_embedded_store_keeps_the_contract_in_memory() {
     crate::state::conformance::check(&Embedded::new(None)).await;
@@ -127,4 +143,42 @@ fn an_expiry_is_kept_in_whole_seconds_rounded_up_so_an_item_never_expires_early(
     let item = Item::new(b"v".to_vec(), Some(at(1_500)));
     let stored = decode(&encode(&item).unwrap(), at(1_999)).expect("live until its time");
     assert!(stored.expires.unwrap() >= at(1_500));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_nobody_waits_on_shares_the_next_flush_and_is_durable_when_answered() {
+    use std::time::Instant;
+    let path = std::env::temp_dir().join(format!("oxp-state-{}.redb", uuid::Uuid::new_v4()));
+    let store = Arc::new(Embedded::new(Some(path.clone())));
+    store
+        .put("p", "open", Item::new(b"o".to_vec(), None))
+        .await
+        .unwrap();
+    // Alone, it waits for company, then has a flush of its own.
+    let alone = Instant::now();
+    let ended = Item::new(b"e".to_vec(), None);
+    assert!(store.put_if_later("p", "alone", ended, None).await.unwrap());
+    assert!(alone.elapsed() >= writer::LATER, "flushed alone at once");
+    // Beside a write somebody waits on, made a moment later: both in its flush, long before
+    // the wait is over.
+    let beside = Instant::now();
+    let later = store.put_if_later("p", "beside", Item::new(b"b".to_vec(), None), None);
+    let waited = async {
+        tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        store
+            .put("p", "waited", Item::new(b"w".to_vec(), None))
+            .await
+    };
+    let (later, waited) = tokio::join!(later, waited);
+    assert!(later.unwrap());
+    waited.unwrap();
+    assert!(beside.elapsed() < writer::LATER, "it waited out its time");
+    // Answered means on disk: the file opened again has every one.
+    drop(store);
+    let again = Embedded::new(Some(path.clone()));
+    for key in ["alone", "beside", "waited"] {
+        assert!(again.get("p", key).await.unwrap().is_some(), "{key} lost");
+    }
+    drop(again);
+    let _ = std::fs::remove_file(path);
 }

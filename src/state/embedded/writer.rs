@@ -18,7 +18,15 @@ pub(super) struct Pending {
     /// When the row written is due (Unix milliseconds), for the due index.
     pub(super) due_ms: Option<u64>,
     pub(super) done: oneshot::Sender<Result<bool, StateError>>,
+    /// Nobody is answered on it (`StateStore::put_if_later`): it shares the next flush somebody
+    /// waits on, or has one of its own after [`LATER`].
+    pub(super) later: bool,
 }
+
+/// How long writes nobody waits on wait for a write somebody does, to share its flush: a record
+/// that ends and the slot it gives back would otherwise each take a flush (about a quarter of a
+/// millisecond here) that the next call's writes wait behind (docs/performance.md).
+pub(super) const LATER: std::time::Duration = std::time::Duration::from_millis(25);
 
 /// What one write does to its row.
 pub(super) enum Write {
@@ -46,18 +54,26 @@ impl Write {
 }
 
 /// The writer thread: each group of waiting writes in one transaction, one commit; expired rows
-/// reclaimed between groups when `schedule` says.
+/// reclaimed between groups when `schedule` says. A group of writes nobody waits on (`later`)
+/// waits up to [`LATER`] on `clock` for one somebody does, to share its flush.
 pub(super) fn write_groups(
     db: &Database,
     mut queue: mpsc::Receiver<Pending>,
     mut schedule: reclaim::Schedule,
+    clock: &tokio::runtime::Runtime,
 ) {
     while let Some(first) = queue.blocking_recv() {
         let mut group = vec![first];
-        while group.len() < GROUP {
-            match queue.try_recv() {
-                Ok(next) => group.push(next),
-                Err(_) => break,
+        take_waiting(&mut queue, &mut group);
+        let until = tokio::time::Instant::now() + LATER;
+        while group.iter().all(|p| p.later) && group.len() < GROUP {
+            match clock.block_on(async { tokio::time::timeout_at(until, queue.recv()).await }) {
+                Ok(Some(next)) => {
+                    group.push(next);
+                    take_waiting(&mut queue, &mut group);
+                }
+                // The queue closed (the store is dropped), or the wait is over.
+                Ok(None) | Err(_) => break,
             }
         }
         match commit(db, &group) {
@@ -74,6 +90,16 @@ pub(super) fn write_groups(
             }
         }
         schedule.after_writes(db);
+    }
+}
+
+/// Adds the writes waiting in `queue` to `group`, up to [`GROUP`].
+fn take_waiting(queue: &mut mpsc::Receiver<Pending>, group: &mut Vec<Pending>) {
+    while group.len() < GROUP {
+        match queue.try_recv() {
+            Ok(next) => group.push(next),
+            Err(_) => break,
+        }
     }
 }
 
