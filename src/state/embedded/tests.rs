@@ -150,14 +150,20 @@ async fn a_write_nobody_waits_on_shares_the_next_flush_and_is_durable_when_answe
     use std::time::Instant;
     let path = std::env::temp_dir().join(format!("oxp-state-{}.redb", uuid::Uuid::new_v4()));
     let store = Arc::new(Embedded::new(Some(path.clone())));
+    // The file opened by a first write, so the times below are the writer's alone.
     store
         .put("p", "open", Item::new(b"o".to_vec(), None))
         .await
         .unwrap();
     // Alone, it waits for company, then has a flush of its own.
     let alone = Instant::now();
-    let ended = Item::new(b"e".to_vec(), None);
-    assert!(store.put_if_later("p", "alone", ended, None).await.unwrap());
+    let alone_item = Item::new(b"a".to_vec(), None);
+    assert!(
+        store
+            .put_if_later("p", "alone", alone_item, None)
+            .await
+            .unwrap()
+    );
     assert!(alone.elapsed() >= writer::LATER, "flushed alone at once");
     // Beside a write somebody waits on, made a moment later: both in its flush, long before
     // the wait is over.
