@@ -361,6 +361,11 @@ async fn the_fast_tools_call_path_answers_the_same_bytes_as_rmcp() {
         json!({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "No_Such"}}),
         json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call",
             "params": {"name": "SMS_Send", "arguments": {"to": "+1", "message": "m"}}}),
+        // A progress token rmcp cannot read (no progress either way) beside a trace context.
+        json!({"jsonrpc": "2.0", "id": 6, "method": "tools/call",
+            "params": {"name": "Calculator_Add", "arguments": {"a": 1, "b": 2},
+                "_meta": {"progressToken": true,
+                    "traceparent": "00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"}}}),
     ];
     for call in calls {
         for version in [None, Some("2025-06-18"), Some("2025-11-25")] {

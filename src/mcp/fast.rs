@@ -13,7 +13,7 @@ use http::request::Parts;
 use http::{HeaderMap, header};
 use rmcp::model::{
     CallToolResponse, JsonRpcError, JsonRpcResponse, JsonRpcVersion2_0, RequestId,
-    ServerJsonRpcMessage, ServerResult,
+    RequestMetaObject, ServerJsonRpcMessage, ServerResult,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -57,8 +57,9 @@ struct FastParams<'a> {
     name: Cow<'a, str>,
     #[serde(default)]
     arguments: Option<Map<String, Value>>,
+    /// Read with rmcp's type, whose accessors name its members (`traceparent`).
     #[serde(rename = "_meta", default)]
-    meta: Option<Map<String, Value>>,
+    meta: Option<RequestMetaObject>,
 }
 
 /// Whether rmcp would let these headers through untouched: JSON in, both media types
@@ -121,10 +122,14 @@ fn accepts_both(accept: &str) -> bool {
 pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> Option<Vec<u8>> {
     let revision = plain(&parts.headers)?;
     let FastCall { id, params, .. } = serde_json::from_slice(body).ok()?;
+    // Progress makes the answer a stream, which rmcp writes (a token rmcp cannot read asks for
+    // none, on either path); any of 2026-07-28's per-request members, whatever its value, is
+    // rmcp's to read.
     let per_request = params.meta.as_ref().is_some_and(|m| {
-        // Progress makes the answer a stream, which rmcp writes.
-        m.contains_key("progressToken")
-            || m.keys().any(|k| k.starts_with("io.modelcontextprotocol/"))
+        m.get_progress_token().is_some()
+            || m.0
+                .keys()
+                .any(|k| k.starts_with("io.modelcontextprotocol/"))
     });
     // A tool served only as a task is refused on rmcp's path, which says what the client lacks.
     if per_request || server.0.task_required(&params.name) {
@@ -132,11 +137,7 @@ pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> 
     }
     let rpc = Rpc {
         id: Some(&id),
-        traceparent: params
-            .meta
-            .as_ref()
-            .and_then(|m| m.get("traceparent"))
-            .and_then(Value::as_str),
+        traceparent: params.meta.as_ref().and_then(|m| m.get_traceparent()),
         revision: Some(revision),
         ..Rpc::default()
     };
@@ -218,6 +219,14 @@ mod tests {
         assert_eq!(answer["result"]["content"][0]["text"], "3", "{answer}");
         let versioned = parts(&[("mcp-protocol-version", "2025-11-25")]);
         assert!(try_call(&server(), &versioned, read(CALL)).await.is_some());
+        // A trace context, and a progress token rmcp cannot read (it asks for no progress on
+        // rmcp's path either): still a plain call.
+        let traced = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Calc_Add","_meta":{"progressToken":true,"traceparent":"00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01"}}}"#;
+        assert!(
+            try_call(&server(), &parts(&[]), read(traced))
+                .await
+                .is_some()
+        );
     }
 
     #[test]
