@@ -1,6 +1,6 @@
 //! In-process cost of the OXP call path, body bytes in and response bytes out (parse, resolve,
 //! validate, run, serialize), for a successful `Calculator.Add` (over OXP and over MCP's
-//! `tools/call`), a 422, and `GET /tools`, with
+//! `tools/call`, at a handshake revision and at 2026-07-28), a 422, and `GET /tools`, with
 //! registries of 1, 100 and 10,000 tools (three versions each, so 3, 300 and 30,000 tool
 //! versions). Run with `cargo bench --bench call_path`; figures are in docs/performance.md.
 
@@ -63,6 +63,25 @@ async fn roundtrip(
     response.into_body().collect().await.unwrap().to_bytes()
 }
 
+/// The `Calculator.Add` call at MCP 2026-07-28: the revision's standard headers, and its
+/// `_meta` on the request.
+async fn modern(app: &App) -> axum::body::Bytes {
+    let request = Request::builder()
+        .method("POST")
+        .uri("/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "Calculator_Add")
+        .body(Body::from(MODERN_ADD))
+        .unwrap();
+    let response = app.clone().oneshot(request).await.unwrap();
+    response.into_body().collect().await.unwrap().to_bytes()
+}
+
+const MODERN_ADD: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Calculator_Add","arguments":{"a":10,"b":5},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"b","version":"1"}}}}"#;
+
 const ADD: &[u8] = br#"{"$schema":"urn:oxp:1.0","request":{"call_id":"123e4567-e89b-12d3-a456-426614174000","tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":5}}}"#;
 const MCP_ADD: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Calculator_Add","arguments":{"a":10,"b":5}}}"#;
 const INVALID: &[u8] = br#"{"$schema":"urn:oxp:1.0","request":{"call_id":"123e4567-e89b-12d3-a456-426614174000","tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":"infinity"}}}"#;
@@ -85,6 +104,14 @@ fn bench(c: &mut Criterion) {
             |b, app| {
                 b.to_async(&rt)
                     .iter(|| async { black_box(roundtrip(app, "POST", "/mcp", MCP_ADD).await) })
+            },
+        );
+        group.bench_with_input(
+            BenchmarkId::new("mcp_modern_calculator_add", tools),
+            &app,
+            |b, app| {
+                b.to_async(&rt)
+                    .iter(|| async { black_box(modern(app).await) })
             },
         );
         group.bench_with_input(BenchmarkId::new("validation_422", tools), &app, |b, app| {

@@ -381,3 +381,64 @@ async fn the_fast_tools_call_path_answers_the_same_bytes_as_rmcp() {
         }
     }
 }
+
+#[tokio::test]
+async fn the_fast_path_answers_a_2026_07_28_call_as_rmcps_path_does_with_its_status() {
+    // As above, at 2026-07-28: the standard headers and the revision's `_meta` on each call,
+    // each answered as rmcp's path answers it (the unit tests in src/mcp/fast.rs check that
+    // such a call takes the fast path).
+    let config = Config {
+        allowed_origins: vec!["http://localhost:3000".into()],
+        ..Config::default()
+    };
+    let app = app_with(example_tools::registry().unwrap(), config);
+    let form = json!({"elicitation": {"form": {}}});
+    let calls = [
+        ("Calculator_Add", json!({"a": 10, "b": 5}), json!({})),
+        ("Calculator_Add", json!({"a": "ten"}), json!({})),
+        ("SMS_Send", json!({"to": "+1", "message": "m"}), json!({})),
+        // A tool that asks, for a client that takes no form (-32021, 400) and for one that does
+        // (the round's `input_required`, whose sealed state differs call by call).
+        (
+            "Demo_Confirm",
+            json!({"prompt": "Go?", "choices": ["a", "b"], "default": 0}),
+            json!({}),
+        ),
+        (
+            "Demo_Confirm",
+            json!({"prompt": "Go?", "choices": ["a", "b"], "default": 0}),
+            form,
+        ),
+    ];
+    for (n, (name, arguments, capabilities)) in calls.into_iter().enumerate() {
+        let call = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+            "params": {"name": name, "arguments": arguments, "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": capabilities,
+                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}})
+        .to_string();
+        let mut headers = vec![
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", name),
+        ];
+        let (fast_status, fast_headers, fast) = post_mcp(&app, &call, &headers).await;
+        headers.push(("origin", "http://localhost:3000"));
+        let (status, rmcp_headers, full) = post_mcp(&app, &call, &headers).await;
+        assert_eq!(fast_status, status, "{call}");
+        assert_eq!(
+            fast_headers.get("content-type"),
+            rmcp_headers.get("content-type")
+        );
+        // The same JSON (an error rmcp's path answers is written again by `modern.rs`, its
+        // members in another order), but for a round's sealed state.
+        let unsealed = |text: &str| {
+            let mut answer: Value = serde_json::from_str(text).unwrap();
+            if let Some(result) = answer["result"].as_object_mut() {
+                assert_eq!(result.remove("requestState").is_some(), n == 4, "{text}");
+            }
+            answer
+        };
+        assert_eq!(unsealed(&fast), unsealed(&full), "{call}");
+    }
+}

@@ -21,7 +21,7 @@ use serde_json::{Map, Value};
 use std::sync::Arc;
 
 impl McpServer {
-    /// Answers a `tools/call` request.
+    /// Answers a `tools/call` request rmcp's service read.
     pub(super) async fn call_tool_request(
         &self,
         request: CallToolRequestParams,
@@ -32,38 +32,6 @@ impl McpServer {
             .and_then(|p| p.extensions.get::<Arc<crate::observe::Fields>>())
             .cloned();
         crate::observe::within(fields, async {
-            let tool = self.tool(&request.name)?;
-            // A long-running tool (or one served only as a task) called by a client that
-            // declared the tasks extension runs as a task: the answer is its handle, at once.
-            // One that asks first becomes a task where it detaches, its questions asked here.
-            let required = self.0.task_required(&request.name);
-            let on_request = OnRequest::of(&context.meta);
-            let as_task =
-                required || tool.task_support == oxp_lambda_core::declare::TaskSupport::Optional;
-            let detach = on_request.tasks && tool.asks_first && self.0.tasks().is_some();
-            if let Some(tasks) = self.0.tasks()
-                && on_request.tasks
-                && as_task
-                && !tool.asks_first
-            {
-                let offers = on_request.modern.map(|(offers, _)| offers);
-                let context = parts.map(CallContext::of).unwrap_or_default();
-                let arguments = request.arguments.unwrap_or_default();
-                return create_task(tasks, tool, context, &request.name, arguments, offers).await;
-            }
-            if required && !on_request.tasks {
-                return Err(super::questions::missing_tasks_capability());
-            }
-            // The carrier of the tool's questions: the revision's, where the client takes any.
-            let asking = match on_request.modern {
-                Some((offers, url)) => {
-                    let round = self.round(&request, parts, offers, url, detach).await?;
-                    Asking::Round(Box::new(round))
-                }
-                None => Elicit::of_request(&self.0, parts, &context)
-                    .await
-                    .map_or(Asking::Not, Asking::Stream),
-            };
             let rpc = Rpc {
                 id: Some(&context.id),
                 traceparent: context.meta.get_traceparent(),
@@ -71,9 +39,59 @@ impl McpServer {
                 closed: Some(&context.ct),
                 revision: None,
             };
-            self.call(tool, request.arguments, parts, rpc, asking).await
+            let on_request = OnRequest::of(&context.meta);
+            let stream = || Elicit::of_request(&self.0, parts, &context);
+            self.answer_call(request, parts, on_request, rpc, stream)
+                .await
         })
         .await
+    }
+
+    /// Answers a `tools/call` of `request`, whose client declared `on_request` (the fast path's
+    /// 2026-07-28 calls come here too, read without rmcp's service): a long-running tool for a
+    /// client that declared the tasks extension becomes a task; any other call runs, its
+    /// questions carried the revision's way (`stream`: a handshake session's, if any).
+    pub(super) async fn answer_call<F>(
+        &self,
+        request: CallToolRequestParams,
+        parts: Option<&http::request::Parts>,
+        on_request: OnRequest,
+        rpc: Rpc<'_>,
+        stream: impl FnOnce() -> F,
+    ) -> Result<CallToolResponse, ErrorData>
+    where
+        F: std::future::Future<Output = Option<Arc<Carried<Elicit>>>>,
+    {
+        let tool = self.tool(&request.name)?;
+        // A long-running tool (or one served only as a task) called by a client that declared
+        // the tasks extension runs as a task: the answer is its handle, at once. One that asks
+        // first becomes a task where it detaches, its questions asked here.
+        let required = self.0.task_required(&request.name);
+        let as_task =
+            required || tool.task_support == oxp_lambda_core::declare::TaskSupport::Optional;
+        let detach = on_request.tasks && tool.asks_first && self.0.tasks().is_some();
+        if let Some(tasks) = self.0.tasks()
+            && on_request.tasks
+            && as_task
+            && !tool.asks_first
+        {
+            let offers = on_request.modern.map(|(offers, _)| offers);
+            let context = parts.map(CallContext::of).unwrap_or_default();
+            let arguments = request.arguments.unwrap_or_default();
+            return create_task(tasks, tool, context, &request.name, arguments, offers).await;
+        }
+        if required && !on_request.tasks {
+            return Err(super::questions::missing_tasks_capability());
+        }
+        // The carrier of the tool's questions: the revision's, where the client takes any.
+        let asking = match on_request.modern {
+            Some((offers, url)) => {
+                let round = self.round(&request, parts, offers, url, detach).await?;
+                Asking::Round(Box::new(round))
+            }
+            None => stream().await.map_or(Asking::Not, Asking::Stream),
+        };
+        self.call(tool, request.arguments, parts, rpc, asking).await
     }
 
     /// The served tool named `name`; unknown, the one error the spec makes a protocol error

@@ -1,19 +1,25 @@
-//! The hot method without rmcp's per-request service: a plain `tools/call` of the handshake
-//! revisions is read with rmcp's wire types, run through the same handler and answered with the
-//! bytes rmcp would send. rmcp serves a stateless request by spawning a task that runs a whole
-//! service (peer, channels, cancellation) for one message: about six times the OXP call path
-//! in-process. Anything else (another method, the 2026-07-28 per-request metadata, a browser
-//! `Origin`, a host list, an unusual header) goes to rmcp, which validates it in full;
-//! `tests/mcp.rs` checks that both ways answer the same bytes.
+//! The hot method without rmcp's per-request service: a plain `tools/call` is read with rmcp's
+//! wire types, run through the same handler and answered as rmcp would answer it. rmcp serves a
+//! stateless request by spawning a task that runs a whole service (peer, channels,
+//! cancellation) for one message: about six times the OXP call path in-process at the
+//! handshake revisions, about ten times at 2026-07-28, whose every call carries the revision's
+//! `_meta` (docs/performance.md). Plain means: at a handshake revision, no per-request
+//! metadata; at 2026-07-28, the revision's `_meta` and standard headers (`Mcp-Method`,
+//! `Mcp-Name`) as rmcp's transport would accept them untouched, for a tool that takes no
+//! `Mcp-Param-*` header (the checks rmcp makes, made here once: [`plain`], [`plain_meta`]).
+//! Anything else (another method, a round's state or answers, a progress token, a browser
+//! `Origin`, a host list, a session, an unusual or repeated header) goes to rmcp, which
+//! validates it in full; `tests/mcp.rs` checks that both ways answer alike.
 
 use super::call_tool::{Asking, Rpc};
 use super::handler::McpServer;
 use super::result::Revision;
 use http::request::Parts;
-use http::{HeaderMap, header};
+use http::{HeaderMap, StatusCode, header};
+use rmcp::ErrorData;
 use rmcp::model::{
-    CallToolResponse, JsonRpcError, JsonRpcResponse, JsonRpcVersion2_0, RequestId,
-    RequestMetaObject, ServerJsonRpcMessage, ServerResult,
+    CallToolRequestParams, CallToolResponse, ErrorCode, JsonRpcError, JsonRpcResponse,
+    JsonRpcVersion2_0, RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -62,42 +68,96 @@ struct FastParams<'a> {
     meta: Option<RequestMetaObject>,
 }
 
+/// How a request's headers let the fast path take it: the revision it is answered in and, at
+/// 2026-07-28, the `Mcp-Name` header, which must name the body's tool.
+struct Plain<'a> {
+    revision: Revision,
+    named: Option<&'a str>,
+}
+
 /// Whether rmcp would let these headers through untouched: JSON in, both media types
-/// accepted, no browser origin, a known handshake revision, none of the 2026 standard headers.
-/// One pass over the request's headers (a handful) rather than a lookup for each name checked:
-/// the lookups cost the call more than the checks. A checked header sent twice goes to rmcp.
-fn plain(headers: &HeaderMap) -> Option<Revision> {
+/// accepted, no browser origin, no session, a known revision; at the handshake revisions none
+/// of the 2026 standard headers, at 2026-07-28 `Mcp-Method: tools/call` and a plain `Mcp-Name`,
+/// and at any revision no `Mcp-Param-*` header. One pass over the request's headers (a
+/// handful) rather than a lookup for each name checked: the lookups cost the call more than the
+/// checks. A checked header sent twice goes to rmcp.
+fn plain(headers: &HeaderMap) -> Option<Plain<'_>> {
     use super::plumbing::{METHOD, NAME, PROTOCOL_VERSION};
     let (mut json, mut both) = (None, None);
-    // Absent, 2025-03-26 (as rmcp takes it).
-    let (mut revision, mut versioned) = (&rmcp::model::ProtocolVersion::V_2025_03_26, false);
+    let (mut version, mut method, mut named) = (None, None, None);
     for (name, value) in headers {
-        let value = value.to_str().unwrap_or("");
+        let once = |seen: Option<&[u8]>| seen.is_none().then_some(value.as_bytes());
         if name == header::CONTENT_TYPE {
-            if json.replace(exactly_json(value)).is_some() {
+            if json
+                .replace(exactly_json(value.to_str().unwrap_or("")))
+                .is_some()
+            {
                 return None;
             }
         } else if name == header::ACCEPT {
-            if both.replace(accepts_both(value)).is_some() {
+            if both
+                .replace(accepts_both(value.to_str().unwrap_or("")))
+                .is_some()
+            {
                 return None;
             }
         } else if name == PROTOCOL_VERSION {
-            // A revision with the `initialize` handshake (2026-07-28's requests carry `_meta`).
-            match super::plumbing::version_of(value.as_bytes()) {
-                Some(known) if known.has_initialize() && !versioned => revision = known,
-                _ => return None,
+            version = Some(once(version)?);
+        } else if name == METHOD {
+            method = Some(once(method)?);
+        } else if name == NAME {
+            // Written plainly: a Base64 form (`=?base64?...?=`) is rmcp's to read.
+            let text = value.to_str().ok().filter(|v| !v.starts_with("=?"))?;
+            if named.replace(text).is_some() {
+                return None;
             }
-            versioned = true;
         } else if name == header::ORIGIN
-            || name == METHOD
-            || name == NAME
             // A client with a session may be asked questions on the call's stream.
             || name == super::elicit::SESSION_HEADER
+            || name.as_str().starts_with("mcp-param-")
         {
             return None;
         }
     }
-    (json == Some(true) && both == Some(true)).then(|| Revision::of_version(revision))
+    if json != Some(true) || both != Some(true) {
+        return None;
+    }
+    // Absent, 2025-03-26 (as rmcp takes it).
+    let revision = match version {
+        None => &rmcp::model::ProtocolVersion::V_2025_03_26,
+        Some(sent) => super::plumbing::version_of(sent)?,
+    };
+    let modern = *revision == rmcp::model::ProtocolVersion::V_2026_07_28;
+    let headed = match (method, named) {
+        (None, None) => !modern && revision.has_initialize(),
+        (Some(method), Some(_)) => modern && method == b"tools/call",
+        _ => false,
+    };
+    headed.then(|| Plain {
+        revision: Revision::of_version(revision),
+        named,
+    })
+}
+
+/// A 2026-07-28 call's `_meta` as the fast path takes it: the revision's required members,
+/// valid as rmcp's accessors read them and naming the revision, the client's identity, a trace
+/// context, and nothing else (a progress token or a log level is rmcp's to act on).
+fn plain_meta(meta: Option<&RequestMetaObject>) -> bool {
+    const TAKEN: [&str; 6] = [
+        "io.modelcontextprotocol/protocolVersion",
+        "io.modelcontextprotocol/clientCapabilities",
+        "io.modelcontextprotocol/clientInfo",
+        "traceparent",
+        "tracestate",
+        "baggage",
+    ];
+    let modern = rmcp::model::ProtocolVersion::V_2026_07_28;
+    meta.is_some_and(|meta| {
+        meta.0.keys().all(|key| TAKEN.contains(&key.as_str()))
+            && meta.protocol_version() == Some(modern.clone())
+            && meta.missing_required_keys(&modern).is_empty()
+            && (!meta.0.contains_key(TAKEN[2]) || meta.client_info().is_some())
+    })
 }
 
 /// `Content-Type` is JSON, parameters aside.
@@ -118,14 +178,22 @@ fn accepts_both(accept: &str) -> bool {
     json && stream && !accept.contains(";q=0")
 }
 
-/// The answer to `body` when it is a plain `tools/call`, else `None` (rmcp takes it).
-pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> Option<Vec<u8>> {
-    let revision = plain(&parts.headers)?;
+/// The answer to `body` (its status and bytes) when it is a plain `tools/call`, else `None`
+/// (rmcp takes it).
+pub(super) async fn try_call(
+    server: &McpServer,
+    parts: &Parts,
+    body: &[u8],
+) -> Option<(StatusCode, Vec<u8>)> {
+    let plain = plain(&parts.headers)?;
     let FastCall { id, params, .. } = serde_json::from_slice(body).ok()?;
-    // Progress makes the answer a stream, which rmcp writes (a token rmcp cannot read asks for
-    // none, on either path); any of 2026-07-28's per-request members, whatever its value, is
-    // rmcp's to read.
+    if let Some(named) = plain.named {
+        return Box::pin(modern(server, parts, id, params, named)).await;
+    }
     let per_request = params.meta.as_ref().is_some_and(|m| {
+        // Progress makes the answer a stream, which rmcp writes (a token rmcp cannot read asks
+        // for none, on either path); any of 2026-07-28's per-request members, whatever its
+        // value, is rmcp's to read.
         m.get_progress_token().is_some()
             || m.0
                 .keys()
@@ -138,7 +206,7 @@ pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> 
     let rpc = Rpc {
         id: Some(&id),
         traceparent: params.meta.as_ref().and_then(|m| m.get_traceparent()),
-        revision: Some(revision),
+        revision: Some(plain.revision),
         ..Rpc::default()
     };
     // Only a request without per-request metadata comes here: no capabilities, no asking.
@@ -154,18 +222,86 @@ pub(super) async fn try_call(server: &McpServer, parts: &Parts, body: &[u8]) -> 
         Ok(CallToolResponse::Complete(mut result)) => {
             // Handshake revisions know no `resultType`; rmcp drops it for them too.
             result.result_type = None;
-            ServerJsonRpcMessage::Response(JsonRpcResponse {
-                jsonrpc: JsonRpcVersion2_0,
-                id,
-                result: ServerResult::CallToolResult(result),
-            })
+            Ok(CallToolResponse::Complete(result))
         }
         Ok(_) => return None,
+        Err(error) => Err(error),
+    };
+    answered(id, answer, false)
+}
+
+/// A plain 2026-07-28 `tools/call` (its `Mcp-Name` header `named`): its `_meta` and headers as
+/// rmcp's transport would accept them untouched, answered by the handler rmcp would call, with
+/// the status rmcp and `modern.rs` give its errors. Boxed where it is awaited: the handshake
+/// revisions' plain call does not carry its state.
+async fn modern(
+    server: &McpServer,
+    parts: &Parts,
+    id: RequestId,
+    params: FastParams<'_>,
+    named: &str,
+) -> Option<(StatusCode, Vec<u8>)> {
+    let meta = params.meta.as_ref();
+    if named != params.name || !plain_meta(meta) || server.0.param_headers(&params.name) {
+        return None;
+    }
+    let on_request = super::questions::OnRequest::of(meta?);
+    let tasks = on_request.tasks;
+    let rpc = Rpc {
+        id: Some(&id),
+        traceparent: meta.and_then(|m| m.get_traceparent()),
+        revision: Some(Revision::ALL),
+        ..Rpc::default()
+    };
+    let mut request = CallToolRequestParams::new(params.name.into_owned());
+    request.arguments = params.arguments;
+    let stream = || std::future::ready(None);
+    let answer = server
+        .answer_call(request, Some(parts), on_request, rpc, stream)
+        .await;
+    // rmcp's own guard: a task handle only for a client that declared tasks.
+    let answer = match answer {
+        Ok(CallToolResponse::Task(_)) if !tasks => {
+            Err(ErrorData::missing_required_client_capability(
+                rmcp::model::ClientCapabilities::builder()
+                    .enable_tasks()
+                    .build(),
+            ))
+        }
+        answer => answer,
+    };
+    answered(id, answer, true)
+}
+
+/// The JSON-RPC answer to request `id`, as rmcp writes it, and its status: 200, but for a
+/// `modern` (2026-07-28) request's missing client capability (-32021), which is 400 (the
+/// revision's rule, which rmcp and `modern.rs` apply; a plain call meets no other error with a
+/// status of its own), its error's quotes of what the caller sent shortened as `modern.rs`
+/// does.
+fn answered(
+    id: RequestId,
+    answer: Result<CallToolResponse, ErrorData>,
+    modern: bool,
+) -> Option<(StatusCode, Vec<u8>)> {
+    let mut status = StatusCode::OK;
+    let message = match answer {
+        Ok(response) => ServerJsonRpcMessage::Response(JsonRpcResponse {
+            jsonrpc: JsonRpcVersion2_0,
+            id,
+            result: ServerResult::from(response),
+        }),
+        Err(mut error) if modern => {
+            if error.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
+                status = StatusCode::BAD_REQUEST;
+            }
+            error.message = super::modern::quotes_shown(&error.message).into();
+            ServerJsonRpcMessage::Error(JsonRpcError::new(Some(id), error))
+        }
         Err(error) => ServerJsonRpcMessage::Error(JsonRpcError::new(Some(id), error)),
     };
     let mut bytes = Vec::with_capacity(256);
-    serde_json::to_writer(&mut bytes, &answer).ok()?;
-    Some(bytes)
+    serde_json::to_writer(&mut bytes, &message).ok()?;
+    Some((status, bytes))
 }
 
 #[cfg(test)]
@@ -214,8 +350,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_plain_tools_call_is_answered_here() {
-        let answer = try_call(&server(), &parts(&[]), read(CALL)).await.unwrap();
+        let (status, answer) = try_call(&server(), &parts(&[]), read(CALL)).await.unwrap();
         let answer: Value = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(status, StatusCode::OK);
         assert_eq!(answer["result"]["content"][0]["text"], "3", "{answer}");
         let versioned = parts(&[("mcp-protocol-version", "2025-11-25")]);
         assert!(try_call(&server(), &versioned, read(CALL)).await.is_some());
@@ -291,7 +428,7 @@ mod tests {
     fn the_revision_a_plain_call_is_answered_in_is_its_headers_once_read() {
         let links = |version: Option<&str>| {
             let headers = version.map(|v| ("mcp-protocol-version", v));
-            plain(&parts(headers.as_slice()).headers).map(|revision| revision.links)
+            plain(&parts(headers.as_slice()).headers).map(|plain| plain.revision.links)
         };
         // No header: 2025-03-26, which knows no `resource_link`.
         assert_eq!(links(None), Some(false));
@@ -347,5 +484,103 @@ mod tests {
                 "{body}"
             );
         }
+    }
+
+    /// The headers of a 2026-07-28 `tools/call` of `Calc_Add`, and more.
+    fn modern_parts(extra: &[(&str, &str)]) -> Parts {
+        let mut headers = vec![
+            ("mcp-protocol-version", "2026-07-28"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "Calc_Add"),
+        ];
+        headers.extend_from_slice(extra);
+        parts(&headers)
+    }
+
+    /// A 2026-07-28 `tools/call` of `Calc_Add` whose `_meta` is `meta`.
+    fn modern_call(meta: &str) -> String {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"Calc_Add","arguments":{{}},"_meta":{meta}}}}}"#
+        )
+    }
+
+    const MODERN_META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}"#;
+
+    #[tokio::test]
+    async fn a_plain_2026_07_28_call_is_answered_here_with_its_result_type() {
+        let body = modern_call(MODERN_META);
+        let (status, answer) = try_call(&server(), &modern_parts(&[]), read(&body))
+            .await
+            .unwrap();
+        let answer: Value = serde_json::from_slice(&answer).unwrap();
+        assert_eq!(status, StatusCode::OK);
+        assert_eq!(answer["id"], 7);
+        assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+        assert_eq!(answer["result"]["content"][0]["text"], "3", "{answer}");
+    }
+
+    #[tokio::test]
+    async fn a_2026_07_28_call_rmcp_must_check_goes_to_rmcp() {
+        let server = server();
+        let body = modern_call(MODERN_META);
+        // Headers the revision's transport checks against the body, or that rmcp reads.
+        for (name, value) in [
+            ("mcp-name", "Other_Tool"),
+            ("mcp-name", "=?base64?Q2FsY19BZGQ=?="),
+            ("mcp-method", "tools/list"),
+            ("mcp-param-region", "eu"),
+            ("mcp-protocol-version", "2026-07-28"),
+        ] {
+            let mut p = modern_parts(&[]);
+            if name != "mcp-param-region" && name != "mcp-protocol-version" {
+                p.headers.remove(name);
+            }
+            p.headers.append(
+                http::HeaderName::from_static(name),
+                http::HeaderValue::from_static(value),
+            );
+            assert!(
+                try_call(&server, &p, read(&body)).await.is_none(),
+                "{name}: {value}"
+            );
+        }
+        // Without the standard headers, or with the handshake's version.
+        for name in ["mcp-method", "mcp-name"] {
+            let mut p = modern_parts(&[]);
+            p.headers.remove(name);
+            assert!(try_call(&server, &p, read(&body)).await.is_none(), "{name}");
+        }
+        let handshake = parts(&[
+            ("mcp-protocol-version", "2025-11-25"),
+            ("mcp-method", "tools/call"),
+            ("mcp-name", "Calc_Add"),
+        ]);
+        assert!(try_call(&server, &handshake, read(&body)).await.is_none());
+        // A `_meta` short of the revision's members, naming another revision, or carrying what
+        // rmcp acts on.
+        for meta in [
+            r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#,
+            r#"{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}"#,
+            r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}"#,
+            r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":"c"}"#,
+            r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":1}"#,
+            r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"}"#,
+        ] {
+            let body = modern_call(meta);
+            assert!(
+                try_call(&server, &modern_parts(&[]), read(&body))
+                    .await
+                    .is_none(),
+                "{meta}"
+            );
+        }
+        let stateful = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"Calc_Add","requestState":"s","_meta":{MODERN_META}}}}}"#
+        );
+        assert!(
+            try_call(&server, &modern_parts(&[]), read(&stateful))
+                .await
+                .is_none()
+        );
     }
 }

@@ -27,6 +27,9 @@ pub(crate) struct Served {
     tools: Vec<Arc<RegisteredTool>>,
     by_name: HashMap<String, usize>,
     listing: Vec<Tool>,
+    /// By tool: whether its input schema names `x-mcp-header` (2026-07-28's `Mcp-Param-*`
+    /// headers, which rmcp checks against the call's arguments).
+    param_headers: Vec<bool>,
     /// `tools/call` requests running here, by caller and request id, for
     /// `notifications/cancelled`.
     pub(super) running: Arc<Running>,
@@ -46,15 +49,22 @@ impl Served {
             .enumerate()
             .map(|(i, t)| (t.listing_name.clone(), i))
             .collect();
-        let listing = tools
+        let listing: Vec<Tool> = tools
             .iter()
             .map(|t| super::definition::definition(t))
+            .collect();
+        let param_headers = listing
+            .iter()
+            .map(|t| {
+                serde_json::to_string(&t.input_schema).is_ok_and(|s| s.contains("x-mcp-header"))
+            })
             .collect();
         Self {
             invoker,
             tools,
             by_name,
             listing,
+            param_headers,
             running: Arc::default(),
             round_trips: None,
             tasks: None,
@@ -82,6 +92,14 @@ impl Served {
         }
         let tool = &self.tools[*self.by_name.get(name)?];
         (tool.task_support == oxp_lambda_core::declare::TaskSupport::Optional).then_some("optional")
+    }
+
+    /// Whether the tool named `name` takes `Mcp-Param-*` headers (any mention of `x-mcp-header`
+    /// in its input schema counts: rmcp reads them); `true` for no served tool.
+    pub(crate) fn param_headers(&self, name: &str) -> bool {
+        self.by_name
+            .get(name)
+            .is_none_or(|&i| self.param_headers[i])
     }
 
     /// The tasks, where offered.

@@ -238,9 +238,9 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     // A plain `tools/call` is answered without rmcp's service (the fast path), which reads
     // the body in one pass of its own.
     if mcp.any_host
-        && let Some(answer) = fast::try_call(&mcp.server, &parts, &bytes).await
+        && let Some((status, answer)) = fast::try_call(&mcp.server, &parts, &bytes).await
     {
-        return crate::server::json_response(StatusCode::OK, Bytes::from(answer));
+        return crate::server::json_response(status, Bytes::from(answer));
     }
     // Any other body is read here, once; every step in front of rmcp reads `message`.
     let message = match Message::read(&bytes) {

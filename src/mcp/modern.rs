@@ -85,7 +85,16 @@ pub(super) async fn status_of_errors(response: Response) -> Response {
     let Some(Value::String(message)) = answer.pointer_mut("/error/message") else {
         return Response::from_parts(parts, Body::from(bytes));
     };
-    *message = message
+    *message = quotes_shown(message);
+    let bytes = serde_json::to_vec(&answer).expect("answers serialize");
+    parts.headers.remove(http::header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(bytes))
+}
+
+/// An error's `message` with each quote between backticks (what the caller sent) shown at
+/// most 64 characters.
+pub(super) fn quotes_shown(message: &str) -> String {
+    message
         .split('`')
         .enumerate()
         .map(|(i, part)| {
@@ -96,8 +105,5 @@ pub(super) async fn status_of_errors(response: Response) -> Response {
             }
         })
         .collect::<Vec<_>>()
-        .join("`");
-    let bytes = serde_json::to_vec(&answer).expect("answers serialize");
-    parts.headers.remove(http::header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(bytes))
+        .join("`")
 }
