@@ -78,15 +78,18 @@ impl McpServer {
             let offers = on_request.modern.map(|(offers, _)| offers);
             let context = parts.map(CallContext::of).unwrap_or_default();
             let arguments = request.arguments.unwrap_or_default();
-            return create_task(tasks, tool, context, &request.name, arguments, offers).await;
+            let created = create_task(tasks, tool, context, &request.name, arguments, offers);
+            return Box::pin(created).await;
         }
         if required && !on_request.tasks {
             return Err(super::questions::missing_tasks_capability());
         }
         // The carrier of the tool's questions: the revision's, where the client takes any.
+        // The steps before the call boxed where they are awaited: inline, their state made the
+        // call's future (which the fast path boxes, copying it) about 5 KB larger.
         let asking = match on_request.modern {
             Some((offers, url)) => {
-                let round = self.round(&request, parts, offers, url, detach).await?;
+                let round = Box::pin(self.round(&request, parts, offers, url, detach)).await?;
                 Asking::Round(Box::new(round))
             }
             None => stream().await.map_or(Asking::Not, Asking::Stream),

@@ -278,3 +278,24 @@ async fn a_2026_07_28_call_rmcp_must_check_goes_to_rmcp() {
             .is_none()
     );
 }
+
+#[test]
+fn a_2026_07_28_calls_future_is_at_most_twice_the_invokers_and_a_kilobyte() {
+    // As the handshake call's above, and the kilobyte its request's reading takes: the round
+    // and the task a 2026-07-28 call may become are boxed where they are awaited (inline, they
+    // made this future over 10 KB, copied into its box at every call).
+    let server = server();
+    let (parts, body) = (modern_parts(&[]), modern_call(MODERN_META));
+    let FastCall { id, params, .. } = serde_json::from_slice(read(&body)).unwrap();
+    let call = oxp_lambda_core::invoke::Call::new(
+        "mcp",
+        oxp_lambda_core::invoke::Target::Id("Calc.Add".into()),
+        Value::Null,
+    );
+    let invoker = std::mem::size_of_val(&server.0.invoker().invoke(call));
+    let modern = std::mem::size_of_val(&modern(&server, &parts, id, params, "Calc_Add"));
+    assert!(
+        modern < 2 * invoker + 1024,
+        "{modern} bytes, the invoker's {invoker}"
+    );
+}
