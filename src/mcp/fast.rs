@@ -6,13 +6,14 @@
 //! `_meta` (docs/performance.md). Plain means: at a handshake revision, no per-request
 //! metadata; at 2026-07-28, the revision's `_meta` and standard headers (`Mcp-Method`,
 //! `Mcp-Name`) as rmcp's transport would accept them untouched, for a tool that takes no
-//! `Mcp-Param-*` header (the checks rmcp makes, made here once: [`plain`], [`plain_meta`]).
+//! `Mcp-Param-*` header (the checks rmcp makes, made here once: `plain`, `plain_meta`).
 //! Anything else (another method, a round's state or answers, a progress token, a browser
 //! `Origin`, a host list, a session, an unusual or repeated header) goes to rmcp, which
 //! validates it in full; `tests/mcp.rs` checks that both ways answer alike.
 
 use super::call_tool::{Asking, Rpc};
 use super::handler::McpServer;
+use super::questions::OnRequest;
 use super::result::Revision;
 use http::request::Parts;
 use http::{HeaderMap, StatusCode, header};
@@ -139,10 +140,11 @@ fn plain(headers: &HeaderMap) -> Option<Plain<'_>> {
     })
 }
 
-/// A 2026-07-28 call's `_meta` as the fast path takes it: the revision's required members,
-/// valid as rmcp's accessors read them and naming the revision, the client's identity, a trace
-/// context, and nothing else (a progress token or a log level is rmcp's to act on).
-fn plain_meta(meta: Option<&RequestMetaObject>) -> bool {
+/// What a 2026-07-28 call's client declared, when its `_meta` is as the fast path takes it: the
+/// revision's required members, each read by rmcp's accessor (once: what they declare comes from
+/// the same reading) and naming this revision, optionally the client's identity (valid) and a
+/// trace context, and nothing else (a progress token or a log level is rmcp's to act on).
+fn plain_meta(meta: &RequestMetaObject) -> Option<OnRequest> {
     const TAKEN: [&str; 6] = [
         "io.modelcontextprotocol/protocolVersion",
         "io.modelcontextprotocol/clientCapabilities",
@@ -151,13 +153,11 @@ fn plain_meta(meta: Option<&RequestMetaObject>) -> bool {
         "tracestate",
         "baggage",
     ];
-    let modern = rmcp::model::ProtocolVersion::V_2026_07_28;
-    meta.is_some_and(|meta| {
-        meta.0.keys().all(|key| TAKEN.contains(&key.as_str()))
-            && meta.protocol_version() == Some(modern.clone())
-            && meta.missing_required_keys(&modern).is_empty()
-            && (!meta.0.contains_key(TAKEN[2]) || meta.client_info().is_some())
-    })
+    let taken = meta.0.keys().all(|key| TAKEN.contains(&key.as_str()))
+        && (!meta.0.contains_key(TAKEN[2]) || meta.client_info().is_some());
+    let this = meta.protocol_version()? == rmcp::model::ProtocolVersion::V_2026_07_28;
+    let capabilities = meta.client_capabilities()?;
+    (taken && this).then(|| OnRequest::declared(Some(capabilities), true))
 }
 
 /// `Content-Type` is JSON, parameters aside.
@@ -241,15 +241,15 @@ async fn modern(
     params: FastParams<'_>,
     named: &str,
 ) -> Option<(StatusCode, Vec<u8>)> {
-    let meta = params.meta.as_ref();
-    if named != params.name || !plain_meta(meta) || server.0.param_headers(&params.name) {
+    let meta = params.meta.as_ref()?;
+    if named != params.name || server.0.param_headers(&params.name) {
         return None;
     }
-    let on_request = super::questions::OnRequest::of(meta?);
+    let on_request = plain_meta(meta)?;
     let tasks = on_request.tasks;
     let rpc = Rpc {
         id: Some(&id),
-        traceparent: meta.and_then(|m| m.get_traceparent()),
+        traceparent: meta.get_traceparent(),
         revision: Some(Revision::ALL),
         ..Rpc::default()
     };

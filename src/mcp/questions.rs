@@ -247,21 +247,29 @@ pub(crate) struct OnRequest {
 
 impl OnRequest {
     pub(crate) fn of(meta: &rmcp::model::RequestMetaObject) -> Self {
-        let capabilities = meta.client_capabilities();
+        let modern = meta
+            .protocol_version()
+            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28);
+        Self::declared(meta.client_capabilities(), modern)
+    }
+
+    /// What `capabilities` (read from a request's `_meta`, if it declared them) say, on a
+    /// request of 2026-07-28 or later (`modern`).
+    pub(crate) fn declared(
+        capabilities: Option<rmcp::model::ClientCapabilities>,
+        modern: bool,
+    ) -> Self {
         let tasks = capabilities
             .as_ref()
             .is_some_and(rmcp::model::ClientCapabilities::supports_tasks);
-        let modern = meta
-            .protocol_version()
-            .is_some_and(|v| v >= rmcp::model::ProtocolVersion::V_2026_07_28)
-            .then(|| {
-                let capabilities = capabilities.unwrap_or_default();
-                let url = capabilities
-                    .elicitation
-                    .as_ref()
-                    .is_some_and(|e| e.url.is_some());
-                (Offers::of(&capabilities), url)
-            });
+        let modern = modern.then(|| {
+            let capabilities = capabilities.unwrap_or_default();
+            let url = capabilities
+                .elicitation
+                .as_ref()
+                .is_some_and(|e| e.url.is_some());
+            (Offers::of(&capabilities), url)
+        });
         Self { tasks, modern }
     }
 }
