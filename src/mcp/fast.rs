@@ -188,7 +188,8 @@ pub(super) async fn try_call(
     let plain = plain(&parts.headers)?;
     let FastCall { id, params, .. } = serde_json::from_slice(body).ok()?;
     if let Some(named) = plain.named {
-        return Box::pin(modern(server, parts, id, params, named)).await;
+        let modern = modern(server, parts, id, params, (named, plain.revision));
+        return Box::pin(modern).await;
     }
     let per_request = params.meta.as_ref().is_some_and(|m| {
         // Progress makes the answer a stream, which rmcp writes (a token rmcp cannot read asks
@@ -230,7 +231,8 @@ pub(super) async fn try_call(
     answered(id, answer, false)
 }
 
-/// A plain 2026-07-28 `tools/call` (its `Mcp-Name` header `named`): its `_meta` and headers as
+/// A plain 2026-07-28 `tools/call` (its `Mcp-Name` header `named`, its `revision` as its
+/// headers were read): its `_meta` and headers as
 /// rmcp's transport would accept them untouched, answered by the handler rmcp would call, with
 /// the status rmcp and `modern.rs` give its errors. Boxed where it is awaited: the handshake
 /// revisions' plain call does not carry its state.
@@ -239,7 +241,7 @@ async fn modern(
     parts: &Parts,
     id: RequestId,
     params: FastParams<'_>,
-    named: &str,
+    (named, revision): (&str, Revision),
 ) -> Option<(StatusCode, Vec<u8>)> {
     let meta = params.meta.as_ref()?;
     if named != params.name || server.0.param_headers(&params.name) {
@@ -250,7 +252,7 @@ async fn modern(
     let rpc = Rpc {
         id: Some(&id),
         traceparent: meta.get_traceparent(),
-        revision: Some(Revision::ALL),
+        revision: Some(revision),
         ..Rpc::default()
     };
     let mut request = CallToolRequestParams::new(params.name.into_owned());

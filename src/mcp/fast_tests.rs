@@ -293,7 +293,13 @@ fn a_2026_07_28_calls_future_is_at_most_twice_the_invokers_and_a_kilobyte() {
         Value::Null,
     );
     let invoker = std::mem::size_of_val(&server.0.invoker().invoke(call));
-    let modern = std::mem::size_of_val(&modern(&server, &parts, id, params, "Calc_Add"));
+    let modern = std::mem::size_of_val(&modern(
+        &server,
+        &parts,
+        id,
+        params,
+        ("Calc_Add", Revision::ALL),
+    ));
     assert!(
         modern < 2 * invoker + 1024,
         "{modern} bytes, the invoker's {invoker}"
