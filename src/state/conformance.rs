@@ -101,7 +101,23 @@ pub(crate) async fn check(store: &dyn StateStore) {
             .unwrap()
     );
     assert_eq!(store.get(&p, "end").await.unwrap(), None);
+    decided(store, &p).await;
     due(store).await;
+}
+
+/// A write told its decision keeps the same condition, tells what it answers, and is there
+/// once answered.
+async fn decided(store: &dyn StateStore, p: &str) {
+    for (expected, holds) in [(Some(b"other".as_slice()), false), (None, true)] {
+        let (tell, told) = std::sync::mpsc::channel();
+        let decided = Box::new(move |held| tell.send(held).is_ok() && held);
+        let item = Item::new(b"answer".to_vec(), None);
+        let written = store.put_if_decided(p, "decided", item, expected, decided);
+        assert_eq!(written.await.unwrap(), holds);
+        assert_eq!(told.try_recv(), Ok(holds), "told what it answers, once");
+    }
+    let stored = store.get(p, "decided").await.unwrap().map(|i| i.value);
+    assert_eq!(stored.as_deref(), Some(b"answer".as_slice()));
 }
 
 /// Items due by a time come back soonest first, and only those: the due time moves with each

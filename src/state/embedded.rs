@@ -11,7 +11,9 @@
 //! once (a fan-out) share one flush rather than queueing for 32 (docs/performance.md). A write
 //! nobody is answered on (`put_if_later`: a record's end, a slot given back) waits up to
 //! 25 ms for one somebody is, to share its flush rather than take one the next call's writes
-//! would queue behind; it too is answered once durable.
+//! would queue behind; it too is answered once durable. So does an answer to a question
+//! (`put_if_decided`), once its condition is decided and told: the call it wakes writes its
+//! outcome into the same flush.
 
 mod index;
 mod readers;
@@ -19,7 +21,9 @@ mod reclaim;
 mod writer;
 
 use super::private_file;
-use oxp_lambda_core::durable::{Item, MAX_VALUE_BYTES, StateError, StateFuture, StateStore};
+use oxp_lambda_core::durable::{
+    Decided, Item, MAX_VALUE_BYTES, StateError, StateFuture, StateStore,
+};
 use redb::{Database, ReadableDatabase, TableDefinition};
 use std::fmt;
 use std::fs::File;
@@ -27,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{OnceCell, mpsc, oneshot};
-use writer::{GROUP, Pending, Write, write_groups};
+use writer::{GROUP, Pending, Waits, Write, write_groups};
 
 /// One table: `partition \0 key` -> expiry (Unix seconds, 0: none) then the value.
 const TABLE: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("state");
@@ -188,14 +192,14 @@ impl Embedded {
             .await
     }
 
-    /// Queues `write` of `row` (due at `due`) for the next group commit (`later`: the next one
-    /// somebody waits on); what it answered once durable.
+    /// Queues `write` of `row` (due at `due`) for the next group commit (or, as `waits` says,
+    /// the next one somebody waits on); what it answered once durable.
     async fn write(
         &self,
         row: String,
         write: Write,
         due: Option<SystemTime>,
-        later: bool,
+        waits: Waits,
     ) -> Result<bool, StateError> {
         let opened = self.opened().await?;
         let (done, answer) = oneshot::channel();
@@ -211,27 +215,27 @@ impl Embedded {
                 write,
                 due_ms,
                 done,
-                later,
+                waits,
             })
             .await
             .map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?
     }
 
-    /// [`StateStore::put_if`], held for the next flush someone waits on when `later`.
+    /// [`StateStore::put_if`], its flush waited on as `waits` says.
     async fn put_if_with(
         &self,
         partition: &str,
         key: &str,
         item: Item,
         expected: Option<&[u8]>,
-        later: bool,
+        waits: Waits,
     ) -> Result<bool, StateError> {
         let (row, bytes) = (row(partition, key)?, encode(&item)?);
         let bytes = (!item.expired(SystemTime::now())).then_some(bytes);
         let expected = expected.map(<[u8]>::to_vec);
         let write = Write::PutIf { bytes, expected };
-        self.write(row, write, item.due, later).await
+        self.write(row, write, item.due, waits).await
     }
 
     /// Runs `f` on the database, on one of the store's reader threads.
@@ -318,7 +322,7 @@ impl StateStore for Embedded {
         item: Item,
         expected: Option<&'a [u8]>,
     ) -> StateFuture<'a, bool> {
-        Box::pin(self.put_if_with(partition, key, item, expected, false))
+        Box::pin(self.put_if_with(partition, key, item, expected, Waits::Flush))
     }
 
     fn put_if_later<'a>(
@@ -328,7 +332,19 @@ impl StateStore for Embedded {
         item: Item,
         expected: Option<&'a [u8]>,
     ) -> StateFuture<'a, bool> {
-        Box::pin(self.put_if_with(partition, key, item, expected, true))
+        Box::pin(self.put_if_with(partition, key, item, expected, Waits::Later))
+    }
+
+    fn put_if_decided<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+        item: Item,
+        expected: Option<&'a [u8]>,
+        decided: Decided,
+    ) -> StateFuture<'a, bool> {
+        let waits = Waits::Decided(decided);
+        Box::pin(self.put_if_with(partition, key, item, expected, waits))
     }
 
     fn put<'a>(&'a self, partition: &'a str, key: &'a str, item: Item) -> StateFuture<'a, ()> {
@@ -340,13 +356,19 @@ impl StateStore for Embedded {
             } else {
                 Write::Put(bytes)
             };
-            self.write(row, write, item.due, false).await.map(drop)
+            self.write(row, write, item.due, Waits::Flush)
+                .await
+                .map(drop)
         })
     }
 
     fn delete<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, ()> {
         let row = row(partition, key);
-        Box::pin(async move { self.write(row?, Write::Delete, None, false).await.map(drop) })
+        Box::pin(async move {
+            self.write(row?, Write::Delete, None, Waits::Flush)
+                .await
+                .map(drop)
+        })
     }
 
     fn list<'a>(

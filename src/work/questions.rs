@@ -23,7 +23,6 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
-use tokio::sync::Notify;
 
 /// How often a waiting call reads its question's record (when no answer woke it).
 pub(crate) const POLL: Duration = Duration::from_millis(500);
@@ -101,21 +100,12 @@ pub(crate) enum Refused {
     Unavailable,
 }
 
-/// A call of this process waiting on its question's answer.
-#[derive(Debug, Default)]
-struct Waiter {
-    woken: Notify,
-    /// The answer, when it was taken in this process: handed over, not read back from the
-    /// store.
-    answer: Mutex<Option<Value>>,
-}
-
 /// The questions of every call of this process, over the state store.
 #[derive(Debug)]
 pub(crate) struct Questions {
     store: Arc<dyn StateStore>,
     /// The calls of this process waiting on an answer, to wake them at once.
-    waiting: Mutex<HashMap<String, Arc<Waiter>>>,
+    waiting: Arc<Mutex<HashMap<String, Arc<Waiter>>>>,
     /// The runner whose work an answer wakes.
     runner: std::sync::OnceLock<std::sync::Weak<super::Runner>>,
 }
@@ -125,7 +115,7 @@ impl Questions {
     pub(crate) fn new(store: Arc<dyn StateStore>) -> Self {
         Self {
             store,
-            waiting: Mutex::default(),
+            waiting: Arc::default(),
             runner: std::sync::OnceLock::new(),
         }
     }
@@ -307,14 +297,30 @@ impl Questions {
         record.answer = Some(answer);
         let kept = SystemTime::now() + ANSWER_KEPT;
         let expires = item.expires.map(|e| e.max(kept));
+        let answered = Item::new(record.bytes(), expires);
+        // The call waiting here is handed the answer as soon as the store has taken it, before
+        // it is durable: the outcome work then writes shares the answer's flush (the embedded
+        // store holds it briefly for that), one flush on the way to the result rather than two
+        // (docs/performance.md). The answer is acknowledged, below, only once durable; should
+        // that fail, its sender hears so and sends it again, and the call has gone on with it
+        // (or, after a crash, runs again and finds its question unanswered).
+        let answer = record.answer.take().unwrap_or_default();
+        let handed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let hand = {
+            let (waiting, handed) = (Arc::clone(&self.waiting), Arc::clone(&handed));
+            let (token, answer, work) = (token.to_owned(), answer.clone(), record.wakes.is_some());
+            Box::new(move |taken: bool| {
+                let here = taken && hand_to(&waiting, &token, answer);
+                handed.store(here, std::sync::atomic::Ordering::Release);
+                // Work handed the answer writes next (its outcome, or its next question); a
+                // call that is not work (on an MCP stream) writes nothing, and with nobody
+                // waiting here nothing follows to wait for.
+                work && here
+            })
+        };
         let swapped = self
             .store
-            .put_if(
-                QUESTIONS,
-                token,
-                Item::new(record.bytes(), expires),
-                Some(&item.value),
-            )
+            .put_if_decided(QUESTIONS, token, answered, Some(&item.value), hand)
             .await
             .map_err(unavailable)?;
         if !swapped {
@@ -322,112 +328,26 @@ impl Questions {
             // write.
             return Err(Refused::Answered);
         }
-        let handed = {
-            let waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-            waiting.get(token).map(|waiter| {
-                *waiter.answer.lock().unwrap_or_else(|p| p.into_inner()) = record.answer.take();
-                waiter.woken.notify_one();
-            })
-        };
+        // A call that began waiting here after the decision may have read the question before
+        // the answer was durable: handed it now (one that begins after reads it).
+        let handed = handed.load(std::sync::atomic::Ordering::Acquire)
+            || hand_to(&self.waiting, token, answer);
         // A run that parked waiting (its executor's time ran out) goes on, anywhere; one still
         // waiting somewhere is left to find the answer. A local run waiting here was handed
         // it (a local run never parks): nothing to wake.
         let runner = self.runner.get().and_then(std::sync::Weak::upgrade);
         if let (Some(work), Some(runner)) = (&record.wakes, runner)
-            && !(handed.is_some() && runner.local())
+            && !(handed && runner.local())
             && let Err(e) = runner.wake(work).await
         {
             tracing::warn!(target: "oxp::questions", error = %e, "the work waiting on an answer not woken");
         }
         Ok(())
     }
-
-    /// Waits for the answer to question `token` until `until`, or until `cancelled`; a question
-    /// [taken](Self::take) for `hold` is held on while it waits.
-    pub(crate) async fn wait(
-        &self,
-        token: &str,
-        until: tokio::time::Instant,
-        hold: Option<Duration>,
-        cancelled: impl std::future::Future<Output = ()>,
-    ) -> Result<Value, Waited> {
-        let waiter = {
-            let mut waiting = self.waiting.lock().unwrap_or_else(|p| p.into_inner());
-            waiting.entry(token.to_owned()).or_default().clone()
-        };
-        let waited = self.watch(token, until, hold, &waiter, cancelled).await;
-        self.waiting
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(token);
-        // An answer handed over at the last moment (it wakes nothing else: see `answer`).
-        let handed = waiter
-            .answer
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .take();
-        match (waited, handed) {
-            (Err(Waited::Until), Some(answer)) => Ok(answer),
-            (waited, _) => waited,
-        }
-    }
-
-    async fn watch(
-        &self,
-        token: &str,
-        until: tokio::time::Instant,
-        hold: Option<Duration>,
-        waiter: &Waiter,
-        cancelled: impl std::future::Future<Output = ()>,
-    ) -> Result<Value, Waited> {
-        tokio::pin!(cancelled);
-        let mut held = tokio::time::Instant::now();
-        loop {
-            if let Some(answer) = waiter
-                .answer
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .take()
-            {
-                return Ok(answer);
-            }
-            match self.store.get(QUESTIONS, token).await {
-                Ok(Some(item)) => {
-                    let record: Record = serde_json::from_slice(&item.value)
-                        .map_err(|_| Waited::Unavailable(StateError("unreadable".into())))?;
-                    if let Some(answer) = record.answer {
-                        return Ok(answer);
-                    }
-                    if let Some(hold) = hold
-                        && held.elapsed() >= hold / 3
-                    {
-                        // Still waiting: the question stays this call's (unless the answer
-                        // came first, which the next read finds).
-                        let renewed = Item::new(item.value.clone(), Some(SystemTime::now() + hold));
-                        let _ = self
-                            .store
-                            .put_if(QUESTIONS, token, renewed, Some(&item.value))
-                            .await;
-                        held = tokio::time::Instant::now();
-                    }
-                }
-                Ok(None) => return Err(Waited::Gone),
-                Err(e) => {
-                    tracing::warn!(target: "oxp::questions", error = %e, "state store unavailable while waiting for an answer");
-                }
-            }
-            let wake = until.min(tokio::time::Instant::now() + POLL);
-            tokio::select! {
-                () = waiter.woken.notified() => {}
-                () = tokio::time::sleep_until(wake) => {}
-                () = &mut cancelled => return Err(Waited::Cancelled),
-            }
-            if tokio::time::Instant::now() >= until {
-                return Err(Waited::Until);
-            }
-        }
-    }
 }
+
+mod wait;
+use wait::{Waiter, hand_to};
 
 #[cfg(all(test, feature = "embedded-state"))]
 #[path = "questions_tests.rs"]

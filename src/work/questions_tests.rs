@@ -1,4 +1,5 @@
 use super::*;
+use oxp_lambda_core::durable::StateFuture;
 use serde_json::json;
 
 fn questions() -> Arc<Questions> {
@@ -212,4 +213,152 @@ async fn a_question_whose_index_was_kept_and_record_lost_is_recorded_again_when_
         .wait(&third.token, later(5), None, std::future::pending())
         .await;
     assert_eq!(got, Ok(json!("yes")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_waiting_here_is_handed_its_answer_before_it_is_durable_and_its_next_write_shares_the_flush()
+ {
+    use std::time::Instant;
+    let q = questions();
+    let answer_after_the_wait_began = |token: String| {
+        let q = q.clone();
+        async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            let started = Instant::now();
+            let answered = q.answer(&token, None, |_| true, json!("yes")).await;
+            (answered, started, Instant::now())
+        }
+    };
+    // Work's question: its run, handed the answer, writes its outcome 10 ms later, and the
+    // answer is acknowledged with that write, not in a flush of its own before it.
+    let asked = q
+        .ask("w#0", None, json!(1), KEEP, Some("work-1"))
+        .await
+        .unwrap();
+    let run = async {
+        let got = q
+            .wait(&asked.token, later(5), None, std::future::pending())
+            .await;
+        let handed = Instant::now();
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        let outcome = Item::new(b"outcome".to_vec(), None);
+        q.store().put("work", "work-1", outcome).await.unwrap();
+        (got, handed)
+    };
+    let ((got, handed), (answered, _, acknowledged)) =
+        tokio::join!(run, answer_after_the_wait_began(asked.token.clone()));
+    assert_eq!(got, Ok(json!("yes")));
+    answered.unwrap();
+    assert!(
+        acknowledged >= handed + Duration::from_millis(10),
+        "acknowledged before the run's next write"
+    );
+    // A call that is not work (a question on an MCP stream) writes nothing next: its answer is
+    // acknowledged at once, nothing held for it.
+    let asked = q.ask("s#0", None, json!(1), KEEP, None).await.unwrap();
+    let call = q.wait(&asked.token, later(5), None, std::future::pending());
+    let (got, (answered, started, acknowledged)) =
+        tokio::join!(call, answer_after_the_wait_began(asked.token.clone()));
+    assert_eq!(got, Ok(json!("yes")));
+    answered.unwrap();
+    // The embedded store holds a write for one to follow up to 25 ms.
+    let took = acknowledged - started;
+    assert!(
+        took < Duration::from_millis(25),
+        "held {took:?} for nothing"
+    );
+}
+
+/// The embedded store with a flush that comes only when the test says: a decision told, then
+/// the write made once `flush` is notified.
+#[derive(Debug)]
+struct SlowFlush {
+    store: Arc<dyn StateStore>,
+    flush: Arc<tokio::sync::Notify>,
+}
+
+impl StateStore for SlowFlush {
+    fn get<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, Option<Item>> {
+        self.store.get(partition, key)
+    }
+
+    fn put_if<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+        item: Item,
+        expected: Option<&'a [u8]>,
+    ) -> StateFuture<'a, bool> {
+        self.store.put_if(partition, key, item, expected)
+    }
+
+    fn put_if_decided<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+        item: Item,
+        expected: Option<&'a [u8]>,
+        decided: oxp_lambda_core::durable::Decided,
+    ) -> StateFuture<'a, bool> {
+        Box::pin(async move {
+            decided(true);
+            self.flush.notified().await;
+            self.store.put_if(partition, key, item, expected).await
+        })
+    }
+
+    fn put<'a>(&'a self, partition: &'a str, key: &'a str, item: Item) -> StateFuture<'a, ()> {
+        self.store.put(partition, key, item)
+    }
+
+    fn delete<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, ()> {
+        self.store.delete(partition, key)
+    }
+
+    fn list<'a>(
+        &'a self,
+        partition: &'a str,
+        after: Option<&'a str>,
+        limit: usize,
+    ) -> StateFuture<'a, Vec<(String, Item)>> {
+        self.store.list(partition, after, limit)
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_begins_waiting_between_an_answers_decision_and_its_flush_is_handed_it_at_once()
+{
+    use std::time::Instant;
+    let flush = Arc::new(tokio::sync::Notify::new());
+    let store = crate::state::embedded::store(None).unwrap();
+    let q = Arc::new(Questions::new(Arc::new(SlowFlush {
+        store,
+        flush: flush.clone(),
+    })));
+    let asked = q
+        .ask("w#0", None, json!(1), KEEP, Some("work-1"))
+        .await
+        .unwrap();
+    // Answered while nobody waits: decided, not yet durable.
+    let answering = tokio::spawn({
+        let (q, token) = (q.clone(), asked.token.clone());
+        async move { q.answer(&token, None, |_| true, json!("yes")).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The call begins waiting and reads its question, unanswered as stored.
+    let waiting = tokio::spawn({
+        let (q, token) = (q.clone(), asked.token.clone());
+        async move {
+            let got = q.wait(&token, later(5), None, std::future::pending()).await;
+            (got, Instant::now())
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let flushed = Instant::now();
+    flush.notify_one();
+    answering.await.unwrap().unwrap();
+    let (got, at) = waiting.await.unwrap();
+    assert_eq!(got, Ok(json!("yes")));
+    // Not found by its next read of the store, a poll later.
+    assert!(at - flushed < POLL / 2, "waited {:?}", at - flushed);
 }

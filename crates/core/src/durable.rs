@@ -12,6 +12,10 @@ use std::time::SystemTime;
 /// A boxed future borrowing the store.
 pub type StateFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StateError>> + Send + 'a>>;
 
+/// What [`StateStore::put_if_decided`] tells of its condition: whether it held; it answers
+/// whether a write it leads to follows (that the write's flush may wait for).
+pub type Decided = Box<dyn FnOnce(bool) -> bool + Send>;
+
 /// Why the store did not answer. Never holds a value or a key (they may name a user).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StateError(pub String);
@@ -94,6 +98,29 @@ pub trait StateStore: Send + Sync + fmt::Debug {
         expected: Option<&'a [u8]>,
     ) -> StateFuture<'a, bool> {
         self.put_if(partition, key, item, expected)
+    }
+
+    /// [`StateStore::put_if`] whose writer acts on its outcome before it is durable: `decided`
+    /// is told whether the condition held as soon as the store has decided it, and the future
+    /// completes once the write is durable (an error then: what was decided was not kept). A
+    /// store that flushes writes in groups may tell at once and, when `decided` answers that a
+    /// write follows, hold the flush like [`StateStore::put_if_later`]'s for the next write
+    /// somebody waits on, so that the write the decision leads to (the outcome of the call an
+    /// answer wakes) shares it; readers see the write once durable (the embedded store). Other
+    /// stores tell once it is written.
+    fn put_if_decided<'a>(
+        &'a self,
+        partition: &'a str,
+        key: &'a str,
+        item: Item,
+        expected: Option<&'a [u8]>,
+        decided: Decided,
+    ) -> StateFuture<'a, bool> {
+        Box::pin(async move {
+            let held = self.put_if(partition, key, item, expected).await?;
+            let _follows = decided(held);
+            Ok(held)
+        })
     }
 
     /// Writes `item` at `key` of `partition`, replacing what was there.

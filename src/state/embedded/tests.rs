@@ -12,7 +12,7 @@ impl Embedded {
         item: Item,
     ) -> Result<(), StateError> {
         let (row, bytes) = (row(partition, key)?, encode(&item)?);
-        self.write(row, Write::Put(bytes), item.due, false)
+        self.write(row, Write::Put(bytes), item.due, writer::Waits::Flush)
             .await
             .map(drop)
     }
@@ -184,6 +184,73 @@ async fn a_write_nobody_waits_on_shares_the_next_flush_and_is_durable_when_answe
     let again = Embedded::new(Some(path.clone()));
     for key in ["alone", "beside", "waited"] {
         assert!(again.get("p", key).await.unwrap().is_some(), "{key} lost");
+    }
+    drop(again);
+    let _ = std::fs::remove_file(path);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_decided_write_is_told_before_its_flush_which_the_write_that_follows_shares() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::time::{Duration, Instant};
+    let item = |v: &[u8]| Item::new(v.to_vec(), None);
+    // Told, with nothing to follow: committed at once, not held (timed in memory, where a
+    // commit takes no flush whose time a loaded disk may stretch).
+    let memory = Embedded::new(None);
+    memory.put("p", "open", item(b"o")).await.unwrap();
+    let alone = Instant::now();
+    let told_alone = Box::new(|held: bool| {
+        assert!(held);
+        false
+    });
+    let written = memory.put_if_decided("p", "alone", item(b"a"), None, told_alone);
+    assert!(written.await.unwrap());
+    assert!(
+        alone.elapsed() < writer::LATER,
+        "held with nothing to follow"
+    );
+    let path = std::env::temp_dir().join(format!("oxp-state-{}.redb", uuid::Uuid::new_v4()));
+    let store = Arc::new(Embedded::new(Some(path.clone())));
+    // Told, with a write to follow (made 10 ms after the decision, some flushes' time): the
+    // decided write is answered in that write's flush, not in one of its own before it.
+    let (told, decision) = tokio::sync::oneshot::channel();
+    let tell = Box::new(move |held: bool| {
+        let _ = told.send(held);
+        true
+    });
+    let followed = AtomicBool::new(false);
+    let decided = async {
+        let held = store
+            .put_if_decided("p", "answer", item(b"first"), None, tell)
+            .await;
+        (held, followed.load(Ordering::SeqCst))
+    };
+    let follow = async {
+        assert!(decision.await.unwrap(), "told before it was durable");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        followed.store(true, Ordering::SeqCst);
+        store.put("p", "outcome", item(b"out")).await
+    };
+    let ((held, after_the_follow), follow) = tokio::join!(decided, follow);
+    assert!(held.unwrap());
+    follow.unwrap();
+    assert!(
+        after_the_follow,
+        "flushed alone before the write that followed"
+    );
+    // Its condition failing: told so, nothing written.
+    let refused = Box::new(|held: bool| {
+        assert!(!held);
+        false
+    });
+    let second = store.put_if_decided("p", "answer", item(b"second"), None, refused);
+    assert!(!second.await.unwrap());
+    // Answered means on disk: the file opened again has each as written.
+    drop(store);
+    let again = Embedded::new(Some(path.clone()));
+    for (key, value) in [("answer", b"first".as_slice()), ("outcome", b"out")] {
+        let got = again.get("p", key).await.unwrap();
+        assert_eq!(got.map(|i| i.value).as_deref(), Some(value), "{key}");
     }
     drop(again);
     let _ = std::fs::remove_file(path);

@@ -3,8 +3,8 @@
 
 use super::index::Indexes;
 use super::{TABLE, decode, failed, reclaim};
-use oxp_lambda_core::durable::StateError;
-use redb::{Database, ReadableTable};
+use oxp_lambda_core::durable::{Decided, StateError};
+use redb::{Database, ReadableTable, Table};
 use std::time::SystemTime;
 use tokio::sync::{mpsc, oneshot};
 
@@ -18,14 +18,27 @@ pub(super) struct Pending {
     /// When the row written is due (Unix milliseconds), for the due index.
     pub(super) due_ms: Option<u64>,
     pub(super) done: oneshot::Sender<Result<bool, StateError>>,
-    /// Nobody is answered on it (`StateStore::put_if_later`): it shares the next flush somebody
-    /// waits on, or has one of its own after [`LATER`].
-    pub(super) later: bool,
+    /// Whether its flush is waited on at once.
+    pub(super) waits: Waits,
 }
 
-/// How long writes nobody waits on wait for a write somebody does, to share its flush: a record
-/// that ends and the slot it gives back would otherwise each take a flush (about a quarter of a
-/// millisecond here) that the next call's writes wait behind (docs/performance.md).
+/// Whether anybody waits on a write's flush.
+pub(super) enum Waits {
+    /// Its writer, at once.
+    Flush,
+    /// Nobody is answered on it (`StateStore::put_if_later`): it shares the next flush somebody
+    /// waits on, or has one of its own after [`LATER`].
+    Later,
+    /// Its writer waits on the decision of its condition, told as soon as the write is applied
+    /// (`StateStore::put_if_decided`); its flush then waits like a [`Waits::Later`] one, so
+    /// that the write that decision leads to (the outcome of the call an answer woke) shares it.
+    Decided(Decided),
+}
+
+/// How long writes nobody waits on the flush of wait for a write somebody does, to share its
+/// flush: a record that ends and the slot it gives back would otherwise each take a flush
+/// (about a quarter of a millisecond here) that the next call's writes wait behind, and an
+/// answer one before the call it wakes writes its outcome (docs/performance.md).
 pub(super) const LATER: std::time::Duration = std::time::Duration::from_millis(25);
 
 /// What one write does to its row.
@@ -54,8 +67,7 @@ impl Write {
 }
 
 /// The writer thread: each group of waiting writes in one transaction, one commit; expired rows
-/// reclaimed between groups when `schedule` says. A group of writes nobody waits on (`later`)
-/// waits up to [`LATER`] on `clock` for one somebody does, to share its flush.
+/// reclaimed between groups when `schedule` says.
 pub(super) fn write_groups(
     db: &Database,
     mut queue: mpsc::Receiver<Pending>,
@@ -65,25 +77,15 @@ pub(super) fn write_groups(
     while let Some(first) = queue.blocking_recv() {
         let mut group = vec![first];
         take_waiting(&mut queue, &mut group);
-        let until = tokio::time::Instant::now() + LATER;
-        while group.iter().all(|p| p.later) && group.len() < GROUP {
-            match clock.block_on(async { tokio::time::timeout_at(until, queue.recv()).await }) {
-                Ok(Some(next)) => {
-                    group.push(next);
-                    take_waiting(&mut queue, &mut group);
-                }
-                // The queue closed (the store is dropped), or the wait is over.
-                Ok(None) | Err(_) => break,
-            }
-        }
-        match commit(db, &group) {
+        match commit(db, &mut queue, &mut group, clock) {
             Ok(answers) => {
                 for (pending, answer) in group.into_iter().zip(answers) {
                     let _ = pending.done.send(Ok(answer));
                 }
             }
             Err(e) => {
-                // Nothing of the group was committed: each writer hears so.
+                // Nothing of the group was committed: each writer hears so (a decision told
+                // before is not durable; its writer hears that too).
                 for pending in group {
                     let _ = pending.done.send(Err(e.clone()));
                 }
@@ -104,42 +106,78 @@ fn take_waiting(queue: &mut mpsc::Receiver<Pending>, group: &mut Vec<Pending>) {
 }
 
 /// Applies `group` in order in one transaction (a later write sees an earlier one's result),
-/// keeping the indexes, and commits it.
-fn commit(db: &Database, group: &[Pending]) -> Result<Vec<bool>, StateError> {
+/// keeping the indexes, and commits it; while nobody waits on its flush, the writes that come
+/// within [`LATER`] on `clock` join it first.
+fn commit(
+    db: &Database,
+    queue: &mut mpsc::Receiver<Pending>,
+    group: &mut Vec<Pending>,
+    clock: &tokio::runtime::Runtime,
+) -> Result<Vec<bool>, StateError> {
     let txn = db.begin_write().map_err(|e| failed("write", e))?;
     let mut answers = Vec::with_capacity(group.len());
     {
         let mut table = txn.open_table(TABLE).map_err(|e| failed("write", e))?;
         let mut indexes = Indexes::open(&txn)?;
-        let now = SystemTime::now();
-        for pending in group {
-            let row = pending.row.as_str();
-            let old = table
-                .get(row)
-                .map_err(|e| failed("write", e))?
-                .map(|v| v.value().to_vec());
-            let held = match &pending.write {
-                Write::PutIf { expected, .. } => {
-                    let live = old.as_deref().and_then(|v| decode(v, now));
-                    match (&live, expected) {
-                        (None, None) => true,
-                        (Some(live), Some(expected)) => live.value == *expected,
-                        _ => false,
-                    }
+        apply(&mut table, &mut indexes, group, &mut answers)?;
+        let until = tokio::time::Instant::now() + LATER;
+        while !group.iter().any(|p| matches!(p.waits, Waits::Flush)) && group.len() < GROUP {
+            match clock.block_on(async { tokio::time::timeout_at(until, queue.recv()).await }) {
+                Ok(Some(next)) => {
+                    group.push(next);
+                    take_waiting(queue, group);
+                    apply(&mut table, &mut indexes, group, &mut answers)?;
                 }
-                Write::Put(_) | Write::Delete => true,
-            };
-            if let Some(new) = pending.write.result(held) {
-                match new {
-                    Some(bytes) => table.insert(row, bytes).map(drop),
-                    None => table.remove(row).map(drop),
-                }
-                .map_err(|e| failed("write", e))?;
-                indexes.changed(row, old.as_deref(), new, pending.due_ms)?;
+                // The queue closed (the store is dropped), or the wait is over.
+                Ok(None) | Err(_) => break,
             }
-            answers.push(held);
         }
     }
     txn.commit().map_err(|e| failed("write", e))?;
     Ok(answers)
+}
+
+/// Applies the writes of `group` not applied yet (those past `answers`), in order, each one's
+/// answer pushed onto `answers` and a decision waited on told at once.
+fn apply(
+    table: &mut Table<'_, &'static str, &'static [u8]>,
+    indexes: &mut Indexes<'_>,
+    group: &mut [Pending],
+    answers: &mut Vec<bool>,
+) -> Result<(), StateError> {
+    let now = SystemTime::now();
+    for pending in &mut group[answers.len()..] {
+        let row = pending.row.as_str();
+        let old = table
+            .get(row)
+            .map_err(|e| failed("write", e))?
+            .map(|v| v.value().to_vec());
+        let held = match &pending.write {
+            Write::PutIf { expected, .. } => {
+                let live = old.as_deref().and_then(|v| decode(v, now));
+                match (&live, expected) {
+                    (None, None) => true,
+                    (Some(live), Some(expected)) => live.value == *expected,
+                    _ => false,
+                }
+            }
+            Write::Put(_) | Write::Delete => true,
+        };
+        if let Some(new) = pending.write.result(held) {
+            match new {
+                Some(bytes) => table.insert(row, bytes).map(drop),
+                None => table.remove(row).map(drop),
+            }
+            .map_err(|e| failed("write", e))?;
+            indexes.changed(row, old.as_deref(), new, pending.due_ms)?;
+        }
+        if matches!(pending.waits, Waits::Decided(_))
+            && let Waits::Decided(tell) = std::mem::replace(&mut pending.waits, Waits::Flush)
+            && tell(held)
+        {
+            pending.waits = Waits::Later;
+        }
+        answers.push(held);
+    }
+    Ok(())
 }
