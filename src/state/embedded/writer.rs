@@ -30,8 +30,9 @@ pub(super) enum Waits {
     /// waits on, or has one of its own after [`LATER`].
     Later,
     /// Its writer waits on the decision of its condition, told as soon as the write is applied
-    /// (`StateStore::put_if_decided`); its flush then waits like a [`Waits::Later`] one, so
-    /// that the write that decision leads to (the outcome of the call an answer woke) shares it.
+    /// (`StateStore::put_if_decided`); when the writer answers that a write follows, its flush
+    /// then waits like a [`Waits::Later`] one, so that the write that follows (the outcome of
+    /// the call an answer woke) shares it, and is made at once otherwise.
     Decided(Decided),
 }
 
