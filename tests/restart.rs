@@ -3,7 +3,8 @@
 //! the crash runs after the restart, taken over at once (the file's lock proves the last holder
 //! dead: no lease waited out); a result computed before the crash is delivered after it, the
 //! same bytes, never "interrupted"; a subscription opened before it still receives events; a
-//! question asked before it is found again (not asked twice) and its answer completes the call;
+//! question asked before it is found again (not asked twice) and its answer completes the call,
+//! and an answer the crash took before acknowledging it, sent again, completes it too;
 //! an MCP task whose run the crash ended is taken over and run again (its tool may); an MCP
 //! handshake client's session still opens, and the question the crash left open does not hold
 //! the session's next one.
@@ -210,6 +211,54 @@ async fn a_question_asked_before_a_crash_is_found_again_and_its_answer_completes
     let result = receiver.wait_kind("tool_result", 1).await.remove(0);
     let value: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
     assert_eq!(value, json!({"selected": 0, "choice": "Yes"}));
+}
+
+#[tokio::test]
+async fn an_answer_the_crash_took_before_it_was_acknowledged_is_sent_again_and_completes_the_call()
+{
+    let (_dir, state, dead) = files();
+    let receiver = Receiver::ok().await;
+    let server = start(&state, &dead);
+    let arguments = json!({"prompt": "Ship it?", "choices": ["Yes", "No"], "default": 1});
+    let body = invocation(&receiver, "ask-2", "Demo_Confirm", arguments);
+    assert_eq!(post(&server, "/invoke", &body, "").await.0, 200);
+    let choice = receiver.wait_kind("user_choice", 1).await.remove(0);
+    let url = choice["response_url"].as_str().unwrap().to_owned();
+    let path = url.split_once(&server.addr).unwrap().1.to_owned();
+    // The answer sent and the process killed within its flush's time: handed to the waiting
+    // run before it is durable, it may or may not be on disk; acknowledged only if it is.
+    let answer = json!({"id": "ask-2", "selected": 0}).to_string();
+    let first = tokio::spawn({
+        let (addr, path, answer) = (server.addr.clone(), path.clone(), answer.clone());
+        async move {
+            let headers = format!("Host: {addr}\r\nContent-Type: application/json\r\n");
+            tokio::time::timeout(
+                Duration::from_secs(2),
+                http_raw_with(&addr, "POST", &path, &headers, &answer),
+            )
+            .await
+        }
+    });
+    tokio::time::sleep(Duration::from_millis(2)).await;
+    crash(server);
+    // A connection the kill cut off panics the task: no acknowledgment.
+    let acknowledged = matches!(first.await, Ok(Ok((200, _))));
+    let server = start(&state, &dead);
+    // Sent again, as a sender that heard nothing does: taken now, or already taken (durable).
+    let (status, text) = post(&server, &path, &answer, "").await;
+    assert!(status == 200 || status == 409, "{status} {text}");
+    assert!(
+        !(acknowledged && status == 200),
+        "an acknowledged answer was not durable"
+    );
+    let result = receiver.wait_kind("tool_result", 1).await.remove(0);
+    let value: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
+    assert_eq!(value, json!({"selected": 0, "choice": "Yes"}));
+    assert_eq!(receiver.of_kind("user_choice").len(), 1, "asked twice");
+    // Delivered again only as the same bytes (a crash before the record's end was flushed).
+    for again in receiver.of_kind("tool_result") {
+        assert_eq!(again["text"], result["text"]);
+    }
 }
 
 /// A 2026-07-28 MCP request of `method` declaring the tasks extension.
