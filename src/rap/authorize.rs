@@ -156,7 +156,7 @@ impl Authorizing {
         if let Ok(true) = self.broker.holds(provider, &user, scopes).await {
             return Waited::Granted;
         }
-        self.questions.waits(work).await;
+        self.questions.waits(work, false).await;
         let give_up = Instant::now() + left;
         let until = deadline.map_or(give_up, |d| d.min(give_up));
         let answered = self

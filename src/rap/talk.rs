@@ -292,12 +292,12 @@ impl RapTalk {
         let reply_to = &self.job.reply_to;
         let caller = self.job.principal.subject.as_deref();
         // Waiting for a person: a takeover of the work resumes the call (its question and the
-        // answer found again), whatever its tool. Marked beside the question's writes: one
-        // wait (one commit in the embedded store), both done before the user is asked. The
-        // mark first: it takes longest to make, and the question's two writes, quick to
-        // make, then reach the writer with it rather than wake it alone.
+        // answer found again), whatever its tool. Marked beside the question's writes, both
+        // done before the user is asked, in one commit of the embedded store: the mark goes
+        // first (it takes longest to make) and its flush waits for the question's two writes
+        // (which otherwise found the writer busy committing the mark alone, a round in two).
         let ((), asked) = tokio::join!(
-            questions.waits(&self.work),
+            questions.waits(&self.work, true),
             choice::record(
                 questions,
                 (caller, &reply_to.group_id, &reply_to.id),

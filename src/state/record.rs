@@ -26,6 +26,8 @@ pub(crate) struct Records<'a> {
     partition: &'a str,
     /// What a record is, for errors ("a work record").
     what: &'static str,
+    /// Whether each change is followed by another write that its flush may wait for.
+    followed: bool,
 }
 
 impl<'a> Records<'a> {
@@ -35,6 +37,18 @@ impl<'a> Records<'a> {
             store,
             partition,
             what,
+            followed: false,
+        }
+    }
+
+    /// These records, each change of which another write follows at once: on the embedded
+    /// store its flush waits for that one, which shares it (`StateStore::put_if_decided`).
+    /// Only a change written without a read first: after a read, what follows may have been
+    /// written already, and nothing would come to share the flush.
+    pub(crate) fn followed(self) -> Self {
+        Self {
+            followed: true,
+            ..self
         }
     }
 
@@ -59,6 +73,19 @@ impl<'a> Records<'a> {
         old: Option<&Item>,
         expires: Option<SystemTime>,
     ) -> Result<Option<Item>, StateError> {
+        self.write_as(key, value, old, expires, false).await
+    }
+
+    /// [`Records::write`]; `followed`: another write follows at once, whose flush this one's
+    /// may wait to share.
+    async fn write_as<T: Record>(
+        &self,
+        key: &str,
+        value: &T,
+        old: Option<&Item>,
+        expires: Option<SystemTime>,
+        followed: bool,
+    ) -> Result<Option<Item>, StateError> {
         let next = Item::new(
             serde_json::to_vec(value).expect("records serialize"),
             expires,
@@ -68,6 +95,11 @@ impl<'a> Records<'a> {
         // A record that ends (written expired) answers nobody: it shares the next flush.
         let written = if next.expired(SystemTime::now()) {
             self.store.put_if_later(partition, key, next.clone(), old)
+        } else if followed {
+            // Held for what follows only when its condition held (one that did not is read
+            // and tried again).
+            let decided = Box::new(|held| held);
+            (self.store).put_if_decided(partition, key, next.clone(), old, decided)
         } else {
             self.store.put_if(partition, key, next.clone(), old)
         };
@@ -149,7 +181,9 @@ impl<'a> Records<'a> {
                 continue;
             }
             let until = expires(&value, old.as_ref());
-            if let Some(next) = self.write(key, &value, old.as_ref(), until).await? {
+            let followed = self.followed && !fresh;
+            let written = self.write_as(key, &value, old.as_ref(), until, followed);
+            if let Some(next) = written.await? {
                 return Ok(Some((value, next)));
             }
         }
@@ -310,5 +344,44 @@ mod tests {
         let records = Records::new(&*store, "p", "a counter");
         let e = records.read::<Counter>("k").await.unwrap_err();
         assert_eq!(e.0, "a counter does not read");
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_followed_change_is_answered_in_the_commit_of_the_write_that_follows_it() {
+        use std::sync::atomic::AtomicBool;
+        let store = store();
+        let old = put(&*store, 1).await;
+        let records = Records::new(&*store, "p", "a counter").followed();
+        let add = |c: &mut Counter| {
+            c.n += 1;
+            true
+        };
+        let followed = AtomicBool::new(false);
+        let changed = async {
+            let changed = records.update("k", Some((Counter { n: 1 }, old)), add, kept);
+            (changed.await.unwrap(), followed.load(Ordering::SeqCst))
+        };
+        // The write that follows comes 5 ms later: a commit's time many times over, a fifth
+        // of what the writer holds a flush for.
+        let follow = async {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            followed.store(true, Ordering::SeqCst);
+            let next = Item::new(b"next".to_vec(), None);
+            store.put("p", "next", next).await.unwrap();
+        };
+        let ((changed, after_the_follow), ()) = tokio::join!(changed, follow);
+        assert_eq!(changed.unwrap().0, Counter { n: 2 });
+        assert!(
+            after_the_follow,
+            "committed alone before the write that followed"
+        );
+        // Read first (nothing known): what follows may be written already, so not held.
+        let alone = std::time::Instant::now();
+        let changed = records.update("k", None, add, kept).await.unwrap();
+        assert_eq!(changed.unwrap().0, Counter { n: 3 });
+        assert!(
+            alone.elapsed() < Duration::from_millis(20),
+            "held after a read"
+        );
     }
 }

@@ -389,26 +389,37 @@ impl Runner {
     }
 
     /// Marks work `id`, which this runner runs, as waiting for a person: a takeover resumes
-    /// it (its question found again) rather than taking it for interrupted.
-    pub(crate) async fn asking(&self, id: &str) -> Result<(), StateError> {
+    /// it (its question found again) rather than taking it for interrupted. `followed`: the
+    /// question's writes follow at once, and the mark's flush (on the embedded store) waits
+    /// to share theirs.
+    pub(crate) async fn asking(&self, id: &str, followed: bool) -> Result<(), StateError> {
         let last = self
             .running
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(id)
             .map(|g| g.last.clone());
-        let known = last
-            .as_ref()
-            .map(|l| l.lock().unwrap_or_else(|p| p.into_inner()).clone());
+        let known = last.as_ref().and_then(|l| {
+            let item = l.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            Some((serde_json::from_slice::<Work>(&item.value).ok()?, item))
+        });
         // Marked once: a run's later questions find it so.
-        let marked = known
-            .as_ref()
-            .and_then(|item| serde_json::from_slice::<Work>(&item.value).ok());
-        if marked.is_some_and(|w| w.asking) {
+        if known.as_ref().is_some_and(|(w, _)| w.asking) {
             return Ok(());
         }
-        let held = self
-            .if_mine(id, known, |_| None, |w| w.asking = true)
+        let records = if followed {
+            self.records().followed()
+        } else {
+            self.records()
+        };
+        let owner = &self.owner;
+        let mark = |w: &mut Work| {
+            let mine = w.held_by(owner);
+            w.asking |= mine;
+            mine
+        };
+        let held = records
+            .update(id, known, mark, |_, old| old.expires)
             .await?;
         if let (Some(last), Some((_, item))) = (last, held) {
             *last.lock().unwrap_or_else(|p| p.into_inner()) = item;

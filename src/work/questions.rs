@@ -122,11 +122,12 @@ impl Questions {
 
     /// Work `work`'s run waits on a question (or an authorization): a takeover of it resumes
     /// the run, which finds its question and the answer again, rather than taking it for
-    /// interrupted.
-    pub(crate) async fn waits(&self, work: &str) {
+    /// interrupted. `asks`: its question's writes follow at once (they share the mark's
+    /// flush on the embedded store).
+    pub(crate) async fn waits(&self, work: &str, asks: bool) {
         let runner = self.runner.get().and_then(std::sync::Weak::upgrade);
         if let Some(runner) = runner
-            && let Err(e) = runner.asking(work).await
+            && let Err(e) = runner.asking(work, asks).await
         {
             tracing::warn!(target: "oxp::questions", error = %e, "a run waiting on its user not marked so");
         }

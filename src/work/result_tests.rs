@@ -219,7 +219,7 @@ impl Handler for Asks {
         Box::pin(async move {
             self.runs.lock().unwrap().push(work.interrupted);
             if let Some(runner) = self.runner.get().and_then(std::sync::Weak::upgrade) {
-                runner.asking(id).await.unwrap();
+                runner.asking(id, false).await.unwrap();
             }
             std::future::pending().await
         })
