@@ -363,29 +363,30 @@ impl Runner {
             .await
     }
 
-    /// [`Runner::update_then`] of work `id` only while this runner holds it: `change` made to
-    /// the record if its lease is this runner's (the one rule of every outcome it writes).
+    /// [`Runner::update_then`] of work `id` only while this runner holds it.
     pub(super) async fn if_mine(
         &self,
         id: &str,
         known: Option<Item>,
         expires: impl Fn(&Work) -> Option<SystemTime>,
-        mut change: impl FnMut(&mut Work),
+        change: impl FnMut(&mut Work),
     ) -> Result<Option<Held>, StateError> {
-        let owner = &self.owner;
-        self.update_then(
-            id,
-            known,
-            |w| {
-                let mine = w.held_by(owner);
-                if mine {
-                    change(w);
-                }
-                mine
-            },
-            expires,
-        )
-        .await
+        (self.update_then(id, known, self.while_mine(change), expires)).await
+    }
+
+    /// `change` made to a work record only if its lease is this runner's (the one rule of
+    /// every outcome it writes): whether it was.
+    fn while_mine<'a>(
+        &'a self,
+        mut change: impl FnMut(&mut Work) + 'a,
+    ) -> impl FnMut(&mut Work) -> bool + 'a {
+        move |w| {
+            let mine = w.held_by(&self.owner);
+            if mine {
+                change(w);
+            }
+            mine
+        }
     }
 
     /// Marks work `id`, which this runner runs, as waiting for a person: a takeover resumes
@@ -412,12 +413,7 @@ impl Runner {
         } else {
             self.records()
         };
-        let owner = &self.owner;
-        let mark = |w: &mut Work| {
-            let mine = w.held_by(owner);
-            w.asking |= mine;
-            mine
-        };
+        let mark = self.while_mine(|w| w.asking = true);
         let held = records
             .update(id, known, mark, |_, old| old.expires)
             .await?;
