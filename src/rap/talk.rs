@@ -295,7 +295,7 @@ impl RapTalk {
         // answer found again), whatever its tool. Marked beside the question's writes, both
         // done before the user is asked, in one commit of the embedded store: the mark goes
         // first (it takes longest to make) and its flush waits for the question's two writes
-        // (which otherwise found the writer busy committing the mark alone, a round in two).
+        // (which could otherwise find the writer, woken by the mark, committing it alone).
         let ((), asked) = tokio::join!(
             questions.waits(&self.work, true),
             choice::record(
