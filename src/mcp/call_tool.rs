@@ -47,10 +47,9 @@ impl McpServer {
         .await
     }
 
-    /// Answers a `tools/call` of `request`, whose client declared `on_request` (the fast path's
-    /// 2026-07-28 calls come here too, read without rmcp's service): a long-running tool for a
-    /// client that declared the tasks extension becomes a task; any other call runs, its
-    /// questions carried the revision's way (`stream`: a handshake session's, if any).
+    /// Answers a `tools/call` of `request`, whose client declared `on_request`: a long-running
+    /// tool for a client that declared the tasks extension becomes a task; any other call runs,
+    /// its questions carried the revision's way (`stream`: a handshake session's, if any).
     pub(super) async fn answer_call<F>(
         &self,
         request: CallToolRequestParams,
@@ -59,6 +58,29 @@ impl McpServer {
         rpc: Rpc<'_>,
         stream: impl FnOnce() -> F,
     ) -> Result<CallToolResponse, ErrorData>
+    where
+        F: std::future::Future<Output = Option<Arc<Carried<Elicit>>>>,
+    {
+        match self.prepare(request, parts, on_request, stream).await? {
+            Prepared::Answered(answer) => Ok(answer),
+            Prepared::Run(tool, arguments, asking) => {
+                self.call(tool, arguments, parts, rpc, asking).await
+            }
+        }
+    }
+
+    /// What a `tools/call` of `request` comes to before it runs (the fast path's 2026-07-28
+    /// calls come here too, read without rmcp's service, and run the call themselves: one call
+    /// future in theirs, not a second one boxed, copying it whole): a long-running tool for a
+    /// client that declared the tasks extension becomes a task; any other call is to run, its
+    /// questions carried the revision's way (`stream`: a handshake session's, if any).
+    pub(super) async fn prepare<F>(
+        &self,
+        request: CallToolRequestParams,
+        parts: Option<&http::request::Parts>,
+        on_request: OnRequest,
+        stream: impl FnOnce() -> F,
+    ) -> Result<Prepared<'_>, ErrorData>
     where
         F: std::future::Future<Output = Option<Arc<Carried<Elicit>>>>,
     {
@@ -79,14 +101,14 @@ impl McpServer {
             let context = parts.map(CallContext::of).unwrap_or_default();
             let arguments = request.arguments.unwrap_or_default();
             let created = create_task(tasks, tool, context, &request.name, arguments, offers);
-            return Box::pin(created).await;
+            return Box::pin(created).await.map(Prepared::Answered);
         }
         if required && !on_request.tasks {
             return Err(super::questions::missing_tasks_capability());
         }
         // The carrier of the tool's questions: the revision's, where the client takes any.
         // The steps before the call boxed where they are awaited: inline, their state made the
-        // call's future (which the fast path boxes, copying it) about 5 KB larger.
+        // future awaiting them (the fast path's, which axum boxes, copying it) about 5 KB larger.
         let asking = match on_request.modern {
             Some((offers, url)) => {
                 let round = Box::pin(self.round(&request, parts, offers, url, detach)).await?;
@@ -94,7 +116,7 @@ impl McpServer {
             }
             None => stream().await.map_or(Asking::Not, Asking::Stream),
         };
-        self.call(tool, request.arguments, parts, rpc, asking).await
+        Ok(Prepared::Run(tool, request.arguments, asking))
     }
 
     /// The served tool named `name`; unknown, the one error the spec makes a protocol error
@@ -171,6 +193,19 @@ async fn create_task(
         .create(context, name, arguments, Default::default(), offers)
         .await?;
     Ok(CallToolResponse::Task(created))
+}
+
+/// A `tools/call` [prepared](McpServer::prepare): answered already (a task created at once),
+/// or its tool to run with its arguments and the carrier of its questions.
+pub(crate) enum Prepared<'a> {
+    /// Its answer already.
+    Answered(CallToolResponse),
+    /// To run: its tool, its arguments, the carrier of its questions.
+    Run(
+        &'a Arc<RegisteredTool>,
+        Option<Map<String, Value>>,
+        Asking<'a>,
+    ),
 }
 
 /// How a call asks its client for input: the carrier of its tool's questions, chosen by the

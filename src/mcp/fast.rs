@@ -11,7 +11,7 @@
 //! `Origin`, a host list, a session, an unusual or repeated header) goes to rmcp, which
 //! validates it in full; `tests/mcp.rs` checks that both ways answer alike.
 
-use super::call_tool::{Asking, Rpc};
+use super::call_tool::{Asking, Prepared, Rpc};
 use super::handler::McpServer;
 use super::questions::OnRequest;
 use super::result::Revision;
@@ -179,7 +179,9 @@ fn accepts_both(accept: &str) -> bool {
 }
 
 /// The answer to `body` (its status and bytes) when it is a plain `tools/call`, else `None`
-/// (rmcp takes it).
+/// (rmcp takes it). Either revision's call is run by the one call future here: a 2026-07-28
+/// call's steps before it are boxed where they are awaited, and the call itself is not boxed
+/// apart from this future (which axum boxes anyway), which would copy it whole once more.
 pub(super) async fn try_call(
     server: &McpServer,
     parts: &Parts,
@@ -187,92 +189,99 @@ pub(super) async fn try_call(
 ) -> Option<(StatusCode, Vec<u8>)> {
     let plain = plain(&parts.headers)?;
     let FastCall { id, params, .. } = serde_json::from_slice(body).ok()?;
-    if let Some(named) = plain.named {
-        let modern = modern(server, parts, id, params, (named, plain.revision));
-        return Box::pin(modern).await;
+    let FastParams {
+        name,
+        arguments,
+        meta,
+    } = params;
+    let (prepared, tasks) = match plain.named {
+        Some(named) => {
+            let (request, on_request) = modern(server, named, name, arguments, meta.as_ref())?;
+            let tasks = on_request.tasks;
+            let stream = || std::future::ready(None);
+            let prepared = server.prepare(request, Some(parts), on_request, stream);
+            (Box::pin(prepared).await, Some(tasks))
+        }
+        None => {
+            // A tool served only as a task is refused on rmcp's path, which says what the
+            // client lacks.
+            if per_request(meta.as_ref()) || server.0.task_required(&name) {
+                return None;
+            }
+            let tool = server.tool(&name);
+            (
+                tool.map(|tool| Prepared::Run(tool, arguments, Asking::Not)),
+                None,
+            )
+        }
+    };
+    let answer = match prepared {
+        Ok(Prepared::Run(tool, arguments, asking)) => {
+            let rpc = Rpc {
+                id: Some(&id),
+                traceparent: meta.as_ref().and_then(|m| m.get_traceparent()),
+                revision: Some(plain.revision),
+                ..Rpc::default()
+            };
+            let call = server.call(tool, arguments, Some(parts), rpc, asking);
+            call.await
+        }
+        Ok(Prepared::Answered(answer)) => Ok(answer),
+        Err(error) => Err(error),
+    };
+    match tasks {
+        // rmcp's own guard: a task handle only for a client that declared tasks.
+        Some(false) if matches!(answer, Ok(CallToolResponse::Task(_))) => {
+            let needed = rmcp::model::ClientCapabilities::builder()
+                .enable_tasks()
+                .build();
+            let error = ErrorData::missing_required_client_capability(needed);
+            answered(id, Err(error), true)
+        }
+        Some(_) => answered(id, answer, true),
+        // Asking nothing, a handshake revision's call completes; those revisions know no
+        // `resultType` (rmcp drops it for them too).
+        None => match answer {
+            Ok(CallToolResponse::Complete(mut result)) => {
+                result.result_type = None;
+                answered(id, Ok(CallToolResponse::Complete(result)), false)
+            }
+            Ok(_) => None,
+            Err(error) => answered(id, Err(error), false),
+        },
     }
-    let per_request = params.meta.as_ref().is_some_and(|m| {
-        // Progress makes the answer a stream, which rmcp writes (a token rmcp cannot read asks
-        // for none, on either path); any of 2026-07-28's per-request members, whatever its
-        // value, is rmcp's to read.
+}
+
+/// Whether a handshake revision's call carries per-request metadata rmcp acts on: progress
+/// makes the answer a stream, which rmcp writes (a token rmcp cannot read asks for none, on
+/// either path); any of 2026-07-28's per-request members, whatever its value, is rmcp's to
+/// read.
+fn per_request(meta: Option<&RequestMetaObject>) -> bool {
+    meta.is_some_and(|m| {
         m.get_progress_token().is_some()
             || m.0
                 .keys()
                 .any(|k| k.starts_with("io.modelcontextprotocol/"))
-    });
-    // A tool served only as a task is refused on rmcp's path, which says what the client lacks.
-    if per_request || server.0.task_required(&params.name) {
-        return None;
-    }
-    let rpc = Rpc {
-        id: Some(&id),
-        traceparent: params.meta.as_ref().and_then(|m| m.get_traceparent()),
-        revision: Some(plain.revision),
-        ..Rpc::default()
-    };
-    // Only a request without per-request metadata comes here: no capabilities, no asking.
-    let answer = match server.tool(&params.name) {
-        Ok(tool) => {
-            let call = server.call(tool, params.arguments, Some(parts), rpc, Asking::Not);
-            call.await
-        }
-        Err(unknown) => Err(unknown),
-    };
-    let answer = match answer {
-        // Asking nothing, a call completes.
-        Ok(CallToolResponse::Complete(mut result)) => {
-            // Handshake revisions know no `resultType`; rmcp drops it for them too.
-            result.result_type = None;
-            Ok(CallToolResponse::Complete(result))
-        }
-        Ok(_) => return None,
-        Err(error) => Err(error),
-    };
-    answered(id, answer, false)
+    })
 }
 
-/// A plain 2026-07-28 `tools/call` (its `Mcp-Name` header `named`, its `revision` as its
-/// headers were read): its `_meta` and headers as
-/// rmcp's transport would accept them untouched, answered by the handler rmcp would call, with
-/// the status rmcp and `modern.rs` give its errors. Boxed where it is awaited: the handshake
-/// revisions' plain call does not carry its state.
-async fn modern(
+/// A plain 2026-07-28 `tools/call` of tool `name` (its `Mcp-Name` header `named`) as rmcp's
+/// service would hand it to the handler, and what its client declared: when its `_meta` and
+/// headers are as rmcp's transport would accept them untouched.
+fn modern(
     server: &McpServer,
-    parts: &Parts,
-    id: RequestId,
-    params: FastParams<'_>,
-    (named, revision): (&str, Revision),
-) -> Option<(StatusCode, Vec<u8>)> {
-    let meta = params.meta.as_ref()?;
-    if named != params.name || server.0.param_headers(&params.name) {
+    named: &str,
+    name: Cow<'_, str>,
+    arguments: Option<Map<String, Value>>,
+    meta: Option<&RequestMetaObject>,
+) -> Option<(CallToolRequestParams, OnRequest)> {
+    if named != name || server.0.param_headers(&name) {
         return None;
     }
-    let on_request = plain_meta(meta)?;
-    let tasks = on_request.tasks;
-    let rpc = Rpc {
-        id: Some(&id),
-        traceparent: meta.get_traceparent(),
-        revision: Some(revision),
-        ..Rpc::default()
-    };
-    let mut request = CallToolRequestParams::new(params.name.into_owned());
-    request.arguments = params.arguments;
-    let stream = || std::future::ready(None);
-    let answer = server
-        .answer_call(request, Some(parts), on_request, rpc, stream)
-        .await;
-    // rmcp's own guard: a task handle only for a client that declared tasks.
-    let answer = match answer {
-        Ok(CallToolResponse::Task(_)) if !tasks => {
-            Err(ErrorData::missing_required_client_capability(
-                rmcp::model::ClientCapabilities::builder()
-                    .enable_tasks()
-                    .build(),
-            ))
-        }
-        answer => answer,
-    };
-    answered(id, answer, true)
+    let on_request = plain_meta(meta?)?;
+    let mut request = CallToolRequestParams::new(name.into_owned());
+    request.arguments = arguments;
+    Some((request, on_request))
 }
 
 /// The JSON-RPC answer to request `id`, as rmcp writes it, and its status: 200, but for a

@@ -280,28 +280,27 @@ async fn a_2026_07_28_call_rmcp_must_check_goes_to_rmcp() {
 }
 
 #[test]
-fn a_2026_07_28_calls_future_is_at_most_twice_the_invokers_and_a_kilobyte() {
-    // As the handshake call's above, and the kilobyte its request's reading takes: the round
-    // and the task a 2026-07-28 call may become are boxed where they are awaited (inline, they
-    // made this future over 10 KB, copied into its box at every call).
+fn a_2026_07_28_call_is_run_in_the_fast_paths_one_future_its_steps_before_boxed_small() {
+    // axum boxes the fast path's future by copying it whole, every call: a 2026-07-28 call
+    // runs in it (as the handshake call does, within twice the invoker's), and what it does
+    // before the call (the round and the task it may become, themselves boxed where they are
+    // awaited) is boxed small; boxed with the call inside, it was copied whole a second time.
     let server = server();
     let (parts, body) = (modern_parts(&[]), modern_call(MODERN_META));
-    let FastCall { id, params, .. } = serde_json::from_slice(read(&body)).unwrap();
     let call = oxp_lambda_core::invoke::Call::new(
         "mcp",
         oxp_lambda_core::invoke::Target::Id("Calc.Add".into()),
         Value::Null,
     );
     let invoker = std::mem::size_of_val(&server.0.invoker().invoke(call));
-    let modern = std::mem::size_of_val(&modern(
-        &server,
-        &parts,
-        id,
-        params,
-        ("Calc_Add", Revision::ALL),
-    ));
+    let fast = std::mem::size_of_val(&try_call(&server, &parts, read(&body)));
+    assert!(fast < 2 * invoker, "{fast} bytes, the invoker's {invoker}");
+    let request = CallToolRequestParams::new("Calc_Add");
+    let on_request = OnRequest::declared(None, true);
+    let stream = || std::future::ready(None);
+    let before = std::mem::size_of_val(&server.prepare(request, Some(&parts), on_request, stream));
     assert!(
-        modern < 2 * invoker + 1024,
-        "{modern} bytes, the invoker's {invoker}"
+        before < invoker / 4,
+        "{before} bytes, the invoker's {invoker}"
     );
 }

@@ -140,3 +140,17 @@ async fn a_state_opens_only_for_its_caller_and_call_and_unaltered() {
             .is_err()
     );
 }
+
+#[test]
+fn a_rounds_end_boxed_at_every_2026_07_28_call_is_small() {
+    // Boxed where it is awaited, at every call: the task a tool may detach into is boxed
+    // within it in turn (inline, it made this future about 10 KB, copied at every call).
+    let round = Round {
+        exchange: None,
+        url: false,
+        detaching: None,
+    };
+    let answer: Result<Outcome, Rejection> = Err(Rejection::KeyReused("x".into()));
+    let end = std::mem::size_of_val(&round.end(None, "Calc_Add", &answer));
+    assert!(end < 2048, "{end} bytes");
+}
