@@ -270,7 +270,11 @@ impl Elicit {
         let _asked = Asked(self.questions.clone(), key.clone());
         let until = tokio::time::Instant::now() + MAX_WAIT;
         let pending = std::future::pending();
-        match self.questions.wait(&key, until, Some(HOLD), pending).await {
+        match self
+            .questions
+            .wait(&key, None, until, Some(HOLD), pending)
+            .await
+        {
             Ok(answer) => Ok(answer),
             Err(Waited::Unavailable(e)) => Err(unavailable(e.0)),
             Err(Waited::Until | Waited::Gone | Waited::Cancelled) => Err(TalkError::TimedOut),

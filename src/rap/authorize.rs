@@ -161,7 +161,13 @@ impl Authorizing {
         let until = deadline.map_or(give_up, |d| d.min(give_up));
         let answered = self
             .questions
-            .wait(&asked.token, until.into(), None, std::future::pending())
+            .wait(
+                &asked.token,
+                asked.written,
+                until.into(),
+                None,
+                std::future::pending(),
+            )
             .await;
         self.waited(answered, provider, until < give_up)
     }

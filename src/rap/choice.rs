@@ -11,7 +11,7 @@
 
 use crate::rap::messages::ChoiceResponse;
 use crate::subscriptions::key_of;
-use crate::work::questions::{Asked, Questions, Refused, Waited};
+use crate::work::questions::{Asked, Questions, Refused, Waited, Waiting};
 use oxp_lambda_core::durable::StateError;
 use oxp_lambda_core::talk::{Ask, Choice, TalkError};
 use serde_json::{Value, json};
@@ -41,16 +41,15 @@ pub(crate) enum Ended {
     Failed(TalkError),
 }
 
-/// Waits for the answer to question `token` (asked with `ask`) until `until` (or the
+/// Waits for the answer to the question `waiting` for (asked with `ask`) until `until` (or the
 /// cancellation).
 pub(crate) async fn wait(
-    questions: &Questions,
-    token: &str,
+    waiting: Waiting<'_>,
     ask: &Ask,
     until: tokio::time::Instant,
     cancelled: impl std::future::Future<Output = ()>,
 ) -> Result<Choice, Ended> {
-    let selected = match questions.wait(token, until, None, cancelled).await {
+    let selected = match waiting.wait(until, None, cancelled).await {
         Ok(selected) => selected,
         Err(Waited::Until) => return Err(Ended::Until),
         Err(Waited::Gone) => return Err(Ended::Failed(TalkError::TimedOut)),
@@ -99,14 +98,20 @@ mod tests {
             id: id.into(),
             selected,
         };
-        let token = asked.token.as_str();
+        let token = &asked.token.clone();
         let other = answer(&questions, token, Some("alice"), &response("call-2", 0)).await;
         assert_eq!(other, Err(Refused::Mismatch));
         answer(&questions, token, Some("alice"), &response("call-1", 5))
             .await
             .unwrap();
         let until = tokio::time::Instant::now() + Duration::from_secs(5);
-        let waited = wait(&questions, token, &ask, until, std::future::pending()).await;
+        let waited = wait(
+            questions.expect(&asked.token, asked.written),
+            &ask,
+            until,
+            std::future::pending(),
+        )
+        .await;
         assert!(
             matches!(waited, Err(Ended::Failed(TalkError::InvalidAnswer))),
             "5 is no choice"
@@ -122,9 +127,14 @@ mod tests {
         )
         .await
         .unwrap();
-        let choice = wait(&questions, &next.token, &ask, until, std::future::pending())
-            .await
-            .unwrap();
+        let choice = wait(
+            questions.expect(&next.token, next.written),
+            &ask,
+            until,
+            std::future::pending(),
+        )
+        .await
+        .unwrap();
         assert_eq!((choice.index, choice.label.as_str()), (0, "Yes"));
     }
 }

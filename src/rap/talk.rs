@@ -307,6 +307,9 @@ impl RapTalk {
             )
         );
         let asked = asked.map_err(unavailable)?;
+        // Expected before the question is sent: an answer arriving before the wait begins is
+        // handed to it, and written without a read.
+        let waiting = questions.expect(&asked.token, asked.written);
         if asked.new {
             self.send_choice(&ask, seq, base, &asked.token).await?;
         }
@@ -321,14 +324,7 @@ impl RapTalk {
         // Parked a margin before the executor's end: the call's deadline (the invoker ending
         // the tool with a timeout, kept as its result) must not win the race to it.
         let until = park_at(self.deadline).map_or(give_up, |d| d.min(give_up));
-        let waited = choice::wait(
-            questions,
-            &asked.token,
-            &ask,
-            until.into(),
-            self.cancellation.cancelled(),
-        )
-        .await;
+        let waited = choice::wait(waiting, &ask, until.into(), self.cancellation.cancelled()).await;
         match waited {
             Ok(choice) => Ok(choice),
             Err(Ended::Failed(e)) => Err(e),

@@ -72,6 +72,9 @@ impl Record {
 pub(crate) struct Asked {
     pub(crate) token: String,
     pub(crate) new: bool,
+    /// The question as written, when asked just now: the call [waiting](Questions::wait) on it
+    /// knows it, and an answer taken in this process is written over it without a read.
+    pub(crate) written: Option<Item>,
 }
 
 /// Why a wait ended without an answer.
@@ -201,9 +204,14 @@ impl Questions {
             return Ok(Asked {
                 token: found,
                 new: false,
+                written: None,
             });
         }
-        Ok(Asked { token, new: true })
+        Ok(Asked {
+            token,
+            new: true,
+            written: Some(item),
+        })
     }
 
     /// Takes the question `token` (a key the protocol names) for `caller` while no other
@@ -243,7 +251,7 @@ impl Questions {
         &self,
         call: &str,
         caller: Option<&str>,
-        check: impl FnOnce(&Value) -> bool,
+        check: impl Fn(&Value) -> bool,
         answer: Value,
     ) -> Result<(), Refused> {
         let token = match self.token_of(call).await {
@@ -271,83 +279,101 @@ impl Questions {
         &self,
         token: &str,
         caller: Option<&str>,
-        check: impl FnOnce(&Value) -> bool,
+        check: impl Fn(&Value) -> bool,
         answer: Value,
     ) -> Result<(), Refused> {
         let unavailable = |e: StateError| {
             tracing::warn!(target: "oxp::questions", error = %e, "state store unavailable for an answer");
             Refused::Unavailable
         };
-        let item = self
-            .store
-            .get(QUESTIONS, token)
-            .await
-            .map_err(unavailable)?
-            .ok_or(Refused::Unknown)?;
-        let mut record: Record =
-            serde_json::from_slice(&item.value).map_err(|_| Refused::Unknown)?;
-        if record.caller.as_deref() != caller {
-            return Err(Refused::Unknown);
+        // The question as the call waiting on it here last wrote or read it: the answer is
+        // written over that, not read first (one store round trip off the way to the result,
+        // docs/performance.md); read only when the write finds it changed.
+        let mut known = wait::known(&self.waiting, token);
+        loop {
+            let read = known.is_none();
+            let item = match known.take() {
+                Some(item) => item,
+                None => (self.store.get(QUESTIONS, token).await)
+                    .map_err(unavailable)?
+                    .ok_or(Refused::Unknown)?,
+            };
+            let record = unanswered(&item, caller, &check)?;
+            let wakes = record.wakes.clone();
+            let answered = Record {
+                answer: Some(answer.clone()),
+                ..record
+            };
+            let kept = SystemTime::now() + ANSWER_KEPT;
+            let expires = item.expires.map(|e| e.max(kept));
+            let answered = Item::new(answered.bytes(), expires);
+            // The call waiting here is handed the answer as soon as the store has taken it,
+            // before it is durable: the outcome work then writes shares the answer's flush
+            // (the embedded store holds it briefly for that), one flush on the way to the
+            // result rather than two (docs/performance.md). The answer is acknowledged, below,
+            // only once durable; should that fail, its sender hears so and sends it again, and
+            // the call has gone on with it (or, after a crash, runs again and finds its
+            // question unanswered).
+            let handed = Arc::new(std::sync::atomic::AtomicBool::new(false));
+            let hand = wait::hand(&self.waiting, token, &answer, wakes.is_some(), &handed);
+            let swapped = self
+                .store
+                .put_if_decided(QUESTIONS, token, answered, Some(&item.value), hand)
+                .await
+                .map_err(unavailable)?;
+            match swapped {
+                // Another answer (or the asking call letting it go) came between the read and
+                // the write; or what the waiting call knew was not the question as it is.
+                false if read => return Err(Refused::Answered),
+                false => continue,
+                true => {}
+            }
+            // A call that began waiting here after the decision may have read the question
+            // before the answer was durable: handed it now (one that begins after reads it).
+            let handed = handed.load(std::sync::atomic::Ordering::Acquire)
+                || hand_to(&self.waiting, token, answer);
+            self.wake(wakes.as_deref(), handed).await;
+            return Ok(());
         }
-        if record.answer.is_some() {
-            return Err(Refused::Answered);
-        }
-        if !check(&record.asked) {
-            return Err(Refused::Mismatch);
-        }
-        record.answer = Some(answer);
-        let kept = SystemTime::now() + ANSWER_KEPT;
-        let expires = item.expires.map(|e| e.max(kept));
-        let answered = Item::new(record.bytes(), expires);
-        // The call waiting here is handed the answer as soon as the store has taken it, before
-        // it is durable: the outcome work then writes shares the answer's flush (the embedded
-        // store holds it briefly for that), one flush on the way to the result rather than two
-        // (docs/performance.md). The answer is acknowledged, below, only once durable; should
-        // that fail, its sender hears so and sends it again, and the call has gone on with it
-        // (or, after a crash, runs again and finds its question unanswered).
-        let answer = record.answer.take().unwrap_or_default();
-        let handed = Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let hand = {
-            let (waiting, handed) = (Arc::clone(&self.waiting), Arc::clone(&handed));
-            let (token, answer, work) = (token.to_owned(), answer.clone(), record.wakes.is_some());
-            Box::new(move |taken: bool| {
-                let here = taken && hand_to(&waiting, &token, answer);
-                handed.store(here, std::sync::atomic::Ordering::Release);
-                // Work handed the answer writes next (its outcome, or its next question); a
-                // call that is not work (on an MCP stream) writes nothing, and with nobody
-                // waiting here nothing follows to wait for.
-                work && here
-            })
-        };
-        let swapped = self
-            .store
-            .put_if_decided(QUESTIONS, token, answered, Some(&item.value), hand)
-            .await
-            .map_err(unavailable)?;
-        if !swapped {
-            // Another answer (or the asking call letting it go) came between the read and the
-            // write.
-            return Err(Refused::Answered);
-        }
-        // A call that began waiting here after the decision may have read the question before
-        // the answer was durable: handed it now (one that begins after reads it).
-        let handed = handed.load(std::sync::atomic::Ordering::Acquire)
-            || hand_to(&self.waiting, token, answer);
-        // A run that parked waiting (its executor's time ran out) goes on, anywhere; one still
-        // waiting somewhere is left to find the answer. A local run waiting here was handed
-        // it (a local run never parks): nothing to wake.
+    }
+
+    /// Wakes the work `wakes` an answer was taken for. A run that parked waiting (its
+    /// executor's time ran out) goes on, anywhere; one still waiting somewhere is left to find
+    /// the answer. A local run waiting here was `handed` it (a local run never parks): nothing
+    /// to wake.
+    async fn wake(&self, wakes: Option<&str>, handed: bool) {
         let runner = self.runner.get().and_then(std::sync::Weak::upgrade);
-        if let (Some(work), Some(runner)) = (&record.wakes, runner)
+        if let (Some(work), Some(runner)) = (wakes, runner)
             && !(handed && runner.local())
             && let Err(e) = runner.wake(work).await
         {
             tracing::warn!(target: "oxp::questions", error = %e, "the work waiting on an answer not woken");
         }
-        Ok(())
     }
 }
 
+/// The question `item`, when `caller` may answer it, it is unanswered and `check` passes what
+/// was asked.
+fn unanswered(
+    item: &Item,
+    caller: Option<&str>,
+    check: impl Fn(&Value) -> bool,
+) -> Result<Record, Refused> {
+    let record: Record = serde_json::from_slice(&item.value).map_err(|_| Refused::Unknown)?;
+    if record.caller.as_deref() != caller {
+        return Err(Refused::Unknown);
+    }
+    if record.answer.is_some() {
+        return Err(Refused::Answered);
+    }
+    if !check(&record.asked) {
+        return Err(Refused::Mismatch);
+    }
+    Ok(record)
+}
+
 mod wait;
+pub(crate) use wait::Waiting;
 use wait::{Waiter, hand_to};
 
 #[cfg(all(test, feature = "embedded-state"))]

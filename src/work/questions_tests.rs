@@ -47,7 +47,9 @@ async fn a_question_takes_one_answer_from_its_own_caller_that_passes_the_protoco
         Err(Refused::Answered),
         "a second answer changes nothing"
     );
-    let got = q.wait(t, later(5), None, std::future::pending()).await;
+    let got = q
+        .wait(t, None, later(5), None, std::future::pending())
+        .await;
     assert_eq!(got, Ok(json!(0)));
 }
 
@@ -71,7 +73,7 @@ async fn the_same_call_asking_again_finds_its_question_and_its_answer() {
     // The call, run again (a redelivered job), reads the answer given to its first run.
     let again = q.ask_once("c#0", None, json!(1), KEEP).await.unwrap();
     let got = q
-        .wait(&again.token, later(5), None, std::future::pending())
+        .wait(&again.token, None, later(5), None, std::future::pending())
         .await;
     assert_eq!(got, Ok(json!("yes")));
 }
@@ -82,9 +84,9 @@ async fn a_waiting_call_wakes_at_once_on_an_answer_taken_in_its_process_and_is_h
     let counting = crate::state::counting::CountingReads::of(store, QUESTIONS);
     let q = Arc::new(Questions::new(counting.clone()));
     let asked = q.ask_once("w#0", None, Value::Null, KEEP).await.unwrap();
-    let (q2, token) = (q.clone(), asked.token.clone());
+    let (q2, token, written) = (q.clone(), asked.token.clone(), asked.written);
     let waiter = tokio::spawn(async move {
-        q2.wait(&token, later(30), None, std::future::pending())
+        q2.wait(&token, written, later(30), None, std::future::pending())
             .await
     });
     // Past its first read of the store: from here only a wake or the poll can end the wait.
@@ -99,11 +101,94 @@ async fn a_waiting_call_wakes_at_once_on_an_answer_taken_in_its_process_and_is_h
         "woken, not polled: {:?}",
         started.elapsed()
     );
-    let reads = counting.reads();
     assert_eq!(
-        reads, 2,
-        "the wait's first look and the answer's own read; the answer handed to the wait, not read again"
+        counting.reads(),
+        1,
+        "the wait's first look only: the answer written over the question the waiting call knew, \
+         and handed to it, neither read again"
     );
+}
+
+#[tokio::test]
+async fn an_answer_arriving_before_its_call_waits_is_handed_to_it_and_written_without_a_read() {
+    let store = crate::state::embedded::store(None).unwrap();
+    let counting = crate::state::counting::CountingReads::of(store, QUESTIONS);
+    let q = Arc::new(Questions::new(counting.clone()));
+    let asked = q
+        .ask_once("k#0", Some("alice"), json!(1), KEEP)
+        .await
+        .unwrap();
+    // Every read fails: the call expects its answer (before its question is sent) knowing the
+    // question as it wrote it, and the answer needs no read.
+    counting.fail_next(usize::MAX);
+    let waiting = q.expect(&asked.token, asked.written);
+    let refused = q.answer(&asked.token, Some("mallory"), |_| true, json!(0));
+    assert_eq!(
+        refused.await,
+        Err(Refused::Unknown),
+        "only its caller answers"
+    );
+    let mismatch = q.answer(&asked.token, Some("alice"), |a| a == &json!(2), json!(0));
+    assert_eq!(
+        mismatch.await,
+        Err(Refused::Mismatch),
+        "checked against what was asked"
+    );
+    let taken = q.answer(&asked.token, Some("alice"), |a| a == &json!(1), json!(9));
+    assert_eq!(taken.await, Ok(()));
+    let started = std::time::Instant::now();
+    let got = waiting.wait(later(30), None, std::future::pending()).await;
+    assert_eq!(got, Ok(json!(9)));
+    assert!(started.elapsed() < POLL / 2, "handed, not polled");
+    counting.fail_next(0);
+    assert_eq!(counting.reads(), 0);
+    assert_eq!(q.answered("k#0").await.unwrap(), Some(json!(9)), "durable");
+    // A call that no longer expects its answer (it failed to send the question) is let go:
+    // an answer then reads the question.
+    let asked = q.ask_once("k#1", None, json!(1), KEEP).await.unwrap();
+    drop(q.expect(&asked.token, asked.written));
+    counting.reset();
+    q.answer(&asked.token, None, |_| true, json!(3))
+        .await
+        .unwrap();
+    assert_eq!(counting.reads(), 1);
+}
+
+#[tokio::test]
+async fn an_answer_over_a_question_changed_since_its_waiting_call_knew_it_reads_it_as_it_stands() {
+    let q = questions();
+    let other = Questions::new(q.store().clone());
+    let asked = q.ask_once("s#0", None, Value::Null, KEEP).await.unwrap();
+    let (q2, token, written) = (q.clone(), asked.token.clone(), asked.written);
+    let waiter = tokio::spawn(async move {
+        q2.wait(&token, written, later(30), None, std::future::pending())
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    // Answered through another process: the call here still knows it unanswered.
+    other
+        .answer(&asked.token, None, |_| true, json!(1))
+        .await
+        .unwrap();
+    let again = q.answer(&asked.token, None, |_| true, json!(2)).await;
+    assert_eq!(
+        again,
+        Err(Refused::Answered),
+        "its write refused, it read the answer"
+    );
+    assert_eq!(waiter.await.unwrap(), Ok(json!(1)), "the first answer only");
+    // Let go through another process: refused as the record stands (no such question).
+    let asked = q.ask_once("s#1", None, Value::Null, KEEP).await.unwrap();
+    let (q2, token, written) = (q.clone(), asked.token.clone(), asked.written);
+    let waiter = tokio::spawn(async move {
+        q2.wait(&token, written, later(30), None, std::future::pending())
+            .await
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    other.forget(&asked.token).await.unwrap();
+    let gone = q.answer(&asked.token, None, |_| true, json!(2)).await;
+    assert_eq!(gone, Err(Refused::Unknown));
+    waiter.abort();
 }
 
 #[tokio::test]
@@ -114,7 +199,7 @@ async fn an_answer_taken_by_another_process_is_read_within_a_poll() {
     let asked = q.ask_once("x#0", None, Value::Null, KEEP).await.unwrap();
     let (q2, token) = (q.clone(), asked.token.clone());
     let waiter = tokio::spawn(async move {
-        q2.wait(&token, later(30), None, std::future::pending())
+        q2.wait(&token, None, later(30), None, std::future::pending())
             .await
     });
     tokio::time::sleep(Duration::from_millis(50)).await;
@@ -134,17 +219,18 @@ async fn a_wait_ends_at_its_time_on_cancellation_and_when_the_question_is_let_go
     let soon = tokio::time::Instant::now() + Duration::from_millis(100);
     let t = asked.token.as_str();
     assert_eq!(
-        q.wait(t, soon, None, std::future::pending()).await,
+        q.wait(t, None, soon, None, std::future::pending()).await,
         Err(Waited::Until)
     );
     let cancelled = tokio::time::sleep(Duration::from_millis(50));
     assert_eq!(
-        q.wait(t, later(30), None, cancelled).await,
+        q.wait(t, None, later(30), None, cancelled).await,
         Err(Waited::Cancelled)
     );
     q.forget(t).await.unwrap();
     assert_eq!(
-        q.wait(t, later(30), None, std::future::pending()).await,
+        q.wait(t, None, later(30), None, std::future::pending())
+            .await,
         Err(Waited::Gone)
     );
 }
@@ -159,7 +245,7 @@ async fn a_taken_key_is_held_while_awaited_and_free_once_let_go_or_lapsed() {
     // Awaited past its hold: renewed, so still this call's.
     let soon = tokio::time::Instant::now() + Duration::from_secs(4);
     let waited = q
-        .wait("s:0", soon, Some(hold), std::future::pending())
+        .wait("s:0", None, soon, Some(hold), std::future::pending())
         .await;
     assert_eq!(waited, Err(Waited::Until));
     assert!(
@@ -201,7 +287,7 @@ async fn a_question_whose_index_was_kept_and_record_lost_is_recorded_again_when_
         "recorded again: it takes its caller's answer"
     );
     let got = q
-        .wait(&again.token, later(5), None, std::future::pending())
+        .wait(&again.token, None, later(5), None, std::future::pending())
         .await;
     assert_eq!(got, Ok(json!("yes")));
     // An answered question asked again is kept as it is.
@@ -210,7 +296,7 @@ async fn a_question_whose_index_was_kept_and_record_lost_is_recorded_again_when_
         .await
         .unwrap();
     let got = q
-        .wait(&third.token, later(5), None, std::future::pending())
+        .wait(&third.token, None, later(5), None, std::future::pending())
         .await;
     assert_eq!(got, Ok(json!("yes")));
 }
@@ -237,7 +323,7 @@ async fn work_waiting_here_is_handed_its_answer_before_it_is_durable_and_its_nex
         .unwrap();
     let run = async {
         let got = q
-            .wait(&asked.token, later(5), None, std::future::pending())
+            .wait(&asked.token, None, later(5), None, std::future::pending())
             .await;
         let handed = Instant::now();
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -256,7 +342,7 @@ async fn work_waiting_here_is_handed_its_answer_before_it_is_durable_and_its_nex
     // A call that is not work (a question on an MCP stream) writes nothing next: its answer is
     // acknowledged at once, nothing held for it.
     let asked = q.ask("s#0", None, json!(1), KEEP, None).await.unwrap();
-    let call = q.wait(&asked.token, later(5), None, std::future::pending());
+    let call = q.wait(&asked.token, None, later(5), None, std::future::pending());
     let (got, (answered, started, acknowledged)) =
         tokio::join!(call, answer_after_the_wait_began(asked.token.clone()));
     assert_eq!(got, Ok(json!("yes")));
@@ -349,7 +435,9 @@ async fn a_call_that_begins_waiting_between_an_answers_decision_and_its_flush_is
     let waiting = tokio::spawn({
         let (q, token) = (q.clone(), asked.token.clone());
         async move {
-            let got = q.wait(&token, later(5), None, std::future::pending()).await;
+            let got = q
+                .wait(&token, None, later(5), None, std::future::pending())
+                .await;
             (got, Instant::now())
         }
     });

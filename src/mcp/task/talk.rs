@@ -145,13 +145,14 @@ impl TaskTalk {
             .ask_once(&call, Some(&self.owner), json!({"key": key}), TASK_TTL)
             .await
             .map_err(unavailable)?;
+        // Expected before the client is told: an answer arriving first is handed to the wait.
+        let waiting = self.questions.expect(&asked.token, asked.written);
         self.open(seq, &key, request).await?;
         // Past the executor's time (less a margin to park in), the task parks.
         let until = crate::work::questions::park_at(self.deadline)
             .unwrap_or_else(|| Instant::now() + TASK_TTL);
-        let waited = self
-            .questions
-            .wait(&asked.token, until.into(), None, self.signal.cancelled())
+        let waited = waiting
+            .wait(until.into(), None, self.signal.cancelled())
             .await;
         match waited {
             Ok(answer) => return Ok(answer),
