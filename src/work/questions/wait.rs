@@ -79,17 +79,22 @@ impl Waiting<'_> {
         let waited = questions
             .watch(token, until, hold, &self.waiter, cancelled)
             .await;
-        self.leave();
+        let waiter = Arc::clone(&self.waiter);
+        // No longer waiting (dropped): answers taken from now on are not handed here.
+        drop(self);
         // An answer handed over at the last moment (it wakes nothing else: see `answer`).
-        let handed = lock(&self.waiter.answer).take();
+        let handed = lock(&waiter.answer).take();
         match (waited, handed) {
             (Err(Waited::Until), Some(answer)) => Ok(answer),
             (waited, _) => waited,
         }
     }
+}
 
-    /// No longer waiting: answers taken from now on are not handed here.
-    fn leave(&self) {
+impl Drop for Waiting<'_> {
+    /// Takes the question off this process's waiting calls (unless a call registered it anew
+    /// since, which keeps its own).
+    fn drop(&mut self) {
         let mut waiting = lock(&self.questions.waiting);
         if waiting
             .get(&self.token)
@@ -97,12 +102,6 @@ impl Waiting<'_> {
         {
             waiting.remove(&self.token);
         }
-    }
-}
-
-impl Drop for Waiting<'_> {
-    fn drop(&mut self) {
-        self.leave();
     }
 }
 
