@@ -12,6 +12,7 @@
 //! validates it in full; `tests/mcp.rs` checks that both ways answer alike.
 
 use super::call_tool::{Asking, Prepared, Rpc};
+use super::fast_meta::FastMeta;
 use super::handler::McpServer;
 use super::questions::OnRequest;
 use super::result::Revision;
@@ -20,7 +21,7 @@ use http::{HeaderMap, StatusCode, header};
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ErrorCode, JsonRpcError, JsonRpcResponse,
-    JsonRpcVersion2_0, RequestId, RequestMetaObject, ServerJsonRpcMessage, ServerResult,
+    JsonRpcVersion2_0, RequestId, ServerJsonRpcMessage, ServerResult,
 };
 use serde::Deserialize;
 use serde_json::{Map, Value};
@@ -64,9 +65,9 @@ struct FastParams<'a> {
     name: Cow<'a, str>,
     #[serde(default)]
     arguments: Option<Map<String, Value>>,
-    /// Read with rmcp's type, whose accessors name its members (`traceparent`).
+    /// Each member the fast path acts on read into rmcp's type, in the same pass.
     #[serde(rename = "_meta", default)]
-    meta: Option<RequestMetaObject>,
+    meta: Option<FastMeta>,
 }
 
 /// How a request's headers let the fast path take it: the revision it is answered in and, at
@@ -141,23 +142,13 @@ fn plain(headers: &HeaderMap) -> Option<Plain<'_>> {
 }
 
 /// What a 2026-07-28 call's client declared, when its `_meta` is as the fast path takes it: the
-/// revision's required members, each read by rmcp's accessor (once: what they declare comes from
-/// the same reading) and naming this revision, optionally the client's identity (valid) and a
-/// trace context, and nothing else (a progress token or a log level is rmcp's to act on).
-fn plain_meta(meta: &RequestMetaObject) -> Option<OnRequest> {
-    const TAKEN: [&str; 6] = [
-        "io.modelcontextprotocol/protocolVersion",
-        "io.modelcontextprotocol/clientCapabilities",
-        "io.modelcontextprotocol/clientInfo",
-        "traceparent",
-        "tracestate",
-        "baggage",
-    ];
-    let taken = meta.0.keys().all(|key| TAKEN.contains(&key.as_str()))
-        && (!meta.0.contains_key(TAKEN[2]) || meta.client_info().is_some());
-    let this = meta.protocol_version()? == rmcp::model::ProtocolVersion::V_2026_07_28;
-    let capabilities = meta.client_capabilities()?;
-    (taken && this).then(|| OnRequest::declared(Some(capabilities), true))
+/// revision's required members, read into rmcp's types and naming this revision, optionally the
+/// client's identity (valid) and a trace context, and nothing else (a progress token or a log
+/// level is rmcp's to act on).
+fn plain_meta(meta: FastMeta) -> Option<OnRequest> {
+    let this = meta.version? == rmcp::model::ProtocolVersion::V_2026_07_28;
+    let capabilities = meta.capabilities?;
+    (this && !meta.untaken).then(|| OnRequest::declared(Some(capabilities), true))
 }
 
 /// `Content-Type` is JSON, parameters aside.
@@ -192,11 +183,12 @@ pub(super) async fn try_call(
     let FastParams {
         name,
         arguments,
-        meta,
+        mut meta,
     } = params;
+    let traceparent = meta.as_mut().and_then(|m| m.traceparent.take());
     let (prepared, tasks) = match plain.named {
         Some(named) => {
-            let (request, on_request) = modern(server, named, name, arguments, meta.as_ref())?;
+            let (request, on_request) = modern(server, named, name, arguments, meta)?;
             let tasks = on_request.tasks;
             let stream = || std::future::ready(None);
             let prepared = server.prepare(request, Some(parts), on_request, stream);
@@ -205,7 +197,7 @@ pub(super) async fn try_call(
         None => {
             // A tool served only as a task is refused on rmcp's path, which says what the
             // client lacks.
-            if per_request(meta.as_ref()) || server.0.task_required(&name) {
+            if meta.as_ref().is_some_and(FastMeta::per_request) || server.0.task_required(&name) {
                 return None;
             }
             let tool = server.tool(&name);
@@ -219,7 +211,7 @@ pub(super) async fn try_call(
         Ok(Prepared::Run(tool, arguments, asking)) => {
             let rpc = Rpc {
                 id: Some(&id),
-                traceparent: meta.as_ref().and_then(|m| m.get_traceparent()),
+                traceparent: traceparent.as_deref(),
                 revision: Some(plain.revision),
                 ..Rpc::default()
             };
@@ -252,19 +244,6 @@ pub(super) async fn try_call(
     }
 }
 
-/// Whether a handshake revision's call carries per-request metadata rmcp acts on: progress
-/// makes the answer a stream, which rmcp writes (a token rmcp cannot read asks for none, on
-/// either path); any of 2026-07-28's per-request members, whatever its value, is rmcp's to
-/// read.
-fn per_request(meta: Option<&RequestMetaObject>) -> bool {
-    meta.is_some_and(|m| {
-        m.get_progress_token().is_some()
-            || m.0
-                .keys()
-                .any(|k| k.starts_with("io.modelcontextprotocol/"))
-    })
-}
-
 /// A plain 2026-07-28 `tools/call` of tool `name` (its `Mcp-Name` header `named`) as rmcp's
 /// service would hand it to the handler, and what its client declared: when its `_meta` and
 /// headers are as rmcp's transport would accept them untouched.
@@ -273,7 +252,7 @@ fn modern(
     named: &str,
     name: Cow<'_, str>,
     arguments: Option<Map<String, Value>>,
-    meta: Option<&RequestMetaObject>,
+    meta: Option<FastMeta>,
 ) -> Option<(CallToolRequestParams, OnRequest)> {
     if named != name || server.0.param_headers(&name) {
         return None;

@@ -21,6 +21,7 @@ mod discovery;
 mod elicit;
 mod exchange;
 mod fast;
+mod fast_meta;
 mod handler;
 mod listed;
 mod message;
