@@ -65,9 +65,11 @@ struct FastParams<'a> {
     name: Cow<'a, str>,
     #[serde(default)]
     arguments: Option<Map<String, Value>>,
-    /// Each member the fast path acts on read into rmcp's type, in the same pass.
+    /// Each member the fast path acts on read into rmcp's type, in the same pass. Boxed:
+    /// inline, rmcp's capabilities made every call's parsed body (a handshake call's, which
+    /// has none, too) several hundred bytes larger, copied as it moves.
     #[serde(rename = "_meta", default)]
-    meta: Option<FastMeta>,
+    meta: Option<Box<FastMeta>>,
 }
 
 /// How a request's headers let the fast path take it: the revision it is answered in and, at
@@ -197,7 +199,7 @@ pub(super) async fn try_call(
         None => {
             // A tool served only as a task is refused on rmcp's path, which says what the
             // client lacks.
-            if meta.as_ref().is_some_and(FastMeta::per_request) || server.0.task_required(&name) {
+            if meta.as_deref().is_some_and(FastMeta::per_request) || server.0.task_required(&name) {
                 return None;
             }
             let tool = server.tool(&name);
@@ -252,12 +254,12 @@ fn modern(
     named: &str,
     name: Cow<'_, str>,
     arguments: Option<Map<String, Value>>,
-    meta: Option<FastMeta>,
+    meta: Option<Box<FastMeta>>,
 ) -> Option<(CallToolRequestParams, OnRequest)> {
     if named != name || server.0.param_headers(&name) {
         return None;
     }
-    let on_request = plain_meta(meta?)?;
+    let on_request = plain_meta(*meta?)?;
     let mut request = CallToolRequestParams::new(name.into_owned());
     request.arguments = arguments;
     Some((request, on_request))
