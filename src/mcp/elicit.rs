@@ -244,7 +244,7 @@ impl Elicit {
         };
         let unavailable = |e: String| TalkError::Unavailable(e);
         let caller = Some(self.session.n.as_str());
-        let key = {
+        let (key, waiting) = {
             let mut sent = self.sent.lock().await;
             let id = RequestId::Number(i64::from(*sent));
             let key = format!("{}:{}", self.session.n, self.token.id(*sent));
@@ -252,14 +252,18 @@ impl Elicit {
             if !(self.questions.take(&key, caller, HOLD).await).map_err(|e| unavailable(e.0))? {
                 return Err(unavailable("the question could not be taken".into()));
             }
+            // Waited on from before it is sent: an answer that comes back before the wait
+            // begins is handed to it.
+            let waiting = self.questions.expect(&key, None);
             let sent_as = self
                 .peer
                 .send_request_with_option(request, PeerRequestOptions::no_options())
                 .await;
             *sent += 1;
             match sent_as {
-                Ok(handle) if handle.id == id => key,
+                Ok(handle) if handle.id == id => (key, waiting),
                 Ok(_) | Err(_) => {
+                    drop(waiting);
                     let _ = self.questions.forget(&key).await;
                     return Err(unavailable("the question could not be sent".into()));
                 }
@@ -270,11 +274,7 @@ impl Elicit {
         let _asked = Asked(self.questions.clone(), key.clone());
         let until = tokio::time::Instant::now() + MAX_WAIT;
         let pending = std::future::pending();
-        match self
-            .questions
-            .wait(&key, None, until, Some(HOLD), pending)
-            .await
-        {
+        match waiting.wait(until, Some(HOLD), pending).await {
             Ok(answer) => Ok(answer),
             Err(Waited::Unavailable(e)) => Err(unavailable(e.0)),
             Err(Waited::Until | Waited::Gone | Waited::Cancelled) => Err(TalkError::TimedOut),

@@ -131,6 +131,9 @@ impl Authorizing {
         let Ok(asked) = asked else {
             return unavailable();
         };
+        // Waited on from before the user is sent the link: an authorization completed before
+        // the wait begins is handed to it.
+        let expected = self.questions.expect(&asked.token, asked.written);
         // Listed where the completion finds it, until the wait would end anyway.
         let listed = Item::new(
             caller.unwrap_or_default().as_bytes().to_vec(),
@@ -159,15 +162,8 @@ impl Authorizing {
         self.questions.waits(work, false).await;
         let give_up = Instant::now() + left;
         let until = deadline.map_or(give_up, |d| d.min(give_up));
-        let answered = self
-            .questions
-            .wait(
-                &asked.token,
-                asked.written,
-                until.into(),
-                None,
-                std::future::pending(),
-            )
+        let answered = expected
+            .wait(until.into(), None, std::future::pending())
             .await;
         self.waited(answered, provider, until < give_up)
     }

@@ -72,7 +72,7 @@ impl Record {
 pub(crate) struct Asked {
     pub(crate) token: String,
     pub(crate) new: bool,
-    /// The question as written, when asked just now: the call [waiting](Questions::wait) on it
+    /// The question as written, when asked just now: the call [waiting](Waiting::wait) on it
     /// knows it, and an answer taken in this process is written over it without a read.
     pub(crate) written: Option<Item>,
 }

@@ -12,6 +12,21 @@ fn later(secs: u64) -> tokio::time::Instant {
 
 const KEEP: Duration = Duration::from_secs(60);
 
+impl Questions {
+    /// [`expect`](Self::expect)s the answer to question `token`, then [waits](Waiting::wait)
+    /// for it: what each call waiting on a question does, in one step.
+    async fn wait(
+        &self,
+        token: &str,
+        known: Option<Item>,
+        until: tokio::time::Instant,
+        hold: Option<Duration>,
+        cancelled: impl std::future::Future<Output = ()>,
+    ) -> Result<Value, Waited> {
+        self.expect(token, known).wait(until, hold, cancelled).await
+    }
+}
+
 #[tokio::test]
 async fn a_question_takes_one_answer_from_its_own_caller_that_passes_the_protocols_check() {
     let q = questions();

@@ -50,20 +50,6 @@ impl Questions {
             waiter,
         }
     }
-
-    /// [`expect`](Self::expect)s the answer to question `token`, then [waits](Waiting::wait)
-    /// for it.
-    pub(crate) async fn wait(
-        &self,
-        token: &str,
-        known: Option<Item>,
-        until: tokio::time::Instant,
-        hold: Option<Duration>,
-        cancelled: impl std::future::Future<Output = ()>,
-    ) -> Result<Value, Waited> {
-        let waiting = self.expect(token, known);
-        waiting.wait(until, hold, cancelled).await
-    }
 }
 
 impl Waiting<'_> {
