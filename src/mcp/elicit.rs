@@ -249,12 +249,13 @@ impl Elicit {
             let id = RequestId::Number(i64::from(*sent));
             let key = format!("{}:{}", self.session.n, self.token.id(*sent));
             // The name is this call's alone: it is free unless the store is not answering.
-            if !(self.questions.take(&key, caller, HOLD).await).map_err(|e| unavailable(e.0))? {
+            let taken = self.questions.take(&key, caller, HOLD).await;
+            let Some(written) = taken.map_err(|e| unavailable(e.0))? else {
                 return Err(unavailable("the question could not be taken".into()));
-            }
+            };
             // Waited on from before it is sent: an answer that comes back before the wait
-            // begins is handed to it.
-            let waiting = self.questions.expect(&key, None);
+            // begins is handed to it, and written over the question as taken without a read.
+            let waiting = self.questions.expect(&key, Some(written));
             let sent_as = self
                 .peer
                 .send_request_with_option(request, PeerRequestOptions::no_options())

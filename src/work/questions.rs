@@ -215,13 +215,15 @@ impl Questions {
     }
 
     /// Takes the question `token` (a key the protocol names) for `caller` while no other
-    /// question holds it, for `hold` (renewed while it is awaited): whether it was free.
+    /// question holds it, for `hold` (renewed while it is awaited): the question as written
+    /// (which the call [expecting](Self::expect) its answer knows), or `None` when another
+    /// holds it.
     pub(crate) async fn take(
         &self,
         token: &str,
         caller: Option<&str>,
         hold: Duration,
-    ) -> Result<bool, StateError> {
+    ) -> Result<Option<Item>, StateError> {
         let record = Record {
             caller: caller.map(str::to_owned),
             asked: Value::Null,
@@ -229,7 +231,11 @@ impl Questions {
             wakes: None,
         };
         let item = Item::new(record.bytes(), Some(SystemTime::now() + hold));
-        self.store.put_if(QUESTIONS, token, item, None).await
+        let taken = self
+            .store
+            .put_if(QUESTIONS, token, item.clone(), None)
+            .await?;
+        Ok(taken.then_some(item))
     }
 
     /// The answer to the question `call` names, if it was asked and answered.

@@ -255,23 +255,51 @@ async fn a_taken_key_is_held_while_awaited_and_free_once_let_go_or_lapsed() {
     let q = questions();
     // The stores keep expiry to the second: a hold of seconds.
     let hold = Duration::from_secs(3);
-    assert!(q.take("s:0", Some("a"), hold).await.unwrap());
-    assert!(!q.take("s:0", Some("a"), hold).await.unwrap(), "held");
+    let written = q.take("s:0", Some("a"), hold).await.unwrap();
+    assert!(written.is_some());
+    assert!(
+        q.take("s:0", Some("a"), hold).await.unwrap().is_none(),
+        "held"
+    );
     // Awaited past its hold: renewed, so still this call's.
     let soon = tokio::time::Instant::now() + Duration::from_secs(4);
     let waited = q
-        .wait("s:0", None, soon, Some(hold), std::future::pending())
+        .wait("s:0", written, soon, Some(hold), std::future::pending())
         .await;
     assert_eq!(waited, Err(Waited::Until));
     assert!(
-        !q.take("s:0", Some("a"), hold).await.unwrap(),
+        q.take("s:0", Some("a"), hold).await.unwrap().is_none(),
         "renewed while awaited"
     );
     // Not awaited (its call crashed): the hold lapses.
     tokio::time::sleep(Duration::from_millis(3500)).await;
-    assert!(q.take("s:0", Some("a"), hold).await.unwrap(), "lapsed");
+    assert!(
+        q.take("s:0", Some("a"), hold).await.unwrap().is_some(),
+        "lapsed"
+    );
     q.forget("s:0").await.unwrap();
-    assert!(q.take("s:0", Some("a"), hold).await.unwrap(), "let go");
+    assert!(
+        q.take("s:0", Some("a"), hold).await.unwrap().is_some(),
+        "let go"
+    );
+}
+
+#[tokio::test]
+async fn a_taken_questions_answer_is_handed_to_the_call_expecting_it_and_written_without_a_read() {
+    let store = crate::state::embedded::store(None).unwrap();
+    let counting = crate::state::counting::CountingReads::of(store, QUESTIONS);
+    let q = Arc::new(Questions::new(counting.clone()));
+    let written = q.take("s:1", Some("alice"), KEEP).await.unwrap();
+    // Every read fails: the call expects its answer knowing the question as it took it.
+    counting.fail_next(usize::MAX);
+    let waiting = q.expect("s:1", written);
+    q.answer("s:1", Some("alice"), |_| true, json!(7))
+        .await
+        .unwrap();
+    let got = waiting.wait(later(30), None, std::future::pending()).await;
+    assert_eq!(got, Ok(json!(7)));
+    counting.fail_next(0);
+    assert_eq!(counting.reads(), 0);
 }
 
 #[tokio::test]
