@@ -98,7 +98,7 @@ mod tests {
             id: id.into(),
             selected,
         };
-        let token = &asked.token.clone();
+        let token = asked.token.as_str();
         let other = answer(&questions, token, Some("alice"), &response("call-2", 0)).await;
         assert_eq!(other, Err(Refused::Mismatch));
         answer(&questions, token, Some("alice"), &response("call-1", 5))

@@ -12,6 +12,27 @@ fn later(secs: u64) -> tokio::time::Instant {
 
 const KEEP: Duration = Duration::from_secs(60);
 
+/// A question service over an embedded store whose reads of questions are counted.
+fn counted() -> (Arc<Questions>, Arc<crate::state::counting::CountingReads>) {
+    let store = crate::state::embedded::store(None).unwrap();
+    let counting = crate::state::counting::CountingReads::of(store, QUESTIONS);
+    (Arc::new(Questions::new(counting.clone())), counting)
+}
+
+/// A call of `q` waiting up to 30 s, in a task of its own, on question `token` (`known` as it
+/// asked it).
+fn waiting_call(
+    q: &Arc<Questions>,
+    token: &str,
+    known: Option<Item>,
+) -> tokio::task::JoinHandle<Result<Value, Waited>> {
+    let (q, token) = (q.clone(), token.to_owned());
+    tokio::spawn(async move {
+        q.wait(&token, known, later(30), None, std::future::pending())
+            .await
+    })
+}
+
 impl Questions {
     /// [`expect`](Self::expect)s the answer to question `token`, then [waits](Waiting::wait)
     /// for it: what each call waiting on a question does, in one step.
@@ -95,15 +116,9 @@ async fn the_same_call_asking_again_finds_its_question_and_its_answer() {
 
 #[tokio::test]
 async fn a_waiting_call_wakes_at_once_on_an_answer_taken_in_its_process_and_is_handed_it() {
-    let store = crate::state::embedded::store(None).unwrap();
-    let counting = crate::state::counting::CountingReads::of(store, QUESTIONS);
-    let q = Arc::new(Questions::new(counting.clone()));
+    let (q, counting) = counted();
     let asked = q.ask_once("w#0", None, Value::Null, KEEP).await.unwrap();
-    let (q2, token, written) = (q.clone(), asked.token.clone(), asked.written);
-    let waiter = tokio::spawn(async move {
-        q2.wait(&token, written, later(30), None, std::future::pending())
-            .await
-    });
+    let waiter = waiting_call(&q, &asked.token, asked.written);
     // Past its first read of the store: from here only a wake or the poll can end the wait.
     tokio::time::sleep(Duration::from_millis(50)).await;
     let started = std::time::Instant::now();
@@ -126,9 +141,7 @@ async fn a_waiting_call_wakes_at_once_on_an_answer_taken_in_its_process_and_is_h
 
 #[tokio::test]
 async fn an_answer_arriving_before_its_call_waits_is_handed_to_it_and_written_without_a_read() {
-    let store = crate::state::embedded::store(None).unwrap();
-    let counting = crate::state::counting::CountingReads::of(store, QUESTIONS);
-    let q = Arc::new(Questions::new(counting.clone()));
+    let (q, counting) = counted();
     let asked = q
         .ask_once("k#0", Some("alice"), json!(1), KEEP)
         .await
@@ -174,11 +187,7 @@ async fn an_answer_over_a_question_changed_since_its_waiting_call_knew_it_reads_
     let q = questions();
     let other = Questions::new(q.store().clone());
     let asked = q.ask_once("s#0", None, Value::Null, KEEP).await.unwrap();
-    let (q2, token, written) = (q.clone(), asked.token.clone(), asked.written);
-    let waiter = tokio::spawn(async move {
-        q2.wait(&token, written, later(30), None, std::future::pending())
-            .await
-    });
+    let waiter = waiting_call(&q, &asked.token, asked.written);
     tokio::time::sleep(Duration::from_millis(50)).await;
     // Answered through another process: the call here still knows it unanswered.
     other
@@ -194,11 +203,7 @@ async fn an_answer_over_a_question_changed_since_its_waiting_call_knew_it_reads_
     assert_eq!(waiter.await.unwrap(), Ok(json!(1)), "the first answer only");
     // Let go through another process: refused as the record stands (no such question).
     let asked = q.ask_once("s#1", None, Value::Null, KEEP).await.unwrap();
-    let (q2, token, written) = (q.clone(), asked.token.clone(), asked.written);
-    let waiter = tokio::spawn(async move {
-        q2.wait(&token, written, later(30), None, std::future::pending())
-            .await
-    });
+    let waiter = waiting_call(&q, &asked.token, asked.written);
     tokio::time::sleep(Duration::from_millis(50)).await;
     other.forget(&asked.token).await.unwrap();
     let gone = q.answer(&asked.token, None, |_| true, json!(2)).await;
@@ -212,11 +217,7 @@ async fn an_answer_taken_by_another_process_is_read_within_a_poll() {
     // Another process on the same store: its own service, its own waiting calls.
     let other = Questions::new(q.store().clone());
     let asked = q.ask_once("x#0", None, Value::Null, KEEP).await.unwrap();
-    let (q2, token) = (q.clone(), asked.token.clone());
-    let waiter = tokio::spawn(async move {
-        q2.wait(&token, None, later(30), None, std::future::pending())
-            .await
-    });
+    let waiter = waiting_call(&q, &asked.token, None);
     tokio::time::sleep(Duration::from_millis(50)).await;
     let started = std::time::Instant::now();
     other
@@ -286,9 +287,7 @@ async fn a_taken_key_is_held_while_awaited_and_free_once_let_go_or_lapsed() {
 
 #[tokio::test]
 async fn a_taken_questions_answer_is_handed_to_the_call_expecting_it_and_written_without_a_read() {
-    let store = crate::state::embedded::store(None).unwrap();
-    let counting = crate::state::counting::CountingReads::of(store, QUESTIONS);
-    let q = Arc::new(Questions::new(counting.clone()));
+    let (q, counting) = counted();
     let written = q.take("s:1", Some("alice"), KEEP).await.unwrap();
     // Every read fails: the call expects its answer knowing the question as it took it.
     counting.fail_next(usize::MAX);
