@@ -35,8 +35,9 @@ pub(crate) struct Lease {
     pub(crate) until_ms: u64,
 }
 
-/// Where a piece of work is in its life.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Where a piece of work is in its life (stored beside its other fields, named by `state`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
 pub(crate) enum State {
     /// To run at `due_ms` (Unix milliseconds), by any runner.
     Queued { due_ms: u64 },
@@ -44,54 +45,6 @@ pub(crate) enum State {
     Running(Lease),
     /// Waiting for someone (a person's answer): runs again once woken.
     Waiting,
-}
-
-/// The state as its fields are stored (as records of earlier versions have them too).
-#[derive(Serialize, Deserialize)]
-struct Stored {
-    #[serde(default)]
-    due_ms: u64,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    lease: Option<Lease>,
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    waiting: bool,
-}
-
-impl From<Stored> for State {
-    fn from(s: Stored) -> Self {
-        match (s.waiting, s.lease) {
-            (true, _) => Self::Waiting,
-            (false, Some(lease)) => Self::Running(lease),
-            (false, None) => Self::Queued { due_ms: s.due_ms },
-        }
-    }
-}
-
-impl From<State> for Stored {
-    fn from(s: State) -> Self {
-        let (due_ms, lease, waiting) = match s {
-            State::Queued { due_ms } => (due_ms, None, false),
-            State::Running(lease) => (0, Some(lease), false),
-            State::Waiting => (0, None, true),
-        };
-        Self {
-            due_ms,
-            lease,
-            waiting,
-        }
-    }
-}
-
-impl Serialize for State {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        Stored::from(self.clone()).serialize(s)
-    }
-}
-
-impl<'de> Deserialize<'de> for State {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Stored::deserialize(d).map(Self::from)
-    }
 }
 
 /// One piece of work: what runs it (`kind`, a handler a protocol registered), whose it is, what
@@ -103,7 +56,7 @@ pub(crate) struct Work {
     /// The caller it is done for (a hash of the caller; empty: the anonymous one): its runs
     /// take this caller's turns, and with a `slot` it counts in this caller's share. `None`:
     /// nobody's (a subscription's expiry).
-    #[serde(default, alias = "share", skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) caller: Option<String>,
     /// The slot of its caller's share it holds (`crate::state::share`), given back by its end;
     /// `None`: it counts in no share (bounded elsewhere: a subscription's deliveries).
