@@ -155,7 +155,7 @@ pub(crate) async fn invoke(
         .and_then(|(name, args)| args.remove(name))
         .and_then(|v| v.as_str().map(str::to_owned))
         .filter(|u| !u.is_empty() && u.chars().count() <= MAX_USER_ID_CHARS);
-    let mut call = context.call("agentcore", Target::Tool(tool.clone()), input);
+    let mut call = context.call("agentcore", Target::Tool(tool.tool.clone()), input);
     call.user_id = user_id;
     // The gateway's request id ties the call's log line to the gateway's.
     call.trace_id = custom

@@ -84,11 +84,11 @@ impl McpServer {
     where
         F: std::future::Future<Output = Option<Arc<Carried<Elicit>>>>,
     {
-        let tool = self.tool(&request.name)?;
+        let served = self.tool(&request.name)?;
+        let (tool, required) = (&served.tool, served.task_required);
         // A long-running tool (or one served only as a task) called by a client that declared
         // the tasks extension runs as a task: the answer is its handle, at once. One that asks
         // first becomes a task where it detaches, its questions asked here.
-        let required = self.0.task_required(&request.name);
         let as_task =
             required || tool.task_support == oxp_lambda_core::declare::TaskSupport::Optional;
         let detach = on_request.tasks && tool.asks_first && self.0.tasks().is_some();
@@ -121,7 +121,7 @@ impl McpServer {
 
     /// The served tool named `name`; unknown, the one error the spec makes a protocol error
     /// (-32602).
-    pub(super) fn tool(&self, name: &str) -> Result<&Arc<RegisteredTool>, ErrorData> {
+    pub(super) fn tool(&self, name: &str) -> Result<&super::handler::ServedTool, ErrorData> {
         self.0.get(name).ok_or_else(|| {
             // The name is the caller's: bounded and stripped of control characters before it
             // is answered back (a 200 KB name would come back whole).
@@ -151,8 +151,15 @@ impl McpServer {
         let empty = Map::new();
         let arguments = request.arguments.as_ref().unwrap_or(&empty);
         let subject = parts.and_then(super::plumbing::subject);
-        let binding = round_trip::binding(subject, &request.name, arguments);
         let (state, responses) = (request.request_state.as_deref(), &request.input_responses);
+        // What a state is bound to, where one is read or may be sealed: a client that takes no
+        // question and brings no state or answer never gets a round (each question fails at
+        // once), and its call skips the digest of its arguments.
+        let bound = state.is_some() || responses.is_some() || offers.takes_any();
+        let binding = match bound {
+            true => round_trip::binding(subject, &request.name, arguments),
+            false => Vec::new(),
+        };
         let mut exchange = trips.begin(&binding, state, responses.as_ref()).await?;
         exchange = exchange.offering(offers);
         if detach {

@@ -199,14 +199,19 @@ pub(super) async fn try_call(
         None => {
             // A tool served only as a task is refused on rmcp's path, which says what the
             // client lacks.
-            if meta.as_deref().is_some_and(FastMeta::per_request) || server.0.task_required(&name) {
+            let tool = server.tool(&name);
+            if meta.as_deref().is_some_and(FastMeta::per_request)
+                || tool.as_ref().is_ok_and(|served| served.task_required)
+            {
                 return None;
             }
-            let tool = server.tool(&name);
-            (
-                tool.map(|tool| Prepared::Run(tool, arguments, Asking::Not)),
-                None,
-            )
+            match tool {
+                Ok(served) => (
+                    Ok(Prepared::Run(&served.tool, arguments, Asking::Not)),
+                    None,
+                ),
+                Err(error) => (Err(error), None),
+            }
         }
     };
     let answer = match prepared {
@@ -256,7 +261,12 @@ fn modern(
     arguments: Option<Map<String, Value>>,
     meta: Option<Box<FastMeta>>,
 ) -> Option<(CallToolRequestParams, OnRequest)> {
-    if named != name || server.0.param_headers(&name) {
+    // A tool that takes `Mcp-Param-*` headers, or none served (rmcp names it unknown).
+    let headed = server
+        .0
+        .get(&name)
+        .is_none_or(|served| served.param_headers);
+    if named != name || headed {
         return None;
     }
     let on_request = plain_meta(*meta?)?;

@@ -14,22 +14,38 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 /// How long a client may treat `tools/list` as fresh (2026-07-28 caching hints).
 const LISTING_TTL_MS: u64 = 300_000;
 
+/// A served tool and how `/mcp` serves it: what a call reads of it, found by one lookup.
+#[derive(Debug)]
+pub(crate) struct ServedTool {
+    pub(crate) tool: Arc<RegisteredTool>,
+    /// Its input schema names `x-mcp-header` (2026-07-28's `Mcp-Param-*` headers, which rmcp
+    /// checks against the call's arguments).
+    pub(crate) param_headers: bool,
+    /// It is served only as a task (`task_support = "required"`, `OXP_MCP_TASK_REQUIRED`).
+    pub(crate) task_required: bool,
+}
+
+impl std::ops::Deref for ServedTool {
+    type Target = Arc<RegisteredTool>;
+
+    fn deref(&self) -> &Arc<RegisteredTool> {
+        &self.tool
+    }
+}
+
 /// What every request shares: the served tools, their MCP definitions and the invoker.
 #[derive(Debug)]
 pub(crate) struct Served {
     invoker: Arc<Invoker>,
-    tools: Vec<Arc<RegisteredTool>>,
-    by_name: HashMap<String, usize>,
+    tools: Vec<ServedTool>,
+    by_name: foldhash::HashMap<String, usize>,
     listing: Vec<Tool>,
-    /// By tool: whether its input schema names `x-mcp-header` (2026-07-28's `Mcp-Param-*`
-    /// headers, which rmcp checks against the call's arguments).
-    param_headers: Vec<bool>,
     /// `tools/call` requests running here, by caller and request id, for
     /// `notifications/cancelled`.
     pub(super) running: Arc<Running>,
@@ -37,8 +53,6 @@ pub(crate) struct Served {
     pub(super) round_trips: Option<RoundTrips>,
     /// The tasks extension, where the server offers it (`/mcp` with a state store).
     tasks: Option<Arc<Tasks>>,
-    /// The tools served only as tasks, by listing name.
-    task_required: HashSet<String>,
 }
 
 impl Served {
@@ -53,10 +67,14 @@ impl Served {
             .iter()
             .map(|t| super::definition::definition(t))
             .collect();
-        let param_headers = listing
-            .iter()
-            .map(|t| {
-                serde_json::to_string(&t.input_schema).is_ok_and(|s| s.contains("x-mcp-header"))
+        let tools = tools
+            .into_iter()
+            .zip(&listing)
+            .map(|(tool, listed)| ServedTool {
+                tool,
+                param_headers: serde_json::to_string(&listed.input_schema)
+                    .is_ok_and(|s| s.contains("x-mcp-header")),
+                task_required: false,
             })
             .collect();
         Self {
@@ -64,42 +82,30 @@ impl Served {
             tools,
             by_name,
             listing,
-            param_headers,
             running: Arc::default(),
             round_trips: None,
             tasks: None,
-            task_required: HashSet::new(),
         }
     }
 
     /// Offers the tasks extension over `tasks`; the tools named in `required` (listing names)
     /// are served only as tasks.
-    pub(crate) fn with_tasks(mut self, tasks: Arc<Tasks>, required: HashSet<String>) -> Self {
+    pub(crate) fn with_tasks(mut self, tasks: Arc<Tasks>, required: &HashSet<String>) -> Self {
         self.tasks = Some(tasks);
-        self.task_required = required;
+        for served in &mut self.tools {
+            served.task_required = required.contains(&served.tool.listing_name);
+        }
         self
-    }
-
-    /// Whether the tool named `name` is served only as a task (`OXP_MCP_TASK_REQUIRED`).
-    pub(crate) fn task_required(&self, name: &str) -> bool {
-        self.task_required.contains(name)
     }
 
     /// The task support `tools/list` shows for the tool named `name` (`None`: never a task).
     pub(crate) fn task_support(&self, name: &str) -> Option<&'static str> {
-        if self.task_required(name) {
+        let served = self.get(name)?;
+        if served.task_required {
             return Some("required");
         }
-        let tool = &self.tools[*self.by_name.get(name)?];
-        (tool.task_support == oxp_lambda_core::declare::TaskSupport::Optional).then_some("optional")
-    }
-
-    /// Whether the tool named `name` takes `Mcp-Param-*` headers (any mention of `x-mcp-header`
-    /// in its input schema counts: rmcp reads them); `true` for no served tool.
-    pub(crate) fn param_headers(&self, name: &str) -> bool {
-        self.by_name
-            .get(name)
-            .is_none_or(|&i| self.param_headers[i])
+        let optional = served.task_support == oxp_lambda_core::declare::TaskSupport::Optional;
+        optional.then_some("optional")
     }
 
     /// The tasks, where offered.
@@ -120,7 +126,7 @@ impl Served {
     }
 
     /// The served tool named `name` (its listing name, `Calculator_Add`).
-    pub(crate) fn get(&self, name: &str) -> Option<&Arc<RegisteredTool>> {
+    pub(crate) fn get(&self, name: &str) -> Option<&ServedTool> {
         self.by_name.get(name).map(|&i| &self.tools[i])
     }
 

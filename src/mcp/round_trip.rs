@@ -276,6 +276,11 @@ impl RoundTrips {
         if asked.is_empty() {
             return Ok(None);
         }
+        // Never a state bound to nothing (a call of a client that takes no question has no
+        // binding, and asks nothing).
+        if binding.is_empty() {
+            return Err("a round without a binding".into());
+        }
         let codec = self.codec().await?;
         let sealed = Sealed {
             a: answers,

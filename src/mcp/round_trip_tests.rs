@@ -154,3 +154,22 @@ fn a_rounds_end_boxed_at_every_2026_07_28_call_is_small() {
     let end = std::mem::size_of_val(&round.end(None, "Calc_Add", &answer));
     assert!(end < 2048, "{end} bytes");
 }
+
+/// A round is never sealed bound to nothing: a call whose client takes no question goes
+/// without a binding (it cannot be asked), and should one of its questions be parked all the
+/// same, no state is given out.
+#[tokio::test]
+async fn a_question_parked_without_a_binding_is_no_state_given_out() {
+    let trips = trips();
+    let asked = || async {
+        let exchange = Carried(Exchange::default());
+        let ask = Ask::new("Go?", ["Yes", "No"]);
+        assert!(matches!(exchange.ask(ask, 0).await, Err(TalkError::Parked)));
+        exchange
+    };
+    let unbound = asked().await;
+    assert!(trips.input_required(&unbound, &[]).await.is_err());
+    let (bound, binding) = (asked().await, binding_of("alice"));
+    let sealed = trips.input_required(&bound, &binding).await;
+    assert!(sealed.unwrap().is_some());
+}

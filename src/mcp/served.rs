@@ -53,7 +53,7 @@ pub(crate) fn served_for_mcp(
     let required = task_required(&settings.task_required, &tools, tasks.is_some())?;
     let mcp = Served::new(invoker, tools).with_round_trips(trips);
     Ok(Arc::new(match tasks {
-        Some(tasks) => mcp.with_tasks(tasks, required),
+        Some(tasks) => mcp.with_tasks(tasks, &required),
         None => mcp,
     }))
 }
