@@ -393,29 +393,54 @@ async fn the_fast_path_answers_a_2026_07_28_call_as_rmcps_path_does_with_its_sta
     };
     let app = app_with(example_tools::registry().unwrap(), config);
     let form = json!({"elicitation": {"form": {}}});
+    let info = json!({"name": "t", "version": "1"});
     let calls = [
-        ("Calculator_Add", json!({"a": 10, "b": 5}), json!({})),
-        ("Calculator_Add", json!({"a": "ten"}), json!({})),
-        ("SMS_Send", json!({"to": "+1", "message": "m"}), json!({})),
+        (
+            "Calculator_Add",
+            json!({"a": 10, "b": 5}),
+            json!({}),
+            info.clone(),
+        ),
+        (
+            "Calculator_Add",
+            json!({"a": "ten"}),
+            json!({}),
+            info.clone(),
+        ),
+        (
+            "SMS_Send",
+            json!({"to": "+1", "message": "m"}),
+            json!({}),
+            info.clone(),
+        ),
         // A tool that asks, for a client that takes no form (-32021, 400) and for one that does
         // (the round's `input_required`, whose sealed state differs call by call).
         (
             "Demo_Confirm",
             json!({"prompt": "Go?", "choices": ["a", "b"], "default": 0}),
             json!({}),
+            info.clone(),
         ),
         (
             "Demo_Confirm",
             json!({"prompt": "Go?", "choices": ["a", "b"], "default": 0}),
             form,
+            info,
+        ),
+        // A client identity that is no `Implementation`: neither way reads it.
+        (
+            "Calculator_Add",
+            json!({"a": 1, "b": 2}),
+            json!({}),
+            json!("t"),
         ),
     ];
-    for (n, (name, arguments, capabilities)) in calls.into_iter().enumerate() {
+    for (n, (name, arguments, capabilities, info)) in calls.into_iter().enumerate() {
         let call = json!({"jsonrpc": "2.0", "id": n, "method": "tools/call",
             "params": {"name": name, "arguments": arguments, "_meta": {
                 "io.modelcontextprotocol/protocolVersion": "2026-07-28",
                 "io.modelcontextprotocol/clientCapabilities": capabilities,
-                "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}}}})
+                "io.modelcontextprotocol/clientInfo": info}}})
         .to_string();
         let mut headers = vec![
             ("mcp-protocol-version", "2026-07-28"),

@@ -145,7 +145,7 @@ fn plain(headers: &HeaderMap) -> Option<Plain<'_>> {
 
 /// What a 2026-07-28 call's client declared, when its `_meta` is as the fast path takes it: the
 /// revision's required members, read into rmcp's types and naming this revision, optionally the
-/// client's identity (valid) and a trace context, and nothing else (a progress token or a log
+/// client's identity (not decoded: rmcp answers alike whatever it holds) and a trace context, and nothing else (a progress token or a log
 /// level is rmcp's to act on).
 fn plain_meta(meta: FastMeta) -> Option<OnRequest> {
     let this = meta.version? == rmcp::model::ProtocolVersion::V_2026_07_28;

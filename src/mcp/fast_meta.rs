@@ -6,7 +6,7 @@
 //! path reads that is there twice or does not decode fails the read, and the request goes to
 //! rmcp, which reads it in full: never another answer, only the slower path.
 
-use rmcp::model::{ClientCapabilities, Implementation, ProgressToken, ProtocolVersion};
+use rmcp::model::{ClientCapabilities, ProgressToken, ProtocolVersion};
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use std::fmt;
@@ -25,7 +25,8 @@ pub(super) struct FastMeta {
     pub(super) version: Option<ProtocolVersion>,
     /// `io.modelcontextprotocol/clientCapabilities`.
     pub(super) capabilities: Option<ClientCapabilities>,
-    /// `io.modelcontextprotocol/clientInfo` was there (and valid).
+    /// `io.modelcontextprotocol/clientInfo` was there. Not decoded: nothing here reads it, and
+    /// rmcp answers a call alike whatever it holds (`tests/mcp.rs`).
     pub(super) info: bool,
     /// The W3C `traceparent` (SEP-414).
     pub(super) traceparent: Option<String>,
@@ -98,12 +99,16 @@ impl<'de> Deserialize<'de> for FastMeta {
             }
             fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<FastMeta, M::Error> {
                 let mut meta = FastMeta::default();
-                let mut info = None::<Implementation>;
                 while let Some(key) = map.next_key()? {
                     match key {
                         Key::Version => once(&mut meta.version, map.next_value()?)?,
                         Key::Capabilities => once(&mut meta.capabilities, map.next_value()?)?,
-                        Key::Info => once(&mut info, map.next_value()?)?,
+                        Key::Info => {
+                            map.next_value::<IgnoredAny>()?;
+                            if std::mem::replace(&mut meta.info, true) {
+                                return Err(de::Error::custom("a member twice"));
+                            }
+                        }
                         Key::Traceparent => once(&mut meta.traceparent, map.next_value()?)?,
                         Key::Trace => drop(map.next_value::<IgnoredAny>()?),
                         Key::Progress => {
@@ -118,7 +123,6 @@ impl<'de> Deserialize<'de> for FastMeta {
                         }
                     }
                 }
-                meta.info = info.is_some();
                 Ok(meta)
             }
         }
@@ -149,7 +153,7 @@ mod tests {
             .build();
         let mut written = RequestMetaObject::with_client_context(
             ProtocolVersion::V_2026_07_28,
-            Implementation::new("c", "1"),
+            rmcp::model::Implementation::new("c", "1"),
             capabilities.clone(),
         );
         written.set_traceparent("00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01");
@@ -181,7 +185,6 @@ mod tests {
         for meta in [
             r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#,
             r#"{"io.modelcontextprotocol/clientCapabilities":[]}"#,
-            r#"{"io.modelcontextprotocol/clientInfo":"c"}"#,
             r#"{"traceparent":5}"#,
             r#"[]"#,
         ] {

@@ -212,6 +212,14 @@ async fn a_plain_2026_07_28_call_is_answered_here_with_its_result_type() {
     assert_eq!(answer["id"], 7);
     assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
     assert_eq!(answer["result"]["content"][0]["text"], "3", "{answer}");
+    // The client's identity is not read (rmcp answers alike whatever it holds).
+    let unread = MODERN_META.replace(r#"{"name":"c","version":"1"}"#, r#""c""#);
+    let body = modern_call(&unread);
+    assert!(
+        try_call(&server(), &modern_parts(&[]), read(&body))
+            .await
+            .is_some()
+    );
 }
 
 #[tokio::test]
@@ -257,7 +265,6 @@ async fn a_2026_07_28_call_rmcp_must_check_goes_to_rmcp() {
         r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#,
         r#"{"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/clientCapabilities":{}}"#,
         r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":[]}"#,
-        r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":"c"}"#,
         r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"progressToken":1}"#,
         r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"debug"}"#,
         // A member read here sent twice: rmcp's to judge.
