@@ -64,8 +64,8 @@ async fn roundtrip(
 }
 
 /// The `Calculator.Add` call at MCP 2026-07-28: the revision's standard headers, and its
-/// `_meta` on the request.
-async fn modern(app: &App) -> axum::body::Bytes {
+/// `_meta` on the request (`body`: a client that declares no capability, or one that takes forms).
+async fn modern(app: &App, body: &'static [u8]) -> axum::body::Bytes {
     let request = Request::builder()
         .method("POST")
         .uri("/mcp")
@@ -74,7 +74,7 @@ async fn modern(app: &App) -> axum::body::Bytes {
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
         .header("mcp-name", "Calculator_Add")
-        .body(Body::from(MODERN_ADD))
+        .body(Body::from(body))
         .unwrap();
     let response = app.clone().oneshot(request).await.unwrap();
     response.into_body().collect().await.unwrap().to_bytes()
@@ -82,6 +82,9 @@ async fn modern(app: &App) -> axum::body::Bytes {
 
 const MODERN_ADD: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Calculator_Add","arguments":{"a":10,"b":5},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"b","version":"1"}}}}"#;
 
+/// The same from a client that takes forms: a call that may be asked, whose round is bound to
+/// its caller, tool and arguments.
+const MODERN_FORM_ADD: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Calculator_Add","arguments":{"a":10,"b":5},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}},"io.modelcontextprotocol/clientInfo":{"name":"b","version":"1"}}}}"#;
 const ADD: &[u8] = br#"{"$schema":"urn:oxp:1.0","request":{"call_id":"123e4567-e89b-12d3-a456-426614174000","tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":5}}}"#;
 const MCP_ADD: &[u8] = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Calculator_Add","arguments":{"a":10,"b":5}}}"#;
 const INVALID: &[u8] = br#"{"$schema":"urn:oxp:1.0","request":{"call_id":"123e4567-e89b-12d3-a456-426614174000","tool_id":"Calculator.Add@1.0.0","input":{"a":10,"b":"infinity"}}}"#;
@@ -111,7 +114,7 @@ fn bench(c: &mut Criterion) {
             &app,
             |b, app| {
                 b.to_async(&rt)
-                    .iter(|| async { black_box(modern(app).await) })
+                    .iter(|| async { black_box(modern(app, MODERN_ADD).await) })
             },
         );
         group.bench_with_input(BenchmarkId::new("validation_422", tools), &app, |b, app| {
@@ -124,6 +127,12 @@ fn bench(c: &mut Criterion) {
         });
         group.finish();
     }
+    // The 2026-07-28 call from a client that takes forms (so it may be asked).
+    let forms = app(1);
+    c.bench_function("call_path/mcp_modern_form_client_calculator_add/1", |b| {
+        b.to_async(&rt)
+            .iter(|| async { black_box(modern(&forms, MODERN_FORM_ADD).await) })
+    });
     // The same successful call with the default in-memory idempotency store and a call_id.
     let registry = example_tools::registry().unwrap();
     let idempotent = App::builder(registry)
