@@ -145,8 +145,8 @@ fn plain(headers: &HeaderMap) -> Option<Plain<'_>> {
 
 /// What a 2026-07-28 call's client declared, when its `_meta` is as the fast path takes it: the
 /// revision's required members, read into rmcp's types and naming this revision, optionally the
-/// client's identity (not decoded: rmcp answers alike whatever it holds) and a trace context, and nothing else (a progress token or a log
-/// level is rmcp's to act on).
+/// client's identity (not decoded: rmcp answers alike whatever it holds) and a trace context,
+/// and nothing else (a progress token or a log level is rmcp's to act on).
 fn plain_meta(meta: FastMeta) -> Option<OnRequest> {
     let this = meta.version? == rmcp::model::ProtocolVersion::V_2026_07_28;
     let capabilities = meta.capabilities?;
@@ -205,13 +205,8 @@ pub(super) async fn try_call(
             {
                 return None;
             }
-            match tool {
-                Ok(served) => (
-                    Ok(Prepared::Run(&served.tool, arguments, Asking::Not)),
-                    None,
-                ),
-                Err(error) => (Err(error), None),
-            }
+            let run = tool.map(|served| Prepared::Run(&served.tool, arguments, Asking::Not));
+            (run, None)
         }
     };
     let answer = match prepared {
