@@ -173,3 +173,20 @@ async fn a_question_parked_without_a_binding_is_no_state_given_out() {
     let sealed = trips.input_required(&bound, &binding).await;
     assert!(sealed.unwrap().is_some());
 }
+
+/// What a state is bound to is the same bytes whatever writes them (a state sealed by one
+/// build opens in the next): the caller and the tool, each after its length, then the
+/// arguments as serde_json writes them (members in order), under SHA-256.
+#[test]
+fn a_binding_is_the_digest_of_the_caller_the_tool_and_the_arguments_as_written() {
+    let bound = binding(
+        Some("alice"),
+        "Demo_Confirm",
+        &json!({"prompt": "Go?", "b": [1, 2]}),
+    );
+    let hex: String = bound.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(
+        hex,
+        "8c6ae9a03cc78e3b504b439c2f7f59dbb348a2786049f48856957963f5d6db47"
+    );
+}
