@@ -273,8 +273,8 @@ fn modern(
 /// The JSON-RPC answer to request `id`, as rmcp writes it, and its status: 200, but for a
 /// `modern` (2026-07-28) request's missing client capability (-32021), which is 400 (the
 /// revision's rule, which rmcp and `modern.rs` apply; a plain call meets no other error with a
-/// status of its own), its error's quotes of what the caller sent shortened as `modern.rs`
-/// does.
+/// status of its own), its error's quotes of what the caller sent shortened as
+/// `plumbing::message_shown` does.
 fn answered(
     id: RequestId,
     answer: Result<CallToolResponse, ErrorData>,
@@ -291,7 +291,7 @@ fn answered(
             if error.code == ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
                 status = StatusCode::BAD_REQUEST;
             }
-            error.message = super::modern::quotes_shown(&error.message).into();
+            error.message = super::plumbing::message_shown(&error.message).into();
             ServerJsonRpcMessage::Error(JsonRpcError::new(Some(id), error))
         }
         Err(error) => ServerJsonRpcMessage::Error(JsonRpcError::new(Some(id), error)),

@@ -74,11 +74,18 @@ impl<'a> Message<'a> {
         self.len
     }
 
-    /// The `id` as sent, for an error's `id` (`null` without one).
+    /// The `id`, for an error's `id`: `null` without one, or for one that is no request id
+    /// (JSON-RPC answers an id it cannot read with `null`; it is never echoed).
     pub(super) fn id_value(&self) -> Value {
-        self.id
-            .and_then(|id| serde_json::from_str(id.get()).ok())
+        self.id()
+            .and_then(|id| serde_json::to_value(id).ok())
             .unwrap_or(Value::Null)
+    }
+
+    /// An `id` was sent that is no request id (an object, an array, `null`, a boolean, a
+    /// fraction): the message is no valid request.
+    pub(super) fn has_unreadable_id(&self) -> bool {
+        self.id.is_some() && self.id().is_none()
     }
 
     /// The `id`, when it is a JSON-RPC request id (a number or a string).

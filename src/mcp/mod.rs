@@ -354,5 +354,10 @@ async fn through_rmcp(
     if modern {
         return modern::status_of_errors(response).await;
     }
+    // A refusal in JSON (an `initialize` whose header and body name different versions)
+    // quotes what the caller sent.
+    if response.status().is_client_error() {
+        return plumbing::refusal_shown(response).await;
+    }
     response
 }

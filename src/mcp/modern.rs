@@ -80,30 +80,12 @@ pub(super) async fn status_of_errors(response: Response) -> Response {
         None => return Response::from_parts(parts, Body::from(bytes)),
         _ => {}
     }
-    // rmcp's errors quote what the caller sent between backticks (-32020: a header and the
-    // body's value): each quote shown at most 64 characters.
+    // rmcp's errors quote what the caller sent (-32020: a header and the body's value).
     let Some(Value::String(message)) = answer.pointer_mut("/error/message") else {
         return Response::from_parts(parts, Body::from(bytes));
     };
-    *message = quotes_shown(message);
+    *message = super::plumbing::message_shown(message);
     let bytes = serde_json::to_vec(&answer).expect("answers serialize");
     parts.headers.remove(http::header::CONTENT_LENGTH);
     Response::from_parts(parts, Body::from(bytes))
-}
-
-/// An error's `message` with each quote between backticks (what the caller sent) shown at
-/// most 64 characters.
-pub(super) fn quotes_shown(message: &str) -> String {
-    message
-        .split('`')
-        .enumerate()
-        .map(|(i, part)| {
-            if i % 2 == 1 {
-                crate::server::shown(part)
-            } else {
-                part.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("`")
 }

@@ -1,8 +1,9 @@
 //! What `/mcp` answers around rmcp: the signal of a request its client closed, JSON-RPC
-//! errors for what rmcp refuses in plain text or does not reach, and the 401 of the plumbing.
+//! errors for what rmcp refuses in plain text or does not reach, what its refusals quote of the
+//! caller's bounded, and the 401 of the plumbing.
 
 use super::message::Message;
-use crate::server::json;
+use crate::server::{json, shown};
 use axum::body::{Body, Bytes};
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
@@ -38,8 +39,9 @@ impl Drop for ClosedGuard {
 
 /// rmcp answers some refusals in plain text; the client gets a JSON-RPC error instead. Its 415
 /// after the plumbing accepted the content type means the JSON was no JSON-RPC message
-/// (`message` is `None`, or names no method) or, as rmcp reads unknown methods as custom
-/// requests, a message with a method failed on its params.
+/// (`message` is `None`, names no method, or has an id that is no request id, answered with a
+/// `null` id) or, as rmcp reads unknown methods as custom requests, a message with a method
+/// failed on its params.
 pub(super) async fn plain_error_as_rpc(
     response: http::Response<
         impl axum::body::HttpBody<Data = Bytes, Error = std::convert::Infallible> + Send + 'static,
@@ -49,7 +51,8 @@ pub(super) async fn plain_error_as_rpc(
     let (parts, body) = response.into_parts();
     if parts.status == StatusCode::UNSUPPORTED_MEDIA_TYPE {
         let id = message.map_or(Value::Null, Message::id_value);
-        return if message.is_some_and(|m| m.method().is_some()) {
+        let request = message.filter(|m| !m.has_unreadable_id());
+        return if request.is_some_and(|m| m.method().is_some()) {
             rpc_error(StatusCode::BAD_REQUEST, id, -32602, "Invalid params")
         } else {
             rpc_error(
@@ -60,20 +63,90 @@ pub(super) async fn plain_error_as_rpc(
             )
         };
     }
-    // rmcp's other texts are fixed (406, 403 for a Host or Origin, ...).
-    let text = axum::body::to_bytes(Body::new(body), 4096)
+    // rmcp's other texts are fixed (406, 403 for a Host or Origin, ...) but one, which names
+    // the version header as sent. Read whole (rmcp made it in memory, the header bounded by
+    // the server's), so it never comes back empty.
+    let text = axum::body::to_bytes(Body::new(body), 1024 * 1024)
         .await
         .unwrap_or_default();
-    let mut answer = rpc_error(
-        parts.status,
-        Value::Null,
-        -32600,
-        String::from_utf8_lossy(&text).trim(),
-    );
+    let text = String::from_utf8_lossy(&text);
+    let text = match text.trim() {
+        "" => parts
+            .status
+            .canonical_reason()
+            .unwrap_or("Bad Request")
+            .to_owned(),
+        text => match text.strip_prefix(UNSUPPORTED_VERSION) {
+            Some(sent) => format!("{UNSUPPORTED_VERSION}{}", shown(sent)),
+            None => message_shown(text),
+        },
+    };
+    let mut answer = rpc_error(parts.status, Value::Null, -32600, &text);
     if let Some(allow) = parts.headers.get(header::ALLOW) {
         answer.headers_mut().insert(header::ALLOW, allow.clone());
     }
     answer
+}
+
+/// How rmcp's transport begins its refusal of a version header naming no revision it knows;
+/// the header as sent follows.
+const UNSUPPORTED_VERSION: &str = "Bad Request: Unsupported MCP-Protocol-Version: ";
+
+/// The most characters of an error message of rmcp's, its own words and its quotes together.
+const MESSAGE_SHOWN: usize = 256;
+
+/// An error message of rmcp's as the client gets it: each value it quotes (between backticks,
+/// or in parentheses: the headers and `_meta` members a -32020 compares, the versions an
+/// `initialize` compares) shown at most 64 characters, as every refusal shows what the caller
+/// sent, and the whole at most 256, so that even a value that opens a quote of its own comes
+/// back bounded.
+pub(super) fn message_shown(message: &str) -> String {
+    let mut kept = String::with_capacity(message.len().min(MESSAGE_SHOWN));
+    let mut rest = message;
+    while let Some(open) = rest.find(['`', '(']) {
+        let (close, next) = match rest[open..].starts_with('`') {
+            true => ('`', " `"),
+            false => (')', " ("),
+        };
+        // To the last closing mark before the next quote opens: a value's own `)` or backtick
+        // stays inside its quote.
+        let inner = &rest[open + 1..];
+        let until = inner.find(next).unwrap_or(inner.len());
+        let Some(length) = inner[..until].rfind(close) else {
+            break;
+        };
+        let (before, quoted) = (&rest[..=open], &rest[open + 1..open + 1 + length]);
+        kept.push_str(before);
+        kept.push_str(&shown(quoted));
+        kept.push(close);
+        rest = &rest[open + 1 + length + 1..];
+    }
+    kept.push_str(rest);
+    oxp_lambda_core::naming::shown_at_most(&kept, MESSAGE_SHOWN)
+}
+
+/// A JSON answer of rmcp's to a request it refused (a 4xx status), its error's message as
+/// [`message_shown`] has it.
+pub(super) async fn refusal_shown(response: Response) -> Response {
+    let (mut parts, body) = response.into_parts();
+    // Bounded as rmcp's answers are (it made this one in memory).
+    let Ok(bytes) = axum::body::to_bytes(body, 4 * 1024 * 1024).await else {
+        return Response::from_parts(parts, Body::empty());
+    };
+    let Ok(mut answer) = serde_json::from_slice::<Value>(&bytes) else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    let Some(Value::String(message)) = answer.pointer_mut("/error/message") else {
+        return Response::from_parts(parts, Body::from(bytes));
+    };
+    let shown = message_shown(message);
+    if shown == *message {
+        return Response::from_parts(parts, Body::from(bytes));
+    }
+    *message = shown;
+    parts.headers.remove(header::CONTENT_LENGTH);
+    let bytes = serde_json::to_vec(&answer).expect("answers serialize");
+    Response::from_parts(parts, Body::from(bytes))
 }
 
 /// The request id (as JSON text) a `notifications/cancelled` names, if `message` is one.
@@ -163,4 +236,37 @@ pub(super) fn version_of(sent: &[u8]) -> Option<&'static rmcp::model::ProtocolVe
     rmcp::model::ProtocolVersion::KNOWN_VERSIONS
         .iter()
         .find(|known| known.as_str().as_bytes() == sent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::message_shown;
+
+    #[test]
+    fn each_value_rmcp_quotes_is_shown_at_most_64_characters_and_its_own_words_kept() {
+        let x = "x".repeat(5000);
+        let cut = format!("{}…", "x".repeat(64));
+        // Backticks, as a -32020 on `Mcp-Method` has them.
+        let ticks = format!("Mcp-Method header `{x}` does not match body method `tools/list`");
+        assert_eq!(
+            message_shown(&ticks),
+            format!("Mcp-Method header `{cut}` does not match body method `tools/list`")
+        );
+        // Parentheses, with a `)` of the caller's inside the value.
+        let parens = format!("header (2026-07-28) does not match protocolVersion (v){x})");
+        assert_eq!(
+            message_shown(&parens),
+            format!(
+                "header (2026-07-28) does not match protocolVersion (v){}…)",
+                "x".repeat(62)
+            )
+        );
+        // A value that opens a quote of its own and never closes it: bounded as a whole.
+        let open = format!("Unknown tool: `{x}");
+        assert_eq!(message_shown(&open).chars().count(), 257);
+        // rmcp's own words alone pass as they are.
+        let fixed =
+            "Not Acceptable: Client must accept both application/json and text/event-stream";
+        assert_eq!(message_shown(fixed), fixed);
+    }
 }

@@ -92,7 +92,10 @@ impl CallbackPolicy {
                     "callback URLs must use https (plain http is allowed only for loopback where loopback is allowed, or with OXP_RAP_ALLOW_HTTP)".into(),
                 ));
             }
-            other => return Err(Refused(format!("scheme '{other}' is not https"))),
+            other => {
+                let other = oxp_lambda_core::naming::shown(other);
+                return Err(Refused(format!("scheme '{other}' is not https")));
+            }
         }
         if !self.allowed_hosts.is_empty() {
             let name = match &host {
@@ -100,6 +103,7 @@ impl CallbackPolicy {
                 Host::Ip(ip) => ip.to_string(),
             };
             if !self.allowed_hosts.iter().any(|p| host_matches(p, &name)) {
+                let name = oxp_lambda_core::naming::shown(&name);
                 return Err(Refused(format!(
                     "host '{name}' is not in the callback allow-list (OXP_RAP_CALLBACK_HOSTS)"
                 )));
@@ -376,5 +380,22 @@ mod tests {
             p.check_url("https://agent.example.com.evil.test/cb")
                 .is_err()
         );
+    }
+
+    #[test]
+    fn a_refusal_shows_at_most_64_characters_of_the_scheme_or_host_it_names() {
+        let p = CallbackPolicy {
+            allowed_hosts: vec!["agent.example.com".into()],
+            ..lambda()
+        };
+        let long = "a".repeat(1900);
+        for url in [format!("{long}://x/cb"), format!("https://{long}.test/cb")] {
+            let refused = p.check_url(&url).unwrap_err().to_string();
+            assert!(!refused.contains(&"a".repeat(65)), "{refused}");
+            assert!(
+                refused.contains(&format!("{}…", "a".repeat(64))),
+                "{refused}"
+            );
+        }
     }
 }

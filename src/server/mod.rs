@@ -164,29 +164,9 @@ fn is_json(headers: &HeaderMap) -> bool {
             && essence[essence.len() - suffix.len()..].eq_ignore_ascii_case(suffix))
 }
 
+pub(crate) use oxp_lambda_core::naming::shown;
+
 /// A JSON response with `body`.
-/// The most characters of what a caller sent that an answer shows back (a name, a version).
-pub(crate) const SHOWN: usize = 64;
-
-/// `text` (the caller's) as an error may show it back: at most [`SHOWN`] characters, without
-/// control characters, marked when cut. A 100 KB value never comes back whole.
-pub(crate) fn shown(text: &str) -> String {
-    let mut kept: String = text
-        .chars()
-        .filter(|c| !c.is_control())
-        .take(SHOWN)
-        .collect();
-    if text
-        .chars()
-        .filter(|c| !c.is_control())
-        .nth(SHOWN)
-        .is_some()
-    {
-        kept.push('…');
-    }
-    kept
-}
-
 pub(crate) fn json_response(status: StatusCode, body: Bytes) -> Response {
     let mut response = Response::new(Body::from(body));
     *response.status_mut() = status;

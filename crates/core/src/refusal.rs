@@ -189,7 +189,8 @@ impl Rejection {
                 format!("invalid parameters: {}", names.join(", "))
             }
             Self::KeyReused(key) => format!(
-                "call_id '{key}' was used with another tool, input or user; use a new call_id"
+                "call_id '{}' was used with another tool, input or user; use a new call_id",
+                naming::shown(key)
             ),
             Self::Store(e) => e.to_string(),
             Self::Busy { .. } => {
@@ -204,9 +205,14 @@ impl Rejection {
 /// their listing name, as every protocol lists them.
 fn unresolved(e: &ResolveError) -> String {
     match e {
-        ResolveError::Malformed { tool_id, .. } => format!("Tool ID '{tool_id}' is not valid"),
+        ResolveError::Malformed { tool_id, .. } => {
+            format!("Tool ID '{}' is not valid", naming::shown(tool_id))
+        }
         ResolveError::UnknownTool { name, .. } => {
-            format!("Tool '{}' was not found", naming::listing_name(name))
+            format!(
+                "Tool '{}' was not found",
+                naming::shown(&naming::listing_name(name))
+            )
         }
         ResolveError::UnknownVersion { listing_name, .. } => {
             format!("Tool '{listing_name}' was not found")

@@ -1,6 +1,7 @@
 //! Why a registry could not be built, and why a tool id resolved to no tool. Messages name
 //! what is available, cut to [`MAX_LISTED`] names.
 
+use crate::naming::shown;
 use semver::Version;
 use std::fmt;
 
@@ -129,16 +130,18 @@ impl ResolveError {
             Self::Malformed { reason, .. } => {
                 format!("{reason}; expected Toolkit.Tool, Toolkit.Tool@x.y.z or Toolkit.Tool@x")
             }
-            Self::UnknownTool { name, available } => {
-                format!("No tool named {name} is registered. Available tools: {available}")
-            }
+            Self::UnknownTool { name, available } => format!(
+                "No tool named {} is registered. Available tools: {available}",
+                shown(name)
+            ),
             Self::UnknownVersion {
                 name,
                 version,
                 available,
                 ..
             } => format!(
-                "{name} version {version} is not available. Available versions: {available}"
+                "{name} version {} is not available. Available versions: {available}",
+                shown(&version.to_string())
             ),
         }
     }

@@ -29,7 +29,10 @@ pub(super) fn claimed_before(
         Claim::InProgress => {
             let error =
                 ToolError::new("This call is still running; retry shortly to get its result")
-                    .developer_message(format!("a call with call_id '{call_id}' is in progress"))
+                    .developer_message(format!(
+                        "a call with call_id '{}' is in progress",
+                        crate::naming::shown(&call_id)
+                    ))
                     .retry_after(RETRY_AFTER);
             Ok(Outcome {
                 call_id,
