@@ -1278,6 +1278,51 @@ async fn the_same_invocation_sent_twice_runs_its_tool_once_and_is_answered_once(
 }
 
 #[tokio::test]
+async fn the_same_id_in_another_thread_is_another_invocation_run_and_answered_as_its_own() {
+    // Runtimes number their calls per thread (`call_1`, `call_2`, ...): the same id in another
+    // thread was taken for the first thread's call, a replay of its result when the arguments
+    // were the same (the tool never ran: an SMS never sent) and `id_reused` when not.
+    let rig = Rig::new().await;
+    let receiver = Receiver::ok().await;
+    let in_thread = |group: &str, n: u64| {
+        let mut body = invocation(&receiver.url, "Test_Count", json!({"n": n}));
+        body["id"] = json!("call_1");
+        body["group_id"] = json!(group);
+        body
+    };
+    for (group, n) in [("thread_a", 1), ("thread_b", 1), ("thread_c", 2)] {
+        accepted(&rig.invoke(in_thread(group, n)).await);
+        rig.settle().await;
+    }
+    assert_eq!(
+        rig.tools.runs.load(Ordering::SeqCst),
+        3,
+        "each thread's call ran"
+    );
+    let results: Vec<Value> = receiver
+        .wait_for(3)
+        .await
+        .into_iter()
+        .map(|h| h.body)
+        .collect();
+    for group in ["thread_a", "thread_b", "thread_c"] {
+        let result = results
+            .iter()
+            .find(|r| r["group_id"] == group)
+            .unwrap_or_else(|| panic!("no result for {group}: {results:?}"));
+        assert_eq!(result["type"], "tool_result", "{result}");
+        assert!(
+            !result["text"].as_str().unwrap().starts_with("Error"),
+            "{result}"
+        );
+    }
+    // Within its thread the id is still one invocation: sent again, it runs nothing.
+    accepted(&rig.invoke(in_thread("thread_b", 1)).await);
+    rig.settle().await;
+    assert_eq!(rig.tools.runs.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
 async fn a_repeat_of_a_dead_lettered_invocation_tries_the_callback_again() {
     let rig = Rig::new().await;
     let refusing = Receiver::start(&[], 400).await;

@@ -40,7 +40,12 @@ pub(crate) struct Mark {
 pub(crate) fn mark(job: &Job, body: &[u8]) -> Mark {
     let key = format!(
         "delivered:{}",
-        scoped_key("rap", job.principal.subject.as_deref(), &job.reply_to.id)
+        scoped_key(
+            "rap",
+            job.principal.subject.as_deref(),
+            Some(&job.reply_to.group_id),
+            &job.reply_to.id
+        )
     );
     let mut hash = Sha256::new();
     hash.update(job.reply_to.callback_url.as_bytes());

@@ -312,8 +312,11 @@ impl Worker {
             return Ok(Err(unknown_operation(operation, self.toolset.operations())));
         };
         let mut call = Call::new("rap", Target::Tool(tool.clone()), job.arguments.clone());
-        // The invocation id is the idempotency key: a redelivered job never runs twice.
+        // The invocation id is the idempotency key: a redelivered job never runs twice. Ids
+        // are the thread's (the runtime makes them unique in it, often `call_1`, `call_2`...):
+        // the same id in another thread is another invocation.
         call.call_id = Some(job.reply_to.id.clone());
+        call.call_scope = Some(job.reply_to.group_id.clone());
         call.user_id = job.user_id.clone();
         call.traceparent = job.traceparent.clone();
         call.principal = job.principal.clone();

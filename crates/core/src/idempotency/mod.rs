@@ -201,17 +201,30 @@ impl std::io::Write for HashWriter<'_> {
 }
 
 /// The store key of a call: the caller's call id, in the protocol's key space and the caller's,
-/// so that another caller's call id neither replays, collides nor tells whether it exists.
-/// Adapters that record more about a call (RAP: that its result was delivered) key it from this.
-pub fn scoped_key(protocol: &str, subject: Option<&str>, call_id: &str) -> String {
-    match subject {
-        // A fixed word where a caller's 16-hex-digit tag stands: no call id of a caller without
-        // a subject can spell another caller's key.
-        None => format!("{protocol}:anon:{call_id}"),
-        Some(subject) => {
-            let caller = hex(&Sha256::digest(subject.as_bytes())[..8]);
-            format!("{protocol}:{caller}:{call_id}")
+/// so that another caller's call id neither replays, collides nor tells whether it exists, and
+/// in its `scope` where the protocol has one (RAP: the thread), so that the same id in another
+/// thread is another call. Adapters that record more about a call (RAP: that its result was
+/// delivered) key it from this.
+pub fn scoped_key(
+    protocol: &str,
+    subject: Option<&str>,
+    scope: Option<&str>,
+    call_id: &str,
+) -> String {
+    // A fixed word where a caller's 16-hex-digit tag stands: no call id of a caller without a
+    // subject can spell another caller's key.
+    let caller = match subject {
+        None => "anon".to_owned(),
+        Some(subject) => hex(&Sha256::digest(subject.as_bytes())[..8]),
+    };
+    match scope {
+        // A protocol either scopes every call id or none, so a scope's 16-hex-digit tag is
+        // never a prefix of an unscoped id.
+        Some(scope) => {
+            let scope = hex(&Sha256::digest(scope.as_bytes())[..8]);
+            format!("{protocol}:{caller}:{scope}:{call_id}")
         }
+        None => format!("{protocol}:{caller}:{call_id}"),
     }
 }
 
@@ -306,18 +319,29 @@ mod tests {
 
     #[test]
     fn keys_are_scoped_by_protocol_and_caller() {
-        assert_eq!(scoped_key("oxp", None, "c1"), "oxp:anon:c1");
-        assert_ne!(scoped_key("oxp", None, "c1"), scoped_key("rap", None, "c1"));
-        let alice = scoped_key("oxp", Some("alice"), "c1");
-        assert_ne!(alice, scoped_key("oxp", Some("bob"), "c1"));
+        assert_eq!(scoped_key("oxp", None, None, "c1"), "oxp:anon:c1");
+        assert_ne!(
+            scoped_key("oxp", None, None, "c1"),
+            scoped_key("rap", None, None, "c1")
+        );
+        let alice = scoped_key("oxp", Some("alice"), None, "c1");
+        assert_ne!(alice, scoped_key("oxp", Some("bob"), None, "c1"));
         assert!(alice.ends_with(":c1") && !alice.contains("alice"));
     }
 
     #[test]
+    fn a_call_id_in_one_scope_is_another_call_than_the_same_id_in_another() {
+        let a = scoped_key("rap", None, Some("thread_A"), "call_1");
+        assert_ne!(a, scoped_key("rap", None, Some("thread_B"), "call_1"));
+        assert_eq!(a, scoped_key("rap", None, Some("thread_A"), "call_1"));
+        assert!(a.ends_with(":call_1") && !a.contains("thread_A"), "{a}");
+    }
+
+    #[test]
     fn a_caller_without_a_subject_cannot_spell_another_callers_key() {
-        let alice = scoped_key("oxp", Some("alice"), "c1");
+        let alice = scoped_key("oxp", Some("alice"), None, "c1");
         let (_, tagged) = alice.split_once(':').unwrap();
-        assert_ne!(scoped_key("oxp", None, tagged), alice);
+        assert_ne!(scoped_key("oxp", None, None, tagged), alice);
     }
 
     #[test]

@@ -85,6 +85,10 @@ pub struct Call {
     pub(crate) input: Value,
     /// The caller's call id: the idempotency key. `None`: a fresh id, no idempotency.
     pub call_id: Option<String>,
+    /// Where `call_id` names one call, when its protocol makes ids unique in less than the
+    /// caller's whole key space (RAP: the invocation's thread, its `group_id`): the same id in
+    /// another scope is another call. `None`: the caller's (OXP's `call_id`).
+    pub call_scope: Option<String>,
     /// The caller's trace id.
     pub trace_id: Option<String>,
     /// The caller's W3C trace context (a `traceparent` header or MCP `_meta` entry), when it
@@ -120,6 +124,7 @@ impl Call {
             target,
             input,
             call_id: None,
+            call_scope: None,
             trace_id: None,
             traceparent: None,
             principal: Principal::default(),
@@ -367,7 +372,12 @@ impl Invoker {
         });
         Some(Held {
             store: idem.store.clone(),
-            key: scoped_key(call.protocol, call.principal.subject.as_deref(), call_id),
+            key: scoped_key(
+                call.protocol,
+                call.principal.subject.as_deref(),
+                call.call_scope.as_deref(),
+                call_id,
+            ),
             print,
         })
     }
