@@ -55,6 +55,7 @@ mod local_state;
 mod managed_instances;
 mod mcp;
 mod mcp_authorization;
+mod mcp_batch;
 mod mcp_client2;
 mod mcp_client_ts;
 mod mcp_elicitation;

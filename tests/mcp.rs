@@ -95,9 +95,12 @@ async fn malformed_bodies_get_json_rpc_errors_and_never_a_5xx() {
     assert_eq!(reply["id"], Value::Null);
 
     // Deep nesting is valid JSON but no message (serde_json stops at 128 levels): no stack
-    // overflow, whether the whole body or the arguments nest.
+    // overflow, whether the whole body or the arguments nest. (At 2025-03-26 an array is a
+    // batch, each of its elements answered: `mcp_batch`.)
     let deep = "[".repeat(10_000) + &"]".repeat(10_000);
-    let (status, reply) = error_of(&app, &deep).await;
+    let later = [("mcp-protocol-version", "2025-06-18")];
+    let (status, _, text) = post_mcp(&app, &deep, &later).await;
+    let reply: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(
         (status, reply["error"]["code"].as_i64()),
         (400, Some(-32600))
@@ -108,8 +111,14 @@ async fn malformed_bodies_get_json_rpc_errors_and_never_a_5xx() {
     let (status, reply) = error_of(&app, &deep_arguments).await;
     assert_eq!(status, 400, "{reply}");
 
+    // A batch is no message after 2025-03-26 (which takes them: `mcp_batch`).
+    let (status, _, text) = post_mcp(&app, "[1, 2]", &later).await;
+    let reply: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (status, reply["error"]["code"].as_i64()),
+        (400, Some(-32600))
+    );
     for not_a_message in [
-        "[1, 2]",
         "42",
         r#"{"jsonrpc": "1.0", "id": 1, "method": "ping"}"#,
         // A member named twice: which one counts is no one's guess.

@@ -5,7 +5,8 @@
 //! that shows forms gets one saying so, sealed, and is asked on the call's stream); answers
 //! are JSON, but for a call whose tool reports progress or asks (an SSE stream, which Lambda
 //! buffers unless it streams); `GET` (the server-to-client stream) and `DELETE` (ending a
-//! session) are 405; a notification is 202 with no body. rmcp negotiates the revision: the
+//! session) are 405; a notification is 202 with no body; a 2025-03-26 batch is each of its
+//! messages answered as if it came alone (`batch`). rmcp negotiates the revision: the
 //! `initialize` handshake (2025-03-26 to 2025-11-25) and the handshake-free 2026-07-28.
 //!
 //! In front of rmcp this adapter adds what the other adapters have: authentication
@@ -14,6 +15,7 @@
 //! (or nests deeper than 128), -32600 for JSON that is not a JSON-RPC message, -32602 for a
 //! known method with malformed params, -32601 (from rmcp) for an unknown method.
 
+mod batch;
 mod call_ids;
 mod call_tool;
 mod definition;
@@ -219,7 +221,7 @@ pub(crate) fn router(
 }
 
 async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
-    let (mut parts, body) = request.into_parts();
+    let (parts, body) = request.into_parts();
     let Ok(bytes) = axum::body::to_bytes(body, mcp.max_body_bytes).await else {
         return rpc_error(
             StatusCode::PAYLOAD_TOO_LARGE,
@@ -231,6 +233,15 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
             ),
         );
     };
+    if batch::is_batch(&parts.headers, &bytes) {
+        // Boxed: a batch's steps would make every request's future larger.
+        return Box::pin(batch::serve(&mcp, parts, bytes)).await;
+    }
+    answer(&mcp, parts, bytes).await
+}
+
+/// The answer to one JSON-RPC message (a request's whole body, or one of a batch's).
+async fn answer(mcp: &Arc<Mcp>, mut parts: Parts, bytes: Bytes) -> Response {
     // The MCP spec has servers validate `Origin`; the server's own loopback origin is not a
     // foreign page (the conformance suite sends it), so rmcp does not see it.
     if crate::server::same_loopback_origin(&parts.headers) {
@@ -257,13 +268,13 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
     // Read once for both steps below (the fast path read its own).
     let modern = modern::is_modern(&parts.headers);
     if let Some(message) = &message
-        && let Some(answer) = before_rmcp(&mcp, &parts, message, modern)
+        && let Some(answer) = before_rmcp(mcp, &parts, message, modern)
     {
         return answer;
     }
     // Boxed: inline, its state (its own steps around rmcp's) would make every request's
     // future larger, the fast path's too, which axum boxes by copying it whole.
-    Box::pin(through_rmcp(&mcp, parts, &bytes, message.as_ref(), modern)).await
+    Box::pin(through_rmcp(mcp, parts, &bytes, message.as_ref(), modern)).await
 }
 
 /// What is answered without rmcp's service besides the fast path: a method 2026-07-28
