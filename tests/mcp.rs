@@ -341,6 +341,17 @@ async fn at_2026_07_28_a_removed_or_unknown_method_is_404_method_not_found_and_l
     assert_eq!(reply["result"]["ttlMs"], 300_000, "{reply}");
     assert_eq!(reply["result"]["cacheScope"], "private", "{reply}");
     assert_eq!(reply["result"]["resultType"], "complete", "{reply}");
+    // The handshake revisions' listing has no such members: listed as they were published.
+    for revision in ["2025-03-26", "2025-06-18", "2025-11-25"] {
+        let headers = [("mcp-protocol-version", revision)];
+        let list = rpc(8, "tools/list", json!({})).to_string();
+        let (status, _, text) = post_mcp(&app, &list, &headers).await;
+        assert_eq!(status, 200, "{text}");
+        let reply: Value = serde_json::from_str(&text).unwrap();
+        let result = reply["result"].as_object().unwrap();
+        assert!(!result.contains_key("ttlMs"), "{revision}: {reply}");
+        assert!(!result.contains_key("cacheScope"), "{revision}: {reply}");
+    }
 }
 
 #[tokio::test]

@@ -10,7 +10,8 @@ use oxp_lambda_core::running::Running;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
     ErrorCode, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -200,13 +201,18 @@ impl ServerHandler for McpServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        // The listing changes only with a new deployment: fresh for five minutes, for this
-        // caller (with authentication on, a shared cache must not serve it to another).
         let mut listed = ListToolsResult::with_all_items(self.0.listing.clone());
-        listed.ttl_ms = Some(LISTING_TTL_MS);
-        listed.cache_scope = Some(rmcp::model::CacheScope::Private);
+        // The listing changes only with a new deployment: fresh for five minutes, for this
+        // caller (with authentication on, a shared cache must not serve it to another). Said
+        // from 2026-07-28, the revision whose listing has these members; earlier ones list
+        // as they were published.
+        let version = context.meta.protocol_version();
+        if version.is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str()) {
+            listed.ttl_ms = Some(LISTING_TTL_MS);
+            listed.cache_scope = Some(rmcp::model::CacheScope::Private);
+        }
         Ok(listed)
     }
 
