@@ -36,6 +36,23 @@ async fn initialize_negotiates_each_handshake_revision_and_opens_no_session() {
 }
 
 #[tokio::test]
+async fn an_initialize_asking_for_a_revision_before_2025_03_26_gets_the_latest_handshake_one() {
+    // "If the server supports the requested protocol version, it MUST respond with the same
+    // version. Otherwise, the server MUST respond with another protocol version it supports":
+    // 2024-11-05 (HTTP+SSE's revision) is not served here, though rmcp knows it.
+    let app = example_app();
+    for asked in ["2024-11-05", "1999-01-01"] {
+        let (status, _, text) = post_mcp(&app, &initialize(asked).to_string(), &[]).await;
+        assert_eq!(status, 200, "{text}");
+        let reply: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            reply["result"]["protocolVersion"], "2025-11-25",
+            "{asked}: {reply}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_request_needs_no_session_nor_an_earlier_initialize() {
     let app = example_app();
     let headers = [("mcp-protocol-version", "2025-11-25")];

@@ -154,6 +154,17 @@ impl ServerHandler for McpServer {
         ))
     }
 
+    /// The revisions served: 2025-03-26, the first with Streamable HTTP (this transport), and
+    /// every later one rmcp knows. An `initialize` asking for an earlier one is answered with
+    /// the latest handshake revision, which such a client may take or leave, where rmcp would
+    /// agree to a revision this server is not built or tested for.
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        let known = ProtocolVersion::KNOWN_VERSIONS;
+        let first = ProtocolVersion::V_2025_03_26.as_str();
+        let from = known.iter().position(|v| v.as_str() >= first);
+        std::borrow::Cow::Borrowed(&known[from.unwrap_or(known.len())..])
+    }
+
     async fn get_task(
         &self,
         request: GetTaskParams,
