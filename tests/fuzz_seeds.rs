@@ -32,19 +32,17 @@ pub fn request(data: &[u8]) -> Option<(&'static str, Request<Body>)> {
     Some((path, request))
 }
 
-/// Panics unless the answer to a request on `path` is its protocol's: JSON-RPC with 200, 400 or
-/// 413 (or a bodiless 202 for a notification) on `/mcp`; accepted or a RAP error on `/invoke`;
-/// an OXP answer with 200, 400 or 422 on `/tools/call`.
+/// Panics unless the answer to a request on `path` is its protocol's: on `/mcp` JSON-RPC with
+/// 200, 400 or 413, a bodiless 202 for a notification (or a batch of them), a JSON array of
+/// answers for a 2025-03-26 batch, or an event stream of JSON-RPC messages for a call that
+/// reports progress; accepted or a RAP error on `/invoke`; an OXP answer with 200, 400 or 422 on
+/// `/tools/call`.
 pub fn check(path: &str, status: u16, body: &[u8]) {
-    if path == "/mcp" && status == 202 {
-        assert!(body.is_empty(), "a notification's 202 has no body");
-        return;
+    if path == "/mcp" {
+        return check_mcp(status, body);
     }
     let json: serde_json::Value = serde_json::from_slice(body).expect("every answer is JSON");
-    if path == "/mcp" {
-        assert!([200, 400, 413].contains(&status), "status {status}");
-        assert_eq!(json["jsonrpc"], "2.0");
-    } else if path == "/invoke" {
+    if path == "/invoke" {
         assert!(
             [200, 400, 409, 413, 429, 503].contains(&status),
             "status {status}"
@@ -56,6 +54,30 @@ pub fn check(path: &str, status: u16, body: &[u8]) {
     } else {
         assert!([200, 400, 422].contains(&status), "status {status}");
         assert_eq!(json["$schema"], "urn:oxp:1.0");
+    }
+}
+
+/// `/mcp`'s part of [`check`].
+fn check_mcp(status: u16, body: &[u8]) {
+    if status == 202 {
+        assert!(body.is_empty(), "a notification's 202 has no body");
+        return;
+    }
+    assert!([200, 400, 413].contains(&status), "status {status}");
+    let messages: Vec<serde_json::Value> = match serde_json::from_slice(body) {
+        Ok(serde_json::Value::Array(answers)) => answers,
+        Ok(answer) => vec![answer],
+        // An event stream: each event's data one message.
+        Err(_) => std::str::from_utf8(body)
+            .expect("an event stream is text")
+            .lines()
+            .filter_map(|line| line.strip_prefix("data:"))
+            .map(|data| serde_json::from_str(data.trim()).expect("each event is JSON"))
+            .collect(),
+    };
+    assert!(!messages.is_empty(), "an answer with no message");
+    for message in messages {
+        assert_eq!(message["jsonrpc"], "2.0", "{message}");
     }
 }
 
