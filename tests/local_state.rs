@@ -102,10 +102,10 @@ async fn the_state_file_its_lock_and_the_sealing_key_are_the_owners_alone_and_th
     let first = first_round(&base).await;
     assert_eq!(first["result"]["resultType"], "input_required", "{first}");
     let key_file = dir.join("oxp-state.key");
+    let output = server.output_holding("oxp-state.key").await;
     assert!(
-        server.output().contains("oxp-state.key"),
-        "the key's file is said at start: {}",
-        server.output()
+        output.contains("oxp-state.key"),
+        "the key's file is said at start: {output}"
     );
     for file in [&state, &dir.join("oxp-state.redb.lock"), &key_file] {
         assert_eq!(mode(file), 0o600, "{}", file.display());

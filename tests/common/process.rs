@@ -98,6 +98,19 @@ impl Process {
         std::fs::read_to_string(&self.output).unwrap_or_default()
     }
 
+    /// Its output once it holds `needle`, waiting up to 10 s for it: the server's log lines are
+    /// written by a thread of their own, a moment after what they tell happened.
+    pub async fn output_holding(&self, needle: &str) -> String {
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            let output = self.output();
+            if output.contains(needle) || std::time::Instant::now() > until {
+                return output;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    }
+
     /// The file its output goes to.
     pub fn output_path(&self) -> &Path {
         &self.output
