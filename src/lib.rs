@@ -39,8 +39,9 @@
 //! | feature | what it adds |
 //! |---|---|
 //! | `http-server` | the HTTP side: every protocol's routes and the local server (`App::serve`); without it a build answers Lambda's direct and SQS invocations only, and its release binary leaves the HTTP code out |
-//! | `lambda` | the Lambda transport: HTTP events (`lambda_http`), `OXP_AUTH=apigateway` and `lambda-runtime`'s roles |
-//! | `lambda-runtime` | the Lambda Runtime API for the roles that answer no HTTP event (SQS batches, direct invocations), without `lambda_http` |
+//! | `lambda` | the Lambda transport: HTTP events (`lambda_http`), `OXP_AUTH=apigateway` and the roles of `lambda-runtime` and `lambda-records` |
+//! | `lambda-runtime` | the Lambda Runtime API for the roles that answer no HTTP event, without `lambda_http`: direct invocations (`LambdaRole::direct`) |
+//! | `lambda-records` | SQS batches in Lambda: the worker role, `LambdaRole::records`, `App::handle_sqs_batch` |
 //! | `aws-secrets` | secrets from AWS Secrets Manager |
 //! | `dynamodb` | the DynamoDB idempotency store |
 //! | `jwt` | `OXP_AUTH=jwt` (HS256, RS256/ES256 with JWKS) |

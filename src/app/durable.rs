@@ -38,17 +38,18 @@ fn work_runner(
     Ok(Some(runner))
 }
 
-/// Lambda's worker role, which runs the runner's queued messages (and the schedule's sweeps).
-/// (A local server sweeps for work itself, once every protocol registered its kinds of work.)
+/// Lambda's worker role, which runs the runner's queued messages (and the schedule's sweeps);
+/// none in a build that takes no SQS batch (feature `lambda-records`). (A local server sweeps
+/// for work itself, once every protocol registered its kinds of work.)
 pub(super) fn serve_work(
     runner: &Arc<crate::work::Runner>,
     config: &Config,
 ) -> Option<crate::server::LambdaRole> {
-    (config.runtime.lambda && config.lambda_role == crate::server::WORKER).then(|| {
-        crate::server::LambdaRole::records(
-            crate::server::WORKER,
-            Arc::new(crate::work::WorkRecords(runner.clone())),
-        )
+    if !config.runtime.lambda || config.lambda_role != crate::server::WORKER {
+        return None;
+    }
+    crate::server::records_role(crate::server::WORKER, || {
+        Arc::new(crate::work::WorkRecords(runner.clone()))
     })
 }
 
@@ -151,7 +152,9 @@ pub(super) fn start(
     may_hold_work: bool,
 ) -> Option<Arc<dyn protocol::Drain>> {
     let runner = runner?;
-    if !config.runtime.lambda {
+    // Only a local server has work of its own to look for: a build that serves no HTTP runs
+    // outside Lambda only to say it cannot, and links no sweeper (nor the runs it starts).
+    if super::http_side::SERVES_LOCALLY && !config.runtime.lambda {
         runner.sweep_every_tick(may_hold_work);
     }
     Some(Arc::new(LetGo(runner.clone())))

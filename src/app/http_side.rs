@@ -12,6 +12,9 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+/// The local server looks for work of its own (`durable::start`).
+pub(crate) const SERVES_LOCALLY: bool = true;
+
 /// Why this build cannot serve a port: never (`http_side_off.rs` says why it cannot).
 pub(crate) fn unserved() -> Option<std::io::Error> {
     None

@@ -13,6 +13,9 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+/// No local server: none looks for work of its own (`durable::start`).
+pub(crate) const SERVES_LOCALLY: bool = false;
+
 /// Why it serves no port.
 const NO_HTTP: &str = "this build serves no HTTP (it answers Lambda's direct and SQS invocations only): the local server needs the `http-server` feature";
 

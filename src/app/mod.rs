@@ -33,6 +33,8 @@ pub(crate) mod lambda;
 pub(crate) mod lambda;
 pub(crate) mod protocol;
 pub mod protocols;
+#[cfg(feature = "lambda-records")]
+mod records;
 
 pub use build::AppBuilder;
 pub use error::StartError;

@@ -5,10 +5,16 @@
 //! [`assemble`] puts them behind this.
 
 mod context;
+#[cfg(feature = "lambda-records")]
+mod records;
+#[cfg(not(feature = "lambda-records"))]
+#[path = "records_off.rs"]
+mod records;
 mod roles;
 mod strip;
 
 pub use context::{CallContext, Deadline};
+pub(crate) use records::{Records, records_role};
 pub(crate) use roles::RoleKind;
 pub use roles::{BoxFuture, DirectHandler, Handled, LambdaRole, RecordHandler, WORKER};
 

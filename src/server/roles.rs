@@ -6,7 +6,7 @@
 //! The transport computes each invocation's deadline once and hands it over in the
 //! [`CallContext`]; it reads no protocol's types.
 
-use super::CallContext;
+use super::{CallContext, Records};
 use serde_json::Value;
 use std::fmt;
 use std::future::Future;
@@ -75,8 +75,8 @@ pub struct LambdaRole {
 pub(crate) enum RoleKind {
     /// One event per invocation, answered with JSON.
     Direct(Arc<dyn DirectHandler>),
-    /// A batch of queued records per invocation.
-    Records(Vec<Arc<dyn RecordHandler>>),
+    /// A batch of queued records per invocation (none without feature `lambda-records`).
+    Records(Records),
 }
 
 impl LambdaRole {
@@ -85,14 +85,6 @@ impl LambdaRole {
         Self {
             name,
             kind: RoleKind::Direct(handler),
-        }
-    }
-
-    /// `OXP_LAMBDA_ROLE=name`: SQS batches whose records `handler` handles.
-    pub fn records(name: &'static str, handler: Arc<dyn RecordHandler>) -> Self {
-        Self {
-            name,
-            kind: RoleKind::Records(vec![handler]),
         }
     }
 
@@ -106,7 +98,7 @@ impl LambdaRole {
     pub(crate) fn join(&mut self, other: LambdaRole) -> Result<(), &'static str> {
         match (&mut self.kind, other.kind) {
             (RoleKind::Records(mine), RoleKind::Records(theirs)) => {
-                mine.extend(theirs);
+                mine.join(theirs);
                 Ok(())
             }
             _ => Err(self.name),

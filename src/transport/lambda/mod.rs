@@ -2,7 +2,7 @@
 //! deadline computed once, metrics and spans flushed before the answer) over HTTP events
 //! through `lambda_http` ([`http`], feature `lambda`: API Gateway REST and HTTP APIs, Function
 //! URLs, ALB; answers buffered or streamed, `streaming.rs`), SQS batches ([`sqs`]) and direct
-//! invocations ([`direct`]). It runs the role a protocol serves as a value ([`LambdaRole`])
+//! invocations ([`direct`]; SQS batches with feature `lambda-records`). It runs the role a protocol serves as a value ([`LambdaRole`])
 //! and knows no protocol. A build with `lambda-runtime` alone (the functions that answer no
 //! HTTP event) links no `lambda_http`: its HTTP role refuses to start.
 
@@ -13,6 +13,10 @@ pub(crate) mod http;
 #[path = "http_off.rs"]
 pub(crate) mod http;
 pub(crate) mod invocation;
+#[cfg(feature = "lambda-records")]
+pub(crate) mod sqs;
+#[cfg(not(feature = "lambda-records"))]
+#[path = "sqs_off.rs"]
 pub(crate) mod sqs;
 #[cfg(feature = "lambda")]
 pub(crate) mod streaming;
@@ -40,6 +44,6 @@ pub(crate) async fn run<S: http::Served>(
             )
             .await
         }
-        Some(RoleKind::Records(handlers)) => sqs::run(handlers.clone(), layer).await,
+        Some(RoleKind::Records(records)) => sqs::run(records.clone(), layer).await,
     }
 }

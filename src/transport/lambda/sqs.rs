@@ -1,4 +1,4 @@
-//! SQS batches (a role whose protocols are fed queued records, such as RAP's
+//! SQS batches (feature `lambda-records`: a role whose protocols are fed queued records, such as RAP's
 //! `OXP_LAMBDA_ROLE=worker`): each record goes to the role's [`RecordHandler`]s; what must be
 //! retried goes back in `batchItemFailures`. The transport knows no protocol: a record no
 //! handler takes is kept for redelivery (and moved to the queue's dead-letter queue after its
@@ -6,7 +6,7 @@
 //! handler.
 
 use super::invocation::{Event, InvocationLayer, Meta};
-use crate::server::{CallContext, Handled, RecordHandler};
+use crate::server::{CallContext, Handled, RecordHandler, Records};
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{LambdaEvent, service_fn};
 use std::sync::Arc;
@@ -95,10 +95,10 @@ pub(crate) async fn handle_event(
 /// `AWS_LAMBDA_MAX_CONCURRENCY` of them at once under Lambda Managed Instances (one at a time
 /// otherwise).
 pub(crate) async fn run(
-    handlers: Vec<Arc<dyn RecordHandler>>,
+    records: Records,
     layer: InvocationLayer,
 ) -> Result<(), lambda_runtime::Error> {
-    let handlers: Arc<[Arc<dyn RecordHandler>]> = handlers.into();
+    let handlers: Arc<[Arc<dyn RecordHandler>]> = records.0.into();
     let events = layer.layer(service_fn(move |event: Event<serde_json::Value>| {
         let handlers = handlers.clone();
         async move {
