@@ -153,7 +153,7 @@ pub(super) fn start(
 ) -> Option<Arc<dyn protocol::Drain>> {
     let runner = runner?;
     // Only a local server has work of its own to look for: a build that serves no HTTP runs
-    // outside Lambda only to say it cannot, and links no sweeper (nor the runs it starts).
+    // outside Lambda only to say it cannot, and links no sweeper.
     if super::http_side::SERVES_LOCALLY && !config.runtime.lambda {
         runner.sweep_every_tick(may_hold_work);
     }

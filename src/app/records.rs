@@ -8,9 +8,9 @@ impl App {
     /// Handles one SQS batch (feature `lambda-records`) as the configured role does when its
     /// protocols are fed records (`OXP_LAMBDA_ROLE=worker`: RAP's invocation jobs, each run once
     /// per invocation id however often SQS delivers it, its result delivered or dead-lettered;
-    /// MCP tasks' runs); the records to retry come back in `batchItemFailures`. An app whose configured role takes no
-    /// records reports every record. With no deadline, a run waits for its user as long as
-    /// it must: see [`App::handle_sqs_batch_within`].
+    /// MCP tasks' runs); the records to retry come back in `batchItemFailures`. An app whose
+    /// configured role takes no records reports every record. With no deadline, a run waits for
+    /// its user as long as it must: see [`App::handle_sqs_batch_within`].
     pub async fn handle_sqs_batch(
         &self,
         event: aws_lambda_events::event::sqs::SqsEvent,

@@ -1,9 +1,9 @@
 //! The AWS Lambda transport: one [`invocation`] layer (Lambda's fields on every line, the
 //! deadline computed once, metrics and spans flushed before the answer) over HTTP events
 //! through `lambda_http` ([`http`], feature `lambda`: API Gateway REST and HTTP APIs, Function
-//! URLs, ALB; answers buffered or streamed, `streaming.rs`), SQS batches ([`sqs`]) and direct
-//! invocations ([`direct`]; SQS batches with feature `lambda-records`). It runs the role a protocol serves as a value ([`LambdaRole`])
-//! and knows no protocol. A build with `lambda-runtime` alone (the functions that answer no
+//! URLs, ALB; answers buffered or streamed, `streaming.rs`), SQS batches ([`sqs`], feature
+//! `lambda-records`) and direct invocations ([`direct`]). It runs the role a protocol serves as
+//! a value ([`LambdaRole`]) and knows no protocol. A build with `lambda-runtime` alone (the functions that answer no
 //! HTTP event) links no `lambda_http`: its HTTP role refuses to start.
 
 pub(crate) mod direct;

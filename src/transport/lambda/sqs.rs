@@ -1,9 +1,9 @@
-//! SQS batches (feature `lambda-records`: a role whose protocols are fed queued records, such as RAP's
-//! `OXP_LAMBDA_ROLE=worker`): each record goes to the role's [`RecordHandler`]s; what must be
-//! retried goes back in `batchItemFailures`. The transport knows no protocol: a record no
-//! handler takes is kept for redelivery (and moved to the queue's dead-letter queue after its
-//! `maxReceiveCount`). The role's schedule (an EventBridge scheduled event) is a tick to every
-//! handler.
+//! SQS batches (feature `lambda-records`: a role whose protocols are fed queued records, such
+//! as RAP's `OXP_LAMBDA_ROLE=worker`): each record goes to the role's [`RecordHandler`]s; what
+//! must be retried goes back in `batchItemFailures`. The transport knows no protocol: a record
+//! no handler takes is kept for redelivery (and moved to the queue's dead-letter queue after
+//! its `maxReceiveCount`). The role's schedule (an EventBridge scheduled event) is a tick to
+//! every handler.
 
 use super::invocation::{Event, InvocationLayer, Meta};
 use crate::server::{CallContext, Handled, RecordHandler, Records};
