@@ -61,6 +61,18 @@ async fn a_plain_tools_call_is_answered_here() {
     );
 }
 
+#[tokio::test]
+async fn a_body_that_is_not_utf_8_is_left_to_the_reading_that_refuses_it() {
+    // The body is checked as UTF-8 once, then read as text: bytes that are not UTF-8 in a
+    // string are no plain call, and `message.rs` answers the parse error.
+    let mut body = br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Calc_Add","arguments":{"s":""#.to_vec();
+    body.extend_from_slice(&[0xff, 0xfe]);
+    body.extend_from_slice(br#""}}}"#);
+    assert!(try_call(&server(), &parts(&[]), &body).await.is_none());
+    use super::super::message::{Message, Unread};
+    assert!(matches!(Message::read(&body), Err(Unread::NotJson(_))));
+}
+
 #[test]
 fn a_plain_calls_future_is_less_than_twice_the_invokers() {
     // axum boxes a handler's future by copying it whole, every call: the round's, the

@@ -195,7 +195,9 @@ fn parse_call(body: &[u8]) -> Result<CallToolRequest, ApiError> {
             "missing field `request`: the body must be {\"$schema\"?, \"request\": {...}}",
         )
     };
-    if let Ok(Object(envelope)) = serde_json::from_slice::<Object<FastEnvelope<'_>>>(body) {
+    // One UTF-8 check of the whole body, not one per string read from it.
+    let text = std::str::from_utf8(body).ok();
+    if let Some(Ok(Object(envelope))) = text.map(serde_json::from_str::<Object<FastEnvelope<'_>>>) {
         check_version(envelope.schema.as_deref())?;
         return checked(envelope.request.ok_or_else(missing_request)?);
     }
