@@ -111,7 +111,10 @@ impl McpServer {
         // future awaiting them (the fast path's, which axum boxes, copying it) about 5 KB larger.
         let asking = match on_request.modern {
             Some((offers, url)) => {
-                let round = Box::pin(self.round(&request, parts, offers, url, detach)).await?;
+                let round = match self.fresh_round(&request, offers, url, detach) {
+                    Some(round) => round,
+                    None => Box::pin(self.round(&request, parts, offers, url, detach)).await?,
+                };
                 Asking::Round(Box::new(round))
             }
             None => stream().await.map_or(Asking::Not, Asking::Stream),
@@ -127,6 +130,27 @@ impl McpServer {
             // is answered back (a 200 KB name would come back whole).
             let shown = crate::server::shown(name);
             ErrorData::invalid_params(format!("Unknown tool: {shown}"), None)
+        })
+    }
+
+    /// The round of a 2026-07-28 `request` with nothing to read or bind (no state, no answers,
+    /// a client that takes no question, a tool that does not detach): every question it asks
+    /// fails at once, so it needs no step of [`McpServer::round`]'s.
+    fn fresh_round(
+        &self,
+        request: &CallToolRequestParams,
+        offers: Offers,
+        url: bool,
+        detach: bool,
+    ) -> Option<Round<'_>> {
+        let bare = request.request_state.is_none() && request.input_responses.is_none();
+        (bare && !offers.takes_any() && !detach).then(|| Round {
+            exchange: self.0.round_trips.as_ref().map(|trips| {
+                let exchange = super::exchange::Exchange::default().offering(offers);
+                (trips, Arc::new(Carried(exchange)), Vec::new())
+            }),
+            url,
+            detaching: None,
         })
     }
 
@@ -241,6 +265,15 @@ impl Asking<'_> {
         }
     }
 
+    /// Whether the call's end may be other than the tool's result (`answer`).
+    fn may_end(&self, answer: &Result<Outcome, Rejection>) -> bool {
+        match self {
+            Self::Not => false,
+            Self::Stream(_) => true,
+            Self::Round(round) => round.may_end(answer),
+        }
+    }
+
     /// The call's end as its carrier makes it, when it is not the tool's result.
     async fn end(
         self,
@@ -291,8 +324,8 @@ impl McpServer {
         let answer = self.invoke(call, parts, rpc).await;
         // Boxed where a carrier may end the call: a plain call takes none of its steps, and
         // inline they made every call's future (the fast path's, which axum boxes, copying it
-        // whole) about 8 KB larger than the invoker's.
-        if !matches!(asking, Asking::Not)
+        // whole) about 8 KB larger than the invoker's. Not even built when nothing was asked.
+        if asking.may_end(&answer)
             && let Some(ended) =
                 Box::pin(asking.end(self.0.tasks(), &tool.listing_name, &answer)).await?
         {

@@ -75,6 +75,21 @@ impl Exchange {
             .clone()
     }
 
+    /// Nothing for the call's end to do: no question left open, nothing missing, no detach.
+    pub(crate) fn quiet(&self) -> bool {
+        let asked = self
+            .asked
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty();
+        let missing = self
+            .missing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty();
+        asked && missing && !self.detached.load(Ordering::Relaxed)
+    }
+
     /// The call may go on as a task where the tool detaches.
     pub(crate) fn detachable(mut self) -> Self {
         self.detachable = true;

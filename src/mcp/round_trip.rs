@@ -362,6 +362,12 @@ pub(crate) struct Round<'a> {
 }
 
 impl Round<'_> {
+    /// Whether the call's end may be other than the tool's result (`answer`): a question
+    /// left open, something the client did not declare, a detach, a link for the user.
+    pub(crate) fn may_end(&self, answer: &Result<Outcome, Rejection>) -> bool {
+        self.exchange.as_ref().is_some_and(|(_, e, _)| !e.quiet()) || (self.url && answer.is_err())
+    }
+
     /// The call's end, when it is not the tool's result: the next round (a question without an
     /// answer), the -32021 of what the tool needed that its client did not declare, a task
     /// (the tool detached), or the user's authorization as a link to open.
