@@ -4,7 +4,7 @@
 //! carries one HTTP stack (docs/performance.md measures the packages before and after).
 //!
 //! Like the SDK's client it reads no proxy from the environment, keeps a connector per set of
-//! timeouts asked for, and tells the SDK's retries a timeout and an I/O failure from the rest.
+//! timeouts asked for (and per runtime, see `Key`), and tells the SDK's retries a timeout and an I/O failure from the rest.
 
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
@@ -29,12 +29,19 @@ pub(crate) fn shared() -> SharedHttpClient {
 type Timeouts = (Option<Duration>, Option<Duration>);
 
 /// The connectors kept (a process asks for a few sets of timeouts: its clients' and the
-/// credential providers'); past them each is built for its request.
+/// credential providers'); past them the oldest is let go.
 const KEPT: usize = 8;
+
+/// What a connector is kept for: the runtime it serves and its timeouts. A connection's task
+/// runs on the runtime that opened it and ends with it; a request another runtime sent over it
+/// would fail ("runtime dropped the dispatch task") if that runtime ended first, so each
+/// runtime has connections of its own. (A Lambda function has one runtime; a test suite of
+/// `#[tokio::test]`s has one a test.)
+type Key = (Option<tokio::runtime::Id>, Timeouts);
 
 #[derive(Debug, Default)]
 struct Reqwest {
-    connectors: Mutex<Vec<(Timeouts, SharedHttpConnector)>>,
+    connectors: Mutex<std::collections::VecDeque<(Key, SharedHttpConnector)>>,
 }
 
 impl HttpClient for Reqwest {
@@ -43,14 +50,25 @@ impl HttpClient for Reqwest {
         settings: &HttpConnectorSettings,
         _: &RuntimeComponents,
     ) -> SharedHttpConnector {
-        let timeouts = (settings.connect_timeout(), settings.read_timeout());
+        self.connector((settings.connect_timeout(), settings.read_timeout()))
+    }
+}
+
+impl Reqwest {
+    /// The connector for `timeouts` on the runtime asking (the SDK asks on each attempt).
+    fn connector(&self, timeouts: Timeouts) -> SharedHttpConnector {
+        let runtime = tokio::runtime::Handle::try_current().ok().map(|h| h.id());
+        let key = (runtime, timeouts);
         let mut kept = self.connectors.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some((_, connector)) = kept.iter().find(|(t, _)| *t == timeouts) {
+        if let Some((_, connector)) = kept.iter().find(|(k, _)| *k == key) {
             return connector.clone();
         }
         let connector = SharedHttpConnector::new(Connector::new(timeouts));
-        if kept.len() < KEPT {
-            kept.push((timeouts, connector.clone()));
+        if runtime.is_some() {
+            if kept.len() == KEPT {
+                kept.pop_front();
+            }
+            kept.push_back((key, connector.clone()));
         }
         connector
     }
@@ -129,6 +147,72 @@ mod tests {
         let mut request = HttpRequest::new(SdkBody::from("{}"));
         request.set_uri(uri).expect("a URI");
         request
+    }
+
+    /// A server on a runtime of its own answering every request `ok`, keeping connections open.
+    fn keep_alive_server() -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        listener.set_nonblocking(true).unwrap();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            runtime.block_on(async move {
+                let slow = || async {
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    "ok"
+                };
+                let app = axum::Router::new()
+                    .route("/slow", axum::routing::get(slow).post(slow))
+                    .fallback(|| async { "ok" });
+                let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+                axum::serve(listener, app).await.unwrap();
+            });
+        });
+        url
+    }
+
+    #[test]
+    fn a_request_is_not_sent_over_a_connection_of_a_runtime_that_ends_while_it_is_answered() {
+        let url = keep_alive_server();
+        let client = std::sync::Arc::new(Reqwest::default());
+        let timeouts = (Some(Duration::from_secs(1)), Some(Duration::from_secs(2)));
+        // Runtime A opens a connection and goes on until told to end.
+        let (opened, end) = (std::sync::mpsc::channel(), std::sync::mpsc::channel::<()>());
+        let a = std::thread::spawn({
+            let (client, url) = (client.clone(), url.clone());
+            move || {
+                let runtime = tokio::runtime::Runtime::new().unwrap();
+                runtime.block_on(async {
+                    let answer = client.connector(timeouts).call(request(&url)).await;
+                    http_body_util::BodyExt::collect(answer.unwrap().into_body())
+                        .await
+                        .unwrap();
+                });
+                opened.0.send(()).unwrap();
+                end.1.recv().unwrap();
+                drop(runtime);
+            }
+        });
+        opened.1.recv().unwrap();
+        // Runtime B asks while A is running, and A ends before the answer comes.
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let body = runtime.block_on(async {
+            let call = tokio::spawn(
+                client
+                    .connector(timeouts)
+                    .call(request(&format!("{url}slow"))),
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            end.0.send(()).unwrap();
+            a.join().unwrap();
+            let answer = call.await.unwrap();
+            let answer = answer.unwrap_or_else(|e| panic!("{e:?}"));
+            http_body_util::BodyExt::collect(answer.into_body()).await
+        });
+        assert_eq!(&body.unwrap().to_bytes()[..], b"ok");
     }
 
     #[tokio::test]
