@@ -127,7 +127,8 @@ fn lambda_credentials() -> aws_config::meta::credentials::CredentialsProviderCha
 
 /// The HTTP client the server gives the AWS SDK: HTTP/1.1 over rustls, the one HTTP stack the
 /// server's other clients use (its callbacks, JWKS, OAuth), shared by every SDK client of the
-/// process. A configuration given to [`AppBuilder::aws_config`](crate::AppBuilder::aws_config)
+/// process, with connections of its own for each Tokio runtime that sends (so a suite of
+/// `#[tokio::test]`s may share it). A configuration given to [`AppBuilder::aws_config`](crate::AppBuilder::aws_config)
 /// without an HTTP client gets it; one built by hand may name it
 /// (`aws_config::defaults(..).http_client(oxp_lambda::aws_http_client())`).
 pub fn http_client() -> SharedHttpClient {
