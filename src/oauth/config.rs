@@ -203,24 +203,20 @@ fn is_provider_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
 }
 
-fn provider(env: &Env<'_>, id: &str) -> Result<ProviderConfig, ConfigError> {
-    if !is_provider_id(id) {
-        let why = "provider ids are letters, digits, '-' and '_'";
-        return Err(invalid(PROVIDERS, why));
-    }
-    let prefix = prefix(id);
-    let var = |name: &str| env.get(&format!("{prefix}{name}"));
-    let preset = var("PRESET").map_or_else(|| preset(id), |p| preset(p.trim()));
-    let client_id = var("CLIENT_ID").ok_or_else(|| {
-        invalid(
-            PROVIDERS,
-            &format!("{prefix}CLIENT_ID is required for provider '{id}'"),
-        )
-    })?;
+/// A provider's issuer, authorization endpoint and token endpoint, as far as configured.
+type Endpoints = (Option<String>, Option<String>, Option<String>);
+
+/// A provider's issuer and its authorization and token endpoints (each may come from its
+/// preset), every one an absolute URL; an issuer alone is enough (its discovery names them).
+fn endpoints(
+    var: &impl Fn(&str) -> Option<String>,
+    preset: Option<&Preset>,
+    id: &str,
+    prefix: &str,
+) -> Result<Endpoints, ConfigError> {
     let issuer = var("ISSUER");
-    let authorize_url =
-        var("AUTHORIZE_URL").or_else(|| preset.as_ref().map(|p| p.authorize.into()));
-    let token_url = var("TOKEN_URL").or_else(|| preset.as_ref().map(|p| p.token.into()));
+    let authorize_url = var("AUTHORIZE_URL").or_else(|| preset.map(|p| p.authorize.into()));
+    let token_url = var("TOKEN_URL").or_else(|| preset.map(|p| p.token.into()));
     if issuer.is_none() && (authorize_url.is_none() || token_url.is_none()) {
         return Err(invalid(
             PROVIDERS,
@@ -237,6 +233,24 @@ fn provider(env: &Env<'_>, id: &str) -> Result<ProviderConfig, ConfigError> {
         let why = format!("a URL of provider '{id}' is not an absolute URL");
         return Err(invalid(PROVIDERS, &why));
     }
+    Ok((issuer, authorize_url, token_url))
+}
+
+fn provider(env: &Env<'_>, id: &str) -> Result<ProviderConfig, ConfigError> {
+    if !is_provider_id(id) {
+        let why = "provider ids are letters, digits, '-' and '_'";
+        return Err(invalid(PROVIDERS, why));
+    }
+    let prefix = prefix(id);
+    let var = |name: &str| env.get(&format!("{prefix}{name}"));
+    let preset = var("PRESET").map_or_else(|| preset(id), |p| preset(p.trim()));
+    let client_id = var("CLIENT_ID").ok_or_else(|| {
+        invalid(
+            PROVIDERS,
+            &format!("{prefix}CLIENT_ID is required for provider '{id}'"),
+        )
+    })?;
+    let (issuer, authorize_url, token_url) = endpoints(&var, preset.as_ref(), id, &prefix)?;
     let client_auth = match var("CLIENT_AUTH").as_deref().map(str::trim) {
         None => preset.as_ref().map_or(ClientAuth::Basic, |p| p.auth),
         Some("basic") => ClientAuth::Basic,

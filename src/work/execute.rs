@@ -51,20 +51,7 @@ impl Runner {
     ) {
         let (work, item) = held;
         let Some(handler) = self.handler(&work.kind) else {
-            tracing::error!(target: "oxp::work", kind = work.kind.as_str(), "no handler runs this kind of work here: let go");
-            let due = now_ms() + self.settings.retries.backoff(work.attempts).as_millis() as u64;
-            let put_off = self.if_mine(
-                &id,
-                Some(item),
-                |_| None,
-                |w| {
-                    w.retry(due, "no handler runs this kind of work here");
-                },
-            );
-            if let Ok(Some(_)) = put_off.await {
-                self.later(&id, due).await;
-            }
-            return;
+            return self.put_off_unhandled(&id, &work, item).await;
         };
         // The record as last written here: the renewals' and then the outcome's starting point.
         let last = Arc::new(std::sync::Mutex::new(item));
@@ -122,6 +109,24 @@ impl Runner {
             .is_empty()
         {
             self.idle.notify_waiters();
+        }
+    }
+
+    /// Work `id` of a kind no handler here runs, let go to be tried again after its backoff
+    /// (by a process that has one).
+    async fn put_off_unhandled(&self, id: &str, work: &Work, item: Item) {
+        tracing::error!(target: "oxp::work", kind = work.kind.as_str(), "no handler runs this kind of work here: let go");
+        let due = now_ms() + self.settings.retries.backoff(work.attempts).as_millis() as u64;
+        let put_off = self.if_mine(
+            id,
+            Some(item),
+            |_| None,
+            |w| {
+                w.retry(due, "no handler runs this kind of work here");
+            },
+        );
+        if let Ok(Some(_)) = put_off.await {
+            self.later(id, due).await;
         }
     }
 

@@ -261,10 +261,6 @@ impl Invoker {
         let claim = keyed
             .then(|| self.claim_of(&tool, user_id.as_deref(), &call, &call_id))
             .flatten();
-        let holdings = requirements::Holdings {
-            secrets: &self.secrets,
-            tokens: self.tokens.as_deref(),
-        };
         // The requirements (secrets read, maybe from AWS) and the claim (a conditional write)
         // side by side: a cold call waits for one round trip, not two.
         let (required, claimed) = tokio::join!(
@@ -274,7 +270,7 @@ impl Invoker {
                 user_id.as_deref(),
                 call.authorization,
                 call.secrets,
-                holdings,
+                self.holdings(),
             ),
             claimed(claim.as_ref(), deadline)
         );
@@ -324,6 +320,14 @@ impl Invoker {
         let executed = keep(idem, held, executed, &cancellation).await;
         watch.claim = None;
         executed
+    }
+
+    /// What a call's requirements are met from: the server's secrets, the users' tokens.
+    fn holdings(&self) -> requirements::Holdings<'_> {
+        requirements::Holdings {
+            secrets: &self.secrets,
+            tokens: self.tokens.as_deref(),
+        }
     }
 
     /// The tool `target` names.
