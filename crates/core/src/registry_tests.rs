@@ -1,9 +1,10 @@
 //! Unit tests of the registry: resolution, declaration errors, generated schemas.
 
 use super::*;
+use crate::refusal::Rejection;
 use crate::tool::ToolError;
 use schemars::JsonSchema;
-use serde_json::json;
+use serde_json::{Value, json};
 
 fn tool(name: &str, version: &str) -> Tool {
     Tool::builder(name, version).raw_handler(json!({"type": "object"}), None, |_, _| async {
