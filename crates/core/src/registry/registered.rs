@@ -65,7 +65,7 @@ impl RegisteredTool {
             .map_err(Rejection::InvalidInput)
     }
 
-    /// Compiles the tool's schemas if they are not yet: what [`Registry::compile_schemas`] does
+    /// Compiles the tool's schemas if they are not yet: what [`Registry::compile_schemas`](super::Registry::compile_schemas) does
     /// for each tool.
     pub fn compile_schemas(&self) -> Result<(), RegistryError> {
         self.input_validator()?;
