@@ -18,13 +18,13 @@
 mod index;
 mod readers;
 mod reclaim;
+mod rows;
 mod writer;
 
 use super::private_file;
-use oxp_lambda_core::durable::{
-    Decided, Item, MAX_VALUE_BYTES, StateError, StateFuture, StateStore,
-};
-use redb::{Database, ReadableDatabase, TableDefinition};
+use oxp_lambda_core::durable::{Decided, Item, StateError, StateFuture, StateStore};
+use redb::{Database, ReadableDatabase};
+use rows::{TABLE, decode, encode, row, split};
 use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -32,9 +32,6 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{OnceCell, mpsc, oneshot};
 use writer::{GROUP, Pending, Waits, Write, write_groups};
-
-/// One table: `partition \0 key` -> expiry (Unix seconds, 0: none) then the value.
-const TABLE: TableDefinition<'_, &str, &[u8]> = TableDefinition::new("state");
 
 /// The store of `path` (`None`: in memory), the file taken for this process now, with the
 /// default page cache.
@@ -262,45 +259,6 @@ async fn blocking<T: Send + 'static>(
 
 fn failed(what: &str, e: impl Into<redb::Error>) -> StateError {
     StateError(format!("state store: {what}: {}", e.into()))
-}
-
-fn row(partition: &str, key: &str) -> Result<String, StateError> {
-    if partition.is_empty() || key.is_empty() {
-        return Err(StateError("state store: an empty partition or key".into()));
-    }
-    Ok(format!("{partition}\0{key}"))
-}
-
-/// An expiry in whole Unix seconds, rounded up: an item is never taken for expired before its
-/// time (rounded down, an item kept for a second could expire at once).
-fn secs(t: SystemTime) -> u64 {
-    t.duration_since(UNIX_EPOCH).map_or(0, |d| {
-        (d.as_secs() + u64::from(d.subsec_nanos() > 0)).max(1)
-    })
-}
-
-fn encode(item: &Item) -> Result<Vec<u8>, StateError> {
-    if item.value.len() > MAX_VALUE_BYTES {
-        return Err(StateError("state store: the value is too large".into()));
-    }
-    let mut bytes = Vec::with_capacity(8 + item.value.len());
-    bytes.extend_from_slice(&item.expires.map_or(0, secs).to_be_bytes());
-    bytes.extend_from_slice(&item.value);
-    Ok(bytes)
-}
-
-/// A row's expiry (Unix seconds, 0: none) and its value; `None` for a row too short.
-fn split(bytes: &[u8]) -> Option<(u64, &[u8])> {
-    let (expiry, value) = bytes.split_at_checked(8)?;
-    Some((u64::from_be_bytes(expiry.try_into().ok()?), value))
-}
-
-/// The item a row holds, `None` once expired.
-fn decode(bytes: &[u8], now: SystemTime) -> Option<Item> {
-    let (at, value) = split(bytes)?;
-    let expires = (at > 0).then(|| UNIX_EPOCH + Duration::from_secs(at));
-    let item = Item::new(value.to_vec(), expires);
-    (!item.expired(now)).then_some(item)
 }
 
 impl StateStore for Embedded {

@@ -1,5 +1,6 @@
 //! The embedded store: its contract in memory and on disk, group commits, the file's lock.
 
+use super::rows::secs;
 use super::*;
 
 impl Embedded {
