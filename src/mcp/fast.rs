@@ -80,7 +80,8 @@ struct Plain<'a> {
 }
 
 /// Whether rmcp would let these headers through untouched: JSON in, both media types
-/// accepted, no browser origin, no session, a known revision; at the handshake revisions none
+/// accepted, no browser origin (but the server's own loopback one, which rmcp never sees), no
+/// session, a known revision; at the handshake revisions none
 /// of the 2026 standard headers, at 2026-07-28 `Mcp-Method: tools/call` and a plain `Mcp-Name`,
 /// and at any revision no `Mcp-Param-*` header. One pass over the request's headers (a
 /// handful) rather than a lookup for each name checked: the lookups cost the call more than the
@@ -89,6 +90,7 @@ fn plain(headers: &HeaderMap) -> Option<Plain<'_>> {
     use super::plumbing::{METHOD, NAME, PROTOCOL_VERSION};
     let (mut json, mut both) = (None, None);
     let (mut version, mut method, mut named) = (None, None, None);
+    let (mut host, mut origin) = (None, None);
     for (name, value) in headers {
         let once = |seen: Option<&[u8]>| seen.is_none().then_some(value.as_bytes());
         if name == header::CONTENT_TYPE {
@@ -115,9 +117,12 @@ fn plain(headers: &HeaderMap) -> Option<Plain<'_>> {
             if named.replace(text).is_some() {
                 return None;
             }
-        } else if name == header::ORIGIN
+        } else if name == header::HOST {
+            host = Some(once(host)?);
+        } else if name == header::ORIGIN {
+            origin = Some(once(origin)?);
+        } else if name == super::elicit::SESSION_HEADER
             // A client with a session may be asked questions on the call's stream.
-            || name == super::elicit::SESSION_HEADER
             || name.as_str().starts_with("mcp-param-")
         {
             return None;
@@ -125,6 +130,15 @@ fn plain(headers: &HeaderMap) -> Option<Plain<'_>> {
     }
     if json != Some(true) || both != Some(true) {
         return None;
+    }
+    // A browser's origin is rmcp's to check, but for the server's own loopback origin, which
+    // `answer` takes out before rmcp sees it (no other page can send it).
+    if let Some(origin) = origin {
+        let host = host.and_then(|h| std::str::from_utf8(h).ok());
+        let origin = std::str::from_utf8(origin).ok();
+        if !origin.is_some_and(|o| crate::server::is_own_loopback_origin(host, o)) {
+            return None;
+        }
     }
     // Absent, 2025-03-26 (as rmcp takes it).
     let revision = match version {
@@ -155,6 +169,10 @@ fn plain_meta(meta: FastMeta) -> Option<OnRequest> {
 
 /// `Content-Type` is JSON, parameters aside.
 fn exactly_json(value: &str) -> bool {
+    // As clients send it, told without a scan.
+    if value == "application/json" {
+        return true;
+    }
     let media = value.split_once(';').map_or(value, |(media, _)| media);
     media.trim().eq_ignore_ascii_case("application/json")
 }
@@ -162,6 +180,10 @@ fn exactly_json(value: &str) -> bool {
 /// `Accept` takes both of Streamable HTTP's media types, none with a zero weight: one pass
 /// over its items.
 fn accepts_both(accept: &str) -> bool {
+    // As the SDKs send it, told without a scan (a third of a plain call's header checks).
+    if accept == "application/json, text/event-stream" {
+        return true;
+    }
     let (mut json, mut stream) = (false, false);
     for item in accept.split(',') {
         let item = item.trim_start();

@@ -105,6 +105,41 @@ fn headers_rmcp_would_look_at_again_are_not_plain() {
 }
 
 #[test]
+fn a_browsers_origin_is_rmcps_to_check_but_the_servers_own_loopback_origin() {
+    let with = |headers: &[(&str, &str)]| plain(&parts(headers).headers).is_some();
+    assert!(with(&[
+        ("host", "127.0.0.1:8080"),
+        ("origin", "http://127.0.0.1:8080")
+    ]));
+    assert!(with(&[
+        ("host", "localhost:3000"),
+        ("origin", "http://LOCALHOST:3000")
+    ]));
+    for foreign in [
+        [
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://evil.example"),
+        ],
+        [
+            ("host", "127.0.0.1:8080"),
+            ("origin", "https://127.0.0.1:8080"),
+        ],
+        [("host", "127.0.0.1:8080"), ("origin", "null")],
+        // A rebound name is no loopback host.
+        [("host", "evil.example"), ("origin", "http://evil.example")],
+    ] {
+        assert!(!with(&foreign), "{foreign:?}");
+    }
+    assert!(!with(&[("origin", "http://127.0.0.1:8080")]), "no host");
+    let twice = [
+        ("host", "127.0.0.1:8080"),
+        ("origin", "http://127.0.0.1:8080"),
+        ("origin", "http://127.0.0.1:8080"),
+    ];
+    assert!(!with(&twice), "an origin sent twice");
+}
+
+#[test]
 fn a_plain_call_accepts_both_media_types_and_sends_json() {
     for accept in [
         "application/json, text/event-stream",

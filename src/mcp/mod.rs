@@ -242,17 +242,17 @@ async fn serve(State(mcp): State<Arc<Mcp>>, request: Request) -> Response {
 
 /// The answer to one JSON-RPC message (a request's whole body, or one of a batch's).
 async fn answer(mcp: &Arc<Mcp>, mut parts: Parts, bytes: Bytes) -> Response {
-    // The MCP spec has servers validate `Origin`; the server's own loopback origin is not a
-    // foreign page (the conformance suite sends it), so rmcp does not see it.
-    if crate::server::same_loopback_origin(&parts.headers) {
-        parts.headers.remove(header::ORIGIN);
-    }
     // A plain `tools/call` is answered without rmcp's service (the fast path), which reads
-    // the body in one pass of its own.
+    // the body and the headers in one pass of its own (the origin check below among them).
     if mcp.any_host
         && let Some((status, answer)) = fast::try_call(&mcp.server, &parts, &bytes).await
     {
         return crate::server::json_response(status, Bytes::from(answer));
+    }
+    // The MCP spec has servers validate `Origin`; the server's own loopback origin is not a
+    // foreign page (the conformance suite sends it), so rmcp does not see it.
+    if crate::server::same_loopback_origin(&parts.headers) {
+        parts.headers.remove(header::ORIGIN);
     }
     // Any other body is read here, once; every step in front of rmcp reads `message`.
     let message = match Message::read(&bytes) {
