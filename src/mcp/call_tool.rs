@@ -5,9 +5,10 @@
 //! gives the request a task of its own, which would not carry the invocation's fields). The
 //! call itself (the fast path's too) goes through [`McpServer::call`].
 
+use super::declared::{Offers, OnRequest};
 use super::elicit::Elicit;
 use super::handler::McpServer;
-use super::questions::{Carried, Offers, OnRequest};
+use super::questions::Carried;
 use super::round_trip::Round;
 use super::{result, round_trip};
 use crate::server::CallContext;
@@ -104,7 +105,7 @@ impl McpServer {
             return Box::pin(created).await.map(Prepared::Answered);
         }
         if required && !on_request.tasks {
-            return Err(super::questions::missing_tasks_capability());
+            return Err(super::declared::missing_tasks_capability());
         }
         // The carrier of the tool's questions: the revision's, where the client takes any.
         // The steps before the call boxed where they are awaited: inline, their state made the

@@ -15,10 +15,11 @@
 //!   store, so any execution environment may take the POST.
 
 use super::call_ids::CallToken;
+use super::declared::Offers;
 use super::handler::Served;
 use super::message::Message;
 use super::plumbing::subject;
-use super::questions::{Carried, Carrier, Offers, Question, read_response, request_of};
+use super::questions::{Carried, Carrier, Question, read_response, request_of};
 use super::round_trip::RoundTrips;
 use crate::work::questions::{Questions, Waited};
 use oxp_lambda_core::invoke::{Outcome, Rejection};

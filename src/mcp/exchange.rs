@@ -3,7 +3,8 @@
 //! asked that have none, which end the call as the next round ([`super::round_trip`] seals it).
 //! A tool that asks first may detach here: the call then goes on as a task.
 
-use super::questions::{Answers, Carrier, MAX_ASKS, Needs, Offers, Question};
+use super::declared::{Needs, Offers};
+use super::questions::{Answers, Carrier, MAX_ASKS, Question};
 use oxp_lambda_core::talk::{TalkError, TalkFuture};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};

@@ -12,9 +12,9 @@
 //! validates it in full; `tests/mcp.rs` checks that both ways answer alike.
 
 use super::call_tool::{Asking, Prepared, Rpc};
+use super::declared::OnRequest;
 use super::fast_meta::FastMeta;
 use super::handler::McpServer;
-use super::questions::OnRequest;
 use super::result::Revision;
 use http::request::Parts;
 use http::{HeaderMap, StatusCode, header};

@@ -18,6 +18,7 @@
 mod batch;
 mod call_ids;
 mod call_tool;
+mod declared;
 mod definition;
 mod discovery;
 mod elicit;

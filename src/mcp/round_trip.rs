@@ -15,8 +15,9 @@
 //! [`Round`] is a call's way of asking at this revision: its exchange, and what the call's end
 //! becomes when it is not the tool's result.
 
+use super::declared::Offers;
 pub(crate) use super::exchange::Exchange;
-use super::questions::{Answers, Carried, MAX_ASKS, Offers, read_response, refused, request_of};
+use super::questions::{Answers, Carried, MAX_ASKS, read_response, refused, request_of};
 use super::task::Tasks;
 use crate::server::CallContext;
 use oxp_lambda_core::durable::{Item, StateStore};
@@ -387,7 +388,7 @@ impl Round<'_> {
             }
             let missing = exchange.missing();
             if !missing.is_empty() && !answer.as_ref().is_ok_and(|o| o.result.is_ok()) {
-                return Err(super::questions::missing_capabilities(&missing));
+                return Err(super::declared::missing_capabilities(&missing));
             }
             if let Some(answers) = exchange.detached()
                 && let (Some(tasks), Some((context, arguments, offers))) = (tasks, self.detaching)

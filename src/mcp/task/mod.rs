@@ -25,7 +25,8 @@ mod store;
 mod talk;
 mod update;
 
-use crate::mcp::questions::{Answers, Carried, Offers};
+use crate::mcp::declared::Offers;
+use crate::mcp::questions::{Answers, Carried};
 use crate::server::CallContext;
 use crate::work::Questions;
 use crate::work::{Refused, Runner};

@@ -2,7 +2,7 @@
 //! A task's run is work of the runner ([`crate::work`]), which takes it over when its process
 //! dies.
 
-use crate::mcp::questions::Offers;
+use crate::mcp::declared::Offers;
 use crate::state::large::Kept;
 use crate::state::record::Records;
 use oxp_lambda_core::durable::{Item, StateError, StateStore};

@@ -8,7 +8,8 @@
 //! again, whose run finds every answer given so far in the service.
 
 use super::store::{TASK_TTL, TaskStore};
-use crate::mcp::questions::{Answers, Carrier, MAX_ASKS, Offers, Question, request_of};
+use crate::mcp::declared::Offers;
+use crate::mcp::questions::{Answers, Carrier, MAX_ASKS, Question, request_of};
 use crate::work::Questions;
 use crate::work::questions::Refused as NotAnswered;
 use crate::work::questions::Waited;
