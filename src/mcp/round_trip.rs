@@ -313,20 +313,13 @@ fn spent_answer(binding: &[u8], key: &str, response: &Value) -> String {
     digest.update((key.len() as u64).to_be_bytes());
     digest.update(key.as_bytes());
     digest.update(serde_json::to_vec(response).unwrap_or_default());
-    let digest = digest.finalize();
-    format!(
-        "answer:{}",
-        digest
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    )
+    format!("answer:{}", hex::encode(digest.finalize()))
 }
 
 fn nonce() -> String {
     let mut bytes = [0u8; 16];
     random_fill(&mut bytes);
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    hex::encode(bytes)
 }
 
 /// Random bytes from the operating system (a key, a nonce).

@@ -95,11 +95,7 @@ struct Record {
 
 /// `text` as the vault's keys hold it: the first 160 bits of its SHA-256, in hex.
 fn hashed(text: &str) -> String {
-    Sha256::digest(text.as_bytes())
-        .iter()
-        .take(20)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(&Sha256::digest(text.as_bytes())[..20])
 }
 
 pub(crate) fn unix(t: SystemTime) -> u64 {

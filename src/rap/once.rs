@@ -51,7 +51,7 @@ pub(crate) fn mark(job: &Job, body: &[u8]) -> Mark {
     hash.update(job.reply_to.callback_url.as_bytes());
     hash.update([0]);
     hash.update(body);
-    let fingerprint: String = hash.finalize().iter().map(|b| format!("{b:02x}")).collect();
+    let fingerprint = hex::encode(hash.finalize());
     Mark { key, fingerprint }
 }
 

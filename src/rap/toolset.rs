@@ -6,7 +6,6 @@ use crate::rap::wire::{Annotations, Toolset, ToolsetTool};
 use oxp_lambda_core::registry::{RegisteredTool, Registry};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
-use std::fmt::Write;
 use std::sync::Arc;
 
 /// Longest toolset or tool name a runtime accepts.
@@ -116,10 +115,7 @@ impl ServedToolset {
     fn content_hash(&self) -> String {
         let tools = serde_json::to_vec(&self.tool_definitions()).expect("schemas serialize");
         let digest = Sha256::digest(&tools);
-        digest[..8].iter().fold(String::new(), |mut s, b| {
-            let _ = write!(s, "{b:02x}");
-            s
-        })
+        hex::encode(&digest[..8])
     }
 }
 

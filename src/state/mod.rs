@@ -101,11 +101,7 @@ pub(crate) fn key_of(parts: &[&str]) -> String {
         hash.update((part.len() as u64).to_be_bytes());
         hash.update(part.as_bytes());
     }
-    hash.finalize()
-        .iter()
-        .take(20)
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    hex::encode(&hash.finalize()[..20])
 }
 
 /// The one key of a caller (its authenticated subject; every caller without one is the same
