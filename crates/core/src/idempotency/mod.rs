@@ -269,6 +269,7 @@ mod tests {
             print("T@1.0.0", Some("u"), json!({"a": 1}), &[("KEY", "s")]),
             expected
         );
+        assert_eq!(hex::encode([0x00, 0x0f, 0xa5, 0xff]), "000fa5ff");
     }
 
     #[test]
