@@ -21,6 +21,7 @@ use super::questions::{Answers, Carried, MAX_ASKS, read_response, refused, reque
 use super::task::Tasks;
 use crate::server::CallContext;
 use oxp_lambda_core::durable::{Item, StateStore};
+use oxp_lambda_core::idempotency::lower_hex;
 use oxp_lambda_core::invoke::{Outcome, Rejection};
 use oxp_lambda_core::secrets::Secrets;
 use rmcp::ErrorData;
@@ -313,13 +314,13 @@ fn spent_answer(binding: &[u8], key: &str, response: &Value) -> String {
     digest.update((key.len() as u64).to_be_bytes());
     digest.update(key.as_bytes());
     digest.update(serde_json::to_vec(response).unwrap_or_default());
-    format!("answer:{}", hex::encode(digest.finalize()))
+    format!("answer:{}", lower_hex(&digest.finalize()))
 }
 
 fn nonce() -> String {
     let mut bytes = [0u8; 16];
     random_fill(&mut bytes);
-    hex::encode(bytes)
+    lower_hex(&bytes)
 }
 
 /// Random bytes from the operating system (a key, a nonce).

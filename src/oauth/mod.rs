@@ -18,6 +18,7 @@ pub(crate) mod vault;
 
 use config::OAuthConfig;
 use flow::{Failed, Granted, Provider};
+use oxp_lambda_core::idempotency::lower_hex;
 use oxp_lambda_core::secrets::Secrets;
 use oxp_lambda_core::tokens::{
     Authorized, Challenge, Held, Sealed, TokenError, TokenFuture, TokenStore, UserTokens,
@@ -95,7 +96,7 @@ struct Record {
 
 /// `text` as the vault's keys hold it: the first 160 bits of its SHA-256, in hex.
 fn hashed(text: &str) -> String {
-    hex::encode(&Sha256::digest(text.as_bytes())[..20])
+    lower_hex(&Sha256::digest(text.as_bytes())[..20])
 }
 
 pub(crate) fn unix(t: SystemTime) -> u64 {

@@ -11,7 +11,7 @@
 
 use crate::rap::job::Job;
 use oxp_lambda_core::content::ToolOutput;
-use oxp_lambda_core::idempotency::{Claim, StoredOutcome, scoped_key};
+use oxp_lambda_core::idempotency::{Claim, StoredOutcome, lower_hex, scoped_key};
 use oxp_lambda_core::invoke::Invoker;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -51,7 +51,7 @@ pub(crate) fn mark(job: &Job, body: &[u8]) -> Mark {
     hash.update(job.reply_to.callback_url.as_bytes());
     hash.update([0]);
     hash.update(body);
-    let fingerprint = hex::encode(hash.finalize());
+    let fingerprint = lower_hex(&hash.finalize());
     Mark { key, fingerprint }
 }
 

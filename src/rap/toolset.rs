@@ -3,6 +3,7 @@
 
 use crate::rap::config::RapConfig;
 use crate::rap::wire::{Annotations, Toolset, ToolsetTool};
+use oxp_lambda_core::idempotency::lower_hex;
 use oxp_lambda_core::registry::{RegisteredTool, Registry};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
@@ -115,7 +116,7 @@ impl ServedToolset {
     fn content_hash(&self) -> String {
         let tools = serde_json::to_vec(&self.tool_definitions()).expect("schemas serialize");
         let digest = Sha256::digest(&tools);
-        hex::encode(&digest[..8])
+        lower_hex(&digest[..8])
     }
 }
 

@@ -95,13 +95,14 @@ impl StateConfig {
 /// parts share a key), in hex: how records name a caller, a thread or a call, never by the ids
 /// themselves.
 pub(crate) fn key_of(parts: &[&str]) -> String {
+    use oxp_lambda_core::idempotency::lower_hex;
     use sha2::{Digest, Sha256};
     let mut hash = Sha256::new();
     for part in parts {
         hash.update((part.len() as u64).to_be_bytes());
         hash.update(part.as_bytes());
     }
-    hex::encode(&hash.finalize()[..20])
+    lower_hex(&hash.finalize()[..20])
 }
 
 /// The one key of a caller (its authenticated subject; every caller without one is the same

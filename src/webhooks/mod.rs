@@ -38,6 +38,7 @@ use axum::response::Response;
 use axum::routing::post;
 use hmac::{Hmac, Mac};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
+use oxp_lambda_core::idempotency::lower_hex;
 use oxp_lambda_core::secrets::Secrets;
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -53,7 +54,7 @@ fn event_digest(source: &str, body: &[u8]) -> String {
         .chain_update([0])
         .chain_update(body)
         .finalize();
-    hex::encode(digest)
+    lower_hex(&digest)
 }
 
 /// The event sources and what they need.
