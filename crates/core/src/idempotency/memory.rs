@@ -54,9 +54,10 @@ type Claimed = (String, Instant);
 
 /// In-memory store: completed outcomes bounded by bytes, in-progress claims apart.
 pub struct MemoryStore {
-    /// Hashed as the cache hashes its keys (seeded per process; SipHash, std's default, cost a
-    /// call with a call id about 800 instructions over its three lookups).
-    in_progress: Mutex<HashMap<String, Claimed, quick_cache::DefaultHashBuilder>>,
+    /// Hashed as the cache hashes its keys, with foldhash's seeded quality hasher (the keys are
+    /// callers' call ids; SipHash, std's default, cost a call with a call id about 800
+    /// instructions over its three lookups).
+    in_progress: Mutex<HashMap<String, Claimed, foldhash::quality::RandomState>>,
     completed: quick_cache::sync::Cache<String, Arc<Completed>, ByBytes>,
 }
 
