@@ -54,9 +54,12 @@ type Claimed = (String, Instant);
 
 /// In-memory store: completed outcomes bounded by bytes, in-progress claims apart.
 pub struct MemoryStore {
-    /// Hashed as the cache hashes its keys, with foldhash's seeded quality hasher (the keys are
-    /// callers' call ids; SipHash, std's default, cost a call with a call id about 800
-    /// instructions over its three lookups).
+    /// Hashed as the cache hashes its keys, with foldhash's seeded quality hasher, where
+    /// SipHash (std's default) cost a call with a call id about 800 instructions over its three
+    /// lookups. The keys are callers' call ids, and foldhash claims no resistance to a caller
+    /// who learns its hashes; the table holds only the calls in flight (each an open request
+    /// or a running job, both bounded: `OXP_MAX_CONNECTIONS`, `OXP_WORK_RUNNING_MAX`) and
+    /// claims lapsed since, swept at 1,024, so colliding ids slow a lookup by that many at most.
     in_progress: Mutex<HashMap<String, Claimed, foldhash::quality::RandomState>>,
     completed: quick_cache::sync::Cache<String, Arc<Completed>, ByBytes>,
 }
