@@ -52,7 +52,8 @@ def write_report(bench, size, load, rss, start, native, bootstrap, sets, run):
         "load generator shares the 2 cores with the server: compare the ratios, not the absolute numbers. "
         "The local server runs with the defaults (only `OXP_AUTH=none`: the per-call log line on, "
         "idempotency in memory, every OXP call with its own `call_id`) unless a row says "
-        "\"logs turned down\" (`OXP_LOG=warn`).",
+        "\"logs turned down\" (`OXP_LOG=warn`). The bare baseline is sent the same requests "
+        "(since 2026-12-04; before, one fixed body, which cost the load generator less).",
         "",
         "## Targets",
         "",
