@@ -150,7 +150,7 @@ pub(crate) fn json_only<S: Clone + Send + Sync + 'static>(
 /// where axum's `from_fn` boxed a future of its own, boxed the route again for `Next` and cloned
 /// it, on every call of every protocol (about 1,000 instructions a call).
 #[derive(Clone)]
-pub(crate) struct JsonOnly<S> {
+struct JsonOnly<S> {
     inner: S,
     refuse: fn() -> Response,
 }
