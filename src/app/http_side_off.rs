@@ -36,7 +36,7 @@ pub(crate) fn assemble(
     _auth: &Arc<Authenticator>,
     _config: &Config,
 ) -> HttpApp {
-    HttpApp::default()
+    crate::server::assemble(Router::new(), 0, None)
 }
 
 /// No local server: fails, saying why.

@@ -88,10 +88,13 @@ impl<S: Send + Sync> FromRequestParts<S> for CallContext {
     }
 }
 
+/// The W3C trace context's header, named once: a lookup by `&str` parses the name at every call.
+const TRACEPARENT: http::HeaderName = http::HeaderName::from_static("traceparent");
+
 /// The caller's W3C trace context from a `traceparent` header, when it is well-formed.
 pub(crate) fn traceparent(headers: &HeaderMap) -> Option<String> {
     headers
-        .get("traceparent")
+        .get(TRACEPARENT)
         .and_then(|v| v.to_str().ok())
         .and_then(oxp_lambda_core::invoke::traceparent)
 }

@@ -39,7 +39,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 /// The complete HTTP app: every adapter's routes behind the plumbing.
-pub(crate) type HttpApp = StripPrefix<Router>;
+pub(crate) type HttpApp = StripPrefix<<DefaultBodyLimit as tower::Layer<Router>>::Service>;
 
 /// Puts the adapters' `routes` behind `/health`, the 404 fallback, the body limit and the
 /// base-path stripping.
@@ -47,10 +47,11 @@ pub(crate) fn assemble(routes: Router, max_body_bytes: usize, base_path: Option<
     let router = Router::new()
         .route("/health", only(get(health), "GET, HEAD"))
         .merge(routes)
-        .fallback(not_found)
-        .layer(DefaultBodyLimit::max(max_body_bytes));
+        .fallback(not_found);
+    // Around the router, not `Router::layer`: that wraps every route in a boxed service of its
+    // own, cloned and its future boxed again on every request.
     StripPrefix {
-        inner: router,
+        inner: tower::Layer::layer(&DefaultBodyLimit::max(max_body_bytes), router),
         base_path: base_path.map(Arc::from),
     }
 }
