@@ -29,8 +29,13 @@ pub struct Running {
     /// Every registration, by its key's hash. A registration is forgotten by its hash and
     /// number, so ending a call (every call) hashes and compares no string again.
     calls: Mutex<HashTable<Entry>>,
-    /// The keys' hasher: randomly seeded SipHash, as callers choose the ids.
-    hasher: std::collections::hash_map::RandomState,
+    /// The keys' hasher: foldhash's seeded quality hasher, as the idempotency store's claims in
+    /// progress hash theirs (SipHash cost each MCP call about 190 instructions). The ids are
+    /// callers', and foldhash claims no resistance to a caller who learns its hashes; the table
+    /// holds only calls in flight (each an open request or a running job, both bounded), and a
+    /// caller can make its own entries share one key anyway (one JSON-RPC id on many requests),
+    /// so colliding keys slow a lookup by that bound at most.
+    hasher: foldhash::quality::RandomState,
     next: AtomicU64,
 }
 
