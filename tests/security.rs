@@ -91,6 +91,10 @@ async fn every_post_route_refuses_a_body_that_is_not_declared_json() {
         ("/call", add.to_string()),
         ("/invoke", json!({"operation": "Calculator_Add", "arguments": {}, "id": "i", "group_id": "g", "callback_url": "http://127.0.0.1:9/cb"}).to_string()),
         ("/close_thread", json!({"group_id": "g"}).to_string()),
+        ("/cancel_tool_call", json!({"thread_id": "g", "tool_call_id": "i"}).to_string()),
+        ("/tool_call_status", json!({"thread_id": "g", "tool_call_id": "i"}).to_string()),
+        ("/user_choice_response/t", json!({"id": "i", "selected": 0}).to_string()),
+        ("/mcp", json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "Calculator_Add", "arguments": {"a": 1, "b": 2}}}).to_string()),
     ] {
         for content_type in [None, Some("text/plain"), Some("application/x-www-form-urlencoded")] {
             let mut request = Request::post(path);
@@ -99,8 +103,8 @@ async fn every_post_route_refuses_a_body_that_is_not_declared_json() {
             }
             let reply = send(&app, request.body(Body::from(body.clone())).unwrap()).await;
             // OXP answers every error before the tool runs with a 400 (the published 1.0
-            // OpenAPI); RAP keeps 415. Refused either way: the tool never runs.
-            let status = if path.starts_with("/invoke") || path.starts_with("/close") { 415 } else { 400 };
+            // OpenAPI); RAP and MCP keep 415. Refused either way: the tool never runs.
+            let status = if path.starts_with("/tools") || path == "/call" { 400 } else { 415 };
             assert_eq!(reply.status, status, "{path} {content_type:?}: {}", reply.text);
         }
     }

@@ -154,6 +154,8 @@ impl Assembly<'_> {
     /// type is not JSON gets `refuse()`. A browser sends a cross-origin request without asking
     /// first only with a form or text content type, so every route that acts on a body should
     /// take JSON alone: a web page the developer has open then cannot call a local server.
+    /// (The built-in protocols put the same layer on each `POST` handler instead, which spares
+    /// them the boxed route `Router::route_layer` adds to every request.)
     pub fn json_only<S: Clone + Send + Sync + 'static>(
         &self,
         router: Router<S>,

@@ -45,13 +45,12 @@ pub(crate) use round_trip::{KEY_BYTES as STATE_KEY_BYTES, KEY_SECRET_ID as STATE
 pub(crate) use handler::Served;
 
 use crate::auth::Authenticator;
-use crate::server::{Refused, guard, json_only, only};
+use crate::server::{Refused, guard, post_json};
 use crate::settings::{ConfigError, Env};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
 use axum::response::Response;
-use axum::routing::post;
 use handler::McpServer;
 use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
@@ -157,6 +156,16 @@ struct Mcp {
     any_host: bool,
 }
 
+/// The refusal of a body that is not JSON.
+fn not_json() -> Response {
+    rpc_error(
+        StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        Value::Null,
+        -32600,
+        "Content-Type must be application/json",
+    )
+}
+
 /// The `/mcp` route, behind `auth`. `allowed_origins` (`OXP_ALLOWED_ORIGINS`) are the only
 /// browser origins it answers: the MCP spec has servers check `Origin` on every request.
 pub(crate) fn router(
@@ -193,15 +202,7 @@ pub(crate) fn router(
         max_body_bytes,
         any_host: config.allowed_hosts.is_empty(),
     });
-    let routes = Router::new().route("/mcp", only(post(serve), "POST"));
-    let routes = json_only(routes, || {
-        rpc_error(
-            StatusCode::UNSUPPORTED_MEDIA_TYPE,
-            Value::Null,
-            -32600,
-            "Content-Type must be application/json",
-        )
-    });
+    let routes = Router::new().route("/mcp", post_json(serve, not_json));
     if auth.is_none() {
         return routes.with_state(state);
     }

@@ -14,11 +14,11 @@ mod error;
 pub(crate) mod wire;
 
 use crate::auth::Authenticator;
-use crate::server::{Refused, guard, json_only, only};
+use crate::server::{Refused, guard, only, post_json};
 use axum::Router;
 use axum::body::Bytes;
 use axum::response::IntoResponse;
-use axum::routing::{get, post};
+use axum::routing::get;
 use error::ApiError;
 use oxp_lambda_core::invoke::Invoker;
 use oxp_lambda_core::registry::RegisteredTool;
@@ -55,6 +55,11 @@ impl Oxp {
     }
 }
 
+/// The refusal of a body that is not JSON.
+fn not_json() -> axum::response::Response {
+    ApiError::UnsupportedMediaType.into_response()
+}
+
 /// The OXP routes, behind `auth`.
 pub(crate) fn router(invoker: Arc<Invoker>, auth: &Arc<Authenticator>) -> Router {
     let state = Arc::new(Oxp {
@@ -63,9 +68,8 @@ pub(crate) fn router(invoker: Arc<Invoker>, auth: &Arc<Authenticator>) -> Router
     });
     let routes = Router::new()
         .route("/tools", only(get(call::list_tools), "GET, HEAD"))
-        .route("/tools/call", only(post(call::call_tool), "POST"))
-        .route("/call", only(post(call::call_tool), "POST"));
-    let routes = json_only(routes, || ApiError::UnsupportedMediaType.into_response());
+        .route("/tools/call", post_json(call::call_tool, not_json))
+        .route("/call", post_json(call::call_tool, not_json));
     guard(routes, auth, |_: &_, refused: &Refused| match refused {
         Refused::Unauthenticated => ApiError::Unauthenticated.into_response(),
         Refused::InsufficientScope { required } => {

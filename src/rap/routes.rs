@@ -14,36 +14,40 @@ use crate::rap::queue::EnqueueError;
 use crate::rap::refusal::Refusal;
 use crate::rap::wire::{CancelToolCall, CloseThread, MAX_ID_CHARS, ReplyTo, is_loggable_id};
 use crate::server::{
-    CallContext, Refused, StrippedPrefix, guard, json, json_only, json_response, only,
+    CallContext, Refused, StrippedPrefix, guard, json, json_response, only, post_json,
 };
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
+use axum::routing::get;
 use axum::{Extension, Router};
 use oxp_lambda_core::principal::Principal;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// The refusal of a body that is not JSON.
+fn not_json() -> Response {
+    Refusal::UnsupportedMediaType.into_response()
+}
+
 /// The RAP routes, behind `auth`.
 pub(crate) fn router(rap: Arc<Rap>, auth: &Arc<Authenticator>) -> Router {
     let routes = Router::new()
         .route("/.well-known/rap-toolset", only(get(discover), "GET, HEAD"))
-        .route("/invoke", only(post(invoke), "POST"))
-        .route("/close_thread", only(post(close_thread), "POST"))
-        .route("/cancel_tool_call", only(post(cancel_tool_call), "POST"))
+        .route("/invoke", post_json(invoke, not_json))
+        .route("/close_thread", post_json(close_thread, not_json))
+        .route("/cancel_tool_call", post_json(cancel_tool_call, not_json))
         .route(
             "/tool_call_status",
-            only(post(crate::rap::status::tool_call_status), "POST"),
+            post_json(crate::rap::status::tool_call_status, not_json),
         )
         .route(
             "/user_choice_response/{token}",
-            only(post(crate::rap::answers::user_choice_response), "POST"),
+            post_json(crate::rap::answers::user_choice_response, not_json),
         );
-    let routes = json_only(routes, || Refusal::UnsupportedMediaType.into_response());
     guard(routes, auth, |_: &_, refused: &Refused| match refused {
         Refused::Unauthenticated => Refusal::Unauthenticated.into_response(),
         Refused::InsufficientScope { required } => {
