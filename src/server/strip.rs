@@ -29,7 +29,7 @@ pub(crate) fn strip_front<B>(request: &mut Request<B>, prefix: &str) {
 }
 
 /// Strips the configured base path (`OXP_BASE_PATH`) before routing.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct StripPrefix<S> {
     pub(crate) inner: S,
     pub(crate) base_path: Option<Arc<str>>,
