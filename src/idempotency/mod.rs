@@ -20,8 +20,9 @@ pub struct IdempotencyConfig {
     pub table: Option<String>,
     /// `OXP_IDEMPOTENCY_TTL_SECS` (default 3600): how long a stored outcome answers repeats.
     pub ttl: Duration,
-    /// `OXP_IDEMPOTENCY_MAX_BYTES` (default 64 MiB): bound of the outcomes the in-memory store
-    /// keeps (claims in progress come on top, at most one per execution slot).
+    /// `OXP_IDEMPOTENCY_MAX_BYTES` (default 64 MiB): bound of the memory the in-memory store's
+    /// outcomes take, each weighed with its bookkeeping (claims in progress come on top, at most
+    /// one per execution slot).
     pub max_bytes: u64,
 }
 
