@@ -165,17 +165,27 @@ impl IdempotencyStore for MemoryStore {
         let mut size = Count(0);
         // Serializing into a counter cannot fail: a value that could not be written weighs 0.
         let _ = serde_json::to_writer(&mut size, outcome);
-        self.completed.insert(
-            key.to_owned(),
-            Arc::new(Completed {
-                bytes: fingerprint.len() as u64 + size.0 + ENTRY_OVERHEAD,
-                fingerprint: fingerprint.to_owned(),
-                outcome: outcome.clone(),
-                at: Instant::now(),
-                keep,
-            }),
-        );
-        self.unclaim(key, fingerprint);
+        let bytes = fingerprint.len() as u64 + size.0 + ENTRY_OVERHEAD;
+        let outcome = outcome.clone();
+        let mut claims = self.in_progress.lock().unwrap_or_else(|e| e.into_inner());
+        // The claim's own key and fingerprint become the outcome's, not copied again; swapped
+        // under the claims' lock, so a repeat finds the claim or the outcome, never neither.
+        let (key, fingerprint) = match claims.get(key) {
+            Some((held, _)) if held == fingerprint => claims
+                .remove_entry(key)
+                .map(|(key, (fingerprint, _))| (key, fingerprint)),
+            _ => None,
+        }
+        .unwrap_or_else(|| (key.to_owned(), fingerprint.to_owned()));
+        let done = Completed {
+            bytes,
+            fingerprint,
+            outcome,
+            at: Instant::now(),
+            keep,
+        };
+        self.completed.insert(key, Arc::new(done));
+        drop(claims);
         Box::pin(std::future::ready(Ok(())))
     }
 
@@ -254,6 +264,45 @@ mod tests {
             "{} outcomes kept",
             store.completed.len()
         );
+    }
+
+    #[test]
+    fn a_repeat_while_the_outcome_is_stored_finds_the_claim_or_the_outcome_never_a_free_key() {
+        const HOLD: Duration = Duration::from_secs(60);
+        fn claim(store: &MemoryStore, key: &str) -> Claim {
+            ready(store.claim(key, "f", HOLD)).expect("the memory store answers")
+        }
+        let store = Arc::new(MemoryStore::new(1 << 24));
+        for round in 0..500 {
+            let key = format!("k{round}");
+            assert_eq!(claim(&store, &key), Claim::Acquired);
+            let repeats = {
+                let (store, key) = (store.clone(), key.clone());
+                std::thread::spawn(move || {
+                    (0..200)
+                        .map(|_| claim(&store, &key))
+                        .filter(|c| !matches!(c, Claim::InProgress | Claim::Completed(_)))
+                        .count()
+                })
+            };
+            ready(store.complete(&key, "f", &outcome(), HOLD)).unwrap();
+            assert_eq!(
+                repeats.join().unwrap(),
+                0,
+                "a repeat of {key} found it free"
+            );
+        }
+    }
+
+    /// The memory store's futures are ready when made.
+    fn ready<T>(future: StoreFuture<'_, T>) -> Result<T, super::super::StoreError> {
+        let waker = std::task::Waker::noop();
+        let mut context = std::task::Context::from_waker(waker);
+        let mut future = future;
+        match future.as_mut().poll(&mut context) {
+            std::task::Poll::Ready(answer) => answer,
+            std::task::Poll::Pending => unreachable!("the memory store never waits"),
+        }
     }
 
     #[tokio::test]
