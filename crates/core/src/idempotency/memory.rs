@@ -256,8 +256,8 @@ mod tests {
             store.claim(&key, "f", hold).await.unwrap();
             store.complete(&key, "f", &outcome(), hold).await.unwrap();
         }
-        // An outcome of a few bytes still takes its entry: weighed by its JSON and 64 bytes,
-        // 64 KiB held about twice as many of them as fit in 64 KiB.
+        // An outcome of a few bytes still takes its entry: weighed by its JSON and 64 bytes, a
+        // 64 KiB store kept 660 of them, more than three times what fits.
         let most = 64 * 1024 / ENTRY_OVERHEAD;
         assert!(
             (store.completed.len() as u64) <= most,
