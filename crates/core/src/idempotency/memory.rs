@@ -268,9 +268,13 @@ mod tests {
 
     #[test]
     fn a_repeat_while_the_outcome_is_stored_finds_the_claim_or_the_outcome_never_a_free_key() {
+        use futures_util::FutureExt;
         const HOLD: Duration = Duration::from_secs(60);
         fn claim(store: &MemoryStore, key: &str) -> Claim {
-            ready(store.claim(key, "f", HOLD)).expect("the memory store answers")
+            let answer = store.claim(key, "f", HOLD).now_or_never();
+            answer
+                .expect("ready when made")
+                .expect("the memory store answers")
         }
         let store = Arc::new(MemoryStore::new(1 << 24));
         for round in 0..500 {
@@ -285,23 +289,13 @@ mod tests {
                         .count()
                 })
             };
-            ready(store.complete(&key, "f", &outcome(), HOLD)).unwrap();
+            let stored = store.complete(&key, "f", &outcome(), HOLD).now_or_never();
+            stored.expect("ready when made").unwrap();
             assert_eq!(
                 repeats.join().unwrap(),
                 0,
                 "a repeat of {key} found it free"
             );
-        }
-    }
-
-    /// The memory store's futures are ready when made.
-    fn ready<T>(future: StoreFuture<'_, T>) -> Result<T, super::super::StoreError> {
-        let waker = std::task::Waker::noop();
-        let mut context = std::task::Context::from_waker(waker);
-        let mut future = future;
-        match future.as_mut().poll(&mut context) {
-            std::task::Poll::Ready(answer) => answer,
-            std::task::Poll::Pending => unreachable!("the memory store never waits"),
         }
     }
 
