@@ -60,6 +60,9 @@ impl std::io::Write for Count {
 /// An in-progress claim: its fingerprint and when it lapses.
 type Claimed = (String, Instant);
 
+/// The claims in progress, by key.
+type Claims = HashMap<String, Claimed, foldhash::quality::RandomState>;
+
 /// In-memory store: completed outcomes bounded by bytes, in-progress claims apart.
 pub struct MemoryStore {
     /// Hashed as the cache hashes its keys, with foldhash's seeded quality hasher, where
@@ -68,7 +71,7 @@ pub struct MemoryStore {
     /// who learns its hashes; the table holds only the calls in flight (each an open request
     /// or a running job, both bounded: `OXP_MAX_CONNECTIONS`, `OXP_WORK_RUNNING_MAX`) and
     /// claims lapsed since, swept at 1,024, so colliding ids slow a lookup by that many at most.
-    in_progress: Mutex<HashMap<String, Claimed, foldhash::quality::RandomState>>,
+    in_progress: Mutex<Claims>,
     completed: quick_cache::sync::Cache<String, Arc<Completed>, ByBytes>,
 }
 
@@ -135,9 +138,17 @@ impl MemoryStore {
     /// Removes `key`'s claim if `fingerprint` holds it.
     fn unclaim(&self, key: &str, fingerprint: &str) {
         let mut claims = self.in_progress.lock().unwrap_or_else(|e| e.into_inner());
-        if claims.get(key).is_some_and(|(f, _)| f == fingerprint) {
-            claims.remove(key);
-        }
+        take_claim(&mut claims, key, fingerprint);
+    }
+}
+
+/// Takes `key`'s claim out of `claims` if `fingerprint` holds it: its key and fingerprint.
+fn take_claim(claims: &mut Claims, key: &str, fingerprint: &str) -> Option<(String, String)> {
+    match claims.get(key) {
+        Some((held, _)) if held == fingerprint => claims
+            .remove_entry(key)
+            .map(|(key, (fingerprint, _))| (key, fingerprint)),
+        _ => None,
     }
 }
 
@@ -170,13 +181,8 @@ impl IdempotencyStore for MemoryStore {
         let mut claims = self.in_progress.lock().unwrap_or_else(|e| e.into_inner());
         // The claim's own key and fingerprint become the outcome's, not copied again; swapped
         // under the claims' lock, so a repeat finds the claim or the outcome, never neither.
-        let (key, fingerprint) = match claims.get(key) {
-            Some((held, _)) if held == fingerprint => claims
-                .remove_entry(key)
-                .map(|(key, (fingerprint, _))| (key, fingerprint)),
-            _ => None,
-        }
-        .unwrap_or_else(|| (key.to_owned(), fingerprint.to_owned()));
+        let (key, fingerprint) = take_claim(&mut claims, key, fingerprint)
+            .unwrap_or_else(|| (key.to_owned(), fingerprint.to_owned()));
         let done = Completed {
             bytes,
             fingerprint,
