@@ -294,7 +294,9 @@ impl Config {
         config.secrets = SecretsConfig::from_env(&env)?;
         config.auth = AuthConfig::from_env(&env, config.host)?;
         config.required_scopes = crate::auth::required_scopes(&env)?;
-        config.idempotency = IdempotencyConfig::from_env(&env)?;
+        // Without authentication every call is the one anonymous caller's: no share to keep.
+        let anonymous = matches!(config.auth, AuthConfig::None { .. });
+        config.idempotency = IdempotencyConfig::from_env(&env, anonymous)?;
         config.metrics = MetricsConfig::from_env(&env)?;
         config.otel_endpoint = crate::observe::otel_endpoint(&env)?;
         config.oauth = OAuthConfig::from_env(&env)?;

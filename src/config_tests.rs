@@ -115,6 +115,28 @@ fn a_jwks_url_must_be_https_or_loopback_http() {
 }
 
 #[test]
+fn a_caller_gets_a_quarter_of_the_idempotency_store_unless_every_call_is_anonymous() {
+    let share = |vars: &[(&str, &str)]| {
+        let c = config(vars).unwrap().idempotency;
+        (c.max_bytes, c.max_bytes_per_caller)
+    };
+    let total = 64 * 1024 * 1024;
+    assert_eq!(share(&[("OXP_AUTH", "apigateway")]), (total, total / 4));
+    assert_eq!(share(&[]), (total, total), "OXP_AUTH=none: one caller");
+    let set = [
+        ("OXP_AUTH", "apigateway"),
+        ("OXP_IDEMPOTENCY_MAX_BYTES", "4000"),
+        ("OXP_IDEMPOTENCY_MAX_BYTES_PER_CALLER", "3000"),
+    ];
+    assert_eq!(share(&set), (4000, 3000));
+    assert_eq!(share(&set[..2]), (4000, 1000));
+    let over = [set[1], ("OXP_IDEMPOTENCY_MAX_BYTES_PER_CALLER", "9000")];
+    assert_eq!(share(&over), (4000, 4000), "at most the whole");
+    let zero = config(&[("OXP_IDEMPOTENCY_MAX_BYTES_PER_CALLER", "0")]).unwrap_err();
+    assert_eq!(zero.variable, "OXP_IDEMPOTENCY_MAX_BYTES_PER_CALLER");
+}
+
+#[test]
 fn a_table_selects_the_dynamodb_idempotency_store() {
     let c = config(&[
         ("OXP_IDEMPOTENCY_TABLE", "oxp-calls"),

@@ -57,7 +57,12 @@ async fn call_as(app: &App, sub: &str, body: &Value) -> Reply {
 }
 
 fn jwt_app(tools: Vec<Tool>) -> App {
-    let config = Config {
+    jwt_app_with(tools, jwt_config())
+}
+
+/// A config whose callers authenticate with tokens [`signed`] makes.
+fn jwt_config() -> Config {
+    Config {
         auth: AuthConfig::Jwt(JwtConfig {
             keys: JwtKeys::Hs256 {
                 secret_id: "JWT_KEY".into(),
@@ -70,7 +75,10 @@ fn jwt_app(tools: Vec<Tool>) -> App {
             bind_user_id: true,
         }),
         ..Config::default()
-    };
+    }
+}
+
+fn jwt_app_with(tools: Vec<Tool>, config: Config) -> App {
     let registry = Registry::builder().tools(tools).build().unwrap();
     build(
         App::builder(registry)
@@ -264,6 +272,33 @@ async fn another_caller_replaying_a_call_id_neither_gets_the_result_nor_learns_i
     let other_token = call_as(&app, "alice", &body("another-token")).await;
     assert_eq!(other_token.status, 400, "{}", other_token.text);
     assert_eq!(runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn one_callers_many_calls_never_evict_another_callers_stored_outcome() {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let tool = Tool::builder("T.Tick", "1.0.0").handler(move |_: NoInput, _: ToolContext| {
+        let runs = counted.clone();
+        async move { Ok::<_, ToolError>(runs.fetch_add(1, Ordering::SeqCst) + 1) }
+    });
+    let mut config = jwt_config();
+    // About 2,000 outcomes in all, at most about 150 of one caller's.
+    config.idempotency.max_bytes = 1 << 20;
+    config.idempotency.max_bytes_per_caller = 64 * 1024;
+    let app = jwt_app_with(vec![tool], config);
+    let tick = |id: String| json!({"request": {"tool_id": "T.Tick", "call_id": id}});
+    for i in 0..6_000 {
+        if i == 3_000 {
+            let bob = call_as(&app, "bob", &tick("bob-1".into())).await;
+            assert_eq!(bob.json["result"]["value"], 3_001, "{}", bob.text);
+        }
+        call_as(&app, "alice", &tick(format!("a-{i}"))).await;
+    }
+    // With one pool for every caller (a share of the whole store), alice's calls evicted it.
+    let again = call_as(&app, "bob", &tick("bob-1".into())).await;
+    assert_eq!(again.json["result"]["value"], 3_001, "{}", again.text);
+    assert_eq!(runs.load(Ordering::SeqCst), 6_001);
 }
 
 /// Calls `body` with the bearer `token`.

@@ -24,6 +24,10 @@ pub struct IdempotencyConfig {
     /// outcomes take, each weighed with its bookkeeping (claims in progress come on top, at most
     /// one per execution slot).
     pub max_bytes: u64,
+    /// `OXP_IDEMPOTENCY_MAX_BYTES_PER_CALLER` (default a quarter of `max_bytes`; all of it
+    /// with `OXP_AUTH=none`, where every call is the one anonymous caller's): of that, what one
+    /// caller's outcomes may take; past it a caller's own oldest are evicted, not others'.
+    pub max_bytes_per_caller: u64,
 }
 
 /// Kinds of idempotency store.
@@ -47,12 +51,14 @@ impl Default for IdempotencyConfig {
             table: None,
             ttl: Duration::from_secs(3600),
             max_bytes: 64 * 1024 * 1024,
+            max_bytes_per_caller: 64 * 1024 * 1024,
         }
     }
 }
 
 impl IdempotencyConfig {
-    pub(crate) fn from_env(env: &Env<'_>) -> Result<Self, ConfigError> {
+    /// Reads the settings; `anonymous`: callers are not told apart (`OXP_AUTH=none`).
+    pub(crate) fn from_env(env: &Env<'_>, anonymous: bool) -> Result<Self, ConfigError> {
         let mut c = Self {
             table: env.get("OXP_IDEMPOTENCY_TABLE"),
             ..Self::default()
@@ -82,6 +88,12 @@ impl IdempotencyConfig {
         if let Some(n) = env.positive("OXP_IDEMPOTENCY_MAX_BYTES")? {
             c.max_bytes = n;
         }
+        c.max_bytes_per_caller =
+            match env.positive::<u64>("OXP_IDEMPOTENCY_MAX_BYTES_PER_CALLER")? {
+                Some(n) => n.min(c.max_bytes),
+                None if anonymous => c.max_bytes,
+                None => (c.max_bytes / 4).max(1),
+            };
         Ok(c)
     }
 }
@@ -96,7 +108,10 @@ pub(crate) fn build(
     let store: Arc<dyn oxp_lambda_core::idempotency::IdempotencyStore> = match config.mode {
         IdempotencyMode::Off => return Ok(None),
         IdempotencyMode::Memory => Arc::new(
-            oxp_lambda_core::idempotency::memory::MemoryStore::new(config.max_bytes),
+            oxp_lambda_core::idempotency::memory::MemoryStore::with_share(
+                config.max_bytes,
+                config.max_bytes_per_caller,
+            ),
         ),
         IdempotencyMode::State => {
             Arc::new(state::StateRecords::new(state.cloned().ok_or(

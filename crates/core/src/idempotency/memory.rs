@@ -2,7 +2,8 @@
 //!
 //! Completed outcomes live in a `quick_cache` cache bounded by bytes
 //! (`OXP_IDEMPOTENCY_MAX_BYTES`): a caller who sends many large calls evicts stored outcomes,
-//! never memory. An entry weighs its key, its fingerprint and its outcome's JSON and what it
+//! never memory, and with a share per caller ([`MemoryStore::with_share`], `shares`) only its
+//! own. An entry weighs its key, its fingerprint and its outcome's JSON and what it
 //! takes beside them ([`ENTRY_OVERHEAD`]), so the bound is near the memory the store holds.
 //! Each outcome carries when it was stored and for how long; one read past that is dropped.
 //! In-progress claims live apart, so eviction never takes one (a duplicate would then run the
@@ -12,12 +13,16 @@
 //! bookkeeping (its per-entry timers, its frequency sketch, its write log) cost more per call
 //! than the rest of the store (docs/performance.md has the figures).
 
+mod shares;
+
 use super::{Claim, IdempotencyStore, StoreFuture, StoredOutcome};
+use shares::{Evicted, Evictions, SHARE_OVERHEAD, Shares};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-/// A stored outcome, what it answers, when it was stored and for how long, what it weighs.
+/// A stored outcome, what it answers, when it was stored and for how long, what it weighs, and
+/// the number its caller's share lists it under (0 without shares).
 #[derive(Debug)]
 struct Completed {
     fingerprint: String,
@@ -25,14 +30,15 @@ struct Completed {
     at: Instant,
     keep: Duration,
     bytes: u64,
+    number: u64,
 }
 
 /// What an entry costs: its key, fingerprint and outcome as stored (weighed once, at insert).
 #[derive(Clone)]
 struct ByBytes;
 
-impl quick_cache::Weighter<String, Arc<Completed>> for ByBytes {
-    fn weight(&self, key: &String, value: &Arc<Completed>) -> u64 {
+impl quick_cache::Weighter<Arc<str>, Arc<Completed>> for ByBytes {
+    fn weight(&self, key: &Arc<str>, value: &Arc<Completed>) -> u64 {
         key.len() as u64 + value.bytes
     }
 }
@@ -61,18 +67,38 @@ impl std::io::Write for Count {
 type Claimed = (String, Instant);
 
 /// The claims in progress, by key.
-type Claims = HashMap<String, Claimed, foldhash::quality::RandomState>;
+type Claims = HashMap<Arc<str>, Claimed, foldhash::quality::RandomState>;
 
-/// In-memory store: completed outcomes bounded by bytes, in-progress claims apart.
+/// What the store's one lock guards: the claims in progress and each caller's share.
+#[derive(Default)]
+struct Books {
+    claims: Claims,
+    shares: Shares,
+}
+
+/// The stored outcomes, by key.
+type Outcomes = quick_cache::sync::Cache<
+    Arc<str>,
+    Arc<Completed>,
+    ByBytes,
+    quick_cache::DefaultHashBuilder,
+    Evictions,
+>;
+
+/// In-memory store: completed outcomes bounded by bytes (and, with shares, each caller's by its
+/// share), in-progress claims apart.
 pub struct MemoryStore {
-    /// Hashed as the cache hashes its keys, with foldhash's seeded quality hasher, where
-    /// SipHash (std's default) cost a call with a call id about 800 instructions over its three
-    /// lookups. The keys are callers' call ids, and foldhash claims no resistance to a caller
-    /// who learns its hashes; the table holds only the calls in flight (each an open request
-    /// or a running job, both bounded: `OXP_MAX_CONNECTIONS`, `OXP_WORK_RUNNING_MAX`) and
-    /// claims lapsed since, swept at 1,024, so colliding ids slow a lookup by that many at most.
-    in_progress: Mutex<Claims>,
-    completed: quick_cache::sync::Cache<String, Arc<Completed>, ByBytes>,
+    /// The claims, hashed as the cache hashes its keys, with foldhash's seeded quality hasher,
+    /// where SipHash (std's default) cost a call with a call id about 800 instructions over its
+    /// three lookups. The keys are callers' call ids, and foldhash claims no resistance to a
+    /// caller who learns its hashes; the table holds only the calls in flight (each an open
+    /// request or a running job, both bounded: `OXP_MAX_CONNECTIONS`, `OXP_WORK_RUNNING_MAX`)
+    /// and claims lapsed since, swept at 1,024, so colliding ids slow a lookup by that many at
+    /// most. The shares' table holds one entry per caller with outcomes stored.
+    books: Mutex<Books>,
+    /// Each caller's share in bytes; `None`: the whole store, no shares kept.
+    per_caller: Option<u64>,
+    completed: Outcomes,
 }
 
 impl std::fmt::Debug for MemoryStore {
@@ -82,41 +108,67 @@ impl std::fmt::Debug for MemoryStore {
 }
 
 impl MemoryStore {
-    /// A store whose completed outcomes take at most about `max_bytes`.
+    /// A store whose completed outcomes take at most about `max_bytes`, shared by every caller.
     pub fn new(max_bytes: u64) -> Self {
+        Self::with_share(max_bytes, max_bytes)
+    }
+
+    /// A store whose completed outcomes take at most about `max_bytes`, of which one caller's
+    /// (its keys' [`caller_tag`](super::caller_tag)) at most `per_caller`: a caller past its
+    /// share loses its own oldest outcomes, not other callers'.
+    pub fn with_share(max_bytes: u64, per_caller: u64) -> Self {
         // The item estimate only sizes the cache's memory of recently evicted keys; its table
         // grows as outcomes come. A small outcome weighs about 450 bytes.
         let items = usize::try_from(max_bytes / 450)
             .unwrap_or(usize::MAX)
             .max(16);
+        // One shard: every read and write of the cache is made under the books' lock anyway,
+        // and a caller's room made in one shard is room for its next outcome in any.
+        let options = quick_cache::OptionsBuilder::new()
+            .shards(1)
+            .estimated_items_capacity(items)
+            .weight_capacity(max_bytes.max(1))
+            .build()
+            .expect("both capacities are set");
+        let hasher = quick_cache::DefaultHashBuilder::default();
         Self {
-            in_progress: Mutex::new(HashMap::default()),
-            completed: quick_cache::sync::Cache::with_weighter(items, max_bytes.max(1), ByBytes),
+            books: Mutex::default(),
+            per_caller: (per_caller < max_bytes).then_some(per_caller),
+            completed: Outcomes::with_options(options, ByBytes, hasher, Evictions),
         }
     }
 
+    fn books(&self) -> std::sync::MutexGuard<'_, Books> {
+        self.books.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// The outcome stored under `key`, unless its time has passed (then it is dropped).
-    fn completed(&self, key: &str, now: Instant) -> Option<Arc<Completed>> {
+    fn completed(&self, books: &mut Books, key: &str, now: Instant) -> Option<Arc<Completed>> {
         let done = self.completed.get(key)?;
         if now.saturating_duration_since(done.at) < done.keep {
             return Some(done);
         }
         // This one only: a fresh outcome stored meanwhile under the same key stays.
-        self.completed
+        let gone = self
+            .completed
             .remove_if(key, |now_stored| Arc::ptr_eq(now_stored, &done));
+        if gone.is_some() {
+            books.shares.forget(key, done.number);
+        }
         None
     }
 
     fn claim_now(&self, key: &str, fingerprint: &str, hold: Duration) -> Claim {
         let now = Instant::now();
-        let mut claims = self.in_progress.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(done) = self.completed(key, now) {
+        let mut books = self.books();
+        if let Some(done) = self.completed(&mut books, key, now) {
             return if done.fingerprint == fingerprint {
                 Claim::Completed(done.outcome.clone())
             } else {
                 Claim::Conflict
             };
         }
+        let claims = &mut books.claims;
         match claims.get(key) {
             Some((f, until)) if *until > now => {
                 return if f == fingerprint {
@@ -131,19 +183,43 @@ impl MemoryStore {
         if claims.len() >= 1024 {
             claims.retain(|_, (_, until)| *until > now);
         }
-        claims.insert(key.to_owned(), (fingerprint.to_owned(), now + hold));
+        claims.insert(key.into(), (fingerprint.to_owned(), now + hold));
         Claim::Acquired
     }
 
-    /// Removes `key`'s claim if `fingerprint` holds it.
-    fn unclaim(&self, key: &str, fingerprint: &str) {
-        let mut claims = self.in_progress.lock().unwrap_or_else(|e| e.into_inner());
-        take_claim(&mut claims, key, fingerprint);
+    /// Stores `done` under `key` and counts it in its caller's share, under the books' lock.
+    fn store(&self, books: &mut Books, key: Arc<str>, mut done: Completed) {
+        let Some(per_caller) = self.per_caller else {
+            self.completed.insert(key, Arc::new(done));
+            return;
+        };
+        done.bytes += SHARE_OVERHEAD;
+        if key.len() as u64 + done.bytes > per_caller {
+            return; // More than a share: not kept, as the cache keeps nothing over its bound.
+        }
+        let (number, over) = books
+            .shares
+            .add(&key, key.len() as u64 + done.bytes, per_caller);
+        done.number = number;
+        // The caller's own oldest go first, so a caller at its share makes its own room and
+        // the cache evicts nobody else's to take its new outcome.
+        for (key, number) in over {
+            self.completed
+                .remove_if(&*key, |stored| stored.number == number);
+        }
+        // What the insert lets go: outcomes evicted, and one it replaces under the same key
+        // (one past its time, never read since), which quick_cache reports alike.
+        let mut evicted = Evicted::default();
+        self.completed
+            .insert_with_lifecycle(key, Arc::new(done), &mut evicted);
+        for (key, number) in evicted.each() {
+            books.shares.forget(key, number);
+        }
     }
 }
 
 /// Takes `key`'s claim out of `claims` if `fingerprint` holds it: its key and fingerprint.
-fn take_claim(claims: &mut Claims, key: &str, fingerprint: &str) -> Option<(String, String)> {
+fn take_claim(claims: &mut Claims, key: &str, fingerprint: &str) -> Option<(Arc<str>, String)> {
     match claims.get(key) {
         Some((held, _)) if held == fingerprint => claims
             .remove_entry(key)
@@ -178,193 +254,30 @@ impl IdempotencyStore for MemoryStore {
         let _ = serde_json::to_writer(&mut size, outcome);
         let bytes = fingerprint.len() as u64 + size.0 + ENTRY_OVERHEAD;
         let outcome = outcome.clone();
-        let mut claims = self.in_progress.lock().unwrap_or_else(|e| e.into_inner());
+        let mut books = self.books();
         // The claim's own key and fingerprint become the outcome's, not copied again; swapped
-        // under the claims' lock, so a repeat finds the claim or the outcome, never neither.
-        let (key, fingerprint) = take_claim(&mut claims, key, fingerprint)
-            .unwrap_or_else(|| (key.to_owned(), fingerprint.to_owned()));
+        // under the books' lock, so a repeat finds the claim or the outcome, never neither.
+        let (key, fingerprint) = take_claim(&mut books.claims, key, fingerprint)
+            .unwrap_or_else(|| (key.into(), fingerprint.to_owned()));
         let done = Completed {
             bytes,
             fingerprint,
             outcome,
             at: Instant::now(),
             keep,
+            number: 0,
         };
-        self.completed.insert(key, Arc::new(done));
-        drop(claims);
+        self.store(&mut books, key, done);
+        drop(books);
         Box::pin(std::future::ready(Ok(())))
     }
 
     fn release<'a>(&'a self, key: &'a str, fingerprint: &'a str) -> StoreFuture<'a, ()> {
-        self.unclaim(key, fingerprint);
+        take_claim(&mut self.books().claims, key, fingerprint);
         Box::pin(std::future::ready(Ok(())))
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    fn outcome() -> StoredOutcome {
-        StoredOutcome::new(&Ok(json!(15).into()), Duration::from_millis(2))
-    }
-
-    #[tokio::test]
-    async fn a_key_is_claimed_once_then_replayed_or_refused() {
-        let store = MemoryStore::new(1 << 20);
-        let hold = Duration::from_secs(5);
-        assert_eq!(store.claim("k", "f1", hold).await.unwrap(), Claim::Acquired);
-        assert_eq!(
-            store.claim("k", "f1", hold).await.unwrap(),
-            Claim::InProgress
-        );
-        assert_eq!(store.claim("k", "f2", hold).await.unwrap(), Claim::Conflict);
-        store
-            .complete("k", "f1", &outcome(), Duration::from_secs(60))
-            .await
-            .unwrap();
-        assert_eq!(
-            store.claim("k", "f1", hold).await.unwrap(),
-            Claim::Completed(outcome())
-        );
-        assert_eq!(store.claim("k", "f2", hold).await.unwrap(), Claim::Conflict);
-    }
-
-    #[tokio::test]
-    async fn a_repeat_gets_the_stored_outcome_whole_content_and_errors_included() {
-        use crate::content::{Content, ToolOutput};
-        use crate::tool::ToolError;
-        let store = MemoryStore::new(1 << 20);
-        let hold = Duration::from_secs(60);
-        let output = ToolOutput::new(json!({"sum": 0.1 + 0.2, "note": "\u{2603} \"quoted\""}))
-            .content(Content::text("a line"))
-            .content(Content::image(vec![0, 255, 7], "image/png"));
-        let failed = ToolError::new("no").developer_message("why not");
-        for (key, result) in [("ok", Ok(output)), ("failed", Err(failed))] {
-            let stored = StoredOutcome::new(&result, Duration::from_micros(1_234));
-            store.claim(key, "f", hold).await.unwrap();
-            store.complete(key, "f", &stored, hold).await.unwrap();
-            assert_eq!(
-                store.claim(key, "f", hold).await.unwrap(),
-                Claim::Completed(stored),
-                "{key}"
-            );
-        }
-    }
-
-    #[tokio::test]
-    async fn each_outcome_weighs_what_it_takes_beside_its_json_so_the_bound_is_near_its_memory() {
-        let store = MemoryStore::new(64 * 1024);
-        let hold = Duration::from_secs(60);
-        for i in 0..10_000 {
-            let key = format!("k{i}");
-            store.claim(&key, "f", hold).await.unwrap();
-            store.complete(&key, "f", &outcome(), hold).await.unwrap();
-        }
-        // An outcome of a few bytes still takes its entry: weighed by its JSON and 64 bytes, a
-        // 64 KiB store kept 660 of them, more than three times what fits.
-        let most = 64 * 1024 / ENTRY_OVERHEAD;
-        assert!(
-            (store.completed.len() as u64) <= most,
-            "{} outcomes kept",
-            store.completed.len()
-        );
-    }
-
-    #[test]
-    fn a_repeat_while_the_outcome_is_stored_finds_the_claim_or_the_outcome_never_a_free_key() {
-        use futures_util::FutureExt;
-        const HOLD: Duration = Duration::from_secs(60);
-        fn claim(store: &MemoryStore, key: &str) -> Claim {
-            let answer = store.claim(key, "f", HOLD).now_or_never();
-            answer
-                .expect("ready when made")
-                .expect("the memory store answers")
-        }
-        let store = Arc::new(MemoryStore::new(1 << 24));
-        for round in 0..500 {
-            let key = format!("k{round}");
-            assert_eq!(claim(&store, &key), Claim::Acquired);
-            let repeats = {
-                let (store, key) = (store.clone(), key.clone());
-                std::thread::spawn(move || {
-                    (0..200)
-                        .map(|_| claim(&store, &key))
-                        .filter(|c| !matches!(c, Claim::InProgress | Claim::Completed(_)))
-                        .count()
-                })
-            };
-            let stored = store.complete(&key, "f", &outcome(), HOLD).now_or_never();
-            stored.expect("ready when made").unwrap();
-            assert_eq!(
-                repeats.join().unwrap(),
-                0,
-                "a repeat of {key} found it free"
-            );
-        }
-    }
-
-    #[tokio::test]
-    async fn records_expire_and_released_keys_are_free() {
-        let store = MemoryStore::new(1 << 20);
-        assert_eq!(
-            store
-                .claim("k", "f", Duration::from_millis(20))
-                .await
-                .unwrap(),
-            Claim::Acquired
-        );
-        tokio::time::sleep(Duration::from_millis(40)).await;
-        assert_eq!(
-            store.claim("k", "f", Duration::from_secs(5)).await.unwrap(),
-            Claim::Acquired,
-            "an expired claim is free"
-        );
-        store.release("k", "f").await.unwrap();
-        assert_eq!(
-            store
-                .claim("k", "other", Duration::from_secs(5))
-                .await
-                .unwrap(),
-            Claim::Acquired
-        );
-        store
-            .complete("k", "other", &outcome(), Duration::from_millis(20))
-            .await
-            .unwrap();
-        tokio::time::sleep(Duration::from_millis(40)).await;
-        assert_eq!(
-            store.claim("k", "f", Duration::from_secs(5)).await.unwrap(),
-            Claim::Acquired,
-            "an outcome kept past its time is gone"
-        );
-    }
-
-    #[tokio::test]
-    async fn stored_outcomes_are_bounded_by_bytes_and_claims_in_progress_are_never_evicted() {
-        let store = MemoryStore::new(64 * 1024);
-        let hold = Duration::from_secs(60);
-        assert_eq!(
-            store.claim("running", "f", hold).await.unwrap(),
-            Claim::Acquired
-        );
-        let big = StoredOutcome::new(&Ok(json!("x".repeat(4096)).into()), Duration::ZERO);
-        for i in 0..200 {
-            let key = format!("k{i}");
-            store.claim(&key, "f", hold).await.unwrap();
-            store.complete(&key, "f", &big, hold).await.unwrap();
-        }
-        assert!(
-            store.completed.weight() <= 64 * 1024,
-            "{} bytes stored",
-            store.completed.weight()
-        );
-        assert!(store.completed.len() < 200, "outcomes were evicted");
-        assert_eq!(
-            store.claim("running", "f", hold).await.unwrap(),
-            Claim::InProgress,
-            "the claim in progress is still held"
-        );
-    }
-}
+#[path = "memory_tests.rs"]
+mod tests;
