@@ -150,13 +150,34 @@ fn bench(c: &mut Criterion) {
     c.bench_function("call_path/calculator_add_idempotent_new", |b| {
         b.to_async(&rt).iter(|| {
             n += 1;
-            let body = std::str::from_utf8(ADD)
-                .unwrap()
-                .replace("426614174000", &format!("{n:012}"));
-            let app = &idempotent;
+            let (app, body) = (&idempotent, numbered(n));
             async move { black_box(roundtrip(app, "POST", "/tools/call", body).await) }
         })
     });
+    // The same with a share per caller (the default where callers authenticate): each outcome
+    // also listed in its caller's share.
+    let mut config = Config::default();
+    config.idempotency.max_bytes_per_caller = config.idempotency.max_bytes / 4;
+    let registry = example_tools::registry().unwrap();
+    let shared = App::builder(registry)
+        .config(config)
+        .build()
+        .now_or_never()
+        .expect("builds without waiting")
+        .expect("the app builds");
+    c.bench_function("call_path/calculator_add_idempotent_new_per_caller", |b| {
+        b.to_async(&rt).iter(|| {
+            n += 1;
+            let (app, body) = (&shared, numbered(n));
+            async move { black_box(roundtrip(app, "POST", "/tools/call", body).await) }
+        })
+    });
+}
+
+/// The successful call with the call id `n`, formatted per call as a client's would be.
+fn numbered(n: u64) -> String {
+    let add = std::str::from_utf8(ADD).unwrap();
+    add.replace("426614174000", &format!("{n:012}"))
 }
 
 /// The per-call observability cost: the call of `calculator_add/1` with the local server's

@@ -181,6 +181,10 @@ def write_report(bench, size, load, rss, start, native, bootstrap, sets, run):
     if "calculator_add_idempotent_new" in bench:
         lines += ["", "A call with a `call_id` of its own, as under load (its key claimed, its outcome "
                       f"stored): {bench['calculator_add_idempotent_new']:.2f} µs."]
+    if "calculator_add_idempotent_new_per_caller" in bench:
+        lines += ["", "The same with a share per caller (`OXP_IDEMPOTENCY_MAX_BYTES_PER_CALLER`, the "
+                      "default where callers authenticate): "
+                      f"{bench['calculator_add_idempotent_new_per_caller']:.2f} µs."]
     if "calculator_add_logged/1" in bench and "calculator_add_lambda_observed/1" in bench:
         lines += ["", "The same call observed (docs/observability.md): with the local server's own text "
                       f"line (to a sink) {bench['calculator_add_logged/1']:.2f} µs; with Lambda's JSON line "
