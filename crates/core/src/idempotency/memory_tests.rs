@@ -251,3 +251,45 @@ async fn an_outcome_larger_than_a_share_is_not_kept_and_its_key_is_free() {
     assert_eq!(store.claim(&key, "f", hold).await.unwrap(), Claim::Acquired);
     assert_eq!(store.books().shares.callers(), (0, 0));
 }
+
+#[tokio::test]
+async fn whatever_callers_do_the_shares_weigh_exactly_what_the_cache_holds() {
+    // Claims, outcomes small and large, releases, outcomes past their time read again, an
+    // outcome stored twice: after each step the shares list the cache's entries and weigh its
+    // weight, and no caller holds more than its share.
+    let (per_caller, hold) = (8 * 1024, Duration::from_secs(60));
+    let store = MemoryStore::with_share(24 * 1024, per_caller);
+    let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let big = StoredOutcome::new(&Ok(json!("x".repeat(2048)).into()), Duration::ZERO);
+    for step in 0..20_000 {
+        let key = keyed(&format!("u{}", next(8)), next(120) as usize);
+        let (stored, keep) = match next(10) {
+            0 => (&big, hold),
+            1 => (&big, Duration::ZERO),
+            _ => (&outcome(), hold),
+        };
+        match next(6) {
+            0 => store.release(&key, "f").await.unwrap(),
+            1 => store.complete(&key, "f", stored, keep).await.unwrap(),
+            _ => {
+                if store.claim(&key, "f", hold).await.unwrap() == Claim::Acquired {
+                    store.complete(&key, "f", stored, keep).await.unwrap();
+                }
+            }
+        }
+        let books = store.books();
+        let ((_, listed), (bytes, most)) = (books.shares.callers(), books.shares.bytes());
+        assert_eq!(listed, store.completed.len(), "step {step}");
+        assert_eq!(bytes, store.completed.weight(), "step {step}");
+        assert!(
+            most <= per_caller,
+            "step {step}: {most} bytes of one caller"
+        );
+    }
+}

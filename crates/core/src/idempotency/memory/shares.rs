@@ -94,6 +94,13 @@ impl Shares {
         let outcomes = self.by_caller.values().map(|s| s.by_age.len()).sum();
         (self.by_caller.len(), outcomes)
     }
+
+    /// The bytes every caller holds, and the most one holds.
+    #[cfg(test)]
+    pub(super) fn bytes(&self) -> (u64, u64) {
+        let each = self.by_caller.values().map(|s| s.bytes);
+        (each.clone().sum(), each.max().unwrap_or(0))
+    }
 }
 
 /// The outcomes the cache let go while inserting one, kept to be taken off their callers'
