@@ -2,6 +2,7 @@
 //! records of the one state store ([`state`]): the embedded database, or a DynamoDB table shared
 //! by every execution environment (feature `dynamodb`).
 
+mod books;
 pub(crate) mod state;
 
 use crate::settings::{ConfigError, Env, invalid};
@@ -113,11 +114,12 @@ pub(crate) fn build(
                 config.max_bytes_per_caller,
             ),
         ),
-        IdempotencyMode::State => {
-            Arc::new(state::StateRecords::new(state.cloned().ok_or(
-                "OXP_IDEMPOTENCY=state needs a state store (OXP_STATE is 'off')",
-            )?))
-        }
+        IdempotencyMode::State => Arc::new(state::StateRecords::with_share(
+            state
+                .cloned()
+                .ok_or("OXP_IDEMPOTENCY=state needs a state store (OXP_STATE is 'off')")?,
+            config.max_bytes_per_caller,
+        )),
         IdempotencyMode::DynamoDb => {
             let table = config.table.clone().unwrap_or_default();
             let store = crate::state::dynamodb::store(sdk, table)

@@ -6,6 +6,7 @@
 //! [`PARTITION`]: without an outcome it is a claim in progress, held until the claim's deadline;
 //! with one, the stored answer, kept `OXP_IDEMPOTENCY_TTL_SECS`. Both expire like every record.
 
+use super::books::{Books, ROW_OVERHEAD};
 use crate::state::record::Records;
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::idempotency::{
@@ -13,7 +14,7 @@ use oxp_lambda_core::idempotency::{
 };
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 /// The partition of idempotency records.
 pub(crate) const PARTITION: &str = "idempotency";
@@ -22,11 +23,19 @@ pub(crate) const PARTITION: &str = "idempotency";
 #[derive(Debug, Clone)]
 pub(crate) struct StateRecords {
     store: Arc<dyn StateStore>,
+    /// Each caller's share of the outcomes written (`None`: unbounded, as on a DynamoDB table).
+    books: Option<Arc<Books>>,
 }
 
 impl StateRecords {
     pub(crate) fn new(store: Arc<dyn StateStore>) -> Self {
-        Self { store }
+        Self { store, books: None }
+    }
+
+    /// The same, each caller's outcomes this process writes bounded by `per_caller` bytes.
+    pub(crate) fn with_share(store: Arc<dyn StateStore>, per_caller: u64) -> Self {
+        let books = Some(Arc::new(Books::new(per_caller)));
+        Self { store, books }
     }
 }
 
@@ -35,6 +44,9 @@ struct Record {
     fingerprint: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     outcome: Option<StoredOutcome>,
+    /// Which outcome this is, where the books count it (a deletion takes this one only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    stamp: Option<u64>,
 }
 
 impl crate::state::record::Record for Record {}
@@ -57,9 +69,24 @@ fn as_claimed(fingerprint: &str) -> Option<(Record, Item)> {
     let record = Record {
         fingerprint: fingerprint.to_owned(),
         outcome: None,
+        stamp: None,
     };
     let bytes = serde_json::to_vec(&record).ok()?;
     Some((record, Item::new(bytes, None)))
+}
+
+impl StateRecords {
+    /// Deletes the outcome stamped `stamp` under `key` (written already expired, as a release
+    /// is), if it is still there: a later one under the same key stays. Not deleted (the store
+    /// did not answer), it expires on its own.
+    async fn delete(&self, key: &str, stamp: u64) {
+        let gone = SystemTime::now() - Duration::from_secs(1);
+        let ours = |record: &mut Record| record.stamp == Some(stamp);
+        let records = self.records();
+        if let Err(e) = records.update(key, None, ours, |_, _| Some(gone)).await {
+            tracing::warn!(target: "oxp::call", error = %e, "an outcome past its caller's share not deleted");
+        }
+    }
 }
 
 impl IdempotencyStore for StateRecords {
@@ -77,6 +104,7 @@ impl IdempotencyStore for StateRecords {
                 Some(Record {
                     fingerprint: fingerprint.to_owned(),
                     outcome: None,
+                    stamp: None,
                 })
             };
             let decide = |record: &mut Record| {
@@ -126,26 +154,36 @@ impl IdempotencyStore for StateRecords {
         Box::pin(async move {
             // Where the claim expired meanwhile, written anew; where another call took the key
             // over after it expired, nothing of this call's is left to change.
+            let stamp = self.books.as_ref().map(|books| books.stamp());
             let completed = || {
                 Some(Record {
                     fingerprint: fingerprint.to_owned(),
                     outcome: Some(outcome.clone()),
+                    stamp,
                 })
             };
             let complete = |record: &mut Record| {
                 let ours = record.fingerprint == fingerprint;
                 if ours {
                     record.outcome = Some(outcome.clone());
+                    record.stamp = stamp;
                 }
                 ours
             };
             let until = SystemTime::now() + keep;
-            self.records()
+            let written = self
+                .records()
                 .upsert(key, as_claimed(fingerprint), completed, complete, |_, _| {
                     Some(until)
                 })
                 .await
                 .map_err(failed)?;
+            if let (Some(books), Some(stamp), Some((_, item))) = (&self.books, stamp, written) {
+                let bytes = (key.len() + item.value.len()) as u64 + ROW_OVERHEAD;
+                for (key, stamp) in books.wrote(key, stamp, bytes, Instant::now() + keep) {
+                    self.delete(&key, stamp).await;
+                }
+            }
             Ok(())
         })
     }

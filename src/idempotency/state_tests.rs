@@ -126,3 +126,93 @@ async fn a_new_key_is_claimed_completed_and_released_each_in_one_write_without_a
     );
     assert_eq!(store.claim("r", "g", hold).await.unwrap(), Claim::Acquired);
 }
+
+#[cfg(feature = "embedded-state")]
+fn keyed(caller: &str, call: usize) -> String {
+    oxp_lambda_core::idempotency::scoped_key("oxp", Some(caller), None, &format!("c{call}"))
+}
+
+#[cfg(feature = "embedded-state")]
+#[tokio::test]
+async fn a_callers_outcomes_past_its_share_are_deleted_oldest_first_never_another_callers() {
+    // About ten small outcomes a caller.
+    let share = 6_000;
+    let store = StateRecords::with_share(crate::state::embedded::store(None).unwrap(), share);
+    let (hold, keep) = (Duration::from_secs(30), Duration::from_secs(60));
+    let call = |key: String, n: i64| {
+        let store = &store;
+        async move {
+            assert_eq!(store.claim(&key, "f", hold).await.unwrap(), Claim::Acquired);
+            store.complete(&key, "f", &outcome(n), keep).await.unwrap();
+        }
+    };
+    for i in 0..3 {
+        call(keyed("bob", i), 1).await;
+    }
+    for i in 0..100 {
+        call(keyed("alice", i), 2).await;
+    }
+    for i in 0..3 {
+        let replay = store.claim(&keyed("bob", i), "f", hold).await.unwrap();
+        assert_eq!(replay, Claim::Completed(outcome(1)), "bob's call {i}");
+    }
+    let books = store.books.as_ref().unwrap();
+    let (bytes, kept, _) = books.held(&keyed("alice", 0));
+    assert!(
+        bytes <= share && kept >= 5,
+        "alice holds {kept} in {bytes} bytes"
+    );
+    let newest = store.claim(&keyed("alice", 99), "f", hold).await.unwrap();
+    assert_eq!(newest, Claim::Completed(outcome(2)));
+    let oldest = store.claim(&keyed("alice", 0), "f", hold).await.unwrap();
+    assert_eq!(oldest, Claim::Acquired, "deleted past alice's share");
+}
+
+#[cfg(feature = "embedded-state")]
+#[tokio::test]
+async fn a_deletion_takes_the_outcome_it_counted_never_a_later_one_under_its_key() {
+    let store = StateRecords::with_share(crate::state::embedded::store(None).unwrap(), 1 << 20);
+    let (k, keep) = (keyed("carol", 1), Duration::from_secs(60));
+    assert_eq!(store.claim(&k, "f", keep).await.unwrap(), Claim::Acquired);
+    store.complete(&k, "f", &outcome(1), keep).await.unwrap();
+    let stamp = || async {
+        let item = store.store.get(PARTITION, &k).await.unwrap();
+        let record = item.expect("stored").value;
+        serde_json::from_slice::<super::Record>(&record)
+            .unwrap()
+            .stamp
+    };
+    let first = stamp().await.expect("stamped");
+    // Stored again (its claim lapsed and was taken again by the same call): a new stamp.
+    store.complete(&k, "f", &outcome(2), keep).await.unwrap();
+    let second = stamp().await.expect("stamped");
+    assert_ne!(first, second);
+    store.delete(&k, first).await;
+    let replay = store.claim(&k, "f", keep).await.unwrap();
+    assert_eq!(
+        replay,
+        Claim::Completed(outcome(2)),
+        "the later outcome stays"
+    );
+    store.delete(&k, second).await;
+    assert_eq!(store.claim(&k, "f", keep).await.unwrap(), Claim::Acquired);
+}
+
+#[cfg(feature = "embedded-state")]
+#[tokio::test]
+async fn a_callers_outcomes_leave_the_books_when_their_time_has_passed() {
+    let store = StateRecords::with_share(crate::state::embedded::store(None).unwrap(), 1 << 20);
+    let brief = Duration::from_millis(300);
+    for i in 0..3 {
+        let k = keyed("dave", i);
+        store.claim(&k, "f", brief).await.unwrap();
+        store.complete(&k, "f", &outcome(1), brief).await.unwrap();
+    }
+    let books = store.books.as_ref().unwrap();
+    assert_eq!(books.held(&keyed("dave", 0)).1, 3);
+    tokio::time::sleep(brief * 2).await;
+    let k = keyed("dave", 9);
+    store.claim(&k, "f", brief).await.unwrap();
+    store.complete(&k, "f", &outcome(1), brief).await.unwrap();
+    assert_eq!(books.held(&k).1, 1, "the three expired left");
+}
