@@ -2,8 +2,8 @@
 //!
 //! Completed outcomes live in a `quick_cache` cache bounded by bytes
 //! (`OXP_IDEMPOTENCY_MAX_BYTES`): a caller who sends many large calls evicts stored outcomes,
-//! never memory, and with a share per caller ([`MemoryStore::with_share`], `shares`) only its
-//! own. An entry weighs its key, its fingerprint and its outcome's JSON and what it
+//! never memory, and with a share per caller ([`MemoryStore::with_share`],
+//! [`Shares`](super::Shares)) only its own. An entry weighs its key, its fingerprint and its outcome's JSON and what it
 //! takes beside them (`ENTRY_OVERHEAD`), so the bound is near the memory the store holds.
 //! Each outcome carries when it was stored and for how long; one read past that is dropped.
 //! In-progress claims live apart, so eviction never takes one (a duplicate would then run the
@@ -13,10 +13,10 @@
 //! bookkeeping (its per-entry timers, its frequency sketch, its write log) cost more per call
 //! than the rest of the store (docs/performance.md has the figures).
 
-mod shares;
+mod evictions;
 
-use super::{Claim, IdempotencyStore, StoreFuture, StoredOutcome};
-use shares::{Evicted, Evictions, SHARE_OVERHEAD, Shares};
+use super::{Claim, IdempotencyStore, Shares, StoreFuture, StoredOutcome};
+use evictions::{Evicted, Evictions, SHARE_OVERHEAD};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -69,11 +69,12 @@ type Claimed = (String, Instant);
 /// The claims in progress, by key.
 type Claims = HashMap<Arc<str>, Claimed, foldhash::quality::RandomState>;
 
-/// What the store's one lock guards: the claims in progress and each caller's share.
-#[derive(Default)]
+/// What the store's one lock guards: the claims in progress and, with shares, each caller's
+/// outcomes by the number each was stored under (the last given out in `stored`).
 struct Books {
     claims: Claims,
-    shares: Shares,
+    shares: Option<Shares<Arc<str>>>,
+    stored: u64,
 }
 
 /// The stored outcomes, by key.
@@ -96,8 +97,6 @@ pub struct MemoryStore {
     /// and claims lapsed since, swept at 1,024, so colliding ids slow a lookup by that many at
     /// most. The shares' table holds one entry per caller with outcomes stored.
     books: Mutex<Books>,
-    /// Each caller's share in bytes; `None`: the whole store, no shares kept.
-    per_caller: Option<u64>,
     completed: Outcomes,
 }
 
@@ -132,8 +131,11 @@ impl MemoryStore {
             .expect("both capacities are set");
         let hasher = quick_cache::DefaultHashBuilder::default();
         Self {
-            books: Mutex::default(),
-            per_caller: (per_caller < max_bytes).then_some(per_caller),
+            books: Mutex::new(Books {
+                claims: Claims::default(),
+                shares: (per_caller < max_bytes).then(|| Shares::new(per_caller)),
+                stored: 0,
+            }),
             completed: Outcomes::with_options(options, ByBytes, hasher, Evictions),
         }
     }
@@ -152,8 +154,8 @@ impl MemoryStore {
         let gone = self
             .completed
             .remove_if(key, |now_stored| Arc::ptr_eq(now_stored, &done));
-        if gone.is_some() {
-            books.shares.forget(key, done.number);
+        if let (Some(_), Some(shares)) = (gone, &mut books.shares) {
+            shares.forget(key, done.number);
         }
         None
     }
@@ -189,21 +191,20 @@ impl MemoryStore {
 
     /// Stores `done` under `key` and counts it in its caller's share, under the books' lock.
     fn store(&self, books: &mut Books, key: Arc<str>, mut done: Completed) {
-        let Some(per_caller) = self.per_caller else {
+        let Some(shares) = &mut books.shares else {
             self.completed.insert(key, Arc::new(done));
             return;
         };
         done.bytes += SHARE_OVERHEAD;
-        if key.len() as u64 + done.bytes > per_caller {
+        let weight = key.len() as u64 + done.bytes;
+        if weight > shares.per_caller() {
             return; // More than a share: not kept, as the cache keeps nothing over its bound.
         }
-        let (number, over) = books
-            .shares
-            .add(&key, key.len() as u64 + done.bytes, per_caller);
-        done.number = number;
+        books.stored += 1;
+        done.number = books.stored;
         // The caller's own oldest go first, so a caller at its share makes its own room and
         // the cache evicts nobody else's to take its new outcome.
-        for (key, number) in over {
+        for (number, key) in shares.add(&key, done.number, weight, key.clone()) {
             self.completed
                 .remove_if(&*key, |stored| stored.number == number);
         }
@@ -213,7 +214,7 @@ impl MemoryStore {
         self.completed
             .insert_with_lifecycle(key, Arc::new(done), &mut evicted);
         for (key, number) in evicted.each() {
-            books.shares.forget(key, number);
+            shares.forget(key, number);
         }
     }
 }

@@ -9,6 +9,9 @@
 //! while the first still runs is told to retry later. Retryable failures are not stored.
 
 pub mod memory;
+mod shares;
+
+pub use shares::Shares;
 
 use crate::content::{Content, DisplaySegment, ToolOutput};
 use crate::tool::ToolError;
