@@ -2,9 +2,9 @@
 //!
 //! Completed outcomes live in a `quick_cache` cache bounded by bytes
 //! (`OXP_IDEMPOTENCY_MAX_BYTES`): a caller who sends many large calls evicts stored outcomes,
-//! never memory, and with a share per caller ([`MemoryStore::with_share`],
-//! [`Shares`](super::Shares)) only its own. An entry weighs its key, its fingerprint and its outcome's JSON and what it
-//! takes beside them (`ENTRY_OVERHEAD`), so the bound is near the memory the store holds.
+//! never memory, and with a share per caller ([`MemoryStore::with_share`], [`Shares`]) only
+//! its own. An entry weighs its key, its fingerprint and its outcome's JSON and what it takes
+//! beside them (`ENTRY_OVERHEAD`), so the bound is near the memory the store holds.
 //! Each outcome carries when it was stored and for how long; one read past that is dropped.
 //! In-progress claims live apart, so eviction never takes one (a duplicate would then run the
 //! tool again); they are few, since a call claims its key only once it holds an execution slot.
