@@ -5,7 +5,7 @@
 //! APIs, Function URLs, ALB, SQS, direct invocations) or as a plain local HTTP server.
 //!
 //! A tool is an async function: [`#[tool]`](tool) takes its description from the doc comment
-//! and its input schema from its parameters, and it runs the same over every protocol. [`run`]
+//! and its input schema from its parameters, and it runs the same over every protocol. [`run()`]
 //! serves a [`Registry`] of them as the `oxp-lambda` binary does; [`App::builder`] embeds the
 //! same app in a program of your own; [`Tool::builder`] declares a tool programmatically.
 //! `examples/starter/` in the repository is a crate to copy.

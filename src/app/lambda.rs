@@ -8,7 +8,7 @@ use std::process::ExitCode;
 impl App {
     /// Serves the Lambda Runtime API in the configured role (`OXP_LAMBDA_ROLE`) until the
     /// environment ends: the entry point of a Lambda function built around this app, for
-    /// programs that start the runtime themselves rather than through [`crate::run`].
+    /// programs that start the runtime themselves rather than through [`crate::run()`].
     pub async fn run_lambda(self) -> Result<(), lambda_runtime::Error> {
         let config = self.parts.config.clone();
         let role = self.role(&config.lambda_role).cloned();

@@ -1,5 +1,5 @@
 //! Assembly: the parts the configuration names, built once and wired together: the secret
-//! source, the idempotency store and authentication around one [`Invoker`], the protocol
+//! source, the idempotency store and authentication around one [`Invoker`](crate::Invoker), the protocol
 //! adapters over it, and the plumbing and transports around them.
 
 use crate::config::Config;

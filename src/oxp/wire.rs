@@ -1,7 +1,7 @@
 //! OXP wire format: plain serde types named as the OXP 1.0 specification names them.
 //!
 //! These types know nothing about the registry or the transports; the HTTP adapter
-//! ([`crate::http`]) converts between them and the protocol-neutral registry types.
+//! ([`crate::oxp`]) converts between them and the protocol-neutral registry types.
 //!
 //! Choices where the specification is loose:
 //! - the request field is `input`; `inputs` (used by the schema text) is accepted as an alias;

@@ -40,7 +40,8 @@ pub(crate) fn store(path: Option<PathBuf>) -> Result<Arc<dyn StateStore>, String
     store_cached(path, super::DEFAULT_CACHE_BYTES)
 }
 
-/// [`store`] with a page cache of at most `cache_bytes` (`OXP_STATE_CACHE_BYTES`).
+/// The store of `path` (`None`: in memory), the file taken for this process now, with a page
+/// cache of at most `cache_bytes` (`OXP_STATE_CACHE_BYTES`).
 pub(crate) fn store_cached(
     path: Option<PathBuf>,
     cache_bytes: usize,
@@ -78,7 +79,7 @@ fn take(path: &Path) -> Result<File, String> {
 pub(crate) struct Embedded {
     path: Option<PathBuf>,
     db: OnceCell<Opened>,
-    /// The lock that takes the file for this process (see [`store`]).
+    /// The lock that takes the file for this process (see [`store_cached`]).
     lock: Option<File>,
     /// How often the writer deletes expired rows (`reclaim`).
     reclaim_every: Duration,

@@ -1,4 +1,4 @@
-//! The runner's handler of MCP task runs ([`TASK_RUN`](super::TASK_RUN)): a run ends
+//! The runner's handler of MCP task runs ([`super::TASK_RUN`]): a run ends
 //! done, parked (waiting for the user past its executor's deadline), or retried; given up, the
 //! task fails with a message its client sees.
 
