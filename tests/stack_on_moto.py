@@ -431,7 +431,7 @@ def run(binary, moto, admin, physical, functions):
         # again at once, not after the mark's hold. (Moto's IAM checks a call's action, not
         # its table: which table each action is granted on is checked from the template above.)
         marks = [i["sk"]["S"] for i in dynamodb.scan(TableName=table)["Items"]
-                 if i["sk"]["S"].startswith("delivered:")]
+                 if i["sk"]["S"].startswith("rap-delivered:")]
         assert any(m.endswith(":stack-inv-1") for m in marks), marks
         assert not any(m.endswith(":stack-inv-2") for m in marks), marks
         log("worker: an undeliverable result went to the dead-letter queue, its mark released")

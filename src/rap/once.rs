@@ -36,16 +36,14 @@ pub(crate) struct Mark {
 }
 
 /// The mark of delivering `body` for `job`: the same for every copy of the job and every
-/// delivery of the same answer.
+/// delivery of the same answer. Keyed as a call of its own protocol (`rap-delivered`, never a
+/// call's key) so that the mark counts in its caller's share of the store, as the call does.
 pub(crate) fn mark(job: &Job, body: &[u8]) -> Mark {
-    let key = format!(
-        "delivered:{}",
-        scoped_key(
-            "rap",
-            job.principal.subject.as_deref(),
-            Some(&job.reply_to.group_id),
-            &job.reply_to.id
-        )
+    let key = scoped_key(
+        "rap-delivered",
+        job.principal.subject.as_deref(),
+        Some(&job.reply_to.group_id),
+        &job.reply_to.id,
     );
     let mut hash = Sha256::new();
     hash.update(job.reply_to.callback_url.as_bytes());
@@ -91,5 +89,62 @@ pub(crate) async fn settle(invoker: &Invoker, mark: &Mark, delivered: bool) {
     };
     if let Err(e) = recorded {
         tracing::warn!(target: "oxp::rap", error = %e, "the delivery mark was not recorded: a repeat may deliver again");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::mark;
+    use crate::rap::job::Job;
+    use crate::rap::wire::ReplyTo;
+    use oxp_lambda_core::content::ToolOutput;
+    use oxp_lambda_core::idempotency::memory::MemoryStore;
+    use oxp_lambda_core::idempotency::{Claim, IdempotencyStore, StoredOutcome};
+    use serde_json::Value;
+    use std::time::Duration;
+
+    fn job(caller: &str, id: usize) -> Job {
+        let mut job = Job::new(ReplyTo {
+            id: format!("call-{id}"),
+            group_id: "thread".into(),
+            callback_url: "https://agent.example/cb".into(),
+            call_id: None,
+        });
+        job.principal.subject = Some(caller.into());
+        job
+    }
+
+    /// Claims and completes the mark of delivering `job`'s result, as a worker does.
+    async fn deliver(store: &MemoryStore, job: &Job) -> Claim {
+        let (mark, hour) = (mark(job, b"{}"), Duration::from_secs(3600));
+        let claim = store
+            .claim(&mark.key, &mark.fingerprint, hour)
+            .await
+            .unwrap();
+        let done = StoredOutcome::new(&Ok(ToolOutput::new(Value::Null)), Duration::ZERO);
+        store
+            .complete(&mark.key, &mark.fingerprint, &done, hour)
+            .await
+            .unwrap();
+        claim
+    }
+
+    #[tokio::test]
+    async fn one_callers_many_deliveries_never_evict_another_callers_delivery_mark() {
+        // Shares of 16 KiB: alice's 1,000 marks are far past hers.
+        let store = MemoryStore::with_share(1 << 20, 16 << 10);
+        assert_eq!(deliver(&store, &job("bob", 0)).await, Claim::Acquired);
+        for id in 0..1000 {
+            deliver(&store, &job("alice", id)).await;
+        }
+        let again = deliver(&store, &job("bob", 0)).await;
+        assert!(
+            matches!(again, Claim::Completed(_)),
+            "bob's redelivered job finds its result delivered, not {again:?}"
+        );
+        assert!(
+            !matches!(deliver(&store, &job("alice", 0)).await, Claim::Completed(_)),
+            "alice's oldest marks made room for her own newer ones"
+        );
     }
 }
