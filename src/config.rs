@@ -79,6 +79,11 @@ pub struct Config {
     /// `OXP_MAX_CONCURRENT_CALLS` (default 256): tool runs at once, for every protocol together;
     /// more wait for a free slot within their time limit (at most 30 s).
     pub max_concurrent_calls: usize,
+    /// `OXP_MAX_CONCURRENT_CALLS_PER_CALLER` (default a quarter of `max_concurrent_calls` where
+    /// callers authenticate; all of it with `OXP_AUTH=none`, where every call is the one
+    /// anonymous caller's): of those, how many one caller's may be; its calls past it wait for
+    /// one of its own to end, holding no slot.
+    pub max_concurrent_calls_per_caller: usize,
     /// `OXP_DEADLINE_MARGIN_MS` (default 500): in Lambda, tools must finish this long before the
     /// invocation deadline so the caller gets an answer before Lambda stops the function.
     pub deadline_margin: Duration,
@@ -216,6 +221,7 @@ impl Default for Config {
             required_scopes: Vec::new(),
             idempotency: IdempotencyConfig::default(),
             max_concurrent_calls: 256,
+            max_concurrent_calls_per_caller: 256,
             deadline_margin: Duration::from_millis(500),
             oauth: OAuthConfig::default(),
             state: StateConfig::default(),
@@ -297,6 +303,12 @@ impl Config {
         // Without authentication every call is the one anonymous caller's: no share to keep.
         let anonymous = matches!(config.auth, AuthConfig::None { .. });
         config.idempotency = IdempotencyConfig::from_env(&env, anonymous)?;
+        config.max_concurrent_calls_per_caller =
+            match env.positive("OXP_MAX_CONCURRENT_CALLS_PER_CALLER")? {
+                Some(n) => n,
+                None if anonymous => config.max_concurrent_calls,
+                None => (config.max_concurrent_calls / 4).max(1),
+            };
         config.metrics = MetricsConfig::from_env(&env)?;
         config.otel_endpoint = crate::observe::otel_endpoint(&env)?;
         config.oauth = OAuthConfig::from_env(&env)?;

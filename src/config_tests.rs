@@ -137,6 +137,25 @@ fn a_caller_gets_a_quarter_of_the_idempotency_store_unless_every_call_is_anonymo
 }
 
 #[test]
+fn a_caller_gets_a_quarter_of_the_call_slots_unless_every_call_is_anonymous() {
+    let share = |vars: &[(&str, &str)]| {
+        let c = config(vars).unwrap();
+        (c.max_concurrent_calls, c.max_concurrent_calls_per_caller)
+    };
+    assert_eq!(share(&[("OXP_AUTH", "apigateway")]), (256, 64));
+    assert_eq!(share(&[]), (256, 256), "OXP_AUTH=none: one caller");
+    let set = [
+        ("OXP_AUTH", "apigateway"),
+        ("OXP_MAX_CONCURRENT_CALLS", "2"),
+    ];
+    assert_eq!(share(&set), (2, 1), "at least one");
+    let own = [set[0], ("OXP_MAX_CONCURRENT_CALLS_PER_CALLER", "100")];
+    assert_eq!(share(&own), (256, 100));
+    let zero = config(&[("OXP_MAX_CONCURRENT_CALLS_PER_CALLER", "0")]).unwrap_err();
+    assert_eq!(zero.variable, "OXP_MAX_CONCURRENT_CALLS_PER_CALLER");
+}
+
+#[test]
 fn a_table_selects_the_dynamodb_idempotency_store() {
     let c = config(&[
         ("OXP_IDEMPOTENCY_TABLE", "oxp-calls"),

@@ -301,6 +301,53 @@ async fn one_callers_many_calls_never_evict_another_callers_stored_outcome() {
     assert_eq!(runs.load(Ordering::SeqCst), 6_001);
 }
 
+#[tokio::test]
+async fn one_callers_slow_calls_never_hold_the_slot_another_callers_call_needs() {
+    // Alice's calls wait on a gate the test holds; bob's answers at once.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let held = gate.clone();
+    let slow = Tool::builder("T.Slow", "1.0.0").handler(move |_: NoInput, _: ToolContext| {
+        let gate = held.clone();
+        async move {
+            drop(gate.acquire().await);
+            Ok::<_, ToolError>(1)
+        }
+    });
+    let quick = Tool::builder("T.Quick", "1.0.0")
+        .handler(|_: NoInput, _: ToolContext| async { Ok::<_, ToolError>(2) });
+    let mut config = jwt_config();
+    config.max_concurrent_calls = 4;
+    config.max_concurrent_calls_per_caller = 2;
+    let app = jwt_app_with(vec![slow, quick], config);
+    let call = |tool: &str| json!({"request": {"tool_id": tool}});
+    let slow_call = call("T.Slow");
+    let alice = futures_util::future::join_all((0..4).map(|_| call_as(&app, "alice", &slow_call)));
+    let bob = async {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        // With one pool for every caller, alice's four calls held all four slots and bob's
+        // waited for one (30 s, then busy).
+        let started = std::time::Instant::now();
+        let bob = tokio::time::timeout(
+            Duration::from_secs(2),
+            call_as(&app, "bob", &call("T.Quick")),
+        )
+        .await
+        .expect("bob's call is not held up by alice's");
+        assert_eq!(bob.json["result"]["value"], 2, "{}", bob.text);
+        assert!(
+            started.elapsed() < Duration::from_millis(500),
+            "{:?}",
+            started.elapsed()
+        );
+        // Two of alice's run and two wait for hers: her own end lets them in.
+        gate.add_permits(4);
+    };
+    let (alice, ()) = tokio::join!(alice, bob);
+    for reply in alice {
+        assert_eq!(reply.json["result"]["value"], 1, "{}", reply.text);
+    }
+}
+
 /// Calls `body` with the bearer `token`.
 async fn call_with_token(app: &App, token: &str, body: &Value) -> Reply {
     let request = Request::post("/tools/call")

@@ -274,7 +274,8 @@ fn invoker(
         idempotency,
         config.max_concurrent_calls,
         config.tool_timeout,
-    );
+    )
+    .with_calls_per_caller(config.max_concurrent_calls_per_caller);
     if let Some(tokens) = user_tokens {
         invoker = invoker.with_user_tokens(tokens.clone());
     }

@@ -11,6 +11,7 @@ pub mod metrics;
 mod prepare;
 mod requirements;
 mod run;
+mod slots;
 mod trace;
 mod watch;
 
@@ -32,9 +33,9 @@ use claim::{claimed, claimed_before, keep, release};
 use http::Extensions;
 use prepare::{credentials_of, deadline_of};
 use serde_json::Value;
+use slots::Slots;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::sync::{Semaphore, SemaphorePermit};
 use watch::{Held, Watch};
 
 /// How long a claim is held when a call has no deadline.
@@ -42,8 +43,6 @@ const UNBOUNDED_HOLD: Duration = Duration::from_secs(15 * 60);
 /// Added to the time left before a call's deadline for the in-progress hold, to cover storing
 /// the outcome.
 const HOLD_MARGIN: Duration = Duration::from_secs(5);
-/// The longest a call without a deadline waits for a free slot.
-const MAX_SLOT_WAIT: Duration = Duration::from_secs(30);
 
 /// Which tool a call is for.
 #[derive(Debug, Clone)]
@@ -184,7 +183,7 @@ pub struct Invoker {
     registry: Arc<Registry>,
     secrets: Secrets,
     idempotency: Option<Idempotency>,
-    slots: Semaphore,
+    slots: Slots,
     timeout: Option<Duration>,
     tokens: Option<Arc<dyn UserTokens>>,
 }
@@ -203,10 +202,20 @@ impl Invoker {
             registry,
             secrets,
             idempotency,
-            slots: Semaphore::new(max_concurrent),
+            slots: Slots::new(max_concurrent),
             timeout,
             tokens: None,
         }
+    }
+
+    /// At most `per_caller` of the calls running at once one caller's (its principal's subject;
+    /// calls without one are one caller's): a caller's calls past it wait for one of its own
+    /// to end, holding no slot, so one caller's slow calls never take every slot. At or above
+    /// the pool's size, no share is kept.
+    #[must_use]
+    pub fn with_calls_per_caller(mut self, per_caller: usize) -> Self {
+        self.slots = self.slots.with_share(per_caller);
+        self
     }
 
     /// The users' tokens the server holds: a tool's token the caller did not send comes from
@@ -293,7 +302,8 @@ impl Invoker {
                 return Err(refused);
             }
         };
-        let Some(_slot) = self.slot(deadline).await else {
+        let caller = call.principal.subject.as_deref();
+        let Some(_slot) = self.slots.take(caller, deadline).await else {
             release(watch).await;
             return Err(Rejection::Busy { call_id });
         };
@@ -384,19 +394,5 @@ impl Invoker {
             ),
             print,
         })
-    }
-
-    /// A slot of the pool: at once when one is free, else until the call's deadline (or
-    /// [`MAX_SLOT_WAIT`] at most). `None`: none came free in time.
-    async fn slot(&self, deadline: Option<Instant>) -> Option<SemaphorePermit<'_>> {
-        if let Ok(slot) = self.slots.try_acquire() {
-            return Some(slot);
-        }
-        let longest = Instant::now() + MAX_SLOT_WAIT;
-        let until = deadline.map_or(longest, |d| d.min(longest));
-        tokio::time::timeout_at(until.into(), self.slots.acquire())
-            .await
-            .ok()?
-            .ok()
     }
 }
