@@ -9,7 +9,7 @@ use axum::http::Request;
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use futures_util::FutureExt;
 use http_body_util::BodyExt;
-use oxp_lambda::{App, Config, Registry, Tool};
+use oxp_lambda::{App, Call, Config, Invoker, Registry, Tool};
 use serde_json::json;
 use std::hint::black_box;
 use tower::ServiceExt;
@@ -171,6 +171,24 @@ fn bench(c: &mut Criterion) {
             let (app, body) = (&shared, numbered(n));
             async move { black_box(roundtrip(app, "POST", "/tools/call", body).await) }
         })
+    });
+    // The invoker alone (no protocol), for a caller with a subject: with one pool, and with a
+    // share of it per caller (the default where callers authenticate), its own slot taken
+    // beside the pool's.
+    let alone = Invoker::local(example_tools::registry().unwrap());
+    let shared = Invoker::local(example_tools::registry().unwrap()).with_calls_per_caller(16);
+    let alice = || {
+        let mut call = Call::tool("Calculator.Add", json!({"a": 10, "b": 5}));
+        call.principal.subject = Some("alice".into());
+        call
+    };
+    c.bench_function("call_path/invoker_calculator_add", |b| {
+        b.to_async(&rt)
+            .iter(|| async { black_box(alone.invoke(alice()).await.is_ok()) })
+    });
+    c.bench_function("call_path/invoker_calculator_add_slot_per_caller", |b| {
+        b.to_async(&rt)
+            .iter(|| async { black_box(shared.invoke(alice()).await.is_ok()) })
     });
 }
 

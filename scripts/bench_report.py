@@ -185,6 +185,11 @@ def write_report(bench, size, load, rss, start, native, bootstrap, sets, run):
         lines += ["", "The same with a share per caller (`OXP_IDEMPOTENCY_MAX_BYTES_PER_CALLER`, the "
                       "default where callers authenticate): "
                       f"{bench['calculator_add_idempotent_new_per_caller']:.2f} µs."]
+    if "invoker_calculator_add_slot_per_caller" in bench and "invoker_calculator_add" in bench:
+        lines += ["", "The invoker alone (no protocol) running `Calculator.Add` for a caller with a subject: "
+                      f"{bench['invoker_calculator_add']:.2f} µs with one pool, "
+                      f"{bench['invoker_calculator_add_slot_per_caller']:.2f} µs with a share of it per caller "
+                      "(`OXP_MAX_CONCURRENT_CALLS_PER_CALLER`, the default where callers authenticate)."]
     if "calculator_add_logged/1" in bench and "calculator_add_lambda_observed/1" in bench:
         lines += ["", "The same call observed (docs/observability.md): with the local server's own text "
                       f"line (to a sink) {bench['calculator_add_logged/1']:.2f} µs; with Lambda's JSON line "

@@ -209,9 +209,9 @@ impl Invoker {
     }
 
     /// At most `per_caller` of the calls running at once one caller's (its principal's subject;
-    /// calls without one are one caller's): a caller's calls past it wait for one of its own
-    /// to end, holding no slot, so one caller's slow calls never take every slot. At or above
-    /// the pool's size, no share is kept.
+    /// calls without one have no share): a caller's calls past it wait for one of its own to
+    /// end, holding no slot, so one caller's slow calls never take every slot. At or above the
+    /// pool's size, no share is kept.
     #[must_use]
     pub fn with_calls_per_caller(mut self, per_caller: usize) -> Self {
         self.slots = self.slots.with_share(per_caller);

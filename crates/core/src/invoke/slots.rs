@@ -7,9 +7,12 @@
 //! deadline, then the same retryable "busy"), holding no slot of the pool meanwhile, so the rest
 //! of the pool stays for everyone else.
 //!
-//! A caller is its principal's subject (every call without one is the one anonymous caller). Its
-//! share is a semaphore of its own, kept while the caller has a call waiting or running and
-//! dropped with its last, so the table holds no more callers than calls in flight.
+//! A caller is its principal's subject. A call without one has no share: where callers are not
+//! told apart (`OXP_AUTH=none`) no shares are kept at all, and where they are, only the roles
+//! Lambda invokes directly (for one gateway or agent) call without a subject. A caller's share is
+//! a semaphore of its own, kept in a table while the caller has calls in flight and after, so
+//! that a caller's next call finds it (no allocation); callers with none in flight leave the
+//! table when it reaches [`SWEEP_AT`], so it holds at most that many idle ones.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -18,11 +21,14 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
 
 /// The longest a call without a deadline waits for a free slot.
 const MAX_SLOT_WAIT: Duration = Duration::from_secs(30);
+/// Callers the table holds before those with no call in flight are let go.
+const SWEEP_AT: usize = 1024;
 
-/// Each caller's own slots, by caller.
+/// Each caller's own slots, by caller. A caller's semaphore is held beside the table's by each
+/// of its calls in flight (a permit holds it, and so does a wait for one).
 type Table = HashMap<Box<str>, Arc<Semaphore>, foldhash::quality::RandomState>;
 
-/// Each caller's share of the pool: its own slots, while it has calls waiting or running.
+/// Each caller's share of the pool.
 #[derive(Debug)]
 struct Shares {
     per_caller: usize,
@@ -33,6 +39,20 @@ impl Shares {
     fn table(&self) -> std::sync::MutexGuard<'_, Table> {
         self.by_caller.lock().unwrap_or_else(|e| e.into_inner())
     }
+
+    /// `caller`'s semaphore, made at its first call.
+    fn of(&self, caller: &str) -> Arc<Semaphore> {
+        let mut table = self.table();
+        if let Some(own) = table.get(caller) {
+            return own.clone();
+        }
+        if table.len() >= SWEEP_AT {
+            table.retain(|_, own| Arc::strong_count(own) > 1);
+        }
+        let own = Arc::new(Semaphore::new(self.per_caller));
+        table.insert(caller.into(), own.clone());
+        own
+    }
 }
 
 /// The pool, and each caller's share of it when callers are told apart.
@@ -42,33 +62,10 @@ pub(super) struct Slots {
     shares: Option<Shares>,
 }
 
-/// A slot held: the pool's, and the caller's own where shares are kept.
+/// A slot held: the pool's, and the caller's own where it has a share.
 pub(super) struct Slot<'a> {
     _pool: SemaphorePermit<'a>,
-    _own: Option<Own<'a>>,
-}
-
-/// One of a caller's own slots, or the wait for one; its caller is forgotten with its last.
-struct Own<'a> {
-    shares: &'a Shares,
-    caller: Box<str>,
-    semaphore: Option<Arc<Semaphore>>,
-    permit: Option<OwnedSemaphorePermit>,
-}
-
-impl Drop for Own<'_> {
-    fn drop(&mut self) {
-        drop(self.permit.take());
-        drop(self.semaphore.take());
-        let mut table = self.shares.table();
-        // Only the table holds it now: no call of this caller waits or runs.
-        if table
-            .get(&self.caller)
-            .is_some_and(|own| Arc::strong_count(own) == 1)
-        {
-            table.remove(&self.caller);
-        }
-    }
+    _own: Option<OwnedSemaphorePermit>,
 }
 
 impl Slots {
@@ -97,17 +94,26 @@ impl Slots {
         caller: Option<&str>,
         deadline: Option<Instant>,
     ) -> Option<Slot<'_>> {
-        let longest = || {
+        let until = || {
             let longest = Instant::now() + MAX_SLOT_WAIT;
-            deadline.map_or(longest, |d| d.min(longest))
+            deadline.map_or(longest, |d| d.min(longest)).into()
         };
-        let own = match &self.shares {
-            None => None,
-            Some(shares) => Some(own_slot(shares, caller.unwrap_or_default(), longest).await?),
+        let own = match (&self.shares, caller) {
+            (Some(shares), Some(caller)) => {
+                let own = shares.of(caller);
+                Some(match own.clone().try_acquire_owned() {
+                    Ok(slot) => slot,
+                    Err(_) => tokio::time::timeout_at(until(), own.acquire_owned())
+                        .await
+                        .ok()?
+                        .ok()?,
+                })
+            }
+            _ => None,
         };
         let pool = match self.pool.try_acquire() {
             Ok(slot) => slot,
-            Err(_) => tokio::time::timeout_at(longest().into(), self.pool.acquire())
+            Err(_) => tokio::time::timeout_at(until(), self.pool.acquire())
                 .await
                 .ok()?
                 .ok()?,
@@ -119,38 +125,14 @@ impl Slots {
     }
 }
 
-/// One of `caller`'s own slots, waiting until `until` at most.
-async fn own_slot<'a>(
-    shares: &'a Shares,
-    caller: &str,
-    until: impl Fn() -> Instant,
-) -> Option<Own<'a>> {
-    let semaphore = shares
-        .table()
-        .entry(caller.into())
-        .or_insert_with(|| Arc::new(Semaphore::new(shares.per_caller)))
-        .clone();
-    // From here on the caller is forgotten on every way out, a slot taken or not.
-    let mut own = Own {
-        shares,
-        caller: caller.into(),
-        semaphore: Some(semaphore.clone()),
-        permit: None,
-    };
-    own.permit = Some(match semaphore.clone().try_acquire_owned() {
-        Ok(permit) => permit,
-        Err(_) => tokio::time::timeout_at(until().into(), semaphore.acquire_owned())
-            .await
-            .ok()?
-            .ok()?,
-    });
-    Some(own)
-}
-
-/// How many callers hold or wait for slots of their own.
+/// How many callers the table holds, and how many of them have calls in flight.
 #[cfg(test)]
-pub(super) fn callers(slots: &Slots) -> usize {
-    slots.shares.as_ref().map_or(0, |s| s.table().len())
+pub(super) fn callers(slots: &Slots) -> (usize, usize) {
+    let table = slots.shares.as_ref().map(Shares::table);
+    table.map_or((0, 0), |t| {
+        let busy = t.values().filter(|own| Arc::strong_count(own) > 1).count();
+        (t.len(), busy)
+    })
 }
 
 #[cfg(test)]
@@ -183,12 +165,16 @@ mod tests {
             .take(None, soon())
             .await
             .expect("two of four were free");
-        assert_eq!(callers(&slots), 3);
+        assert_eq!(
+            callers(&slots),
+            (2, 2),
+            "a call without a subject has no share"
+        );
         drop((alice, bob, anonymous));
         assert_eq!(
             callers(&slots),
-            0,
-            "each caller forgotten with its last slot"
+            (2, 0),
+            "alice's timed-out wait holds nothing"
         );
     }
 
@@ -203,7 +189,7 @@ mod tests {
         });
         assert!(second.is_some());
         drop(second);
-        assert_eq!(callers(&slots), 0);
+        assert_eq!(callers(&slots), (1, 0));
     }
 
     #[tokio::test]
@@ -213,8 +199,26 @@ mod tests {
             slots.take(Some("alice"), soon()).await.unwrap(),
             slots.take(Some("alice"), soon()).await.unwrap(),
         ];
-        assert_eq!(callers(&slots), 0, "no share kept at the pool's size");
+        assert_eq!(callers(&slots), (0, 0), "no share kept at the pool's size");
         assert!(slots.take(Some("bob"), soon()).await.is_none());
         drop(both);
+    }
+
+    #[tokio::test]
+    async fn callers_with_no_call_in_flight_leave_the_table_once_it_is_full() {
+        let slots = Slots::new(8).with_share(2);
+        let held = slots.take(Some("alice"), soon()).await.unwrap();
+        for n in 0..3 * super::SWEEP_AT {
+            drop(
+                slots
+                    .take(Some(&format!("caller-{n}")), soon())
+                    .await
+                    .unwrap(),
+            );
+        }
+        let (kept, busy) = callers(&slots);
+        assert!(kept <= super::SWEEP_AT, "{kept} callers kept");
+        assert_eq!(busy, 1, "alice, whose call runs, stays");
+        drop(held);
     }
 }
