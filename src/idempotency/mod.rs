@@ -2,7 +2,6 @@
 //! records of the one state store ([`state`]): the embedded database, or a DynamoDB table shared
 //! by every execution environment (feature `dynamodb`).
 
-mod books;
 pub(crate) mod state;
 
 use crate::settings::{ConfigError, Env, invalid};

@@ -6,7 +6,7 @@
 //! [`PARTITION`]: without an outcome it is a claim in progress, held until the claim's deadline;
 //! with one, the stored answer, kept `OXP_IDEMPOTENCY_TTL_SECS`. Both expire like every record.
 
-use super::books::{Books, ROW_OVERHEAD};
+use crate::state::books::{Books, ROW_OVERHEAD};
 use crate::state::record::Records;
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::idempotency::{

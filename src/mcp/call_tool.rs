@@ -185,7 +185,9 @@ impl McpServer {
             true => round_trip::binding(subject, &request.name, arguments),
             false => Vec::new(),
         };
-        let mut exchange = trips.begin(&binding, state, responses.as_ref()).await?;
+        let mut exchange = trips
+            .begin(subject, &binding, state, responses.as_ref())
+            .await?;
         exchange = exchange.offering(offers);
         if detach {
             exchange = exchange.detachable();

@@ -91,6 +91,11 @@ pub struct McpConfig {
     /// tasks, those this deployment cannot answer within a request (a run longer than its
     /// timeout): a client that does not declare the tasks extension gets -32021 naming it.
     pub task_required: Vec<String>,
+    /// `OXP_MCP_SPENT_MARKS_PER_CALLER` (default 10,000): marks of spent request states and
+    /// answers one caller's 2026-07-28 rounds keep in the state store at once, each for the
+    /// state's 10 minutes (a round answered with one response writes two); past it the caller's
+    /// next round is refused (-32005) until its oldest expire.
+    pub spent_marks_per_caller: u64,
 }
 
 impl Default for McpConfig {
@@ -104,6 +109,7 @@ impl Default for McpConfig {
             scopes: Vec::new(),
             task_queue_url: None,
             task_required: Vec::new(),
+            spent_marks_per_caller: 10_000,
         }
     }
 }
@@ -141,6 +147,9 @@ impl McpConfig {
                 .get("OXP_MCP_TASK_QUEUE_URL")
                 .map(|u| u.trim().to_owned()),
             task_required: env.list("OXP_MCP_TASK_REQUIRED"),
+            spent_marks_per_caller: env
+                .positive("OXP_MCP_SPENT_MARKS_PER_CALLER")?
+                .unwrap_or(10_000),
         })
     }
 }

@@ -20,12 +20,14 @@ pub(crate) use super::exchange::Exchange;
 use super::questions::{Answers, Carried, MAX_ASKS, read_response, refused, request_of};
 use super::task::Tasks;
 use crate::server::CallContext;
+use crate::state::books::Books;
 use oxp_lambda_core::durable::{Item, StateStore};
-use oxp_lambda_core::idempotency::lower_hex;
+use oxp_lambda_core::idempotency::{lower_hex, scoped_key};
 use oxp_lambda_core::invoke::{Outcome, Rejection};
 use oxp_lambda_core::secrets::Secrets;
 use rmcp::ErrorData;
 use rmcp::model::CallToolResponse;
+use rmcp::model::ErrorCode;
 use rmcp::model::{InputRequests, InputRequiredResult, InputResponses};
 use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
@@ -33,7 +35,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::OnceCell;
 
 /// How long a `requestState` is good for.
@@ -49,6 +51,9 @@ const OLD_KEY: &str = "mcp-state-key";
 pub(crate) const KEY_BYTES: usize = 32;
 /// The state store's partition of spent states.
 const SPENT: &str = "mcp-state-spent";
+/// The JSON-RPC error of a round refused because its caller's marks fill its share (the code
+/// of a caller with too many tasks: a server's, for a caller's own load).
+const TOO_MANY_ROUNDS: i32 = -32005;
 
 /// The round trips of one server: the sealing key, and where spent states are marked.
 pub(crate) struct RoundTrips {
@@ -65,6 +70,9 @@ pub(crate) struct RoundTrips {
     /// Whether a handshake client's questions may go on the call's stream: the answer reaches
     /// the client as it is written (locally; in Lambda only with response streaming).
     pub(super) on_stream: bool,
+    /// Each caller's share of the spent marks this process keeps in the store
+    /// (`OXP_MCP_SPENT_MARKS_PER_CALLER`), where there is a store.
+    marks: Option<Books>,
 }
 
 impl std::fmt::Debug for RoundTrips {
@@ -104,7 +112,15 @@ impl RoundTrips {
             questions,
             key_file: None,
             on_stream: false,
+            marks: None,
         }
+    }
+
+    /// At most `per_caller` marks of spent states and answers one caller's rounds keep at once
+    /// (each for [`STATE_TTL`]); past it the caller's next round is refused until they expire.
+    pub(crate) fn with_marks_per_caller(mut self, per_caller: u64) -> Self {
+        self.marks = self.questions.is_some().then(|| Books::new(per_caller));
+        self
     }
 
     /// Keeps the server's own sealing key in `file` (see [`crate::state::key_file`]).
@@ -176,6 +192,7 @@ impl RoundTrips {
     /// arguments).
     pub(crate) async fn begin(
         &self,
+        subject: Option<&str>,
         binding: &[u8],
         state: Option<&str>,
         responses: Option<&InputResponses>,
@@ -211,8 +228,20 @@ impl RoundTrips {
         if sealed.a.slots() > MAX_ASKS || sealed.o.len() > MAX_ASKS {
             return Err(refused("too many answers"));
         }
-        // Used once: a replayed retry would run the tool again with the same answers.
+        // Used once: a replayed retry would run the tool again with the same answers. Its marks
+        // count in the caller's share first: past it, nothing is marked and nothing runs.
         if let Some(store) = self.store() {
+            let marks = 1 + responses.len() as u64;
+            let caller = scoped_key("mcp-round", subject, None, "");
+            if let Some(books) = &self.marks
+                && !books.admit(&caller, marks, Instant::now() + STATE_TTL)
+            {
+                return Err(ErrorData::new(
+                    ErrorCode(TOO_MANY_ROUNDS),
+                    "Too many of your rounds were answered lately; try again in a few minutes",
+                    None,
+                ));
+            }
             let until = Item::new(Vec::new(), Some(SystemTime::now() + STATE_TTL));
             let fresh = store
                 .put_if(SPENT, &sealed.n, until, None)

@@ -31,13 +31,13 @@ async fn a_spent_rounds_answers_sent_bare_answer_nothing_while_untaken_ones_are_
     let result = trips.input_required(&first, &binding).await.unwrap();
     let state = result.unwrap().request_state.unwrap();
     let answered = trips
-        .begin(&binding, Some(&state), Some(&accept("No")))
+        .begin(None, &binding, Some(&state), Some(&accept("No")))
         .await
         .unwrap();
     let answered = Carried(answered);
     assert_eq!(answered.ask(ask.clone(), 0).await.unwrap().index, 1);
     let replayed = trips
-        .begin(&binding, None, Some(&accept("No")))
+        .begin(None, &binding, None, Some(&accept("No")))
         .await
         .unwrap();
     let replayed = Carried(replayed);
@@ -47,15 +47,61 @@ async fn a_spent_rounds_answers_sent_bare_answer_nothing_while_untaken_ones_are_
     ));
     // Another caller's bare answer, or another answer, was never taken.
     let bob = binding_of("bob");
-    let theirs = trips.begin(&bob, None, Some(&accept("No"))).await.unwrap();
+    let theirs = trips
+        .begin(None, &bob, None, Some(&accept("No")))
+        .await
+        .unwrap();
     let theirs = Carried(theirs);
     assert_eq!(theirs.ask(ask.clone(), 0).await.unwrap().index, 1);
     let other = trips
-        .begin(&binding, None, Some(&accept("Yes")))
+        .begin(None, &binding, None, Some(&accept("Yes")))
         .await
         .unwrap();
     let other = Carried(other);
     assert_eq!(other.ask(ask, 0).await.unwrap().index, 0);
+}
+
+/// A caller's answered rounds keep marks (a spent state, an answer) for the state's time, in
+/// the state store: past its share of them its next round is refused and nothing is marked,
+/// while another caller's rounds go on.
+#[cfg(feature = "embedded-state")]
+#[tokio::test]
+async fn a_callers_rounds_past_its_share_of_marks_are_refused_never_another_callers() {
+    let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
+    let store: Arc<dyn StateStore> = Arc::new(crate::state::embedded::Embedded::new(None));
+    let questions = Some(Arc::new(crate::work::Questions::new(store)));
+    let trips = RoundTrips::new(secrets, false, questions).with_marks_per_caller(5);
+    let ask = Ask::new("Go?", ["Yes", "No"]);
+    let state_for = async |binding: &[u8]| {
+        let asked = Carried(Exchange::default());
+        assert!(asked.ask(ask.clone(), 0).await.is_err());
+        let result = trips.input_required(&asked, binding).await.unwrap();
+        result.unwrap().request_state.unwrap()
+    };
+    let (alice, bob) = (binding_of("alice"), binding_of("bob"));
+    // Each answered round marks its state and its one answer: two rounds fit in five marks.
+    for _ in 0..2 {
+        let state = state_for(&alice).await;
+        let no = accept("No");
+        assert!(
+            trips
+                .begin(Some("alice"), &alice, Some(&state), Some(&no))
+                .await
+                .is_ok()
+        );
+    }
+    let state = state_for(&alice).await;
+    let refused = trips
+        .begin(Some("alice"), &alice, Some(&state), Some(&accept("No")))
+        .await
+        .unwrap_err();
+    assert_eq!(refused.code.0, -32005, "{refused:?}");
+    let theirs = state_for(&bob).await;
+    let no = accept("No");
+    let answer = trips
+        .begin(Some("bob"), &bob, Some(&theirs), Some(&no))
+        .await;
+    assert!(answer.is_ok(), "bob's round goes on");
 }
 
 fn binding_of(caller: &str) -> Vec<u8> {
@@ -89,27 +135,35 @@ async fn a_state_opens_only_for_its_caller_and_call_and_unaltered() {
         .unwrap();
     let state = result.request_state.unwrap();
     let answered = trips
-        .begin(&binding, Some(&state), Some(&accept("No")))
+        .begin(None, &binding, Some(&state), Some(&accept("No")))
         .await
         .unwrap();
     let answered = Carried(answered);
     assert_eq!(answered.ask(ask.clone(), 0).await.unwrap().index, 1);
     // Another caller, another tool's arguments, an altered state: refused.
     let bob = super::binding(Some("bob"), "Demo_Confirm", &json!({"prompt": "Go?"}));
-    assert!(trips.begin(&bob, Some(&state), None).await.is_err());
+    assert!(trips.begin(None, &bob, Some(&state), None).await.is_err());
     let other = super::binding(Some("alice"), "Demo_Confirm", &json!({"prompt": "Stop?"}));
     let other = Carried(other);
-    assert!(trips.begin(&other, Some(&state), None).await.is_err());
+    assert!(trips.begin(None, &other, Some(&state), None).await.is_err());
     let mut altered = state.clone().into_bytes();
     let middle = altered.len() / 2;
     altered[middle] = if altered[middle] == b'A' { b'B' } else { b'A' };
     let altered = String::from_utf8(altered).unwrap();
-    assert!(trips.begin(&binding, Some(&altered), None).await.is_err());
+    assert!(
+        trips
+            .begin(None, &binding, Some(&altered), None)
+            .await
+            .is_err()
+    );
     // Without a state, a response answers the question of its key only; a malformed one
     // is still refused.
     let mut elsewhere = InputResponses::new();
     elsewhere.insert("other".into(), json!({"action": "decline"}));
-    let fresh = trips.begin(&binding, None, Some(&elsewhere)).await.unwrap();
+    let fresh = trips
+        .begin(None, &binding, None, Some(&elsewhere))
+        .await
+        .unwrap();
     let fresh = Carried(fresh);
     assert!(matches!(
         fresh.ask(ask.clone(), 0).await,
@@ -117,7 +171,12 @@ async fn a_state_opens_only_for_its_caller_and_call_and_unaltered() {
     ));
     let mut malformed = InputResponses::new();
     malformed.insert("ask_0".into(), json!({"action": "maybe"}));
-    assert!(trips.begin(&binding, None, Some(&malformed)).await.is_err());
+    assert!(
+        trips
+            .begin(None, &binding, None, Some(&malformed))
+            .await
+            .is_err()
+    );
     // Two questions open at once may not share a key: the client could not tell which
     // one a response answers.
     let twice = Exchange::default();
@@ -135,7 +194,7 @@ async fn a_state_opens_only_for_its_caller_and_call_and_unaltered() {
     bad.insert("ask_0".into(), json!({"action": "maybe"}));
     assert!(
         trips
-            .begin(&binding, Some(&state), Some(&bad))
+            .begin(None, &binding, Some(&state), Some(&bad))
             .await
             .is_err()
     );

@@ -35,7 +35,8 @@ pub(crate) fn served_for_mcp(
     // The shared key, never one of this process's: in Lambda, and wherever the store is shared.
     let key_required = in_lambda || shared;
     let mut trips = RoundTrips::new(invoker.secrets().clone(), key_required, questions.cloned())
-        .with_key_file(key_file);
+        .with_key_file(key_file)
+        .with_marks_per_caller(settings.spent_marks_per_caller);
     // A handshake client's question goes on the call's stream, which must reach it before the
     // call ends: not through Lambda's buffered answers.
     trips.on_stream = !in_lambda || streamed;

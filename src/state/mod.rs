@@ -3,6 +3,7 @@
 //! database on disk ([`embedded`], redb: no set-up, opened by the first request that needs it);
 //! in Lambda a DynamoDB table every execution environment shares ([`dynamodb`]).
 
+pub(crate) mod books;
 #[cfg(feature = "dynamodb")]
 pub(crate) mod dynamodb;
 #[cfg(not(feature = "dynamodb"))]
