@@ -59,7 +59,7 @@ impl std::fmt::Debug for Books {
 }
 
 impl Books {
-    /// Books of `per_caller` bytes a caller.
+    /// Books of `per_caller` a caller, in the unit its records are weighed in (bytes, marks).
     pub(crate) fn new(per_caller: u64) -> Self {
         // Stamps start at random: a record an earlier run stamped is never taken for this one's
         // (and, below 2^63, they only grow, as the shares' numbers must).

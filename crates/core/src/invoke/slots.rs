@@ -94,8 +94,11 @@ impl Slots {
         caller: Option<&str>,
         deadline: Option<Instant>,
     ) -> Option<Slot<'_>> {
-        let until = || {
-            let longest = Instant::now() + MAX_SLOT_WAIT;
+        // One wait in all, the caller's and the pool's together (read from the clock only when
+        // a wait is needed).
+        let mut waits_until = None;
+        let mut until = || -> tokio::time::Instant {
+            let longest = *waits_until.get_or_insert_with(|| Instant::now() + MAX_SLOT_WAIT);
             deadline.map_or(longest, |d| d.min(longest)).into()
         };
         let own = match (&self.shares, caller) {
