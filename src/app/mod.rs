@@ -1,6 +1,6 @@
 //! Assembly: the parts the configuration names, built once and wired together: the secret
-//! source, the idempotency store and authentication around one [`Invoker`](crate::Invoker), the protocol
-//! adapters over it, and the plumbing and transports around them.
+//! source, the idempotency store and authentication around one [`Invoker`](crate::Invoker),
+//! the protocol adapters over it, and the plumbing and transports around them.
 
 use crate::config::Config;
 use crate::server::{CallContext, HttpApp, LambdaRole, RoleKind};

@@ -14,8 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 /// One call's questions and the answers it came with; the talk-back channel of the call.
 #[derive(Debug, Default)]
 pub(crate) struct Exchange {
-    /// The answers of earlier rounds, by question, as [`read_response`](super::questions::read_response) keeps them; this
-    /// round's join them as the tool's questions take them.
+    /// The answers of earlier rounds, by question, as
+    /// [`read_response`](super::questions::read_response) keeps them; this round's join them as
+    /// the tool's questions take them.
     answers: Mutex<Answers>,
     /// This request's `inputResponses`, read, by key.
     responses: BTreeMap<String, Value>,

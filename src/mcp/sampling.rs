@@ -63,7 +63,8 @@ pub(crate) fn read_roots(object: &Map<String, Value>) -> Result<Value, &'static 
     Ok(json!({"roots": roots}))
 }
 
-/// What the client's model said, from an answer (as [`read_response`](super::questions::read_response) keeps it).
+/// What the client's model said, from an answer (as
+/// [`read_response`](super::questions::read_response) keeps it).
 pub(crate) fn sampled_of(answer: &Value) -> Result<Sampled, TalkError> {
     if answer.get("action").is_some() {
         // The client's error (the handshake revisions' way to refuse) or another kind of
@@ -112,7 +113,8 @@ pub(crate) fn sampled_of(answer: &Value) -> Result<Sampled, TalkError> {
     })
 }
 
-/// The client's roots, from an answer (as [`read_response`](super::questions::read_response) keeps it).
+/// The client's roots, from an answer (as
+/// [`read_response`](super::questions::read_response) keeps it).
 pub(crate) fn roots_of(answer: &Value) -> Result<Vec<Root>, TalkError> {
     if let Some(action) = answer.get("action") {
         return match action.as_str() {
