@@ -302,8 +302,13 @@ impl Invoker {
                 return Err(refused);
             }
         };
+        // The wait, when there is one, boxed: the call's future keeps no room for it.
         let caller = call.principal.subject.as_deref();
-        let Some(_slot) = self.slots.take(caller, deadline).await else {
+        let slot = match self.slots.try_take(caller) {
+            Some(slot) => Some(slot),
+            None => Box::pin(self.slots.take(caller, deadline)).await,
+        };
+        let Some(_slot) = slot else {
             release(watch).await;
             return Err(Rejection::Busy { call_id });
         };

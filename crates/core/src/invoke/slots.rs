@@ -86,6 +86,19 @@ impl Slots {
         Self { shares, ..self }
     }
 
+    /// A slot for a call of `caller` when one is free now (the caller's own too): no waiting,
+    /// and no future to keep, on the common path.
+    pub(super) fn try_take(&self, caller: Option<&str>) -> Option<Slot<'_>> {
+        let own = match (&self.shares, caller) {
+            (Some(shares), Some(caller)) => Some(shares.of(caller).try_acquire_owned().ok()?),
+            _ => None,
+        };
+        Some(Slot {
+            _pool: self.pool.try_acquire().ok()?,
+            _own: own,
+        })
+    }
+
     /// A slot for a call of `caller`: at once when one is free, else until `deadline` (or
     /// [`MAX_SLOT_WAIT`] at most). The caller's own slot first, so a caller past its share
     /// waits holding none of the pool's. `None`: none came free in time.
