@@ -59,13 +59,14 @@ pub(super) async fn claimed(
     Some(held.store.claim(&held.key, &held.print, hold).await)
 }
 
-/// Frees the claim `watch` holds (the call was refused after it was made).
-pub(super) async fn release(watch: &mut Watch) {
+/// Frees the claim `watch` holds (the call was refused after it was made), then refuses it.
+pub(super) async fn release(watch: &mut Watch, refused: Rejection) -> Result<Outcome, Rejection> {
     if let Some(held) = watch.claim.take()
         && let Err(e) = held.store.release(&held.key, &held.print).await
     {
         tracing::warn!(target: "oxp::call", error = %e, "claim of a refused call not released");
     }
+    Err(refused)
 }
 
 /// Stores `executed`, the outcome of a call that claimed its key as `held`, for repeats. A

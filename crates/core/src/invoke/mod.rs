@@ -286,8 +286,7 @@ impl Invoker {
         if let (Some(held), Some(Ok(Claim::Acquired))) = (claim, &claimed) {
             watch.claim = Some(held);
         }
-        // What the call is refused for, in the order it always was: nothing of it stays
-        // claimed.
+        // Refused for what it always was, in that order: nothing of it stays claimed.
         let granted = match (required, valid, claimed.transpose()) {
             (Err(missing), ..) => Err(Rejection::Missing(missing)),
             (_, Err(invalid), _) => Err(invalid),
@@ -297,10 +296,7 @@ impl Invoker {
         };
         let (authorization, secrets) = match granted {
             Ok(granted) => granted,
-            Err(refused) => {
-                release(watch).await;
-                return Err(refused);
-            }
+            Err(refused) => return release(watch, refused).await,
         };
         // The wait, when there is one, boxed: the call's future keeps no room for it.
         let caller = call.principal.subject.as_deref();
@@ -309,8 +305,7 @@ impl Invoker {
             None => Box::pin(self.slots.take(caller, deadline)).await,
         };
         let Some(_slot) = slot else {
-            release(watch).await;
-            return Err(Rejection::Busy { call_id });
+            return release(watch, Rejection::Busy { call_id }).await;
         };
         let cancellation = call.cancellation.unwrap_or_default();
         watch.cancellation = Some(cancellation.clone());
