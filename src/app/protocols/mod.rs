@@ -40,7 +40,10 @@ pub(crate) fn all() -> Vec<Box<dyn Entry>> {
         // Nothing reaches /mcp in a build that serves no HTTP and takes no queue's work (the
         // AgentCore function, whose MCP tools come as direct invocations): built there, its
         // round trips and tasks would be set up at every start, and linked, for none.
-        #[cfg(all(feature = "mcp", any(feature = "http-server", feature = "lambda-records")))]
+        #[cfg(all(
+            feature = "mcp",
+            any(feature = "http-server", feature = "lambda-records")
+        ))]
         Box::new(Configured::new(Mcp)),
         #[cfg(feature = "rap")]
         Box::new(Configured::new(Rap)),
