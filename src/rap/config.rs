@@ -24,6 +24,12 @@ pub struct RapConfig {
     /// `OXP_RAP_DEAD_LETTER_MAX_BYTES` (default 64 MiB): the dead-letter file is moved to
     /// `<file>.1` before it grows past this.
     pub dead_letter_max_bytes: u64,
+    /// `OXP_RAP_DEAD_LETTER_MAX_BYTES_PER_CALLER` (default a quarter of
+    /// `dead_letter_max_bytes`; all of it where every call is anonymous): what one caller's
+    /// letters may take of the dead-letter file before it is rotated. Past it the caller's next
+    /// letters are not recorded (an error line each), so one caller whose callbacks all fail can
+    /// never rotate another caller's letters away.
+    pub dead_letter_max_bytes_per_caller: u64,
     /// `OXP_RAP_TOOLSET_NAME` (default `oxp-lambda`): the toolset's `name`.
     pub toolset_name: String,
     /// `OXP_RAP_TOOLSET_DESCRIPTION`: the toolset's `description`.
@@ -74,6 +80,7 @@ impl Default for RapConfig {
             dead_letter_queue_url: None,
             dead_letter_file: "oxp-dead-letters.jsonl".into(),
             dead_letter_max_bytes: 64 * 1024 * 1024,
+            dead_letter_max_bytes_per_caller: 16 * 1024 * 1024,
             toolset_name: "oxp-lambda".into(),
             toolset_description: None,
             endpoint: None,
@@ -90,11 +97,13 @@ impl Default for RapConfig {
 
 impl RapConfig {
     /// `tool_timeout` is the server's (`OXP_TOOL_TIMEOUT_MS`), the default of async runs;
-    /// `host` is where a local server listens (loopback callbacks follow it).
+    /// `host` is where a local server listens (loopback callbacks follow it); `anonymous`, that
+    /// callers do not authenticate (every call the one anonymous caller's: no share to keep).
     pub(crate) fn from_env(
         env: &Env<'_>,
         tool_timeout: Option<Duration>,
         host: std::net::IpAddr,
+        anonymous: bool,
     ) -> Result<Self, ConfigError> {
         let lambda = env.in_lambda();
         let mut c = RapConfig {
@@ -120,6 +129,13 @@ impl RapConfig {
         if let Some(n) = env.positive("OXP_RAP_DEAD_LETTER_MAX_BYTES")? {
             c.dead_letter_max_bytes = n;
         }
+        let whole = c.dead_letter_max_bytes;
+        c.dead_letter_max_bytes_per_caller =
+            match env.positive::<u64>("OXP_RAP_DEAD_LETTER_MAX_BYTES_PER_CALLER")? {
+                Some(n) => n.min(whole),
+                None if anonymous => whole,
+                None => (whole / 4).max(1),
+            };
         if let Some(v) = env.get("OXP_RAP_TOOLSET_NAME") {
             let v = v.trim().to_owned();
             if v.chars().count() > 128 {

@@ -5,15 +5,45 @@ use super::*;
 use crate::config::Vars;
 
 /// RAP's settings from `vars`, locally (`lambda` false) or in Lambda, with the server's
-/// default tool timeout.
+/// default tool timeout, for callers who authenticate.
 fn read(lambda: bool, vars: &[(&str, &str)]) -> Result<RapConfig, ConfigError> {
+    read_as(false, lambda, vars)
+}
+
+/// The same, for callers who do (`anonymous` false) or do not authenticate.
+fn read_as(anonymous: bool, lambda: bool, vars: &[(&str, &str)]) -> Result<RapConfig, ConfigError> {
     let vars: Vars = vars.iter().copied().collect();
     let env = Env::new(lambda, &vars);
     RapConfig::from_env(
         &env,
         Some(Duration::from_secs(30)),
         std::net::IpAddr::from([127, 0, 0, 1]),
+        anonymous,
     )
+}
+
+#[test]
+fn a_callers_share_of_the_dead_letter_file_is_a_quarter_unless_every_call_is_anonymous() {
+    let file = ("OXP_RAP_DEAD_LETTER_MAX_BYTES", "4000");
+    assert_eq!(
+        read(false, &[file])
+            .unwrap()
+            .dead_letter_max_bytes_per_caller,
+        1000
+    );
+    let anonymous = read_as(true, false, &[file]).unwrap();
+    assert_eq!(
+        anonymous.dead_letter_max_bytes_per_caller, 4000,
+        "one caller: the whole file"
+    );
+    let set = ("OXP_RAP_DEAD_LETTER_MAX_BYTES_PER_CALLER", "9000");
+    let c = read(false, &[file, set]).unwrap();
+    assert_eq!(
+        c.dead_letter_max_bytes_per_caller, 4000,
+        "never more than the file"
+    );
+    let zero = ("OXP_RAP_DEAD_LETTER_MAX_BYTES_PER_CALLER", "0");
+    assert!(read(false, &[zero]).is_err());
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! silently lost: a JSON-lines file locally, an SQS queue in Lambda.
 
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
@@ -33,14 +34,19 @@ pub(crate) enum DeadLetters {
     /// Appends JSON lines to a file (created with owner-only permissions). A file that would
     /// grow over `max_bytes` is first moved to `<file>.1`, so at most two files of about
     /// `max_bytes` are kept; the letters of a `<file>.1` it replaces are dropped, never
-    /// silently: an error line counts them.
+    /// silently: an error line counts them. Each caller's letters take at most `per_caller` of
+    /// a file: past it they are not recorded, so the file fills (and rotates its oldest away)
+    /// only from many callers within their shares.
     File {
         /// The file.
         path: PathBuf,
         /// The size at which the file is rotated.
         max_bytes: u64,
-        /// One writer at a time, so lines never interleave.
-        lock: Mutex<()>,
+        /// What one caller's letters may take of the file.
+        per_caller: u64,
+        /// One writer at a time, so lines never interleave; the bytes each caller (by a hash of
+        /// its key) wrote into the file since it was last rotated, as this process wrote them.
+        lock: Mutex<HashMap<u64, u64>>,
         /// Letters dropped by rotation so far (each drop also logs an error line).
         dropped: std::sync::atomic::AtomicU64,
     },
@@ -54,12 +60,14 @@ pub(crate) enum DeadLetters {
 }
 
 impl DeadLetters {
-    /// A file store at `path`, rotated at `max_bytes`.
-    pub(crate) fn file(path: impl Into<PathBuf>, max_bytes: u64) -> Self {
+    /// A file store at `path`, rotated at `max_bytes`, of which each caller's letters take at
+    /// most `per_caller`.
+    pub(crate) fn file(path: impl Into<PathBuf>, max_bytes: u64, per_caller: u64) -> Self {
         Self::File {
             path: path.into(),
             max_bytes,
-            lock: Mutex::new(()),
+            per_caller,
+            lock: Mutex::default(),
             dropped: Default::default(),
         }
     }
@@ -73,66 +81,51 @@ impl DeadLetters {
         }
     }
 
-    /// Records `letter`; an error means it is not recorded and the caller must keep it.
-    pub(crate) async fn record(&self, letter: &DeadLetter) -> Result<(), String> {
+    /// Records `letter` of `caller` (its key: `crate::state::caller_key`); an error means it
+    /// is not recorded.
+    pub(crate) async fn record(&self, letter: &DeadLetter, caller: &str) -> Result<(), String> {
         let mut line = serde_json::to_vec(letter).map_err(|e| e.to_string())?;
         match self {
             Self::File {
                 path,
                 max_bytes,
+                per_caller,
                 lock,
-                dropped: dropped_so_far,
+                dropped,
             } => {
                 line.push(b'\n');
-                let _one_writer = lock.lock().await;
+                let mut written = lock.lock().await;
                 // A regular file only: /dev/null or a pipe is never rotated.
                 if let Ok(meta) = tokio::fs::metadata(path).await
                     && meta.is_file()
                     && meta.len() + line.len() as u64 > *max_bytes
                 {
-                    let mut rotated = path.clone().into_os_string();
-                    rotated.push(".1");
-                    // The bound means the oldest letters go; an operator must hear how many.
-                    if let Ok(old) = tokio::fs::read(&rotated).await {
-                        let dropped = old.iter().filter(|&&b| b == b'\n').count();
-                        dropped_so_far
-                            .fetch_add(dropped as u64, std::sync::atomic::Ordering::Relaxed);
-                        tracing::error!(
-                            target: "oxp::rap",
-                            dropped,
-                            file = %path.display(),
-                            "dead letters dropped by rotation: ship the file or raise OXP_RAP_DEAD_LETTER_MAX_BYTES"
-                        );
-                    }
-                    tokio::fs::rename(path, &rotated)
-                        .await
-                        .map_err(|e| format!("dead-letter file {}: {e}", path.display()))?;
+                    rotate(path, dropped).await?;
+                    written.clear();
                 }
-                let mut options = tokio::fs::OpenOptions::new();
-                options.create(true).append(true);
-                #[cfg(unix)]
-                options.mode(0o600);
-                let mut file = options
-                    .open(path)
+                // Counted once the file has room: a file full from many callers rotates
+                // first, and every caller starts the new one with its whole share.
+                let tag = {
+                    use std::hash::{BuildHasher, RandomState};
+                    static KEYS: std::sync::LazyLock<RandomState> =
+                        std::sync::LazyLock::new(RandomState::new);
+                    KEYS.hash_one(caller)
+                };
+                let theirs = written.get(&tag).copied().unwrap_or(0);
+                if theirs + line.len() as u64 > *per_caller {
+                    tracing::error!(
+                        target: "oxp::rap",
+                        caller,
+                        file = %path.display(),
+                        "a dead letter not recorded: its caller's letters fill their share of the file (OXP_RAP_DEAD_LETTER_MAX_BYTES_PER_CALLER)"
+                    );
+                    return Err("past its caller's share of the dead-letter file".into());
+                }
+                append(path, &line)
                     .await
                     .map_err(|e| format!("dead-letter file {}: {e}", path.display()))?;
-                // Letters hold results and callback URLs (which may carry tokens): a file an
-                // operator made before, open to others, is made the owner's alone.
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::PermissionsExt;
-                    let mode = file.metadata().await.map(|m| m.permissions().mode());
-                    if mode.is_ok_and(|mode| mode & 0o077 != 0) {
-                        let private = std::fs::Permissions::from_mode(0o600);
-                        file.set_permissions(private)
-                            .await
-                            .map_err(|e| format!("dead-letter file {}: {e}", path.display()))?;
-                    }
-                }
-                file.write_all(&line)
-                    .await
-                    .and(file.sync_data().await)
-                    .map_err(|e| format!("dead-letter file {}: {e}", path.display()))
+                *written.entry(tag).or_default() += line.len() as u64;
+                Ok(())
             }
             Self::Sqs { client, queue_url } => client
                 .send(
@@ -143,6 +136,52 @@ impl DeadLetters {
                 .map_err(|e| format!("dead-letter queue: {e}")),
         }
     }
+}
+
+/// Moves the file at `path` to `<path>.1`, replacing (and counting in `dropped`) the letters an
+/// earlier rotation left there.
+async fn rotate(
+    path: &std::path::Path,
+    dropped: &std::sync::atomic::AtomicU64,
+) -> Result<(), String> {
+    let mut rotated = path.to_path_buf().into_os_string();
+    rotated.push(".1");
+    // The bound means the oldest letters go; an operator must hear how many.
+    if let Ok(old) = tokio::fs::read(&rotated).await {
+        let count = old.iter().filter(|&&b| b == b'\n').count();
+        dropped.fetch_add(count as u64, std::sync::atomic::Ordering::Relaxed);
+        tracing::error!(
+            target: "oxp::rap",
+            dropped = count,
+            file = %path.display(),
+            "dead letters dropped by rotation: ship the file or raise OXP_RAP_DEAD_LETTER_MAX_BYTES"
+        );
+    }
+    tokio::fs::rename(path, &rotated)
+        .await
+        .map_err(|e| format!("dead-letter file {}: {e}", path.display()))
+}
+
+/// Appends `line` to the file at `path` (made the owner's alone) and syncs it.
+async fn append(path: &std::path::Path, line: &[u8]) -> std::io::Result<()> {
+    let mut options = tokio::fs::OpenOptions::new();
+    options.create(true).append(true);
+    #[cfg(unix)]
+    options.mode(0o600);
+    let mut file = options.open(path).await?;
+    // Letters hold results and callback URLs (which may carry tokens): a file an operator
+    // made before, open to others, is made the owner's alone.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = file.metadata().await.map(|m| m.permissions().mode());
+        if mode.is_ok_and(|mode| mode & 0o077 != 0) {
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))
+                .await?;
+        }
+    }
+    file.write_all(line).await?;
+    file.sync_data().await
 }
 
 #[cfg(test)]
@@ -174,9 +213,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("oxp-dl-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("dead.jsonl");
-        let store = DeadLetters::file(&path, 2048);
+        let store = DeadLetters::file(&path, 2048, 2048);
         for n in 0..40 {
-            store.record(&letter(n)).await.unwrap();
+            store.record(&letter(n), "alice").await.unwrap();
         }
         let current = std::fs::metadata(&path).unwrap().len();
         let rotated = std::fs::metadata(dir.join("dead.jsonl.1")).unwrap().len();
@@ -198,12 +237,39 @@ mod tests {
         let path = dir.join("dead.jsonl");
         std::fs::write(&path, b"").unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        DeadLetters::file(&path, 1 << 20)
-            .record(&letter(1))
+        DeadLetters::file(&path, 1 << 20, 1 << 20)
+            .record(&letter(1), "alice")
             .await
             .unwrap();
         let mode = std::fs::metadata(&path).unwrap().permissions().mode() & 0o777;
         assert_eq!(mode, 0o600, "{mode:o}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[tokio::test]
+    async fn one_callers_letters_past_its_share_never_rotate_another_callers_letters_away() {
+        let dir = std::env::temp_dir().join(format!("oxp-dl-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("dead.jsonl");
+        // A file of about eight letters, a quarter of it each caller's.
+        let store = DeadLetters::file(&path, 4096, 1024);
+        store.record(&letter(0), "bob").await.unwrap();
+        let mut refused = 0;
+        for n in 1..60 {
+            refused += usize::from(store.record(&letter(n), "mallory").await.is_err());
+        }
+        assert!(
+            refused >= 55,
+            "mallory's letters past its share: {refused} refused"
+        );
+        store.record(&letter(60), "bob").await.unwrap();
+        let file = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            file.contains("call_0\"") && file.contains("call_60\""),
+            "bob's letters are where they were written"
+        );
+        assert!(!dir.join("dead.jsonl.1").exists(), "nothing was rotated");
+        assert_eq!(store.dropped(), 0);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -214,9 +280,9 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("oxp-dl-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("dead.jsonl");
-        let store = DeadLetters::file(&path, 1024);
+        let store = DeadLetters::file(&path, 1024, 1024);
         for n in 0..20 {
-            store.record(&letter(n)).await.unwrap();
+            store.record(&letter(n), "alice").await.unwrap();
         }
         let kept = [path.clone(), dir.join("dead.jsonl.1")]
             .iter()

@@ -97,7 +97,8 @@ impl EventDelivery {
             failed_at: now,
             message: serde_json::to_value(&message).expect("messages serialize"),
         };
-        let delivery = match self.dead_letters.record(&letter).await {
+        let caller = event.sub.owner.caller_key();
+        let delivery = match self.dead_letters.record(&letter, &caller).await {
             Ok(()) => "dead_lettered",
             Err(_) => "not_recorded",
         };

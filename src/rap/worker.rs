@@ -216,7 +216,8 @@ impl Worker {
             failed_at: rfc3339(unix_ms(SystemTime::now())),
             message: serde_json::from_str(&answer.message).unwrap_or_default(),
         };
-        let recorded = self.dead_letters.record(&letter).await;
+        let caller = crate::state::caller_key(job.principal.subject.as_deref());
+        let recorded = self.dead_letters.record(&letter, &caller).await;
         self.settled(job, &answer.message, false, answer.opened.clone())
             .await;
         let delivery = if recorded.is_ok() {

@@ -23,7 +23,9 @@ impl Protocol for Rap {
     }
 
     fn settings(&self, env: &Env<'_>, server: &Config) -> Result<RapConfig, ConfigError> {
-        RapConfig::from_env(env, server.tool_timeout, server.host)
+        // Without authentication every call is the one anonymous caller's: no share to keep.
+        let anonymous = matches!(server.auth, crate::auth::AuthConfig::None { .. });
+        RapConfig::from_env(env, server.tool_timeout, server.host, anonymous)
     }
 
     fn build(&self, settings: RapConfig, assembly: &Assembly<'_>) -> Result<Contribution, String> {
