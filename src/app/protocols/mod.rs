@@ -33,7 +33,8 @@ pub use webhooks::EventSources;
 
 use super::protocol::{Configured, Entry};
 
-/// Every protocol compiled in, in the order their routes are merged.
+/// Every protocol compiled in that something can reach in this build, in the order their
+/// routes are merged.
 pub(crate) fn all() -> Vec<Box<dyn Entry>> {
     vec![
         Box::new(Configured::new(Oxp)),
