@@ -489,6 +489,54 @@ async fn the_rate_limit_counts_malformed_invocations_and_a_varying_user_id_does_
 }
 
 #[tokio::test]
+async fn one_callers_dead_letters_never_rotate_another_callers_letters_away() {
+    // Every callback refuses its result (a 4xx: one attempt, then a dead letter).
+    let receiver = Receiver::start(&[], 400).await;
+    let file = std::env::temp_dir().join(format!("oxp-dead-{}.jsonl", uuid::Uuid::new_v4()));
+    let letters = file.clone();
+    let registry = common::example_tools::registry().unwrap();
+    let app = build(
+        App::builder(registry)
+            .config(jwt_config())
+            .secret("JWT_KEY", HS_KEY)
+            .configure::<oxp_lambda::protocols::Rap>(move |r| {
+                // About sixteen letters a file, a quarter of it each caller's.
+                r.dead_letter_file = letters;
+                r.dead_letter_max_bytes = 8 * 1024;
+                r.dead_letter_max_bytes_per_caller = 2 * 1024;
+            }),
+    );
+    let invoke_as = |sub: &str, id: &str| {
+        let body = json!({"operation": "Calculator_Add", "arguments": {"a": 1, "b": 2}, "id": id,
+                          "group_id": "g", "callback_url": receiver.url});
+        let request = Request::post("/invoke")
+            .header("content-type", "application/json")
+            .header("authorization", format!("Bearer {}", token(sub)))
+            .body(Body::from(body.to_string()))
+            .unwrap();
+        send(&app, request)
+    };
+    assert_eq!(invoke_as("bob", "bob-1").await.status, 200);
+    assert_eq!(app.drain(Duration::from_secs(10)).await, 0);
+    // Mallory's results fill the file three times over: with one pool for every caller it was
+    // rotated twice, and bob's letter went with the second rotation.
+    for n in 0..60 {
+        assert_eq!(invoke_as("mallory", &format!("m-{n}")).await.status, 200);
+    }
+    assert_eq!(app.drain(Duration::from_secs(30)).await, 0);
+    // Mallory's share is full, bob's has room: his next letter is recorded.
+    assert_eq!(invoke_as("bob", "bob-2").await.status, 200);
+    assert_eq!(app.drain(Duration::from_secs(10)).await, 0);
+    let kept = std::fs::read_to_string(&file).unwrap();
+    assert!(kept.contains("\"bob-1\""), "bob's letter is kept");
+    assert!(kept.contains("\"bob-2\""), "bob's share is his own");
+    assert!(kept.contains("\"m-0\""), "mallory's first letters are kept");
+    let rotated = file.with_extension("jsonl.1");
+    assert!(!rotated.exists(), "nothing was rotated");
+    let _ = std::fs::remove_file(&file);
+}
+
+#[tokio::test]
 async fn a_full_in_process_queue_refuses_with_503_and_retry_after() {
     let gate = Arc::new(tokio::sync::Semaphore::new(0));
     let held = gate.clone();
