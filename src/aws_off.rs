@@ -3,7 +3,8 @@
 
 /// The AWS configuration the AWS parts would share: none in this build.
 #[derive(Clone, Debug, Default)]
-pub(crate) struct SharedSdk;
+// Braced, as the real one is: `SharedSdk::default()` builds either.
+pub(crate) struct SharedSdk {}
 
 impl SharedSdk {
     /// Nothing to load, in Lambda or out.
