@@ -123,19 +123,7 @@ impl RapConfig {
         if c.enabled && lambda {
             queues_in_lambda(&c)?;
         }
-        if let Some(v) = env.get("OXP_RAP_DEAD_LETTER_FILE") {
-            c.dead_letter_file = v.into();
-        }
-        if let Some(n) = env.positive("OXP_RAP_DEAD_LETTER_MAX_BYTES")? {
-            c.dead_letter_max_bytes = n;
-        }
-        let whole = c.dead_letter_max_bytes;
-        c.dead_letter_max_bytes_per_caller =
-            match env.positive::<u64>("OXP_RAP_DEAD_LETTER_MAX_BYTES_PER_CALLER")? {
-                Some(n) => n.min(whole),
-                None if anonymous => whole,
-                None => (whole / 4).max(1),
-            };
+        dead_letters_from_env(env, &mut c, anonymous)?;
         if let Some(v) = env.get("OXP_RAP_TOOLSET_NAME") {
             let v = v.trim().to_owned();
             if v.chars().count() > 128 {
@@ -181,6 +169,29 @@ impl RapConfig {
         refuse_retired(env)?;
         Ok(c)
     }
+}
+
+/// The local dead-letter file's settings: its path, its size and each caller's share of it (the
+/// whole file where every call is the one anonymous caller's).
+fn dead_letters_from_env(
+    env: &Env<'_>,
+    c: &mut RapConfig,
+    anonymous: bool,
+) -> Result<(), ConfigError> {
+    if let Some(v) = env.get("OXP_RAP_DEAD_LETTER_FILE") {
+        c.dead_letter_file = v.into();
+    }
+    if let Some(n) = env.positive("OXP_RAP_DEAD_LETTER_MAX_BYTES")? {
+        c.dead_letter_max_bytes = n;
+    }
+    let whole = c.dead_letter_max_bytes;
+    c.dead_letter_max_bytes_per_caller =
+        match env.positive::<u64>("OXP_RAP_DEAD_LETTER_MAX_BYTES_PER_CALLER")? {
+            Some(n) => n.min(whole),
+            None if anonymous => whole,
+            None => (whole / 4).max(1),
+        };
+    Ok(())
 }
 
 /// In Lambda RAP needs its queue and its dead-letter queue: the function freezes once it has
