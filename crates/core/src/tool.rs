@@ -164,13 +164,16 @@ impl ToolContext {
     /// Asks the client's model to continue a conversation and waits for its answer: MCP's
     /// sampling (at 2026-07-28 an `input_required` round, at 2025-06-18 and 2025-11-25 a request
     /// on the call's stream). A protocol or client that cannot carry it (OXP 1.0, RAP, an MCP
-    /// client that did not declare `sampling`) fails with [`TalkError::NotCarried`].
+    /// client that did not declare `sampling`) fails with [`TalkError::NotCarried`]. MCP
+    /// 2026-07-28 deprecates sampling (SEP-2577): it keeps working, but a new tool is better
+    /// given what it needs as arguments.
     pub async fn sample(&self, sample: Sample) -> Result<Sampled, TalkError> {
         self.talk.sample(sample).await
     }
 
     /// Reads the client's roots (the directories or projects its user works in): MCP's
-    /// `roots/list`, carried as [`ToolContext::sample`] is.
+    /// `roots/list`, carried as [`ToolContext::sample`] is (and, like it, deprecated by MCP
+    /// 2026-07-28, SEP-2577).
     pub async fn roots(&self) -> Result<Vec<Root>, TalkError> {
         self.talk.roots().await
     }
