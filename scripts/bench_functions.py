@@ -23,7 +23,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 os.chdir(ROOT)
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import bench_lambda  # noqa: E402
-from bench_report import replace_section  # noqa: E402
+from bench_report import splice  # noqa: E402
 
 ROLES = ["oxp-http", "oxp-worker", "oxp-agentcore", "oxp-bedrock-agent"]
 
@@ -160,28 +160,10 @@ def table(figures):
     return "\n".join(rows) + "\n\n" + "\n".join(goals)
 
 
-HEADING = "## Lambda functions"
-
-
-def kept_prose():
-    """What docs/performance.md says under the section's tables, written by hand (what the
-    figures mean, what was tried): kept as it is when the figures are written again."""
-    with open("docs/performance.md") as f:
-        page = f.read()
-    start = page.find(HEADING)
-    if start < 0:
-        return []
-    section = page[start:page.find("\n## ", start + 1)]
-    goals = section.find("| goal |")
-    after = section.find("\n\n", goals) if goals >= 0 else -1
-    return section[after + 2:].rstrip("\n").split("\n") + [""] if after >= 0 else []
-
-
 def write_section(figures, runs):
-    """The section in docs/performance.md, before "Lambda Managed Instances", in place of the
-    one there."""
+    """The block of docs/performance.md's "Lambda functions": what was measured, the table and
+    the goals (the analysis under it is kept by hand)."""
     lines = [
-        HEADING, "",
         "Each function of template.yaml as deployed (`scripts/bench_functions.py`): its arm64 "
         "package zipped as `scripts/lambda-packages` builds it (SAM's build), and under a "
         "Runtime API on loopback its native release build (each binary with its role's "
@@ -193,8 +175,8 @@ def write_section(figures, runs):
         "claimed in DynamoDB (moto on loopback), a new `call_id` each start; the worker a batch "
         "of records that are not jobs; AgentCore and Bedrock Agents `Calculator.Add`; the "
         "minimal `lambda_runtime` function answers `{}`.", "",
-        table(figures), ""] + kept_prose()
-    replace_section(HEADING, "## Lambda Managed Instances", lines)
+        table(figures)]
+    splice({"lambda-functions": lines})
 
 
 def main():
