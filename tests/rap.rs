@@ -17,10 +17,12 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::sync::Semaphore;
 
-/// Test tools besides the examples; `gate` holds `Test.Wait` until a permit is added.
+/// Test tools besides the examples; `gate` holds `Test.Wait` until a permit is added, and
+/// `waiting` counts the runs of it waiting at the gate.
 #[derive(Clone)]
 struct Tools {
     gate: Arc<Semaphore>,
+    waiting: Arc<AtomicUsize>,
     runs: Arc<AtomicUsize>,
 }
 
@@ -28,6 +30,7 @@ impl Default for Tools {
     fn default() -> Self {
         Self {
             gate: Arc::new(Semaphore::new(0)),
+            waiting: Arc::default(),
             runs: Arc::default(),
         }
     }
@@ -35,7 +38,7 @@ impl Default for Tools {
 
 impl Tools {
     fn registry(&self) -> Registry {
-        let gate = self.gate.clone();
+        let (gate, waiting) = (self.gate.clone(), self.waiting.clone());
         let runs = self.runs.clone();
         let object = || Some(json!({"type": "object"}));
         Registry::builder()
@@ -44,9 +47,11 @@ impl Tools {
                 Tool::builder("Test.Wait", "1.0.0")
                     .description("Waits for the test to let it finish.")
                     .raw_handler(json!({"type": "object"}), object(), move |_, _| {
-                        let gate = gate.clone();
+                        let (gate, waiting) = (gate.clone(), waiting.clone());
                         async move {
+                            waiting.fetch_add(1, Ordering::SeqCst);
                             gate.acquire().await.unwrap().forget();
+                            waiting.fetch_sub(1, Ordering::SeqCst);
                             Ok(json!({"released": true}))
                         }
                     }),
@@ -1009,6 +1014,34 @@ async fn each_caller_holds_at_most_its_share_of_the_pending_invocations() {
         .collect();
     assert!(!ids.contains(&"a3".to_owned()), "the refused one never ran");
     assert!(ids.contains(&"a4".to_owned()));
+}
+
+#[tokio::test]
+async fn without_authentication_the_one_caller_runs_more_jobs_at_once_than_a_callers_share() {
+    // Callers do not authenticate: every invocation is the one anonymous caller's, which has
+    // no share of the runner's turns (64), as a call without a subject has none of the
+    // invoker's slots. Twelve jobs run at once where a caller's share is eight.
+    let rig = Rig::new().await;
+    let receiver = Receiver::ok().await;
+    for n in 0..12 {
+        let body = with_id(
+            invocation(&receiver.url, "Test_Wait", json!({})),
+            &format!("w{n}"),
+        );
+        assert_eq!(rig.invoke(body).await.status, 200);
+    }
+    let until = std::time::Instant::now() + Duration::from_secs(5);
+    while rig.tools.waiting.load(Ordering::SeqCst) < 12 && std::time::Instant::now() < until {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        rig.tools.waiting.load(Ordering::SeqCst),
+        12,
+        "all twelve run at once"
+    );
+    rig.tools.gate.add_permits(12);
+    rig.settle().await;
+    assert_eq!(receiver.wait_for(12).await.len(), 12);
 }
 
 #[tokio::test]

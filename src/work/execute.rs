@@ -76,11 +76,13 @@ impl Runner {
             stop: going.stop,
             cancel: going.cancel,
         };
-        let caller = work.caller.clone().unwrap_or_default();
+        // Nobody's work and the anonymous caller's take no share of the turns (`turns.rs`).
+        let caller = work.caller.clone().filter(|c| *c != *super::ANONYMOUS);
         let turned = async {
             // A turn of its caller's, or (an executor that stops) on elsewhere.
             let until = deadline.unwrap_or_else(|| Instant::now() + Duration::from_secs(1 << 30));
-            let Ok(_turn) = tokio::time::timeout_at(until.into(), self.turns.take(&caller)).await
+            let Ok(_turn) =
+                tokio::time::timeout_at(until.into(), self.turns.take(caller.as_deref())).await
             else {
                 return Some((Outcome::Continue, work.clone()));
             };

@@ -52,6 +52,10 @@ use tokio::sync::Notify;
 const PAGE: usize = 500;
 /// Most ids one queued message names.
 pub(crate) const WAKE_BATCH: usize = 200;
+/// The key of the anonymous caller (every call where callers do not authenticate), whose runs
+/// take no share of the runner's turns.
+static ANONYMOUS: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| crate::state::caller_key(None));
 
 /// What a handler made of one run, or of one delivery of a kept result.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,10 @@
 //! turn of its caller's, then for one of the process's, each in line (tokio's fair semaphores):
 //! a caller holding all its turns waits behind itself, never in front of the others, so one
 //! caller's hung callbacks or long tasks hold its own turns only. A delivery waiting to be
-//! retried is no run at all (its record is due later).
+//! retried is no run at all (its record is due later). The anonymous caller (every call where
+//! callers do not authenticate) has no share, as the invoker's calls without a subject have
+//! none: its runs take the process's turns alone, or a local server without authentication
+//! would run 8 of its jobs at once where it may run 64.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -22,7 +25,7 @@ pub(crate) struct Turns {
 #[derive(Debug)]
 pub(crate) struct Turn {
     _all: OwnedSemaphorePermit,
-    _own: OwnedSemaphorePermit,
+    _own: Option<OwnedSemaphorePermit>,
 }
 
 impl Turns {
@@ -36,8 +39,16 @@ impl Turns {
         })
     }
 
-    /// A turn for a run of `caller`, once one is free for it.
-    pub(crate) async fn take(&self, caller: &str) -> Turn {
+    /// A turn for a run of `caller` (`None`: the anonymous one, which has no share), once one
+    /// is free for it.
+    pub(crate) async fn take(&self, caller: Option<&str>) -> Turn {
+        let Some(caller) = caller else {
+            let all = self.all.clone().acquire_owned().await;
+            return Turn {
+                _all: all.expect("turns are never closed"),
+                _own: None,
+            };
+        };
         let own = {
             let mut callers = self.callers.lock().unwrap_or_else(|p| p.into_inner());
             // The idle callers (no turn taken, no one waiting: only the map holds them) go.
@@ -53,7 +64,7 @@ impl Turns {
         let all = self.all.clone().acquire_owned().await;
         Turn {
             _all: all.expect("turns are never closed"),
-            _own: own,
+            _own: Some(own),
         }
     }
 }
@@ -66,15 +77,15 @@ mod tests {
     #[tokio::test]
     async fn a_caller_holding_its_turns_waits_while_another_runs_at_once() {
         let turns = Turns::new(4, 2);
-        let a1 = turns.take("a").await;
-        let _a2 = turns.take("a").await;
+        let a1 = turns.take(Some("a")).await;
+        let _a2 = turns.take(Some("a")).await;
         let waiting = tokio::spawn({
             let turns = turns.clone();
-            async move { turns.take("a").await }
+            async move { turns.take(Some("a")).await }
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
         assert!(!waiting.is_finished(), "a has both its turns");
-        let b = tokio::time::timeout(Duration::from_millis(50), turns.take("b")).await;
+        let b = tokio::time::timeout(Duration::from_millis(50), turns.take(Some("b"))).await;
         assert!(b.is_ok(), "b runs at once");
         assert_eq!(turns.all.available_permits(), 1);
         drop(a1);
@@ -83,19 +94,34 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn the_anonymous_callers_runs_take_every_turn_of_the_process_and_no_share() {
+        let turns = Turns::new(4, 1);
+        let mut held = Vec::new();
+        for _ in 0..4 {
+            let turn = tokio::time::timeout(Duration::from_millis(50), turns.take(None)).await;
+            held.push(turn.expect("a turn of the process's, whatever a caller's share"));
+        }
+        let fifth = tokio::time::timeout(Duration::from_millis(30), turns.take(None)).await;
+        assert!(fifth.is_err(), "the process's turns still bound it");
+        drop(held.pop());
+        let b = tokio::time::timeout(Duration::from_millis(50), turns.take(Some("b"))).await;
+        assert!(b.is_ok(), "a freed turn goes to the next caller");
+    }
+
+    #[tokio::test]
     async fn a_freed_turn_goes_to_the_first_in_line_whose_caller_may_run() {
         let turns = Turns::new(2, 1);
-        let a = turns.take("a").await;
-        let b = turns.take("b").await;
+        let a = turns.take(Some("a")).await;
+        let b = turns.take(Some("b")).await;
         // In line: a (at its share), then c.
         let a_next = tokio::spawn({
             let turns = turns.clone();
-            async move { turns.take("a").await }
+            async move { turns.take(Some("a")).await }
         });
         tokio::time::sleep(Duration::from_millis(10)).await;
         let c = tokio::spawn({
             let turns = turns.clone();
-            async move { turns.take("c").await }
+            async move { turns.take(Some("c")).await }
         });
         tokio::time::sleep(Duration::from_millis(10)).await;
         drop(b);
