@@ -1,15 +1,11 @@
 //! Where results that could not be delivered are recorded, with the reason, so that none is
 //! silently lost: a JSON-lines file locally, an SQS queue in Lambda.
 
-use crate::state::books::Books;
 use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
 use std::path::PathBuf;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::Mutex;
-
-/// How long a letter counts in its caller's share: until the file is rotated (which starts the
-/// books again), whenever that is.
-const UNTIL_ROTATED: std::time::Duration = std::time::Duration::from_secs(10 * 365 * 24 * 3600);
 
 /// One undeliverable result.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -48,10 +44,9 @@ pub(crate) enum DeadLetters {
         max_bytes: u64,
         /// What one caller's letters may take of the file.
         per_caller: u64,
-        /// One writer at a time, so lines never interleave; the bytes each caller's letters took
-        /// of the file since it was last rotated, as this process wrote them (the books of every
-        /// per-caller share of a store this process keeps).
-        lock: Mutex<Books>,
+        /// One writer at a time, so lines never interleave; the bytes each caller (by a hash of
+        /// its key) wrote into the file since it was last rotated, as this process wrote them.
+        lock: Mutex<HashMap<u64, u64>>,
         /// Letters dropped by rotation so far (each drop also logs an error line).
         dropped: std::sync::atomic::AtomicU64,
     },
@@ -72,7 +67,7 @@ impl DeadLetters {
             path: path.into(),
             max_bytes,
             per_caller,
-            lock: Mutex::new(Books::new(per_caller)),
+            lock: Mutex::default(),
             dropped: Default::default(),
         }
     }
@@ -99,22 +94,25 @@ impl DeadLetters {
                 dropped,
             } => {
                 line.push(b'\n');
-                let mut books = lock.lock().await;
+                let mut written = lock.lock().await;
                 // A regular file only: /dev/null or a pipe is never rotated.
                 if let Ok(meta) = tokio::fs::metadata(path).await
                     && meta.is_file()
                     && meta.len() + line.len() as u64 > *max_bytes
                 {
                     rotate(path, dropped).await?;
-                    *books = Books::new(*per_caller);
+                    written.clear();
                 }
                 // Counted once the file has room: a file full from many callers rotates
                 // first, and every caller starts the new one with its whole share.
-                // Letters count until the file rotates, not for a time.
-                let until = std::time::Instant::now() + UNTIL_ROTATED;
-                // The books know a caller by the second part of a scoped key.
-                let scoped = format!("dead-letter:{caller}:");
-                if !books.admit(&scoped, line.len() as u64, until) {
+                let tag = {
+                    use std::hash::{BuildHasher, RandomState};
+                    static KEYS: std::sync::LazyLock<RandomState> =
+                        std::sync::LazyLock::new(RandomState::new);
+                    KEYS.hash_one(caller)
+                };
+                let theirs = written.get(&tag).copied().unwrap_or(0);
+                if theirs + line.len() as u64 > *per_caller {
                     tracing::error!(
                         target: "oxp::rap",
                         caller,
@@ -125,7 +123,9 @@ impl DeadLetters {
                 }
                 append(path, &line)
                     .await
-                    .map_err(|e| format!("dead-letter file {}: {e}", path.display()))
+                    .map_err(|e| format!("dead-letter file {}: {e}", path.display()))?;
+                *written.entry(tag).or_default() += line.len() as u64;
+                Ok(())
             }
             Self::Sqs { client, queue_url } => client
                 .send(
