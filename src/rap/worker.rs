@@ -128,14 +128,7 @@ impl Worker {
         {
             Delivered::Elsewhere => Err(Kept::Duplicate),
             Delivered::Already => {
-                tracing::info!(
-                    target: "oxp::rap::audit",
-                    operation = job.operation.as_deref(),
-                    id = job.reply_to.id.as_str(),
-                    group_id = job.reply_to.group_id.as_str(),
-                    outcome = %outcome,
-                    delivery = "already_delivered",
-                );
+                audit(job, &outcome, "already_delivered", None, None);
                 Err(Kept::Delivered)
             }
             Delivered::Claimed | Delivered::Untracked => Ok(answer(outcome, body, Some(opened))),
@@ -414,7 +407,7 @@ fn audit(
         };
     }
     match delivery {
-        "delivered" => audit!(tracing::Level::INFO),
+        "delivered" | "already_delivered" => audit!(tracing::Level::INFO),
         "dead_lettered" => audit!(tracing::Level::WARN),
         _ => audit!(tracing::Level::ERROR),
     }
