@@ -66,6 +66,7 @@ mod mcp_round_trips;
 mod mcp_sampling;
 mod mcp_sdk;
 mod mcp_strands;
+mod mcp_task_room;
 mod mcp_task_support;
 #[cfg(feature = "dynamodb")]
 mod mcp_task_work;

@@ -82,6 +82,13 @@ impl Tools {
                     ),
             )
             .tool(
+                Tool::builder("Test.Big", "1.0.0")
+                    .description("Answers 400 kB: two parts of a kept result.")
+                    .raw_handler(json!({"type": "object"}), object(), |_, _| async {
+                        Ok(json!({"b": "b".repeat(400_000)}))
+                    }),
+            )
+            .tool(
                 Tool::builder("Test.Fail", "1.0.0")
                     .description("Fails.")
                     .raw_handler(json!({"type": "object"}), object(), |_, _| async {
@@ -1014,6 +1021,58 @@ async fn each_caller_holds_at_most_its_share_of_the_pending_invocations() {
         .collect();
     assert!(!ids.contains(&"a3".to_owned()), "the refused one never ran");
     assert!(ids.contains(&"a4".to_owned()));
+}
+
+#[tokio::test]
+async fn a_result_without_room_in_its_callers_share_is_answered_with_a_retryable_busy_error() {
+    let rig = Rig::build(
+        |c| {
+            // Room for one result of two parts per caller.
+            *c = Config::from_vars(false, [("OXP_WORK_MAX_BYTES_PER_CALLER", "300000")]).unwrap();
+            c.auth = AuthConfig::ApiGateway {
+                bind_user_id: false,
+            };
+        },
+        |r| r.retry.attempt_timeout = Duration::from_secs(10),
+    )
+    .await;
+    let (held, receiver) = (Receiver::ok().await, Receiver::ok().await);
+    held.hold("tool_result", Duration::from_secs(2));
+    let big = |url: &str, id: &str| with_id(invocation(url, "Test_Big", json!({})), id);
+    // Alice's first result is kept while its delivery is in flight: her room is full.
+    assert_eq!(invoke_as(&rig, "alice", &big(&held.url, "a1")).await, 200);
+    held.wait_kind("tool_result", 1).await;
+    // Her next is answered with an error she can retry, not kept whole.
+    assert_eq!(
+        invoke_as(&rig, "alice", &big(&receiver.url, "a2")).await,
+        200
+    );
+    let refused = receiver.result().await;
+    assert_eq!(refused["id"], "a2");
+    let error = error_of(&refused);
+    assert_eq!(error["kind"], "busy");
+    assert_eq!(error["can_retry"], true);
+    // Bob's room is his own.
+    assert_eq!(invoke_as(&rig, "bob", &big(&receiver.url, "b1")).await, 200);
+    let bobs = receiver.wait_kind("tool_result", 2).await.remove(1);
+    assert_eq!(bobs["id"], "b1");
+    assert_eq!(bobs["text"].as_str().unwrap().len(), 400_008);
+    // Once her first is delivered, its room is given back: her next result is kept whole.
+    rig.settle().await;
+    assert_eq!(
+        held.of_kind("tool_result")[0]["text"]
+            .as_str()
+            .unwrap()
+            .len(),
+        400_008
+    );
+    assert_eq!(
+        invoke_as(&rig, "alice", &big(&receiver.url, "a3")).await,
+        200
+    );
+    let again = receiver.wait_kind("tool_result", 3).await.remove(2);
+    assert_eq!(again["id"], "a3");
+    assert_eq!(again["text"].as_str().unwrap().len(), 400_008);
 }
 
 #[tokio::test]

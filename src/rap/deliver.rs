@@ -90,10 +90,9 @@ pub(crate) enum Delivery {
 /// Sends callback messages under a [`CallbackPolicy`] and a [`RetryPolicy`].
 #[derive(Debug, Clone)]
 pub(crate) struct Deliverer {
-    /// Built at the first delivery: building it loads the system's TLS roots (milliseconds of
-    /// file reads), which a server that never delivers, or has not yet, should not pay at start.
-    /// Built by the first delivery; a failed build is not kept, so the next delivery tries
-    /// again (a passing failure must not stop every delivery until a restart).
+    /// Built by the first delivery (building it loads the system's TLS roots, which a server
+    /// that never delivers should not pay at start); a failed build is not kept, so the next
+    /// delivery tries again (a passing failure must not stop every delivery until a restart).
     client: Arc<OnceLock<reqwest::Client>>,
     policy: Arc<CallbackPolicy>,
     retry: RetryPolicy,

@@ -225,16 +225,16 @@ pub(crate) fn build_worker(
     authorizing: Option<authorize::Authorizing>,
 ) -> Result<Worker, String> {
     let toolset = Arc::new(ServedToolset::new(invoker.registry(), config)?);
-    let mut worker = Worker::new(
+    Ok(Worker {
         invoker,
         toolset,
-        shared.deliverer.clone(),
-        shared.dead_letters.clone(),
-        config.tool_timeout,
-        shared.talk.clone(),
-    );
-    worker.authorizing = authorizing;
-    Ok(worker)
+        deliverer: shared.deliverer.clone(),
+        dead_letters: shared.dead_letters.clone(),
+        tool_timeout: config.tool_timeout,
+        running: Arc::default(),
+        authorizing,
+        talk: shared.talk.clone(),
+    })
 }
 
 /// Builds the adapter `config` describes: invocations kept as `runner`'s work and run in this
@@ -257,7 +257,7 @@ pub(crate) fn build(
         .transpose()?
         .map(Arc::new);
     let (toolset, running) = match &worker {
-        Some(worker) => (worker.toolset().clone(), worker.running().clone()),
+        Some(worker) => (worker.toolset.clone(), worker.running.clone()),
         None => (
             Arc::new(ServedToolset::new(invoker.registry(), config)?),
             Arc::default(),

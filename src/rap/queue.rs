@@ -121,6 +121,21 @@ fn job_of(work: &Work) -> Option<Job> {
     serde_json::from_value::<Job>(work.body.clone()).ok()
 }
 
+/// What becomes of a job answered (its answer to keep) or not.
+fn outcome(answered: Result<Vec<u8>, Kept>) -> Outcome {
+    match answered {
+        Ok(answer) => Outcome::Result(answer),
+        // Answered and delivered before (a repeat of the invocation).
+        Err(Kept::Delivered) => Outcome::Done,
+        // A copy of the call (a dead process's, until its hold lapses) has its id.
+        Err(Kept::Duplicate) => Outcome::After(DUPLICATE_WAIT),
+        // The user has not answered or authorized yet and this executor's time is up:
+        // parked until they do (their answer, in any process, wakes it).
+        Err(Kept::AwaitingAnswer | Kept::AwaitingAuthorization) => Outcome::Park,
+        Err(other) => Outcome::Retry(other.to_string()),
+    }
+}
+
 impl Handler for JobRuns {
     fn run<'a>(&'a self, id: &'a str, work: &'a Work, run: Run) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
@@ -136,17 +151,21 @@ impl Handler for JobRuns {
                 answered = self.worker.answer(id, &job, &run) => answered,
                 () = run.stop.cancelled() => return Outcome::Retry("stopped".into()),
             };
-            match answered {
-                Ok(answer) => Outcome::Result(answer),
-                // Answered and delivered before (a repeat of the invocation).
-                Err(Kept::Delivered) => Outcome::Done,
-                // A copy of the call (a dead process's, until its hold lapses) has its id.
-                Err(Kept::Duplicate) => Outcome::After(DUPLICATE_WAIT),
-                // The user has not answered or authorized yet and this executor's time is up:
-                // parked until they do (their answer, in any process, wakes it).
-                Err(Kept::AwaitingAnswer | Kept::AwaitingAuthorization) => Outcome::Park,
-                Err(other) => Outcome::Retry(other.to_string()),
-            }
+            outcome(answered)
+        })
+    }
+
+    fn unkept<'a>(
+        &'a self,
+        _: &'a str,
+        work: &'a Work,
+        result: &'a [u8],
+    ) -> BoxFuture<'a, Outcome> {
+        Box::pin(async move {
+            let Some(job) = job_of(work) else {
+                return Outcome::Done;
+            };
+            outcome(self.worker.unkept(&job, result).await)
         })
     }
 
@@ -185,10 +204,10 @@ impl Handler for JobRuns {
     }
 
     fn retries(&self) -> Option<Retries> {
-        Some(self.worker.retries())
+        Some(self.worker.deliverer.retries())
     }
 
     fn settle(&self) -> Duration {
-        self.worker.deliverer_timeout()
+        self.worker.deliverer.attempt_timeout()
     }
 }

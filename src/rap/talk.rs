@@ -38,6 +38,17 @@ pub(crate) struct Talkback {
     pub(crate) parks: bool,
 }
 
+/// The owner a request names (no callback: what finds a call's or a thread's subscriptions).
+fn addressed(caller: Option<&str>, thread: &str, call: &str) -> Owner {
+    Owner {
+        caller: caller.map(str::to_owned),
+        group_id: thread.to_owned(),
+        tool_call_id: call.to_owned(),
+        callback_url: String::new(),
+        traceparent: None,
+    }
+}
+
 /// Cancellation marks, by call: how `/cancel_tool_call` reaches a call another process runs.
 const CANCELLED: &str = "rap-cancel";
 /// How long a cancellation mark is kept (a call cannot outlive a Lambda worker by more).
@@ -89,13 +100,7 @@ impl Talkback {
         let Some(subscriptions) = &self.subscriptions else {
             return false;
         };
-        let owner = Owner {
-            caller: caller.map(str::to_owned),
-            group_id: thread.to_owned(),
-            tool_call_id: call.to_owned(),
-            callback_url: String::new(),
-            traceparent: None,
-        };
+        let owner = addressed(caller, thread, call);
         subscriptions.cancel_call(&owner).await.unwrap_or_else(|e| {
             tracing::warn!(target: "oxp::rap", error = %e, "subscriptions of a call not cancelled");
             false
@@ -112,13 +117,7 @@ impl Talkback {
         let Some(subscriptions) = &self.subscriptions else {
             return Ok(false);
         };
-        let owner = Owner {
-            caller: caller.map(str::to_owned),
-            group_id: thread.to_owned(),
-            tool_call_id: id.to_owned(),
-            callback_url: String::new(),
-            traceparent: None,
-        };
+        let owner = addressed(caller, thread, id);
         subscriptions.live_of_call(&owner).await
     }
 
@@ -127,13 +126,7 @@ impl Talkback {
         let Some(subscriptions) = &self.subscriptions else {
             return 0;
         };
-        let owner = Owner {
-            caller: caller.map(str::to_owned),
-            group_id: thread.to_owned(),
-            tool_call_id: String::new(),
-            callback_url: String::new(),
-            traceparent: None,
-        };
+        let owner = addressed(caller, thread, "");
         subscriptions.cancel_thread(&owner).await.unwrap_or_else(|e| {
             tracing::warn!(target: "oxp::rap", error = %e, "subscriptions of a thread not cancelled");
             0
@@ -215,6 +208,16 @@ impl RapTalk {
         }
     }
 
+    /// Delivers `message` to the call's callback, by `deadline`.
+    async fn send(&self, message: &impl serde::Serialize, deadline: Option<Instant>) -> Delivery {
+        let body = Bytes::from(serde_json::to_vec(message).expect("messages serialize"));
+        let (url, traceparent) = (&self.job.reply_to.callback_url, &self.job.traceparent);
+        let traceparent = traceparent.as_deref();
+        self.deliverer
+            .deliver(url, body, traceparent, deadline)
+            .await
+    }
+
     async fn notify(&self, view_type: String, content: Map<String, Value>) -> Reported {
         let message = ViewUpdate {
             kind: "view_update",
@@ -222,18 +225,9 @@ impl RapTalk {
             view_type,
             content,
         };
-        let body = Bytes::from(serde_json::to_vec(&message).expect("messages serialize"));
         let until = Instant::now() + NOTIFY_WITHIN;
-        let sent = self
-            .deliverer
-            .deliver(
-                &self.job.reply_to.callback_url,
-                body,
-                self.job.traceparent.as_deref(),
-                Some(self.deadline.map_or(until, |d| d.min(until))),
-            )
-            .await;
-        match sent {
+        let within = self.deadline.map_or(until, |d| d.min(until));
+        match self.send(&message, Some(within)).await {
             Delivery::Delivered { .. } => Reported::Sent,
             Delivery::Failed { .. } => Reported::Failed,
         }
@@ -258,16 +252,7 @@ impl RapTalk {
             default: ask.default,
             response_url: format!("{base}/user_choice_response/{token}"),
         };
-        let body = Bytes::from(serde_json::to_vec(&message).expect("messages serialize"));
-        let sent = self
-            .deliverer
-            .deliver(
-                &reply_to.callback_url,
-                body,
-                self.job.traceparent.as_deref(),
-                self.deadline,
-            )
-            .await;
+        let sent = self.send(&message, self.deadline).await;
         tracing::info!(target: "oxp::rap::audit", id = reply_to.id.as_str(), group_id = reply_to.group_id.as_str(), seq, delivery = if matches!(sent, Delivery::Delivered { .. }) { "delivered" } else { "failed" }, "user choice asked");
         match sent {
             Delivery::Delivered { .. } => Ok(()),

@@ -6,7 +6,7 @@ use crate::rap::RapThread;
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
 use crate::rap::deliver::{Attempt, Deliverer};
 pub(crate) use crate::rap::job::Kept;
-use crate::rap::job::{Job, rfc3339, unix_ms, unknown_operation};
+use crate::rap::job::{Job, error, rfc3339, unix_ms, unknown_operation};
 use crate::rap::once::{self, Delivered};
 use crate::rap::result::{error_text, interrupted_result, rejected, tool_error};
 use crate::rap::talk::{RapTalk, Talkback};
@@ -24,15 +24,21 @@ use serde_json::Value;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+/// The error of a result its caller's room has no space for.
+const NO_ROOM: &str = "The result is larger than the room this caller's undelivered results leave; send the invocation again once they are delivered";
+
 /// Runs jobs to their answers and delivers them.
 #[derive(Debug)]
 pub(crate) struct Worker {
-    invoker: Arc<Invoker>,
-    toolset: Arc<ServedToolset>,
-    deliverer: Deliverer,
-    dead_letters: Arc<DeadLetters>,
-    tool_timeout: Option<Duration>,
-    running: Arc<Running>,
+    pub(super) invoker: Arc<Invoker>,
+    /// The served toolset.
+    pub(super) toolset: Arc<ServedToolset>,
+    pub(super) deliverer: Deliverer,
+    pub(super) dead_letters: Arc<DeadLetters>,
+    /// The longest one run may take (`OXP_RAP_TOOL_TIMEOUT_MS`).
+    pub(super) tool_timeout: Option<Duration>,
+    /// The invocations this worker is running, for `/cancel_tool_call`.
+    pub(super) running: Arc<Running>,
     /// Users' authorizations the server runs (feature `oauth`, with a provider configured).
     pub(crate) authorizing: Option<crate::rap::authorize::Authorizing>,
     /// How calls talk back: questions, views, subscriptions.
@@ -54,47 +60,6 @@ struct Answer {
 }
 
 impl Worker {
-    /// A worker running tools of `toolset` through `invoker`, each within `tool_timeout`.
-    pub(crate) fn new(
-        invoker: Arc<Invoker>,
-        toolset: Arc<ServedToolset>,
-        deliverer: Deliverer,
-        dead_letters: Arc<DeadLetters>,
-        tool_timeout: Option<Duration>,
-        talk: Arc<Talkback>,
-    ) -> Self {
-        Self {
-            invoker,
-            toolset,
-            deliverer,
-            dead_letters,
-            tool_timeout,
-            running: Arc::default(),
-            authorizing: None,
-            talk,
-        }
-    }
-
-    /// How long one delivery attempt may take.
-    pub(crate) fn deliverer_timeout(&self) -> Duration {
-        self.deliverer.attempt_timeout()
-    }
-
-    /// How answers are retried.
-    pub(crate) fn retries(&self) -> crate::work::Retries {
-        self.deliverer.retries()
-    }
-
-    /// The invocations this worker is running, for `/cancel_tool_call`.
-    pub(crate) fn running(&self) -> &Arc<Running> {
-        &self.running
-    }
-
-    /// The served toolset.
-    pub(crate) fn toolset(&self) -> &Arc<ServedToolset> {
-        &self.toolset
-    }
-
     /// Runs `job` (work `work`) to its answer, to keep and deliver: `Err` when it is not
     /// answered now (a copy runs it, the user has not answered yet) or was answered and
     /// delivered before.
@@ -117,22 +82,45 @@ impl Worker {
         if outcome == "success" && !opened.is_empty() {
             message.subscription = Some(true);
         }
+        self.claimed(job, outcome, message, Some(opened)).await
+    }
+
+    /// `job`'s answer `message` (what it says: `outcome`), to keep once its delivery mark is
+    /// claimed: `Err` when another copy delivers it, or one did.
+    async fn claimed(
+        &self,
+        job: &Job,
+        outcome: String,
+        message: ToolResult,
+        opened: Option<Vec<String>>,
+    ) -> Result<Vec<u8>, Kept> {
         let body = serde_json::to_string(&message).expect("results serialize");
-        match once::claim(
-            &self.invoker,
-            job,
-            body.as_bytes(),
-            self.deliverer.longest(),
-        )
-        .await
-        {
+        let longest = self.deliverer.longest();
+        match once::claim(&self.invoker, job, body.as_bytes(), longest).await {
             Delivered::Elsewhere => Err(Kept::Duplicate),
             Delivered::Already => {
                 audit(job, &outcome, "already_delivered", None, None);
                 Err(Kept::Delivered)
             }
-            Delivered::Claimed | Delivered::Untracked => Ok(answer(outcome, body, Some(opened))),
+            Delivered::Claimed | Delivered::Untracked => Ok(answer(outcome, body, opened)),
         }
+    }
+
+    /// The answer to keep instead of `kept`, `job`'s, for which its caller's room
+    /// (`OXP_WORK_MAX_BYTES_PER_CALLER`) has no space: an error saying so, retryable (once the
+    /// caller's earlier results are delivered, the invocation sent again replays its result).
+    /// The delivery mark goes from the one answer to the other.
+    pub(crate) async fn unkept(&self, job: &Job, kept: &[u8]) -> Result<Vec<u8>, Kept> {
+        if let Ok(answer) = serde_json::from_slice::<Answer>(kept) {
+            let mark = once::mark(job, answer.message.as_bytes());
+            once::settle(&self.invoker, &mark, false).await;
+        }
+        let error = ErrorBody {
+            can_retry: true,
+            ..error("busy", NO_ROOM.into())
+        };
+        let message = ToolResult::new(&job.reply_to, error_text(error));
+        self.claimed(job, "busy".into(), message, None).await
     }
 
     /// The answer of `job` whose run ended unfinished (its process died) and whose tool may not

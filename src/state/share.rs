@@ -1,12 +1,12 @@
-//! A caller's share of something every caller draws on (accepted work:
-//! `OXP_WORK_MAX_PER_CALLER`; live subscriptions: `OXP_SUBSCRIPTION_MAX_PER_CALLER`): that many
-//! numbered slots in a partition of the caller's own, each taken by one holder with a
-//! conditional write (the holder's id its value, the slot's number in the holder's record),
-//! renewed with the holder's lifetime and given back by its end. The bound holds across every
-//! process sharing the store without anyone counting: two processes can never take one slot.
-//! Taking one is a single conditional write on a slot picked at random; only when that slot is
-//! taken is the share listed (to find a free one, or to see it full), so taking reads no
-//! listing while the share has room (a listing is what costs on a store that walks a table to
+//! A caller's share of something every caller draws on (accepted work: `OXP_WORK_MAX_PER_CALLER`;
+//! its kept results' parts: `OXP_WORK_MAX_BYTES_PER_CALLER`; live subscriptions:
+//! `OXP_SUBSCRIPTION_MAX_PER_CALLER`): that many numbered slots in a partition of the caller's own,
+//! each taken by one holder with a conditional write (the holder's id its value, the slot's number
+//! in the holder's record), renewed with the holder's lifetime and given back by its end. The bound
+//! holds across every process sharing the store without anyone counting: two processes can never
+//! take one slot. Taking one is a single conditional write on a slot picked at random; only when
+//! that slot is taken is the share listed (to find a free one, or to see it full), so taking reads
+//! no listing while the share has room (a listing is what costs on a store that walks a table to
 //! answer a query, as moto does).
 
 use oxp_lambda_core::durable::{Item, StateError, StateStore};

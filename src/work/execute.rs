@@ -4,8 +4,14 @@
 //! status its caller sees.
 
 use super::*;
+use crate::state::large::{self, Kept};
+use crate::state::share::Full;
 use futures_util::FutureExt;
 use std::future::Future;
+
+/// Why a result was not kept: its caller's room has no space for it.
+pub(super) const NO_ROOM: &str =
+    "no room for the result in its caller's share (OXP_WORK_MAX_BYTES_PER_CALLER)";
 
 /// `run`, a handler's future, with a panic caught: the work is given up (the panic's text
 /// stays in the log).
@@ -147,7 +153,11 @@ impl Runner {
             let Outcome::Result(bytes) = outcome else {
                 return Some((outcome, work));
             };
-            match self.keep_result(id, bytes, last).await {
+            let kept = match self.keep_value(id, &work, bytes, handler).await {
+                Ok(kept) => kept,
+                Err(outcome) => return Some((outcome, work)),
+            };
+            match self.keep_result(id, kept, last).await {
                 Ok(Some(kept)) => work = kept,
                 Ok(None) => return None,
                 // Not kept: the run is tried again (a RAP call's idempotency record answers it).
@@ -165,15 +175,41 @@ impl Runner {
         Some((outcome, work))
     }
 
-    /// Keeps `bytes`, the result of work `id`'s run, in its record (this runner's): the record
+    /// Keeps `bytes`, work `id`'s result, in the store (its parts in its caller's room), or what
+    /// its handler answers instead when the room has no space for it; `Err`: what becomes of
+    /// the work, its result not kept.
+    async fn keep_value(
+        &self,
+        id: &str,
+        work: &Work,
+        bytes: Vec<u8>,
+        handler: &dyn Handler,
+    ) -> Result<Kept, Outcome> {
+        let room = self.room(work.caller.as_deref());
+        let not_kept = |full: Full| match full {
+            Full::Caller => Outcome::Retry(NO_ROOM.into()),
+            Full::Unavailable(e) => Outcome::Retry(format!("result not kept: {e}")),
+        };
+        match large::keep(&*self.store, &bytes, self.expires(), room).await {
+            Err(Full::Caller) => {}
+            kept => return kept.map_err(not_kept),
+        }
+        match caught(&work.kind, handler.unkept(id, work, &bytes)).await {
+            Outcome::Result(instead) => large::keep(&*self.store, &instead, self.expires(), room)
+                .await
+                .map_err(not_kept),
+            other => Err(other),
+        }
+    }
+
+    /// Keeps `kept`, the result of work `id`'s run, in its record (this runner's): the record
     /// as written, or `None` when the lease was lost.
     async fn keep_result(
         &self,
         id: &str,
-        bytes: Vec<u8>,
+        kept: Kept,
         last: &std::sync::Mutex<Item>,
     ) -> Result<Option<Work>, StateError> {
-        let kept = crate::state::large::keep(&*self.store, bytes, self.expires()).await?;
         let known = last.lock().unwrap_or_else(|p| p.into_inner()).clone();
         let now = now_ms();
         let written = self

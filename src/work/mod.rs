@@ -112,6 +112,19 @@ pub(crate) trait Handler: Send + Sync {
         Box::pin(async { Outcome::Done })
     }
 
+    /// What to keep instead of `result`, work `id`'s result, for which its caller's room
+    /// (`OXP_WORK_MAX_BYTES_PER_CALLER`) has no space: [`Outcome::Result`] with an error that
+    /// tells its caller why (small: kept in the record); by default the run is tried again.
+    fn unkept<'a>(
+        &'a self,
+        id: &'a str,
+        work: &'a Work,
+        result: &'a [u8],
+    ) -> BoxFuture<'a, Outcome> {
+        let _ = (id, work, result);
+        Box::pin(async { Outcome::Retry(execute::NO_ROOM.into()) })
+    }
+
     /// Gives work `id` up after its last attempt (`reason`), with its kept result if it has
     /// one: dead-letter it, tell its caller. Whether the work goes on (the part that failed
     /// given up, more is left: a subscription's next events); else it ends.
@@ -186,6 +199,8 @@ pub(crate) struct Runner {
     settings: Settings,
     /// The share of each caller (its slots).
     share: crate::state::share::Share,
+    /// The room of each caller for its results' parts (a slot per part).
+    rooms: crate::state::share::Share,
     /// Where work goes when it does not run here (Lambda); `None`: it runs in this process.
     wake: OnceLock<Arc<dyn Wake>>,
     /// The work running here, and how to stop each.
@@ -234,6 +249,7 @@ impl Runner {
             owner: uuid::Uuid::new_v4().simple().to_string(),
             turns: turns::Turns::new(settings.at_once, settings.at_once_per_caller),
             share: crate::state::share::Share::new("work-of", settings.per_caller),
+            rooms: crate::state::large::rooms(settings.bytes_per_caller),
             settings,
             wake: OnceLock::new(),
             running: Mutex::default(),
@@ -432,6 +448,8 @@ impl Runner {
 mod end_tests;
 #[cfg(test)]
 mod result_tests;
+#[cfg(test)]
+mod room_tests;
 #[cfg(test)]
 mod share_tests;
 #[cfg(test)]

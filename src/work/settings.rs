@@ -48,6 +48,9 @@ pub(crate) struct Settings {
     /// `OXP_WORK_MAX_PER_CALLER` (default 256): work one caller may have accepted and not
     /// ended (jobs, tasks and their kept records).
     pub(crate) per_caller: usize,
+    /// `OXP_WORK_MAX_BYTES_PER_CALLER` (default 64 MiB): what one caller's kept results larger
+    /// than a record holds may take of the store beside their records, counted by the part.
+    pub(crate) bytes_per_caller: usize,
     /// `OXP_WORK_RUNNING_MAX` (default 64): work one process runs at once.
     pub(crate) at_once: usize,
     /// `OXP_WORK_RUNNING_PER_CALLER` (default 8): work of one caller one process runs at once;
@@ -72,6 +75,7 @@ impl Default for Settings {
                 total: None,
             },
             per_caller: 256,
+            bytes_per_caller: 64 << 20,
             at_once: 64,
             at_once_per_caller: 8,
             drain: Duration::from_secs(30),
@@ -94,6 +98,9 @@ impl Settings {
         }
         if let Some(n) = env.positive::<usize>("OXP_WORK_MAX_PER_CALLER")? {
             settings.per_caller = n;
+        }
+        if let Some(n) = env.positive::<usize>("OXP_WORK_MAX_BYTES_PER_CALLER")? {
+            settings.bytes_per_caller = n;
         }
         if let Some(n) = env.positive::<usize>("OXP_WORK_RUNNING_MAX")? {
             settings.at_once = n;

@@ -1,11 +1,20 @@
 //! A caller's share of work (`OXP_WORK_MAX_PER_CALLER`): slots of the one share mechanism
 //! (`crate::state::share`), each held by one piece of work (its id the slot's value, the
 //! slot's number in the work's record), given back by its end, or kept as long as what the
-//! work left (an MCP task's record) lives.
+//! work left (an MCP task's record) lives. And its room for its kept results' parts
+//! (`OXP_WORK_MAX_BYTES_PER_CALLER`, `crate::state::large`), slots of the same mechanism.
 
 use super::*;
+use crate::state::large::Room;
 
 impl Runner {
+    /// Where the parts of `caller`'s kept results count (`OXP_WORK_MAX_BYTES_PER_CALLER`);
+    /// `None` for nobody's work.
+    pub(crate) fn room<'a>(&'a self, caller: Option<&'a str>) -> Option<Room<'a>> {
+        let share = &self.rooms;
+        caller.map(|caller| Room { share, caller })
+    }
+
     /// Takes a slot of `caller`'s share for work `id`, slot `first` first: the slot now held.
     pub(super) async fn take_slot(
         &self,

@@ -28,6 +28,7 @@ mod update;
 use crate::mcp::declared::Offers;
 use crate::mcp::questions::{Answers, Carried};
 use crate::server::CallContext;
+use crate::state::share::Full;
 use crate::work::Questions;
 use crate::work::{Refused, Runner};
 use oxp_lambda_core::durable::{Item, StateError};
@@ -58,6 +59,9 @@ const HANDED_MAX: usize = 1024;
 /// The JSON-RPC error of a task refused because its caller has too many (an implementation
 /// error code, in the range JSON-RPC leaves to servers).
 const TOO_MANY_TASKS: i32 = -32005;
+/// The failure of a task whose result its caller's room (`OXP_WORK_MAX_BYTES_PER_CALLER`) has
+/// no space for, while its earlier tasks' results are kept.
+const NO_ROOM: &str = "The result is larger than the room your earlier tasks' results leave while they are kept (an hour); call the tool again later";
 
 fn unknown_task() -> ErrorData {
     ErrorData::invalid_params("Unknown task", None)
@@ -312,16 +316,18 @@ impl Tasks {
         known: (Record, Item),
         answer: Result<Outcome, Rejection>,
     ) -> RunEnd {
-        let kept = match self
-            .store
-            .keep(&crate::mcp::result::from_invoke(
-                answer,
-                crate::mcp::result::Revision::ALL,
-            ))
-            .await
-        {
+        let result = crate::mcp::result::from_invoke(answer, crate::mcp::result::Revision::ALL);
+        let room = self.runner.room(Some(&known.0.owner));
+        let kept = match self.store.keep(&result, room).await {
             Ok(kept) => kept,
-            Err(e) => return RunEnd::Unavailable(e.0),
+            // Its caller's kept results leave no room for it: the task fails, saying why.
+            Err(Full::Caller) => {
+                return match self.fail(id, NO_ROOM).await {
+                    Ok(()) => RunEnd::Finished,
+                    Err(e) => RunEnd::Unavailable(e.0),
+                };
+            }
+            Err(Full::Unavailable(e)) => return RunEnd::Unavailable(e),
         };
         let written = self
             .store

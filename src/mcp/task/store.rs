@@ -3,8 +3,9 @@
 //! dies.
 
 use crate::mcp::declared::Offers;
-use crate::state::large::Kept;
+use crate::state::large::{Kept, Room};
 use crate::state::record::Records;
+use crate::state::share::Full;
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use oxp_lambda_core::principal::Principal;
 use rmcp::model::{DetailedTask, InputRequests, JsonObject, Task, TaskPayload, TaskStatus};
@@ -194,10 +195,15 @@ impl TaskStore {
         Ok(written.map(|(record, _)| record))
     }
 
-    /// Keeps `result`, a task's result, for as long as a task lives.
-    pub(super) async fn keep(&self, result: &impl Serialize) -> Result<Kept, StateError> {
+    /// Keeps `result`, a task's result, for as long as a task lives, its parts in `room`.
+    pub(super) async fn keep(
+        &self,
+        result: &impl Serialize,
+        room: Option<Room<'_>>,
+    ) -> Result<Kept, Full> {
         let bytes = serde_json::to_vec(result).expect("results serialize");
-        crate::state::large::keep(&*self.0, bytes, Some(SystemTime::now() + TASK_TTL)).await
+        let until = Some(SystemTime::now() + TASK_TTL);
+        crate::state::large::keep(&*self.0, &bytes, until, room).await
     }
 
     /// `record` with its kept result read back into it (what `tasks/get` answers).
