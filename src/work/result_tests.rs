@@ -116,6 +116,8 @@ async fn a_kept_result_survives_its_runners_death(store: Arc<dyn StateStore>) {
     });
     let (runtime, runner) = process.join().unwrap();
     until("delivering", || !dying.delivered.lock().unwrap().is_empty()).await;
+    let room = store.list("parts-of#alice", None, 10).await.unwrap();
+    assert_eq!(room.len(), 5, "each part holds a slot of alice's room");
     // Killed: nothing more of it runs, nothing more is written.
     runtime.shutdown_background();
     drop(runner);
@@ -131,10 +133,15 @@ async fn a_kept_result_survives_its_runners_death(store: Arc<dyn StateStore>) {
     let again = survivor.delivered.lock().unwrap()[0].clone();
     assert_eq!(again.len(), result.len());
     assert!(again == result, "the same bytes");
-    // Delivered: the record and its parts are gone.
+    // Delivered: the record and its parts are gone, and their slots of alice's room.
     let deadline = Instant::now() + Duration::from_secs(5);
     while taker.alive("w-big").await.unwrap()
         || !store.list("parts", None, 10).await.unwrap().is_empty()
+        || !store
+            .list("parts-of#alice", None, 10)
+            .await
+            .unwrap()
+            .is_empty()
     {
         assert!(
             Instant::now() < deadline,
