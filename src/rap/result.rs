@@ -107,12 +107,15 @@ fn segment(segment: &DisplaySegment) -> Segment {
 
 /// The result of a call whose run ended unfinished (a shutdown, a crash): retryable.
 pub(crate) fn interrupted_result(job: &Job) -> ToolResult {
+    let why = "The tool server stopped before the call finished; it may be retried";
+    retryable(job, "interrupted", why)
+}
+
+/// `job`'s error result of `kind`, saying `message`, which it may retry.
+pub(crate) fn retryable(job: &Job, kind: &str, message: &str) -> ToolResult {
     let error = ErrorBody {
         can_retry: true,
-        ..error(
-            "interrupted",
-            "The tool server stopped before the call finished; it may be retried".into(),
-        )
+        ..error(kind, message.into())
     };
     ToolResult::new(&job.reply_to, error_text(error))
 }

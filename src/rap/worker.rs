@@ -6,9 +6,9 @@ use crate::rap::RapThread;
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
 use crate::rap::deliver::{Attempt, Deliverer};
 pub(crate) use crate::rap::job::Kept;
-use crate::rap::job::{Job, error, rfc3339, unix_ms, unknown_operation};
+use crate::rap::job::{Job, rfc3339, unix_ms, unknown_operation};
 use crate::rap::once::{self, Delivered};
-use crate::rap::result::{error_text, interrupted_result, rejected, tool_error};
+use crate::rap::result::{error_text, interrupted_result, rejected, retryable, tool_error};
 use crate::rap::talk::{RapTalk, Talkback};
 use crate::rap::toolset::ServedToolset;
 use crate::rap::wire::{ErrorBody, ToolResult};
@@ -115,11 +115,7 @@ impl Worker {
             let mark = once::mark(job, answer.message.as_bytes());
             once::settle(&self.invoker, &mark, false).await;
         }
-        let error = ErrorBody {
-            can_retry: true,
-            ..error("busy", NO_ROOM.into())
-        };
-        let message = ToolResult::new(&job.reply_to, error_text(error));
+        let message = retryable(job, "busy", NO_ROOM);
         self.claimed(job, "busy".into(), message, None).await
     }
 

@@ -120,6 +120,9 @@ async fn take_room(
         Some(room.share.give_back(store, room.caller, slot, holder))
     });
     let _ = join_all(given).await;
+    if refused == Full::Caller {
+        tracing::warn!(target: "oxp::state", parts = count, "a value not kept: no room in its caller's share (OXP_WORK_MAX_BYTES_PER_CALLER)");
+    }
     Err(refused)
 }
 
