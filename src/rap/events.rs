@@ -23,12 +23,6 @@ pub(crate) struct EventDelivery {
     dead_letters: Arc<DeadLetters>,
 }
 
-impl std::fmt::Debug for EventDelivery {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("EventDelivery").finish_non_exhaustive()
-    }
-}
-
 impl EventDelivery {
     /// The delivery of `subscriptions`' events, registered with the runner as the handler of
     /// [`EVENTS`].
