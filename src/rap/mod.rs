@@ -78,7 +78,6 @@ pub(crate) struct Rap {
     queue: Jobs,
     policy: CallbackPolicy,
     limiter: Option<Limiter>,
-    lambda: bool,
     /// Invocations running in this process (none in Lambda's HTTP function: the worker runs
     /// them).
     running: Arc<oxp_lambda_core::running::Running>,
@@ -94,37 +93,21 @@ struct Limiter {
     checks: AtomicU64,
 }
 
-impl Rap {
-    /// The adapter for `toolset`, accepting into `queue`, with the rules of `config`.
-    pub(crate) fn new(
-        toolset: Arc<ServedToolset>,
-        queue: Jobs,
-        running: Arc<oxp_lambda_core::running::Running>,
-        talk: Arc<talk::Talkback>,
-        config: &RapConfig,
-    ) -> Self {
-        let limiter = config.rate_limit.map(|limit| {
-            let burst = NonZeroU32::new(limit.invocations).unwrap_or(NonZeroU32::MIN);
-            let quota = Quota::with_period(limit.per / burst.get())
-                .unwrap_or_else(|| Quota::per_second(burst))
-                .allow_burst(burst);
-            Limiter {
-                per_user: DefaultKeyedRateLimiter::keyed(quota),
-                checks: AtomicU64::new(0),
-            }
-        });
-        Self {
-            toolset,
-            queue,
-            policy: config.callbacks.clone(),
-            limiter,
-            lambda: config.callbacks.lambda,
-            running,
-            talk,
-            status_limiter: status::limiter(),
+/// The rate limit per caller `config` sets, if any.
+fn limiter(config: &RapConfig) -> Option<Limiter> {
+    config.rate_limit.map(|limit| {
+        let burst = NonZeroU32::new(limit.invocations).unwrap_or(NonZeroU32::MIN);
+        let quota = Quota::with_period(limit.per / burst.get())
+            .unwrap_or_else(|| Quota::per_second(burst))
+            .allow_burst(burst);
+        Limiter {
+            per_user: DefaultKeyedRateLimiter::keyed(quota),
+            checks: AtomicU64::new(0),
         }
-    }
+    })
+}
 
+impl Rap {
     /// Whether this server still tracks call `id` of `thread` by `caller`: an invocation of it
     /// accepted and not answered (kept as work, in any process sharing the store), or a live
     /// subscription it opened.
@@ -263,12 +246,13 @@ pub(crate) fn build(
             Arc::default(),
         ),
     };
-    let queue = Jobs::new(runner.clone(), worker, config.max_pending);
-    Ok(Rap::new(
+    Ok(Rap {
         toolset,
-        queue,
+        queue: Jobs::new(runner.clone(), worker, config.max_pending),
+        policy: config.callbacks.clone(),
+        limiter: limiter(config),
         running,
-        shared.talk.clone(),
-        config,
-    ))
+        talk: shared.talk.clone(),
+        status_limiter: status::limiter(),
+    })
 }

@@ -72,7 +72,11 @@ async fn discover(
 fn endpoint(rap: &Rap, headers: &HeaderMap, prefix: Option<&Extension<StrippedPrefix>>) -> String {
     match rap.toolset.endpoint() {
         Some(endpoint) => endpoint.to_owned(),
-        None => derived_endpoint(headers, prefix.map(|Extension(p)| p.0.as_str()), rap.lambda),
+        None => derived_endpoint(
+            headers,
+            prefix.map(|Extension(p)| p.0.as_str()),
+            rap.policy.lambda,
+        ),
     }
 }
 
