@@ -340,7 +340,12 @@ impl Tasks {
             })
             .await;
         match written {
-            Ok(_) => RunEnd::Finished,
+            Ok(Some(_)) => RunEnd::Finished,
+            // The task ended otherwise meanwhile (cancelled): no record names the result.
+            Ok(None) => {
+                self.store.unkeep(&kept).await;
+                RunEnd::Finished
+            }
             Err(e) => RunEnd::Unavailable(e.0),
         }
     }

@@ -206,6 +206,13 @@ impl TaskStore {
         crate::state::large::keep(&*self.0, &bytes, until, room).await
     }
 
+    /// Lets go of `kept`, a result no task's record names, and of its room.
+    pub(super) async fn unkeep(&self, kept: &Kept) {
+        if let Err(e) = kept.forget(&*self.0).await {
+            tracing::warn!(target: "oxp::mcp", error = %e, "a result no task names not deleted: it expires with the hour");
+        }
+    }
+
     /// `record` with its kept result read back into it (what `tasks/get` answers).
     pub(super) async fn with_result(&self, mut record: Record) -> Result<Record, StateError> {
         if let Some(kept) = record.kept.take() {
