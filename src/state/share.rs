@@ -74,7 +74,7 @@ impl Share {
                 return Ok(slot);
             }
             let held = store
-                .list(&partition, None, self.per_caller + 1)
+                .list(&partition, None, self.per_caller.saturating_add(1))
                 .await
                 .map_err(unavailable)?;
             if held.len() >= self.per_caller {
