@@ -128,3 +128,18 @@ impl Share {
             .map(drop)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_share_as_large_as_a_number_goes_finds_a_free_slot_when_its_first_pick_is_taken() {
+        let store = crate::state::embedded::store(None).unwrap();
+        let share = Share::new("test-of", usize::MAX);
+        let first = share.take(&*store, "ana", "a", "0", None).await.unwrap();
+        // Slot 0 is held: the share is listed (one more than its slots asked for) to find another.
+        let next = share.take(&*store, "ana", "b", "0", None).await.unwrap();
+        assert_eq!((first.as_str(), next.as_str()), ("0", "1"));
+    }
+}
