@@ -4,7 +4,6 @@
 //! tasks. rmcp's tool type has no such field, so a listing's JSON answer gets it here.
 
 use super::handler::Served;
-use axum::body::Body;
 use axum::response::Response;
 use http::header;
 use serde_json::Value;
@@ -18,19 +17,11 @@ pub(super) async fn with_task_support(response: Response, served: &Served) -> Re
     if !json || served.tasks().is_none() {
         return response;
     }
-    let (mut parts, body) = response.into_parts();
-    // The listing is the server's own, bounded by its tools.
-    let Ok(bytes) = axum::body::to_bytes(body, 16 * 1024 * 1024).await else {
-        return Response::from_parts(parts, Body::empty());
-    };
-    let Ok(mut answer) = serde_json::from_slice::<Value>(&bytes) else {
-        return Response::from_parts(parts, Body::from(bytes));
-    };
-    if let Some(tools) = answer
-        .pointer_mut("/result/tools")
-        .and_then(Value::as_array_mut)
-    {
-        for tool in tools {
+    super::plumbing::edit_answer(response, |_, answer| {
+        let tools = answer
+            .pointer_mut("/result/tools")
+            .and_then(Value::as_array_mut);
+        for tool in tools.into_iter().flatten() {
             let support = tool
                 .get("name")
                 .and_then(Value::as_str)
@@ -42,8 +33,7 @@ pub(super) async fn with_task_support(response: Response, served: &Served) -> Re
                 );
             }
         }
-    }
-    let bytes = serde_json::to_vec(&answer).expect("JSON serializes");
-    parts.headers.remove(header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(bytes))
+        true
+    })
+    .await
 }

@@ -8,9 +8,9 @@
 //! "Per-request protocol fields"). Earlier revisions keep their answers.
 
 use super::message::Message;
-use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, StatusCode};
+use rmcp::model::ErrorCode;
 use serde_json::Value;
 
 /// Methods 2026-07-28 removed, or that this server does not offer at it.
@@ -53,39 +53,27 @@ fn not_found(id: Value, method: &str) -> Response {
 /// for -32601 (method not found), `400 Bad Request` for -32021 (a missing client capability).
 /// Only a single JSON answer is read for its error; a stream passes on untouched.
 pub(super) async fn status_of_errors(response: Response) -> Response {
-    let (mut parts, body) = response.into_parts();
     // A stream (a call's progress before its result) is passed on as it comes: its errors, if
     // any, come after a 200 anyway, and holding it would hold the progress until the end.
-    let streamed = parts
-        .headers
+    let streamed = response
+        .headers()
         .get(http::header::CONTENT_TYPE)
         .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
     if streamed {
-        return Response::from_parts(parts, body);
+        return response;
     }
-    // Answers here are single JSON messages (rmcp's JSON response mode), bounded.
-    let Ok(bytes) = axum::body::to_bytes(body, 4 * 1024 * 1024).await else {
-        return Response::from_parts(parts, Body::empty());
-    };
-    let Ok(mut answer) = serde_json::from_slice::<Value>(&bytes) else {
-        return Response::from_parts(parts, Body::from(bytes));
-    };
-    match answer.pointer("/error/code").and_then(Value::as_i64) {
-        Some(-32601) => parts.status = StatusCode::NOT_FOUND,
-        Some(code)
-            if code == i64::from(rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0) =>
-        {
-            parts.status = StatusCode::BAD_REQUEST;
+    // Answers here are single JSON messages (rmcp's JSON response mode).
+    super::plumbing::edit_answer(response, |parts, answer| {
+        match answer.pointer("/error/code").and_then(Value::as_i64) {
+            Some(-32601) => parts.status = StatusCode::NOT_FOUND,
+            Some(code) if code == i64::from(ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY.0) => {
+                parts.status = StatusCode::BAD_REQUEST;
+            }
+            None => return false,
+            _ => {}
         }
-        None => return Response::from_parts(parts, Body::from(bytes)),
-        _ => {}
-    }
-    // rmcp's errors quote what the caller sent (-32020: a header and the body's value).
-    let Some(Value::String(message)) = answer.pointer_mut("/error/message") else {
-        return Response::from_parts(parts, Body::from(bytes));
-    };
-    *message = super::plumbing::message_shown(message);
-    let bytes = serde_json::to_vec(&answer).expect("answers serialize");
-    parts.headers.remove(http::header::CONTENT_LENGTH);
-    Response::from_parts(parts, Body::from(bytes))
+        // rmcp's errors quote what the caller sent (-32020: a header and the body's value).
+        super::plumbing::shown_in(answer)
+    })
+    .await
 }

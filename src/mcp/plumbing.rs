@@ -128,26 +128,45 @@ pub(super) fn message_shown(message: &str) -> String {
 /// A JSON answer of rmcp's to a request it refused (a 4xx status), its error's message as
 /// [`message_shown`] has it.
 pub(super) async fn refusal_shown(response: Response) -> Response {
+    edit_answer(response, |_, answer| shown_in(answer)).await
+}
+
+/// Whether `answer`'s error message needed [`message_shown`], which it now has.
+pub(super) fn shown_in(answer: &mut Value) -> bool {
+    let Some(Value::String(message)) = answer.pointer_mut("/error/message") else {
+        return false;
+    };
+    let shown = message_shown(message);
+    let changed = shown != *message;
+    *message = shown;
+    changed
+}
+
+/// `response`, a JSON answer of the server's own (read whole, bounded by `ANSWER_MAX`), as
+/// `edit` leaves its head and its value; `edit` says whether it changed the value (if not, the
+/// bytes pass on as they came). An answer that is not JSON passes on untouched.
+pub(super) async fn edit_answer(
+    response: Response,
+    edit: impl FnOnce(&mut http::response::Parts, &mut Value) -> bool,
+) -> Response {
     let (mut parts, body) = response.into_parts();
-    // Bounded as rmcp's answers are (it made this one in memory).
-    let Ok(bytes) = axum::body::to_bytes(body, 4 * 1024 * 1024).await else {
+    let Ok(bytes) = axum::body::to_bytes(body, ANSWER_MAX).await else {
         return Response::from_parts(parts, Body::empty());
     };
     let Ok(mut answer) = serde_json::from_slice::<Value>(&bytes) else {
         return Response::from_parts(parts, Body::from(bytes));
     };
-    let Some(Value::String(message)) = answer.pointer_mut("/error/message") else {
-        return Response::from_parts(parts, Body::from(bytes));
-    };
-    let shown = message_shown(message);
-    if shown == *message {
+    if !edit(&mut parts, &mut answer) {
         return Response::from_parts(parts, Body::from(bytes));
     }
-    *message = shown;
     parts.headers.remove(header::CONTENT_LENGTH);
     let bytes = serde_json::to_vec(&answer).expect("answers serialize");
     Response::from_parts(parts, Body::from(bytes))
 }
+
+/// The most of an answer [`edit_answer`] reads: the server made it in memory (a listing of
+/// its tools, rmcp's errors), so this bounds a mistake, not a caller.
+const ANSWER_MAX: usize = 16 * 1024 * 1024;
 
 /// The request id (as JSON text) a `notifications/cancelled` names, if `message` is one.
 pub(super) fn cancelled_request(message: &Message<'_>) -> Option<String> {
