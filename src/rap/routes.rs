@@ -70,13 +70,10 @@ async fn discover(
 
 /// Where invocations go: `OXP_RAP_ENDPOINT`, else derived from the request.
 fn endpoint(rap: &Rap, headers: &HeaderMap, prefix: Option<&Extension<StrippedPrefix>>) -> String {
+    let prefix = prefix.map(|Extension(p)| p.0.as_str());
     match rap.toolset.endpoint() {
         Some(endpoint) => endpoint.to_owned(),
-        None => derived_endpoint(
-            headers,
-            prefix.map(|Extension(p)| p.0.as_str()),
-            rap.policy.lambda,
-        ),
+        None => derived_endpoint(headers, prefix, rap.policy.lambda),
     }
 }
 
