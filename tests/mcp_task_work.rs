@@ -28,11 +28,21 @@ fn migrating() -> Tool {
         })
 }
 
+/// A task's report of 400 kB: two parts of a kept result.
+fn big_report() -> Tool {
+    Tool::builder("Reports.Big", "1.0.0")
+        .long_running()
+        .handler(|_: oxp_lambda::NoInput, _: ToolContext| async move {
+            Ok::<_, ToolError>("r".repeat(400_000))
+        })
+}
+
 /// A local server over the DynamoDB table `table` (shared with others), with short leases and
 /// sweeps.
 async fn server(table: &str, vars: &[(&str, &str)]) -> App {
     let mut tools = common::example_tools::tools();
     tools.push(migrating());
+    tools.push(big_report());
     let mut all = vec![
         ("OXP_STATE_TABLE", table),
         ("OXP_WORK_LEASE_SECS", "2"),
@@ -229,4 +239,22 @@ async fn a_callers_rap_jobs_and_mcp_tasks_count_in_one_share() {
                             "group_id": "t", "callback_url": receiver.url});
     let reply = common::post(&app, "/invoke", invocation.to_string()).await;
     assert_eq!(reply.status, 429, "{}", reply.text);
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn a_callers_room_for_its_results_is_one_across_servers_sharing_a_table() {
+    let (_, table) = state_table().await;
+    // Room for one result of two parts.
+    let room = [("OXP_WORK_MAX_BYTES_PER_CALLER", "300000")];
+    let (first, second) = (server(&table, &room).await, server(&table, &room).await);
+    let kept = task(&first, "Reports_Big", json!({})).await;
+    let done = until(&first, &kept, "completed").await;
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(text.len(), 400_000);
+    // Through the other server, the same caller's next result finds the room taken.
+    let next = task(&second, "Reports_Big", json!({})).await;
+    let failed = until(&second, &next, "failed").await;
+    let message = failed["statusMessage"].as_str().unwrap();
+    assert!(message.contains("larger than the room"), "{failed}");
 }
