@@ -3,7 +3,7 @@
 //! go), the other taking it over at once: a tool that may run twice runs again and completes,
 //! any other ends `failed` with a message the client reads. And what a caller may leave with the
 //! server: arguments are checked before a task is kept, and a caller's share of running work is
-//! bounded (-32005, the others served).
+//! bounded (-32005, the others served), as is the room its results take, one across servers.
 
 use crate::common;
 
