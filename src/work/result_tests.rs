@@ -16,18 +16,19 @@ fn quick() -> Settings {
     }
 }
 
-/// A handler whose runs answer `result` and whose deliveries hang (`hangs`) or are taken,
-/// recording what each run and delivery saw.
-struct Delivering {
+/// A handler whose runs answer `result`, whose delivery of work `hangs` never ends (the others
+/// are taken), and whose results without room are replaced by `"no room"`, recording what each
+/// run and delivery (by work id) saw.
+pub(super) struct Delivering {
     result: Vec<u8>,
-    hangs: bool,
+    hangs: Option<&'static str>,
     runs: AtomicUsize,
-    delivered: Mutex<Vec<Vec<u8>>>,
+    delivered: Mutex<Vec<(String, Vec<u8>)>>,
     given_up: Mutex<Vec<(String, Option<Vec<u8>>)>>,
 }
 
 impl Delivering {
-    fn new(result: Vec<u8>, hangs: bool) -> Arc<Self> {
+    pub(super) fn new(result: Vec<u8>, hangs: Option<&'static str>) -> Arc<Self> {
         Arc::new(Self {
             result,
             hangs,
@@ -35,6 +36,24 @@ impl Delivering {
             delivered: Mutex::default(),
             given_up: Mutex::default(),
         })
+    }
+
+    /// What was delivered for work `id`, once it was (10 s at most).
+    pub(super) async fn delivered(&self, id: &str) -> Vec<u8> {
+        let started = Instant::now();
+        loop {
+            let found = (self.delivered.lock().unwrap().iter())
+                .find(|(d, _)| d == id)
+                .map(|(_, result)| result.clone());
+            if let Some(result) = found {
+                return result;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(10),
+                "{id} delivered"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
     }
 }
 
@@ -46,16 +65,21 @@ impl Handler for Delivering {
         })
     }
 
+    fn unkept<'a>(&'a self, _: &'a str, _: &'a Work, _: &'a [u8]) -> BoxFuture<'a, Outcome> {
+        Box::pin(async { Outcome::Result(b"\"no room\"".to_vec()) })
+    }
+
     fn deliver<'a>(
         &'a self,
-        _: &'a str,
+        id: &'a str,
         _: &'a Work,
         result: &'a [u8],
         _: Run,
     ) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
-            self.delivered.lock().unwrap().push(result.to_vec());
-            if self.hangs {
+            let delivered = (id.to_owned(), result.to_vec());
+            self.delivered.lock().unwrap().push(delivered);
+            if self.hangs == Some(id) {
                 std::future::pending::<()>().await;
             }
             Outcome::Done
@@ -99,7 +123,7 @@ async fn a_kept_result_survives_its_runners_death(store: Arc<dyn StateStore>) {
     let result = big();
     // The first runner, in a runtime of its own (its process): it runs the work, keeps the
     // result, and dies while delivering it.
-    let dying = Delivering::new(result.clone(), true);
+    let dying = Delivering::new(result.clone(), Some("w-big"));
     let (first, handler) = (store.clone(), dying.clone());
     let process = std::thread::spawn(move || {
         let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -121,7 +145,7 @@ async fn a_kept_result_survives_its_runners_death(store: Arc<dyn StateStore>) {
     // Killed: nothing more of it runs, nothing more is written.
     runtime.shutdown_background();
     drop(runner);
-    let survivor = Delivering::new(b"\"another outcome\"".to_vec(), false);
+    let survivor = Delivering::new(b"\"another outcome\"".to_vec(), None);
     let taker = Runner::new(store.clone(), quick());
     taker.register("test", survivor.clone());
     taker.sweep_every_tick(true);
@@ -130,7 +154,7 @@ async fn a_kept_result_survives_its_runners_death(store: Arc<dyn StateStore>) {
     })
     .await;
     assert_eq!(survivor.runs.load(Ordering::SeqCst), 0, "not run again");
-    let again = survivor.delivered.lock().unwrap()[0].clone();
+    let again = survivor.delivered("w-big").await;
     assert_eq!(again.len(), result.len());
     assert!(again == result, "the same bytes");
     // Delivered: the record and its parts are gone, and their slots of alice's room.
@@ -190,7 +214,7 @@ impl Handler for Panics {
 #[tokio::test]
 async fn a_handler_that_panics_gives_its_work_up_with_a_status_and_the_runner_goes_on() {
     let store = crate::state::embedded::store(None).unwrap();
-    let told = Delivering::new(Vec::new(), false);
+    let told = Delivering::new(Vec::new(), None);
     let runner = Runner::new(store, quick());
     runner.register("panics", Arc::new(Panics(told.clone())));
     runner.register("test", told.clone());

@@ -3,78 +3,9 @@
 //! answers instead, other callers' rooms are their own, and a result delivered gives its room
 //! back.
 
+use super::result_tests::Delivering;
 use super::*;
 use crate::state::large::PART;
-
-/// A handler whose runs answer `result`, whose delivery of `hangs` never ends, and whose
-/// results without room are replaced by `"no room"`.
-struct Roomy {
-    result: Vec<u8>,
-    hangs: &'static str,
-    delivered: Mutex<Vec<(String, Vec<u8>)>>,
-}
-
-impl Handler for Roomy {
-    fn run<'a>(&'a self, _: &'a str, _: &'a Work, _: Run) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move { Outcome::Result(self.result.clone()) })
-    }
-
-    fn unkept<'a>(&'a self, _: &'a str, _: &'a Work, _: &'a [u8]) -> BoxFuture<'a, Outcome> {
-        Box::pin(async { Outcome::Result(b"\"no room\"".to_vec()) })
-    }
-
-    fn deliver<'a>(
-        &'a self,
-        id: &'a str,
-        _: &'a Work,
-        result: &'a [u8],
-        _: Run,
-    ) -> BoxFuture<'a, Outcome> {
-        Box::pin(async move {
-            self.delivered
-                .lock()
-                .unwrap()
-                .push((id.to_owned(), result.to_vec()));
-            if id == self.hangs {
-                std::future::pending::<()>().await;
-            }
-            Outcome::Done
-        })
-    }
-
-    fn give_up<'a>(
-        &'a self,
-        _: &'a str,
-        _: &'a Work,
-        _: &'a str,
-        _: Option<&'a [u8]>,
-    ) -> BoxFuture<'a, bool> {
-        Box::pin(async { false })
-    }
-}
-
-impl Roomy {
-    async fn delivered(&self, id: &str) -> Vec<u8> {
-        let started = Instant::now();
-        loop {
-            let found = self
-                .delivered
-                .lock()
-                .unwrap()
-                .iter()
-                .find(|(d, _)| d == id)
-                .cloned();
-            if let Some((_, result)) = found {
-                return result;
-            }
-            assert!(
-                started.elapsed() < Duration::from_secs(10),
-                "{id} delivered"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    }
-}
 
 /// Slots held in `caller`'s room.
 async fn held(store: &dyn StateStore, caller: &str) -> usize {
@@ -92,11 +23,7 @@ async fn a_result_without_room_in_its_callers_share_is_replaced_and_other_caller
         ..Settings::default()
     };
     let big: Vec<u8> = serde_json::to_vec(&"r".repeat((1 << 20) - 2)).unwrap();
-    let handler = Arc::new(Roomy {
-        result: big.clone(),
-        hangs: "w-held",
-        delivered: Mutex::default(),
-    });
+    let handler = Delivering::new(big.clone(), Some("w-held"));
     let runner = Runner::new(store.clone(), settings);
     runner.register("test", handler.clone());
     let submit = |id: &'static str, caller: &'static str| {
