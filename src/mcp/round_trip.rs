@@ -20,9 +20,9 @@ pub(crate) use super::exchange::Exchange;
 use super::questions::{Answers, Carried, MAX_ASKS, read_response, refused, request_of};
 use super::task::Tasks;
 use crate::server::CallContext;
-use crate::state::books::Books;
+use crate::state::share::{Full, Share};
 use oxp_lambda_core::durable::{Item, StateStore};
-use oxp_lambda_core::idempotency::{lower_hex, scoped_key};
+use oxp_lambda_core::idempotency::lower_hex;
 use oxp_lambda_core::invoke::{Outcome, Rejection};
 use oxp_lambda_core::secrets::Secrets;
 use rmcp::ErrorData;
@@ -35,7 +35,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, SystemTime};
 use tokio::sync::OnceCell;
 
 /// How long a `requestState` is good for.
@@ -51,9 +51,27 @@ const OLD_KEY: &str = "mcp-state-key";
 pub(crate) const KEY_BYTES: usize = 32;
 /// The state store's partition of spent states.
 const SPENT: &str = "mcp-state-spent";
+/// The prefix of the partitions of callers' shares of spent marks.
+const SPENT_OF: &str = "mcp-spent-of";
 /// The JSON-RPC error of a round refused because its caller's marks fill its share (the code
 /// of a caller with too many tasks: a server's, for a caller's own load).
 const TOO_MANY_ROUNDS: i32 = -32005;
+
+/// The error of a round whose marks found no room in its caller's share (`Full::Caller`), or
+/// whose share could not be read: nothing of it runs.
+fn too_many_rounds(full: Full) -> ErrorData {
+    match full {
+        Full::Caller => ErrorData::new(
+            ErrorCode(TOO_MANY_ROUNDS),
+            "Too many of your rounds were answered lately; try again in a few minutes",
+            None,
+        ),
+        Full::Unavailable(e) => {
+            tracing::warn!(target: "oxp::mcp", error = %e, "requestState not marked");
+            ErrorData::internal_error("The server cannot check the requestState now", None)
+        }
+    }
+}
 
 /// The round trips of one server: the sealing key, and where spent states are marked.
 pub(crate) struct RoundTrips {
@@ -70,9 +88,9 @@ pub(crate) struct RoundTrips {
     /// Whether a handshake client's questions may go on the call's stream: the answer reaches
     /// the client as it is written (locally; in Lambda only with response streaming).
     pub(super) on_stream: bool,
-    /// Each caller's share of the spent marks this process keeps in the store
-    /// (`OXP_MCP_SPENT_MARKS_PER_CALLER`), where there is a store.
-    marks: Option<Books>,
+    /// Each caller's share of the spent marks kept in the store, across every process sharing
+    /// it (`OXP_MCP_SPENT_MARKS_PER_CALLER`: a slot per mark, held as long as the mark).
+    marks: Option<Share>,
 }
 
 impl std::fmt::Debug for RoundTrips {
@@ -119,7 +137,8 @@ impl RoundTrips {
     /// At most `per_caller` marks of spent states and answers one caller's rounds keep at once
     /// (each for [`STATE_TTL`]); past it the caller's next round is refused until they expire.
     pub(crate) fn with_marks_per_caller(mut self, per_caller: u64) -> Self {
-        self.marks = self.questions.is_some().then(|| Books::new(per_caller));
+        let per_caller = usize::try_from(per_caller).unwrap_or(usize::MAX);
+        self.marks = (self.questions.is_some()).then(|| Share::new(SPENT_OF, per_caller));
         self
     }
 
@@ -229,34 +248,38 @@ impl RoundTrips {
             return Err(refused("too many answers"));
         }
         // Used once: a replayed retry would run the tool again with the same answers. Its marks
-        // count in the caller's share first: past it, nothing is marked and nothing runs.
+        // take slots of the caller's share first: past it, nothing is marked and nothing runs.
         if let Some(store) = self.store() {
-            let marks = 1 + responses.len() as u64;
-            let caller = scoped_key("mcp-round", subject, None, "");
-            if let Some(books) = &self.marks
-                && !books.admit(&caller, marks, Instant::now() + STATE_TTL)
-            {
-                return Err(ErrorData::new(
-                    ErrorCode(TOO_MANY_ROUNDS),
-                    "Too many of your rounds were answered lately; try again in a few minutes",
-                    None,
-                ));
-            }
-            let until = Item::new(Vec::new(), Some(SystemTime::now() + STATE_TTL));
+            let until = SystemTime::now() + STATE_TTL;
+            let answers = responses.iter().map(|(k, r)| spent_answer(binding, k, r));
+            let marks: Vec<String> = std::iter::once(sealed.n.clone()).chain(answers).collect();
+            let caller = crate::state::caller_key(subject);
+            let slots = match &self.marks {
+                Some(share) => share.take_all(&**store, &caller, &marks, Some(until)).await,
+                None => Ok(Vec::new()),
+            };
+            let slots = slots.map_err(too_many_rounds)?;
+            let (first, answers) = marks.split_first().unwrap_or((&sealed.n, &[]));
             let fresh = store
-                .put_if(SPENT, &sealed.n, until, None)
+                .put_if(SPENT, first, Item::new(Vec::new(), Some(until)), None)
                 .await
                 .map_err(|e| {
                     tracing::warn!(target: "oxp::mcp", error = %e, "requestState not marked");
                     ErrorData::internal_error("The server cannot check the requestState now", None)
                 })?;
             if !fresh {
+                // A replay marks nothing: the slots it took go back.
+                if let Some(share) = &self.marks {
+                    let given = slots.iter().zip(&marks);
+                    let given =
+                        given.map(|(slot, mark)| share.give_back(&**store, &caller, slot, mark));
+                    let _ = futures_util::future::join_all(given).await;
+                }
                 return Err(refused("this requestState was used before"));
             }
-            for (key, response) in &responses {
-                let mark = Item::new(Vec::new(), Some(SystemTime::now() + STATE_TTL));
+            for mark in answers {
                 store
-                    .put(SPENT, &spent_answer(binding, key, response), mark)
+                    .put(SPENT, mark, Item::new(Vec::new(), Some(until)))
                     .await
                     .map_err(|e| {
                         tracing::warn!(target: "oxp::mcp", error = %e, "answer not marked");

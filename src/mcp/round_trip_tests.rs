@@ -104,6 +104,58 @@ async fn a_callers_rounds_past_its_share_of_marks_are_refused_never_another_call
     assert!(answer.is_ok(), "bob's round goes on");
 }
 
+/// Two servers sharing one store (and one sealing key), each a round trip's: alice's rounds
+/// answered through either count in her one share of marks, so past it a round through the
+/// other server is refused too (a process counting only its own marks gave her twice it).
+async fn a_callers_share_of_marks_is_one_across(store: Arc<dyn StateStore>) {
+    let key = std::env::temp_dir().join(format!("oxp-state-{}.key", uuid::Uuid::new_v4()));
+    let server = || {
+        let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
+        let questions = Some(Arc::new(crate::work::Questions::new(store.clone())));
+        RoundTrips::new(secrets, false, questions)
+            .with_marks_per_caller(5)
+            .with_key_file(Some(key.clone()))
+    };
+    let (a, b) = (server(), server());
+    let alice = binding_of("alice");
+    let state_on = async |server: &RoundTrips| {
+        let asked = Carried(Exchange::default());
+        assert!(asked.ask(Ask::new("Go?", ["Yes", "No"]), 0).await.is_err());
+        let result = server.input_required(&asked, &alice).await.unwrap();
+        result.unwrap().request_state.unwrap()
+    };
+    let answer = async |state: &str, server: &RoundTrips| {
+        let no = accept("No");
+        let begun = server.begin(Some("alice"), &alice, Some(state), Some(&no));
+        begun.await.map(drop).map_err(|e| e.code.0)
+    };
+    // Two marks a round: one round through each server fills four of her five, a replay of
+    // the first through the other marks nothing (the slots it took go back).
+    let first = state_on(&a).await;
+    assert_eq!(answer(&first, &a).await, Ok(()));
+    assert_eq!(answer(&first, &b).await, Err(-32602), "used before");
+    assert_eq!(answer(&state_on(&b).await, &b).await, Ok(()));
+    assert_eq!(answer(&state_on(&a).await, &b).await, Err(-32005));
+    assert_eq!(answer(&state_on(&b).await, &a).await, Err(-32005));
+    let _ = std::fs::remove_file(key);
+}
+
+#[cfg(feature = "embedded-state")]
+#[tokio::test]
+async fn a_callers_share_of_marks_is_one_across_servers_sharing_a_file() {
+    let store = crate::state::embedded::store(None).unwrap();
+    a_callers_share_of_marks_is_one_across(store).await;
+}
+
+#[cfg(feature = "dynamodb")]
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn a_callers_share_of_marks_is_one_across_servers_sharing_a_table() {
+    let (client, table) = crate::moto::state_table().await;
+    let store = crate::state::dynamodb::DynamoState::new(client, table);
+    a_callers_share_of_marks_is_one_across(Arc::new(store)).await;
+}
+
 fn binding_of(caller: &str) -> Vec<u8> {
     binding(Some(caller), "Demo_Confirm", &json!({"prompt": "Go?"}))
 }

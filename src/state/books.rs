@@ -1,18 +1,17 @@
-//! Each caller's share of the records it makes the state store keep for a while: locally that
-//! store is one file on one disk, which no caller may fill for everyone. Two kinds are counted:
+//! Each caller's share of the outcomes `OXP_IDEMPOTENCY=state` keeps in the local state store
+//! (`OXP_IDEMPOTENCY_MAX_BYTES_PER_CALLER`): that store is one file on one disk, which no caller
+//! may fill for everyone. A caller past its share has its own oldest deleted ([`Books::wrote`]),
+//! never another caller's.
 //!
-//! - the outcomes `OXP_IDEMPOTENCY=state` keeps (`OXP_IDEMPOTENCY_MAX_BYTES_PER_CALLER`): a caller
-//!   past its share has its own oldest deleted ([`Books::wrote`]), never another caller's;
-//! - the marks of MCP round trips' spent states and answers (`OXP_MCP_SPENT_MARKS_PER_CALLER`),
-//!   which must stay for their time or a round could be replayed: a caller past its share has its
-//!   next round refused until its oldest expire ([`Books::admit`]).
-//!
-//! The books are this process's: the records it wrote, per caller in the order written (with one
-//! time to keep, also the order they expire; the core's [`Shares`], as the in-memory idempotency
-//! store keeps them), each with a stamp, so that a deletion takes that record and never a later
-//! one under the same key. Records an earlier run wrote are not counted: they expire on their own
-//! within the time kept. The books hold what is live: a caller's expired records leave them when
-//! it writes again, and every caller's at every 1,024th write.
+//! The books are this process's, which is every process of that file (its lock lets one in):
+//! the outcomes it wrote, per caller in the order written (with one time to keep, also the order
+//! they expire; the core's [`Shares`], as the in-memory idempotency store keeps them), each with a
+//! stamp, so that a deletion takes that outcome and never a later one under the same key. Those
+//! an earlier run wrote are not counted: they expire on their own within the time kept. The
+//! books hold what is live: a caller's expired outcomes leave them when it writes again, and
+//! every caller's at every 1,024th write. (Records that must be counted across processes, as on
+//! a DynamoDB table, take slots of a [`crate::state::share::Share`] instead; evicting the oldest
+//! needs the order these books keep.)
 
 use oxp_lambda_core::idempotency::Shares;
 use std::sync::Mutex;
@@ -100,48 +99,11 @@ impl Books {
             .collect()
     }
 
-    /// Counts `weight` more of `key`'s caller's records, kept until `until`, where they fit in its
-    /// share beside those not yet expired: whether they did (if not, nothing is counted, and the
-    /// records must not be written).
-    pub(crate) fn admit(&self, key: &str, weight: u64, until: Instant) -> bool {
-        let mut inner = self.inner();
-        let now = Instant::now();
-        inner.sweep(key, now);
-        if !inner.shares.fits(key, weight) {
-            return false;
-        }
-        inner.stamp += 1;
-        let stamp = inner.stamp;
-        inner.shares.add(key, stamp, weight, (key.into(), until));
-        true
-    }
-
     /// The bytes and outcomes `key`'s caller holds, and how many callers the books hold.
     #[cfg(test)]
     pub(crate) fn held(&self, key: &str) -> (u64, usize, usize) {
         let inner = self.inner();
         let (bytes, count) = inner.shares.held(key);
         (bytes, count, inner.shares.totals().0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Books;
-    use std::time::{Duration, Instant};
-
-    #[test]
-    fn records_past_a_callers_share_are_not_admitted_until_its_oldest_expire() {
-        let books = Books::new(3);
-        let (alice, bob) = ("mcp-round:aaaa:", "mcp-round:bbbb:");
-        let soon = Instant::now() + Duration::from_millis(30);
-        let later = Instant::now() + Duration::from_secs(600);
-        assert!(books.admit(alice, 2, soon));
-        assert!(books.admit(alice, 1, later));
-        assert!(!books.admit(alice, 1, later), "her share is full");
-        assert!(books.admit(bob, 3, later), "bob's is his own");
-        std::thread::sleep(Duration::from_millis(40));
-        assert!(books.admit(alice, 2, later), "her first two expired");
-        assert!(!books.admit(alice, 1, later));
     }
 }

@@ -6,7 +6,7 @@
 //! long as it is kept, so what one caller's results take of the store is bounded in bytes.
 
 use crate::state::share::{Full, Share};
-use futures_util::future::{join_all, try_join_all};
+use futures_util::future::try_join_all;
 use oxp_lambda_core::durable::{Item, MAX_VALUE_BYTES, StateError, StateStore};
 use serde::{Deserialize, Serialize};
 use std::time::SystemTime;
@@ -101,29 +101,23 @@ async fn take_room(
     count: usize,
     until: Option<SystemTime>,
 ) -> Result<Held, Full> {
-    let taken = join_all((0..count).map(|n| {
-        let holder = part_key(key, n);
-        async move {
-            let first = room.share.guess();
-            let taken = room.share.take(store, room.caller, &holder, &first, until);
-            (holder.clone(), taken.await)
+    let holders: Vec<String> = (0..count).map(|n| part_key(key, n)).collect();
+    match room
+        .share
+        .take_all(store, room.caller, &holders, until)
+        .await
+    {
+        Ok(slots) => Ok(Held {
+            caller: room.caller.to_owned(),
+            slots,
+        }),
+        Err(refused) => {
+            if refused == Full::Caller {
+                tracing::warn!(target: "oxp::state", parts = count, "a value not kept: no room in its caller's share (OXP_WORK_MAX_BYTES_PER_CALLER)");
+            }
+            Err(refused)
         }
-    }))
-    .await;
-    let Some(refused) = taken.iter().find_map(|(_, t)| t.as_ref().err().cloned()) else {
-        let slots = taken.into_iter().filter_map(|(_, t)| t.ok()).collect();
-        let caller = room.caller.to_owned();
-        return Ok(Held { caller, slots });
-    };
-    let given = taken.iter().filter_map(|(holder, t)| {
-        let slot = t.as_ref().ok()?;
-        Some(room.share.give_back(store, room.caller, slot, holder))
-    });
-    let _ = join_all(given).await;
-    if refused == Full::Caller {
-        tracing::warn!(target: "oxp::state", parts = count, "a value not kept: no room in its caller's share (OXP_WORK_MAX_BYTES_PER_CALLER)");
     }
-    Err(refused)
 }
 
 fn part_key(key: &str, n: usize) -> String {

@@ -9,6 +9,7 @@
 //! no listing while the share has room (a listing is what costs on a store that walks a table to
 //! answer a query, as moto does).
 
+use futures_util::future::join_all;
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
 use std::time::SystemTime;
 
@@ -92,6 +93,31 @@ impl Share {
         Err(Full::Unavailable(
             "a caller's share is being taken by many at once".into(),
         ))
+    }
+
+    /// Takes a slot of `caller`'s share for each of `holders` until `until`, all or none: the
+    /// slots now held, in the holders' order (where one is refused, those taken are given back).
+    pub(crate) async fn take_all(
+        &self,
+        store: &dyn StateStore,
+        caller: &str,
+        holders: &[String],
+        until: Option<SystemTime>,
+    ) -> Result<Vec<String>, Full> {
+        let taken = join_all(holders.iter().map(|holder| {
+            let first = self.guess();
+            async move { self.take(store, caller, holder, &first, until).await }
+        }))
+        .await;
+        let Some(refused) = taken.iter().find_map(|t| t.as_ref().err().cloned()) else {
+            return Ok(taken.into_iter().filter_map(Result::ok).collect());
+        };
+        let given = holders.iter().zip(&taken).filter_map(|(holder, t)| {
+            let slot = t.as_ref().ok()?;
+            Some(self.give_back(store, caller, slot, holder))
+        });
+        let _ = join_all(given).await;
+        Err(refused)
     }
 
     /// Keeps `slot` of `caller`'s share for `holder` until `until` (`Some(now)` or earlier:

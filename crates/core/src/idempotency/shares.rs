@@ -79,11 +79,6 @@ impl<T> Shares<T> {
         over
     }
 
-    /// Whether `weight` more fits in `key`'s caller's share beside what it holds.
-    pub fn fits(&self, key: &str, weight: u64) -> bool {
-        self.held(key).0 + weight <= self.per_caller
-    }
-
     /// Takes outcome `number` of `key`'s caller off its share (its store let it go): its item.
     pub fn forget(&mut self, key: &str, number: u64) -> Option<T> {
         let tag = caller_tag(key);
