@@ -247,48 +247,60 @@ impl RoundTrips {
         if sealed.a.slots() > MAX_ASKS || sealed.o.len() > MAX_ASKS {
             return Err(refused("too many answers"));
         }
-        // Used once: a replayed retry would run the tool again with the same answers. Its marks
-        // take slots of the caller's share first: past it, nothing is marked and nothing runs.
-        if let Some(store) = self.store() {
-            let until = SystemTime::now() + STATE_TTL;
-            let answers = responses.iter().map(|(k, r)| spent_answer(binding, k, r));
-            let marks: Vec<String> = std::iter::once(sealed.n.clone()).chain(answers).collect();
-            let caller = crate::state::caller_key(subject);
-            let slots = match &self.marks {
-                Some(share) => share.take_all(&**store, &caller, &marks, Some(until)).await,
-                None => Ok(Vec::new()),
-            };
-            let slots = slots.map_err(too_many_rounds)?;
-            let (first, answers) = marks.split_first().unwrap_or((&sealed.n, &[]));
-            let fresh = store
-                .put_if(SPENT, first, Item::new(Vec::new(), Some(until)), None)
-                .await
-                .map_err(|e| {
-                    tracing::warn!(target: "oxp::mcp", error = %e, "requestState not marked");
-                    ErrorData::internal_error("The server cannot check the requestState now", None)
-                })?;
-            if !fresh {
-                // A replay marks nothing: the slots it took go back.
-                if let Some(share) = &self.marks {
-                    let given = slots.iter().zip(&marks);
-                    let given =
-                        given.map(|(slot, mark)| share.give_back(&**store, &caller, slot, mark));
-                    let _ = futures_util::future::join_all(given).await;
-                }
-                return Err(refused("this requestState was used before"));
-            }
-            for mark in answers {
-                store
-                    .put(SPENT, mark, Item::new(Vec::new(), Some(until)))
-                    .await
-                    .map_err(|e| {
-                        tracing::warn!(target: "oxp::mcp", error = %e, "answer not marked");
-                        ErrorData::internal_error("The server cannot check the answers now", None)
-                    })?;
-            }
-        }
+        // Used once: a replayed retry would run the tool again with the same answers.
+        self.spend(subject, binding, &sealed.n, &responses).await?;
         let open = (!sealed.o.is_empty()).then(|| sealed.o.into_iter().collect());
         Ok(Exchange::continued(sealed.a, responses, open))
+    }
+
+    /// Marks state `nonce` and the `responses` it took spent, where there is a store: their
+    /// marks take slots of the caller's share first, so past it nothing is marked (and the
+    /// round runs nothing); a state spent before marks nothing and gives its slots back.
+    async fn spend(
+        &self,
+        subject: Option<&str>,
+        binding: &[u8],
+        nonce: &str,
+        responses: &BTreeMap<String, Value>,
+    ) -> Result<(), ErrorData> {
+        let Some(store) = self.store() else {
+            return Ok(());
+        };
+        let until = SystemTime::now() + STATE_TTL;
+        let answers = responses.iter().map(|(k, r)| spent_answer(binding, k, r));
+        let marks: Vec<String> = std::iter::once(nonce.to_owned()).chain(answers).collect();
+        let caller = crate::state::caller_key(subject);
+        let slots = match &self.marks {
+            Some(share) => share.take_all(&**store, &caller, &marks, Some(until)).await,
+            None => Ok(Vec::new()),
+        };
+        let slots = slots.map_err(too_many_rounds)?;
+        let fresh = store
+            .put_if(SPENT, nonce, Item::new(Vec::new(), Some(until)), None)
+            .await
+            .map_err(|e| {
+                tracing::warn!(target: "oxp::mcp", error = %e, "requestState not marked");
+                ErrorData::internal_error("The server cannot check the requestState now", None)
+            })?;
+        if !fresh {
+            if let Some(share) = &self.marks {
+                let given = slots.iter().zip(&marks);
+                let given =
+                    given.map(|(slot, mark)| share.give_back(&**store, &caller, slot, mark));
+                let _ = futures_util::future::join_all(given).await;
+            }
+            return Err(refused("this requestState was used before"));
+        }
+        for mark in &marks[1..] {
+            store
+                .put(SPENT, mark, Item::new(Vec::new(), Some(until)))
+                .await
+                .map_err(|e| {
+                    tracing::warn!(target: "oxp::mcp", error = %e, "answer not marked");
+                    ErrorData::internal_error("The server cannot check the answers now", None)
+                })?;
+        }
+        Ok(())
     }
 
     /// `responses` without those a round already took (for this caller, tool and arguments).
