@@ -9,8 +9,8 @@
 //! The state is sealed (HMAC-SHA256, rmcp's `RequestStateCodec`) under a key every execution
 //! environment shares (the server-held secret `MCP_STATE_KEY`; locally a key of the process when
 //! it is not held), bound to the caller, the tool and its arguments, expiring after
-//! [`STATE_TTL`], and used once (its nonce is spent in the state store when there is one): a
-//! forged, altered, expired, foreign or replayed state is refused and runs nothing.
+//! [`STATE_TTL`], and used once (its nonce is spent in the state store when there is one:
+//! `spent.rs`, with the caller's share of such marks): a forged, altered, expired, foreign or replayed state is refused and runs nothing.
 //!
 //! [`Round`] is a call's way of asking at this revision: its exchange, and what the call's end
 //! becomes when it is not the tool's result.
@@ -20,14 +20,13 @@ pub(crate) use super::exchange::Exchange;
 use super::questions::{Answers, Carried, MAX_ASKS, read_response, refused, request_of};
 use super::task::Tasks;
 use crate::server::CallContext;
-use crate::state::share::{Full, Share};
-use oxp_lambda_core::durable::{Item, StateStore};
+use crate::state::share::Share;
+use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::idempotency::lower_hex;
 use oxp_lambda_core::invoke::{Outcome, Rejection};
 use oxp_lambda_core::secrets::Secrets;
 use rmcp::ErrorData;
 use rmcp::model::CallToolResponse;
-use rmcp::model::ErrorCode;
 use rmcp::model::{InputRequests, InputRequiredResult, InputResponses};
 use rmcp::model::{RequestStateCodec, SealOptions};
 use serde::{Deserialize, Serialize};
@@ -35,7 +34,7 @@ use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 use tokio::sync::OnceCell;
 
 /// How long a `requestState` is good for.
@@ -49,30 +48,6 @@ const MAX_STATE_CHARS: usize = 16 * 1024;
 const OLD_KEY: &str = "mcp-state-key";
 /// The length of a sealing key, and the least a held `MCP_STATE_KEY` may have.
 pub(crate) const KEY_BYTES: usize = 32;
-/// The state store's partition of spent states.
-const SPENT: &str = "mcp-state-spent";
-/// The prefix of the partitions of callers' shares of spent marks.
-const SPENT_OF: &str = "mcp-spent-of";
-/// The JSON-RPC error of a round refused because its caller's marks fill its share (the code
-/// of a caller with too many tasks: a server's, for a caller's own load).
-const TOO_MANY_ROUNDS: i32 = -32005;
-
-/// The error of a round whose marks found no room in its caller's share (`Full::Caller`), or
-/// whose share could not be read: nothing of it runs.
-fn too_many_rounds(full: Full) -> ErrorData {
-    match full {
-        Full::Caller => ErrorData::new(
-            ErrorCode(TOO_MANY_ROUNDS),
-            "Too many of your rounds were answered lately; try again in a few minutes",
-            None,
-        ),
-        Full::Unavailable(e) => {
-            tracing::warn!(target: "oxp::mcp", error = %e, "requestState not marked");
-            ErrorData::internal_error("The server cannot check the requestState now", None)
-        }
-    }
-}
-
 /// The round trips of one server: the sealing key, and where spent states are marked.
 pub(crate) struct RoundTrips {
     secrets: Secrets,
@@ -132,14 +107,6 @@ impl RoundTrips {
             on_stream: false,
             marks: None,
         }
-    }
-
-    /// At most `per_caller` marks of spent states and answers one caller's rounds keep at once
-    /// (each for [`STATE_TTL`]); past it the caller's next round is refused until they expire.
-    pub(crate) fn with_marks_per_caller(mut self, per_caller: u64) -> Self {
-        let per_caller = usize::try_from(per_caller).unwrap_or(usize::MAX);
-        self.marks = (self.questions.is_some()).then(|| Share::new(SPENT_OF, per_caller));
-        self
     }
 
     /// Keeps the server's own sealing key in `file` (see [`crate::state::key_file`]).
@@ -253,84 +220,6 @@ impl RoundTrips {
         Ok(Exchange::continued(sealed.a, responses, open))
     }
 
-    /// Marks state `nonce` and the `responses` it took spent, where there is a store: their
-    /// marks take slots of the caller's share first, so past it nothing is marked (and the
-    /// round runs nothing); a state spent before marks nothing and gives its slots back.
-    async fn spend(
-        &self,
-        subject: Option<&str>,
-        binding: &[u8],
-        nonce: &str,
-        responses: &BTreeMap<String, Value>,
-    ) -> Result<(), ErrorData> {
-        let Some(store) = self.store() else {
-            return Ok(());
-        };
-        let until = SystemTime::now() + STATE_TTL;
-        let answers = responses.iter().map(|(k, r)| spent_answer(binding, k, r));
-        let marks: Vec<String> = std::iter::once(nonce.to_owned()).chain(answers).collect();
-        let caller = crate::state::caller_key(subject);
-        let slots = match &self.marks {
-            Some(share) => share.take_all(&**store, &caller, &marks, Some(until)).await,
-            None => Ok(Vec::new()),
-        };
-        let slots = slots.map_err(too_many_rounds)?;
-        let fresh = store
-            .put_if(SPENT, nonce, Item::new(Vec::new(), Some(until)), None)
-            .await
-            .map_err(|e| {
-                tracing::warn!(target: "oxp::mcp", error = %e, "requestState not marked");
-                ErrorData::internal_error("The server cannot check the requestState now", None)
-            })?;
-        if !fresh {
-            if let Some(share) = &self.marks {
-                let given = slots.iter().zip(&marks);
-                let given =
-                    given.map(|(slot, mark)| share.give_back(&**store, &caller, slot, mark));
-                let _ = futures_util::future::join_all(given).await;
-            }
-            return Err(refused("this requestState was used before"));
-        }
-        for mark in &marks[1..] {
-            store
-                .put(SPENT, mark, Item::new(Vec::new(), Some(until)))
-                .await
-                .map_err(|e| {
-                    tracing::warn!(target: "oxp::mcp", error = %e, "answer not marked");
-                    ErrorData::internal_error("The server cannot check the answers now", None)
-                })?;
-        }
-        Ok(())
-    }
-
-    /// `responses` without those a round already took (for this caller, tool and arguments).
-    async fn not_spent(
-        &self,
-        binding: &[u8],
-        mut responses: BTreeMap<String, Value>,
-    ) -> Result<BTreeMap<String, Value>, ErrorData> {
-        let Some(store) = self.store() else {
-            return Ok(responses);
-        };
-        let mut spent = Vec::new();
-        for (key, response) in &responses {
-            let mark = store
-                .get(SPENT, &spent_answer(binding, key, response))
-                .await
-                .map_err(|e| {
-                    tracing::warn!(target: "oxp::mcp", error = %e, "answers not checked");
-                    ErrorData::internal_error("The server cannot check the answers now", None)
-                })?;
-            if mark.is_some() {
-                spent.push(key.clone());
-            }
-        }
-        for key in spent {
-            responses.remove(&key);
-        }
-        Ok(responses)
-    }
-
     /// The `input_required` result for `exchange`'s open questions (every question the run
     /// asked that had no answer), or `None` when it has none.
     pub(crate) async fn input_required(
@@ -367,18 +256,6 @@ impl RoundTrips {
         result.input_requests = Some(requests);
         Ok(Some(result))
     }
-}
-
-/// The mark of an answer a round took: its key and (read, so canonical) response, bound to the
-/// caller, tool and arguments.
-fn spent_answer(binding: &[u8], key: &str, response: &Value) -> String {
-    let mut digest = Sha256::new_with_prefix(b"oxp-lambda mcp answer\0");
-    digest.update((binding.len() as u64).to_be_bytes());
-    digest.update(binding);
-    digest.update((key.len() as u64).to_be_bytes());
-    digest.update(key.as_bytes());
-    digest.update(serde_json::to_vec(response).unwrap_or_default());
-    format!("answer:{}", lower_hex(&digest.finalize()))
 }
 
 fn nonce() -> String {
@@ -467,6 +344,9 @@ impl Round<'_> {
         Ok(None)
     }
 }
+
+#[path = "spent.rs"]
+mod spent;
 
 #[cfg(test)]
 #[path = "round_trip_tests.rs"]
