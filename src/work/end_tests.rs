@@ -5,6 +5,7 @@
 //! its end is written (its slot given back).
 
 use super::*;
+use crate::server::BoxFuture;
 use oxp_lambda_core::durable::StateFuture;
 use std::sync::atomic::{AtomicUsize, Ordering};
 

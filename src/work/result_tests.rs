@@ -6,6 +6,7 @@
 //! with a status its caller sees.
 
 use super::*;
+use crate::server::BoxFuture;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn quick() -> Settings {

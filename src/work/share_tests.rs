@@ -3,6 +3,7 @@
 //! work that holds it.
 
 use super::*;
+use crate::server::BoxFuture;
 use crate::state::counting::CountingReads;
 
 fn store() -> Arc<dyn StateStore> {

@@ -5,7 +5,7 @@
 
 use super::queue::queued_work;
 use super::*;
-use crate::server::{CallContext, Handled, RecordHandler};
+use crate::server::{BoxFuture, CallContext, Handled, RecordHandler};
 use crate::state::counting::CountingReads;
 
 /// A handler whose runs end done at once, counted.

@@ -4,6 +4,7 @@
 //! only once woken, a caller's share is bounded.
 
 use super::*;
+use crate::server::BoxFuture;
 use crate::state::counting::CountingReads;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
