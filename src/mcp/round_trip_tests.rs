@@ -156,6 +156,34 @@ async fn a_callers_share_of_marks_is_one_across_servers_sharing_a_table() {
     a_callers_share_of_marks_is_one_across(Arc::new(store)).await;
 }
 
+/// A round whose state the store did not mark runs nothing and holds none of its caller's
+/// share: the slots its marks took go back.
+#[cfg(feature = "embedded-state")]
+#[tokio::test]
+async fn a_round_the_store_did_not_mark_gives_its_slots_back() {
+    let store = crate::state::embedded::store(None).unwrap();
+    let counting = crate::state::counting::CountingReads::of(store, "mcp-state-spent");
+    let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
+    let questions = Some(Arc::new(crate::work::Questions::new(counting.clone())));
+    let trips = RoundTrips::new(secrets, false, questions).with_marks_per_caller(5);
+    let alice = binding_of("alice");
+    let answer = async || {
+        let asked = Carried(Exchange::default());
+        assert!(asked.ask(Ask::new("Go?", ["Yes", "No"]), 0).await.is_err());
+        let result = trips.input_required(&asked, &alice).await.unwrap();
+        let state = result.unwrap().request_state.unwrap();
+        let no = accept("No");
+        let begun = trips.begin(Some("alice"), &alice, Some(&state), Some(&no));
+        begun.await.map(drop).map_err(|e| e.code.0)
+    };
+    counting.fail_next_writes(1);
+    assert_eq!(answer().await, Err(-32603), "the store did not answer");
+    // Two marks a round: two rounds fit in five only if the failed one holds none.
+    assert_eq!(answer().await, Ok(()));
+    assert_eq!(answer().await, Ok(()));
+    assert_eq!(answer().await, Err(-32005));
+}
+
 fn binding_of(caller: &str) -> Vec<u8> {
     binding(Some(caller), "Demo_Confirm", &json!({"prompt": "Go?"}))
 }

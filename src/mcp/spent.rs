@@ -24,7 +24,7 @@ const TOO_MANY_ROUNDS: i32 = -32005;
 
 /// The error of a round whose marks found no room in its caller's share (`Full::Caller`), or
 /// whose share could not be read: nothing of it runs.
-fn too_many_rounds(full: Full) -> ErrorData {
+fn not_marked(full: Full) -> ErrorData {
     match full {
         Full::Caller => ErrorData::new(
             ErrorCode(TOO_MANY_ROUNDS),
@@ -49,7 +49,8 @@ impl RoundTrips {
 
     /// Marks state `nonce` and the `responses` it took spent, where there is a store: their
     /// marks take slots of the caller's share first, so past it nothing is marked (and the
-    /// round runs nothing); a state spent before marks nothing and gives its slots back.
+    /// round runs nothing); a state spent before marks nothing and gives its slots back, as
+    /// does a mark the store did not take.
     pub(super) async fn spend(
         &self,
         subject: Option<&str>,
@@ -68,22 +69,23 @@ impl RoundTrips {
             Some(share) => share.take_all(&**store, &caller, &marks, Some(until)).await,
             None => Ok(Vec::new()),
         };
-        let slots = slots.map_err(too_many_rounds)?;
+        let slots = slots.map_err(not_marked)?;
         let fresh = store
             .put_if(SPENT, nonce, Item::new(Vec::new(), Some(until)), None)
-            .await
-            .map_err(|e| {
-                tracing::warn!(target: "oxp::mcp", error = %e, "requestState not marked");
-                ErrorData::internal_error("The server cannot check the requestState now", None)
-            })?;
-        if !fresh {
+            .await;
+        if !matches!(fresh, Ok(true)) {
+            // Nothing marked (a state spent before, or the store not answering): the slots
+            // taken for the marks go back.
             if let Some(share) = &self.marks {
                 let given = slots.iter().zip(&marks);
                 let given =
                     given.map(|(slot, mark)| share.give_back(&**store, &caller, slot, mark));
                 let _ = futures_util::future::join_all(given).await;
             }
-            return Err(refused("this requestState was used before"));
+            return Err(match fresh {
+                Err(e) => not_marked(Full::Unavailable(e.0)),
+                _ => refused("this requestState was used before"),
+            });
         }
         for mark in &marks[1..] {
             store

@@ -1,6 +1,6 @@
 //! A store for tests that counts the reads of one partition's records, and its listings (every
 //! call passes through to the store it wraps): what shows a path reads less. It can also fail
-//! the next reads of that partition, as a store out of reach does.
+//! the next reads, or conditional writes, of that partition, as a store out of reach does.
 
 use oxp_lambda_core::durable::{Item, StateError, StateFuture, StateStore};
 use std::sync::Arc;
@@ -15,6 +15,8 @@ pub(crate) struct CountingReads {
     lists: AtomicUsize,
     /// How many of the next reads of the partition fail.
     failing: AtomicUsize,
+    /// How many of the next conditional writes of the partition fail.
+    failing_writes: AtomicUsize,
     /// Records the listings (and reads of what is due) handed back.
     listed: Arc<AtomicUsize>,
 }
@@ -28,6 +30,7 @@ impl CountingReads {
             reads: AtomicUsize::new(0),
             lists: AtomicUsize::new(0),
             failing: AtomicUsize::new(0),
+            failing_writes: AtomicUsize::new(0),
             listed: Arc::default(),
         })
     }
@@ -50,6 +53,11 @@ impl CountingReads {
     /// Fails the next `reads` reads of the partition with a store error.
     pub(crate) fn fail_next(&self, reads: usize) {
         self.failing.store(reads, Ordering::SeqCst);
+    }
+
+    /// Fails the next `writes` conditional writes of the partition with a store error.
+    pub(crate) fn fail_next_writes(&self, writes: usize) {
+        self.failing_writes.store(writes, Ordering::SeqCst);
     }
 
     /// Counts from zero again.
@@ -79,6 +87,13 @@ impl StateStore for CountingReads {
         item: Item,
         expected: Option<&'a [u8]>,
     ) -> StateFuture<'a, bool> {
+        let fails = (partition == self.partition).then(|| {
+            self.failing_writes
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        });
+        if let Some(Ok(_)) = fails {
+            return Box::pin(async { Err(StateError("the store is out of reach".into())) });
+        }
         self.store.put_if(partition, key, item, expected)
     }
 
