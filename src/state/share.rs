@@ -160,6 +160,28 @@ mod tests {
     use super::*;
 
     #[tokio::test]
+    async fn holders_taken_together_get_a_slot_each_or_none_at_all() {
+        let store = crate::state::embedded::store(None).unwrap();
+        let share = Share::new("test-of", 3);
+        let holders = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        let first = share
+            .take_all(&*store, "ana", &holders(&["a", "b"]), None)
+            .await;
+        assert_eq!(first.map(|slots| slots.len()), Ok(2));
+        // Two more do not fit beside them: the one slot left, taken by one of them, goes back.
+        let refused = share
+            .take_all(&*store, "ana", &holders(&["c", "d"]), None)
+            .await;
+        assert_eq!(refused, Err(Full::Caller));
+        let held = store.list("test-of#ana", None, 10).await.unwrap();
+        let values: Vec<&[u8]> = held.iter().map(|(_, item)| &item.value[..]).collect();
+        assert_eq!(values.len(), 2, "{values:?}");
+        assert!(values.iter().all(|v| *v == b"a" || *v == b"b"));
+        let last = share.take_all(&*store, "ana", &holders(&["e"]), None).await;
+        assert_eq!(last.map(|slots| slots.len()), Ok(1));
+    }
+
+    #[tokio::test]
     async fn a_share_as_large_as_a_number_goes_finds_a_free_slot_when_its_first_pick_is_taken() {
         let store = crate::state::embedded::store(None).unwrap();
         let share = Share::new("test-of", usize::MAX);
