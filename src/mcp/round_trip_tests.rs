@@ -184,6 +184,36 @@ async fn a_round_the_store_did_not_mark_gives_its_slots_back() {
     assert_eq!(answer().await, Err(-32005));
 }
 
+/// A replayed state is refused as used before on one read, whether or not its caller's share
+/// is full, and takes nothing from that share (its listing is what a full share costs).
+#[cfg(feature = "embedded-state")]
+#[tokio::test]
+async fn a_replayed_state_is_refused_without_reading_its_callers_share() {
+    let store = crate::state::embedded::store(None).unwrap();
+    let share = format!("mcp-spent-of#{}", crate::state::caller_key(Some("alice")));
+    let counting = crate::state::counting::CountingReads::of(store, share);
+    let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
+    let questions = Some(Arc::new(crate::work::Questions::new(counting.clone())));
+    let trips = RoundTrips::new(secrets, false, questions).with_marks_per_caller(2);
+    let alice = binding_of("alice");
+    let asked = Carried(Exchange::default());
+    assert!(asked.ask(Ask::new("Go?", ["Yes", "No"]), 0).await.is_err());
+    let result = trips.input_required(&asked, &alice).await.unwrap();
+    let state = result.unwrap().request_state.unwrap();
+    let answer = async || {
+        let no = accept("No");
+        let begun = trips.begin(Some("alice"), &alice, Some(&state), Some(&no));
+        begun.await.map(drop).map_err(|e| e.code.0)
+    };
+    // Its two marks fill her share.
+    assert_eq!(answer().await, Ok(()));
+    let lists = counting.lists();
+    for _ in 0..3 {
+        assert_eq!(answer().await, Err(-32602), "used before");
+    }
+    assert_eq!(counting.lists(), lists, "her share was not listed");
+}
+
 fn binding_of(caller: &str) -> Vec<u8> {
     binding(Some(caller), "Demo_Confirm", &json!({"prompt": "Go?"}))
 }

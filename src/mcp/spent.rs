@@ -61,6 +61,13 @@ impl RoundTrips {
         let Some(store) = self.store() else {
             return Ok(());
         };
+        // A state spent before is refused on one read, taking nothing: a replayed state must
+        // not cost its caller's share a listing (only one racing its first use gets further,
+        // and gives back what it took below).
+        let spent = store.get(SPENT, nonce).await;
+        if spent.as_ref().is_ok_and(Option::is_some) {
+            return Err(refused("this requestState was used before"));
+        }
         let until = SystemTime::now() + STATE_TTL;
         let answers = responses.iter().map(|(k, r)| spent_answer(binding, k, r));
         let marks: Vec<String> = std::iter::once(nonce.to_owned()).chain(answers).collect();

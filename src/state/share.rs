@@ -97,6 +97,8 @@ impl Share {
 
     /// Takes a slot of `caller`'s share for each of `holders` until `until`, all or none: the
     /// slots now held, in the holders' order (where one is refused, those taken are given back).
+    /// The first is taken alone: a full share is found by one holder's listing, not by each's
+    /// (a caller at its share would otherwise cost a listing per holder).
     pub(crate) async fn take_all(
         &self,
         store: &dyn StateStore,
@@ -104,20 +106,35 @@ impl Share {
         holders: &[String],
         until: Option<SystemTime>,
     ) -> Result<Vec<String>, Full> {
-        let taken = join_all(holders.iter().map(|holder| {
-            let first = self.guess();
-            async move { self.take(store, caller, holder, &first, until).await }
-        }))
-        .await;
-        let Some(refused) = taken.iter().find_map(|t| t.as_ref().err().cloned()) else {
-            return Ok(taken.into_iter().filter_map(Result::ok).collect());
+        let Some((first, rest)) = holders.split_first() else {
+            return Ok(Vec::new());
         };
-        let given = holders.iter().zip(&taken).filter_map(|(holder, t)| {
+        let take = |holder| self.take_guessed(store, caller, holder, until);
+        let mut taken = vec![take(first).await?];
+        let others = join_all(rest.iter().map(|holder| take(holder))).await;
+        let Some(refused) = others.iter().find_map(|t| t.as_ref().err().cloned()) else {
+            taken.extend(others.into_iter().filter_map(Result::ok));
+            return Ok(taken);
+        };
+        let kept: Vec<_> = taken.into_iter().map(Ok).chain(others).collect();
+        let given = holders.iter().zip(&kept).filter_map(|(holder, t)| {
             let slot = t.as_ref().ok()?;
             Some(self.give_back(store, caller, slot, holder))
         });
         let _ = join_all(given).await;
         Err(refused)
+    }
+
+    /// [`Share::take`], first trying a slot picked at random.
+    async fn take_guessed(
+        &self,
+        store: &dyn StateStore,
+        caller: &str,
+        holder: &str,
+        until: Option<SystemTime>,
+    ) -> Result<String, Full> {
+        let first = self.guess();
+        self.take(store, caller, holder, &first, until).await
     }
 
     /// Keeps `slot` of `caller`'s share for `holder` until `until` (`Some(now)` or earlier:
@@ -179,6 +196,28 @@ mod tests {
         assert!(values.iter().all(|v| *v == b"a" || *v == b"b"));
         let last = share.take_all(&*store, "ana", &holders(&["e"]), None).await;
         assert_eq!(last.map(|slots| slots.len()), Ok(1));
+    }
+
+    #[tokio::test]
+    async fn a_full_share_is_found_by_one_listing_however_many_holders_ask() {
+        let store = crate::state::embedded::store(None).unwrap();
+        let counting = crate::state::counting::CountingReads::of(store, "test-of#ana");
+        let share = Share::new("test-of", 2);
+        let holders = |n: usize| (0..n).map(|i| i.to_string()).collect::<Vec<_>>();
+        assert!(
+            share
+                .take_all(&*counting, "ana", &holders(2), None)
+                .await
+                .is_ok()
+        );
+        let before = counting.lists();
+        let refused = share.take_all(&*counting, "ana", &holders(5), None).await;
+        assert_eq!(refused, Err(Full::Caller));
+        assert_eq!(
+            counting.lists() - before,
+            1,
+            "one listing, not one per holder"
+        );
     }
 
     #[tokio::test]
