@@ -214,6 +214,35 @@ async fn a_replayed_state_is_refused_without_reading_its_callers_share() {
     assert_eq!(counting.lists(), lists, "her share was not listed");
 }
 
+/// A caller at its full share of marks has its rounds refused on one listing of that share,
+/// not one a round: the process remembers it full for a second.
+#[cfg(feature = "embedded-state")]
+#[tokio::test]
+async fn rounds_refused_at_a_full_share_read_it_once() {
+    let store = crate::state::embedded::store(None).unwrap();
+    let share = format!("mcp-spent-of#{}", crate::state::caller_key(Some("alice")));
+    let counting = crate::state::counting::CountingReads::of(store, share);
+    let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
+    let questions = Some(Arc::new(crate::work::Questions::new(counting.clone())));
+    let trips = RoundTrips::new(secrets, false, questions).with_marks_per_caller(2);
+    let alice = binding_of("alice");
+    let answer = async || {
+        let asked = Carried(Exchange::default());
+        assert!(asked.ask(Ask::new("Go?", ["Yes", "No"]), 0).await.is_err());
+        let result = trips.input_required(&asked, &alice).await.unwrap();
+        let state = result.unwrap().request_state.unwrap();
+        let no = accept("No");
+        let begun = trips.begin(Some("alice"), &alice, Some(&state), Some(&no));
+        begun.await.map(drop).map_err(|e| e.code.0)
+    };
+    assert_eq!(answer().await, Ok(()), "two marks fill her share");
+    let lists = counting.lists();
+    for _ in 0..3 {
+        assert_eq!(answer().await, Err(-32005));
+    }
+    assert_eq!(counting.lists() - lists, 1);
+}
+
 fn binding_of(caller: &str) -> Vec<u8> {
     binding(Some(caller), "Demo_Confirm", &json!({"prompt": "Go?"}))
 }

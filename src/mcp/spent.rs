@@ -12,12 +12,14 @@ use rmcp::model::ErrorCode;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 
 /// The state store's partition of spent states.
 const SPENT: &str = "mcp-state-spent";
 /// The prefix of the partitions of callers' shares of spent marks.
 const SPENT_OF: &str = "mcp-spent-of";
+/// How long a caller found at its share of marks is refused without the share read again.
+const FULL_FOR: Duration = Duration::from_secs(1);
 /// The JSON-RPC error of a round refused because its caller's marks fill its share (the code
 /// of a caller with too many tasks: a server's, for a caller's own load).
 const TOO_MANY_ROUNDS: i32 = -32005;
@@ -43,7 +45,10 @@ impl RoundTrips {
     /// (each for [`STATE_TTL`]); past it the caller's next round is refused until they expire.
     pub(crate) fn with_marks_per_caller(mut self, per_caller: u64) -> Self {
         let per_caller = usize::try_from(per_caller).unwrap_or(usize::MAX);
-        self.marks = (self.questions.is_some()).then(|| Share::new(SPENT_OF, per_caller));
+        // A caller at its bound is told so for a second without its share read again: its
+        // marks free only as they expire, and each refusal would otherwise list them all.
+        let share = || Share::new(SPENT_OF, per_caller).remembering_full(FULL_FOR);
+        self.marks = self.questions.is_some().then(share);
         self
     }
 

@@ -7,11 +7,15 @@
 //! take one slot. Taking one is a single conditional write on a slot picked at random; only when
 //! that slot is taken is the share listed (to find a free one, or to see it full), so taking reads
 //! no listing while the share has room (a listing is what costs on a store that walks a table to
-//! answer a query, as moto does).
+//! answer a query, as moto does). A large share whose slots free as they expire may remember a
+//! caller found at its bound for a moment ([`Share::remembering_full`]), so that a caller kept
+//! there does not have every refusal list its whole share.
 
 use futures_util::future::join_all;
 use oxp_lambda_core::durable::{Item, StateError, StateStore};
-use std::time::SystemTime;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 /// Rounds of looking for a free slot (each one listing and one write) before the caller is
 /// told to try again: only callers taking their last slots all at once need more than one.
@@ -26,11 +30,48 @@ pub(crate) enum Full {
     Unavailable(String),
 }
 
+/// Most callers a share remembers as full at once ([`Share::remembering_full`]).
+const REMEMBERED: usize = 4096;
+
 /// One kind of share: its partitions' prefix and how many slots a caller has.
 #[derive(Debug, Clone)]
 pub(crate) struct Share {
     prefix: &'static str,
     per_caller: usize,
+    /// Callers this process found at their bound, and for how long it says so again without
+    /// reading the store ([`Share::remembering_full`]).
+    full: Option<(Arc<FullOnes>, Duration)>,
+}
+
+/// Callers found at their bound, each until when: at most [`REMEMBERED`] (past it, one more
+/// is not remembered: its next refusal reads the store again).
+#[derive(Debug, Default)]
+struct FullOnes(Mutex<HashMap<String, Instant>>);
+
+impl FullOnes {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Instant>> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn holds(&self, caller: &str) -> bool {
+        let now = Instant::now();
+        self.lock().get(caller).is_some_and(|until| now < *until)
+    }
+
+    fn remember(&self, caller: &str, time: Duration) {
+        let now = Instant::now();
+        let mut full = self.lock();
+        if full.len() >= REMEMBERED {
+            full.retain(|_, until| now < *until);
+        }
+        if full.len() < REMEMBERED {
+            full.insert(caller.to_owned(), now + time);
+        }
+    }
+
+    fn forget(&self, caller: &str) {
+        self.lock().remove(caller);
+    }
 }
 
 impl Share {
@@ -39,7 +80,18 @@ impl Share {
         Self {
             prefix,
             per_caller: per_caller.max(1),
+            full: None,
         }
+    }
+
+    /// The same, a caller found at its bound told so again for `time` without reading the store
+    /// (unless this process gives one of its slots back meanwhile): for a large share whose
+    /// slots free as they expire, where a caller at its bound would otherwise have each refusal
+    /// list its whole share. Another process, or a slot expiring, frees one unseen for `time`
+    /// at most.
+    pub(crate) fn remembering_full(mut self, time: Duration) -> Self {
+        self.full = Some((Arc::default(), time));
+        self
     }
 
     fn partition(&self, caller: &str) -> String {
@@ -62,6 +114,11 @@ impl Share {
         first: &str,
         until: Option<SystemTime>,
     ) -> Result<String, Full> {
+        if let Some((full, _)) = &self.full
+            && full.holds(caller)
+        {
+            return Err(Full::Caller);
+        }
         let partition = self.partition(caller);
         let unavailable = |e: StateError| Full::Unavailable(e.0);
         let mark = || Item::new(holder.as_bytes().to_vec(), until);
@@ -79,6 +136,9 @@ impl Share {
                 .await
                 .map_err(unavailable)?;
             if held.len() >= self.per_caller {
+                if let Some((full, time)) = &self.full {
+                    full.remember(caller, *time);
+                }
                 return Err(Full::Caller);
             }
             // Of slots 0 to n, n held, one at least is free (any key listed counts as held).
@@ -153,6 +213,9 @@ impl Share {
         // A slot given back answers nobody: it shares the next flush (a new call's, which may
         // take it).
         if item.expired(SystemTime::now()) {
+            if let Some((full, _)) = &self.full {
+                full.forget(caller);
+            }
             return store.put_if_later(&partition, slot, item, holder).await;
         }
         store.put_if(&partition, slot, item, holder).await
@@ -218,6 +281,28 @@ mod tests {
             1,
             "one listing, not one per holder"
         );
+    }
+
+    #[tokio::test]
+    async fn a_share_remembering_full_callers_lists_a_full_one_once_until_it_gives_a_slot_back() {
+        let store = crate::state::embedded::store(None).unwrap();
+        let counting = crate::state::counting::CountingReads::of(store, "test-of#ana");
+        let share = Share::new("test-of", 1).remembering_full(Duration::from_secs(60));
+        let slot = share.take(&*counting, "ana", "a", "0", None).await.unwrap();
+        let before = counting.lists();
+        for _ in 0..3 {
+            let refused = share.take(&*counting, "ana", "b", "0", None).await;
+            assert_eq!(refused, Err(Full::Caller));
+        }
+        assert_eq!(counting.lists() - before, 1, "listed once, then remembered");
+        // Another caller's share is its own.
+        assert!(share.take(&*counting, "bo", "c", "0", None).await.is_ok());
+        // A slot given back here is seen at once.
+        share
+            .give_back(&*counting, "ana", &slot, "a")
+            .await
+            .unwrap();
+        assert!(share.take(&*counting, "ana", "b", "0", None).await.is_ok());
     }
 
     #[tokio::test]
