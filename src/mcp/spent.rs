@@ -5,6 +5,7 @@
 
 use super::{RoundTrips, STATE_TTL, refused};
 use crate::state::share::{Full, Share};
+use futures_util::future::{join_all, try_join_all};
 use oxp_lambda_core::durable::Item;
 use oxp_lambda_core::idempotency::lower_hex;
 use rmcp::ErrorData;
@@ -92,22 +93,22 @@ impl RoundTrips {
                 let given = slots.iter().zip(&marks);
                 let given =
                     given.map(|(slot, mark)| share.give_back(&**store, &caller, slot, mark));
-                let _ = futures_util::future::join_all(given).await;
+                let _ = join_all(given).await;
             }
             return Err(match fresh {
                 Err(e) => not_marked(Full::Unavailable(e.0)),
                 _ => refused("this requestState was used before"),
             });
         }
-        for mark in &marks[1..] {
-            store
-                .put(SPENT, mark, Item::new(Vec::new(), Some(until)))
-                .await
-                .map_err(|e| {
-                    tracing::warn!(target: "oxp::mcp", error = %e, "answer not marked");
-                    ErrorData::internal_error("The server cannot check the answers now", None)
-                })?;
-        }
+        // The answers' marks side by side: a round of 16 answers waits for one write, not 16.
+        let answers = marks[1..].iter().map(|mark| {
+            let item = Item::new(Vec::new(), Some(until));
+            store.put(SPENT, mark, item)
+        });
+        try_join_all(answers).await.map_err(|e| {
+            tracing::warn!(target: "oxp::mcp", error = %e, "answer not marked");
+            ErrorData::internal_error("The server cannot check the answers now", None)
+        })?;
         Ok(())
     }
 
@@ -120,20 +121,17 @@ impl RoundTrips {
         let Some(store) = self.store() else {
             return Ok(responses);
         };
-        let mut spent = Vec::new();
-        for (key, response) in &responses {
+        let marks = responses.iter().map(|(key, response)| async move {
             let mark = store
                 .get(SPENT, &spent_answer(binding, key, response))
-                .await
-                .map_err(|e| {
-                    tracing::warn!(target: "oxp::mcp", error = %e, "answers not checked");
-                    ErrorData::internal_error("The server cannot check the answers now", None)
-                })?;
-            if mark.is_some() {
-                spent.push(key.clone());
-            }
-        }
-        for key in spent {
+                .await?;
+            Ok::<_, oxp_lambda_core::durable::StateError>(mark.map(|_| key.clone()))
+        });
+        let spent = try_join_all(marks).await.map_err(|e| {
+            tracing::warn!(target: "oxp::mcp", error = %e, "answers not checked");
+            ErrorData::internal_error("The server cannot check the answers now", None)
+        })?;
+        for key in spent.into_iter().flatten() {
             responses.remove(&key);
         }
         Ok(responses)
