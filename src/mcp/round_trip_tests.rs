@@ -67,41 +67,19 @@ async fn a_spent_rounds_answers_sent_bare_answer_nothing_while_untaken_ones_are_
 #[cfg(feature = "embedded-state")]
 #[tokio::test]
 async fn a_callers_rounds_past_its_share_of_marks_are_refused_never_another_callers() {
-    let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
     let store: Arc<dyn StateStore> = Arc::new(crate::state::embedded::Embedded::new(None));
-    let questions = Some(Arc::new(crate::work::Questions::new(store)));
-    let trips = RoundTrips::new(secrets, false, questions).with_marks_per_caller(5);
-    let ask = Ask::new("Go?", ["Yes", "No"]);
-    let state_for = async |binding: &[u8]| {
-        let asked = Carried(Exchange::default());
-        assert!(asked.ask(ask.clone(), 0).await.is_err());
-        let result = trips.input_required(&asked, binding).await.unwrap();
-        result.unwrap().request_state.unwrap()
-    };
+    let trips = trips_over(store, 5);
     let (alice, bob) = (binding_of("alice"), binding_of("bob"));
     // Each answered round marks its state and its one answer: two rounds fit in five marks.
     for _ in 0..2 {
-        let state = state_for(&alice).await;
-        let no = accept("No");
-        assert!(
-            trips
-                .begin(Some("alice"), &alice, Some(&state), Some(&no))
-                .await
-                .is_ok()
-        );
+        let state = state_for(&trips, &alice).await;
+        assert_eq!(answered(&trips, "alice", &alice, &state).await, Ok(()));
     }
-    let state = state_for(&alice).await;
-    let refused = trips
-        .begin(Some("alice"), &alice, Some(&state), Some(&accept("No")))
-        .await
-        .unwrap_err();
-    assert_eq!(refused.code.0, -32005, "{refused:?}");
-    let theirs = state_for(&bob).await;
-    let no = accept("No");
-    let answer = trips
-        .begin(Some("bob"), &bob, Some(&theirs), Some(&no))
-        .await;
-    assert!(answer.is_ok(), "bob's round goes on");
+    let state = state_for(&trips, &alice).await;
+    assert_eq!(answered(&trips, "alice", &alice, &state).await, Err(-32005));
+    let theirs = state_for(&trips, &bob).await;
+    let answer = answered(&trips, "bob", &bob, &theirs).await;
+    assert_eq!(answer, Ok(()), "bob's round goes on");
 }
 
 /// Two servers sharing one store (and one sealing key), each a round trip's: alice's rounds
@@ -109,26 +87,12 @@ async fn a_callers_rounds_past_its_share_of_marks_are_refused_never_another_call
 /// other server is refused too (a process counting only its own marks gave her twice it).
 async fn a_callers_share_of_marks_is_one_across(store: Arc<dyn StateStore>) {
     let key = std::env::temp_dir().join(format!("oxp-state-{}.key", uuid::Uuid::new_v4()));
-    let server = || {
-        let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
-        let questions = Some(Arc::new(crate::work::Questions::new(store.clone())));
-        RoundTrips::new(secrets, false, questions)
-            .with_marks_per_caller(5)
-            .with_key_file(Some(key.clone()))
-    };
+    let server = || trips_over(store.clone(), 5).with_key_file(Some(key.clone()));
     let (a, b) = (server(), server());
     let alice = binding_of("alice");
-    let state_on = async |server: &RoundTrips| {
-        let asked = Carried(Exchange::default());
-        assert!(asked.ask(Ask::new("Go?", ["Yes", "No"]), 0).await.is_err());
-        let result = server.input_required(&asked, &alice).await.unwrap();
-        result.unwrap().request_state.unwrap()
-    };
-    let answer = async |state: &str, server: &RoundTrips| {
-        let no = accept("No");
-        let begun = server.begin(Some("alice"), &alice, Some(state), Some(&no));
-        begun.await.map(drop).map_err(|e| e.code.0)
-    };
+    let state_on = async |server: &RoundTrips| state_for(server, &alice).await;
+    let answer =
+        async |state: &str, server: &RoundTrips| answered(server, "alice", &alice, state).await;
     // Two marks a round: one round through each server fills four of her five, a replay of
     // the first through the other marks nothing (the slots it took go back).
     let first = state_on(&a).await;
@@ -163,19 +127,9 @@ async fn a_callers_share_of_marks_is_one_across_servers_sharing_a_table() {
 async fn a_round_the_store_did_not_mark_gives_its_slots_back() {
     let store = crate::state::embedded::store(None).unwrap();
     let counting = crate::state::counting::CountingReads::of(store, "mcp-state-spent");
-    let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
-    let questions = Some(Arc::new(crate::work::Questions::new(counting.clone())));
-    let trips = RoundTrips::new(secrets, false, questions).with_marks_per_caller(5);
+    let trips = trips_over(counting.clone(), 5);
     let alice = binding_of("alice");
-    let answer = async || {
-        let asked = Carried(Exchange::default());
-        assert!(asked.ask(Ask::new("Go?", ["Yes", "No"]), 0).await.is_err());
-        let result = trips.input_required(&asked, &alice).await.unwrap();
-        let state = result.unwrap().request_state.unwrap();
-        let no = accept("No");
-        let begun = trips.begin(Some("alice"), &alice, Some(&state), Some(&no));
-        begun.await.map(drop).map_err(|e| e.code.0)
-    };
+    let answer = async || answered(&trips, "alice", &alice, &state_for(&trips, &alice).await).await;
     counting.fail_next_writes(1);
     assert_eq!(answer().await, Err(-32603), "the store did not answer");
     // Two marks a round: two rounds fit in five only if the failed one holds none.
@@ -192,19 +146,10 @@ async fn a_replayed_state_is_refused_without_reading_its_callers_share() {
     let store = crate::state::embedded::store(None).unwrap();
     let share = format!("mcp-spent-of#{}", crate::state::caller_key(Some("alice")));
     let counting = crate::state::counting::CountingReads::of(store, share);
-    let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
-    let questions = Some(Arc::new(crate::work::Questions::new(counting.clone())));
-    let trips = RoundTrips::new(secrets, false, questions).with_marks_per_caller(2);
+    let trips = trips_over(counting.clone(), 2);
     let alice = binding_of("alice");
-    let asked = Carried(Exchange::default());
-    assert!(asked.ask(Ask::new("Go?", ["Yes", "No"]), 0).await.is_err());
-    let result = trips.input_required(&asked, &alice).await.unwrap();
-    let state = result.unwrap().request_state.unwrap();
-    let answer = async || {
-        let no = accept("No");
-        let begun = trips.begin(Some("alice"), &alice, Some(&state), Some(&no));
-        begun.await.map(drop).map_err(|e| e.code.0)
-    };
+    let state = state_for(&trips, &alice).await;
+    let answer = async || answered(&trips, "alice", &alice, &state).await;
     // Its two marks fill her share.
     assert_eq!(answer().await, Ok(()));
     let lists = counting.lists();
@@ -222,25 +167,42 @@ async fn rounds_refused_at_a_full_share_read_it_once() {
     let store = crate::state::embedded::store(None).unwrap();
     let share = format!("mcp-spent-of#{}", crate::state::caller_key(Some("alice")));
     let counting = crate::state::counting::CountingReads::of(store, share);
-    let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
-    let questions = Some(Arc::new(crate::work::Questions::new(counting.clone())));
-    let trips = RoundTrips::new(secrets, false, questions).with_marks_per_caller(2);
+    let trips = trips_over(counting.clone(), 2);
     let alice = binding_of("alice");
-    let answer = async || {
-        let asked = Carried(Exchange::default());
-        assert!(asked.ask(Ask::new("Go?", ["Yes", "No"]), 0).await.is_err());
-        let result = trips.input_required(&asked, &alice).await.unwrap();
-        let state = result.unwrap().request_state.unwrap();
-        let no = accept("No");
-        let begun = trips.begin(Some("alice"), &alice, Some(&state), Some(&no));
-        begun.await.map(drop).map_err(|e| e.code.0)
-    };
+    let answer = async || answered(&trips, "alice", &alice, &state_for(&trips, &alice).await).await;
     assert_eq!(answer().await, Ok(()), "two marks fill her share");
     let lists = counting.lists();
     for _ in 0..3 {
         assert_eq!(answer().await, Err(-32005));
     }
     assert_eq!(counting.lists() - lists, 1);
+}
+
+/// Round trips keeping their marks in `store`, `marks` a caller.
+fn trips_over(store: Arc<dyn StateStore>, marks: u64) -> RoundTrips {
+    let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
+    let questions = Some(Arc::new(crate::work::Questions::new(store)));
+    RoundTrips::new(secrets, false, questions).with_marks_per_caller(marks)
+}
+
+/// The state of a round that asked `binding`'s caller a question.
+async fn state_for(trips: &RoundTrips, binding: &[u8]) -> String {
+    let asked = Carried(Exchange::default());
+    assert!(asked.ask(Ask::new("Go?", ["Yes", "No"]), 0).await.is_err());
+    let result = trips.input_required(&asked, binding).await.unwrap();
+    result.unwrap().request_state.unwrap()
+}
+
+/// `caller`'s round of `state` answered "No" (bound to `binding`): its error code, if refused.
+async fn answered(
+    trips: &RoundTrips,
+    caller: &str,
+    binding: &[u8],
+    state: &str,
+) -> Result<(), i32> {
+    let no = accept("No");
+    let begun = trips.begin(Some(caller), binding, Some(state), Some(&no));
+    begun.await.map(drop).map_err(|e| e.code.0)
 }
 
 fn binding_of(caller: &str) -> Vec<u8> {
