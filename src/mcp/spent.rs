@@ -5,7 +5,7 @@
 
 use super::{RoundTrips, STATE_TTL, refused};
 use crate::state::share::{Full, Share};
-use futures_util::future::{join_all, try_join_all};
+use futures_util::future::try_join_all;
 use oxp_lambda_core::durable::Item;
 use oxp_lambda_core::idempotency::lower_hex;
 use rmcp::ErrorData;
@@ -90,10 +90,11 @@ impl RoundTrips {
             // Nothing marked (a state spent before, or the store not answering): the slots
             // taken for the marks go back.
             if let Some(share) = &self.marks {
-                let given = slots.iter().zip(&marks);
-                let given =
-                    given.map(|(slot, mark)| share.give_back(&**store, &caller, slot, mark));
-                let _ = join_all(given).await;
+                let held = slots
+                    .iter()
+                    .zip(&marks)
+                    .map(|(s, m)| (s.as_str(), m.as_str()));
+                share.give_back_all(&**store, &caller, held).await;
             }
             return Err(match fresh {
                 Err(e) => not_marked(Full::Unavailable(e.0)),

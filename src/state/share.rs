@@ -176,13 +176,25 @@ impl Share {
             taken.extend(others.into_iter().filter_map(Result::ok));
             return Ok(taken);
         };
+        // Each slot with the holder it was taken for (a refused holder in between took none).
         let kept: Vec<_> = taken.into_iter().map(Ok).chain(others).collect();
-        let given = holders.iter().zip(&kept).filter_map(|(holder, t)| {
-            let slot = t.as_ref().ok()?;
-            Some(self.give_back(store, caller, slot, holder))
-        });
-        let _ = join_all(given).await;
+        let held = holders.iter().zip(&kept);
+        let held = held.filter_map(|(holder, t)| Some((t.as_deref().ok()?, holder.as_str())));
+        self.give_back_all(store, caller, held).await;
         Err(refused)
+    }
+
+    /// Gives back each slot of `held` (with its holder), where that holder still holds it: all
+    /// at once; a slot the store did not let go of expires with its holder.
+    pub(crate) async fn give_back_all<'a>(
+        &self,
+        store: &dyn StateStore,
+        caller: &str,
+        held: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) {
+        let given = held.into_iter();
+        let _ =
+            join_all(given.map(|(slot, holder)| self.give_back(store, caller, slot, holder))).await;
     }
 
     /// [`Share::take`], first trying a slot picked at random.
@@ -259,6 +271,26 @@ mod tests {
         assert!(values.iter().all(|v| *v == b"a" || *v == b"b"));
         let last = share.take_all(&*store, "ana", &holders(&["e"]), None).await;
         assert_eq!(last.map(|slots| slots.len()), Ok(1));
+    }
+
+    #[tokio::test]
+    async fn holders_refused_in_between_others_leave_every_slot_taken_given_back() {
+        let store = crate::state::embedded::store(None).unwrap();
+        let share = Share::new("test-of", 3);
+        let holders = |names: &[&str]| names.iter().map(|n| n.to_string()).collect::<Vec<_>>();
+        share
+            .take_all(&*store, "ana", &holders(&["a"]), None)
+            .await
+            .unwrap();
+        // Four more for two slots, taken side by side: whichever took a slot gives it back.
+        for _ in 0..8 {
+            let refused = share
+                .take_all(&*store, "ana", &holders(&["b", "c", "d", "e"]), None)
+                .await;
+            assert_eq!(refused, Err(Full::Caller));
+            let held = store.list("test-of#ana", None, 10).await.unwrap();
+            assert_eq!(held.len(), 1, "only a's slot is held");
+        }
     }
 
     #[tokio::test]
