@@ -10,8 +10,18 @@ use axum::routing::{get, post};
 
 const CALL: &str = r#"{"$schema":"urn:oxp:1.0","result":{"call_id":"123e4567-e89b-12d3-a456-426614174000","duration":0.004,"success":true,"value":15}}"#;
 
-#[tokio::main]
-async fn main() {
+fn main() {
+    // As the `oxp-lambda` binary does with the same allocator (src/main.rs).
+    #[cfg(all(feature = "mimalloc", target_os = "linux"))]
+    let _ = rustix::thread::disable_transparent_huge_pages(true);
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the Tokio runtime starts")
+        .block_on(serve());
+}
+
+async fn serve() {
     let port: u16 = std::env::args()
         .nth(1)
         .and_then(|p| p.parse().ok())

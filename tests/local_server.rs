@@ -77,6 +77,21 @@ async fn the_binary_serves_every_endpoint_on_loopback_and_stops_on_sigterm() {
     );
 }
 
+/// mimalloc asks the kernel for transparent huge pages on its arenas; the binary built with it
+/// turns them off for its process before its threads start (src/main.rs), as the kernel
+/// reports it (`THP_enabled`, Linux 5.0 and later).
+#[cfg(all(feature = "mimalloc", target_os = "linux"))]
+#[test]
+fn the_binary_with_mimalloc_runs_without_transparent_huge_pages() {
+    let server = start(&[], &["--port", "0"]);
+    let status = std::fs::read_to_string(format!("/proc/{}/status", server.process.id())).unwrap();
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("THP_enabled:"))
+        .expect("the kernel reports THP_enabled");
+    assert_eq!(line.split_whitespace().nth(1), Some("0"), "{line}");
+}
+
 #[tokio::test]
 async fn oxp_port_sets_the_port_and_a_stage_free_base_path_is_stripped() {
     let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
