@@ -50,9 +50,11 @@ pub async fn run_app(builder: AppBuilder) -> ExitCode {
             return ExitCode::from(2);
         }
     }
+    // The schemas compile while the logging and the app are set up (`build` joins them).
+    let builder = builder.config(config).compiling();
     // Held to the end of `run`, so every line logged until then is written out.
-    let _log = crate::logging::init(&config);
-    run_with(builder.config(config)).await
+    let _log = crate::logging::init(builder.configured());
+    run_with(builder).await
 }
 
 /// Runs an app the program configured itself, as [`run`] does after reading the environment

@@ -9,7 +9,7 @@ use crate::config::Config;
 use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::idempotency::IdempotencyStore;
 use oxp_lambda_core::invoke::Invoker;
-use oxp_lambda_core::registry::Registry;
+use oxp_lambda_core::registry::{Registry, RegistryError};
 use oxp_lambda_core::secrets::SecretSource;
 use oxp_lambda_core::tokens::UserTokens;
 use std::fmt;
@@ -59,7 +59,12 @@ pub struct AppBuilder {
     state_store: Option<Arc<dyn StateStore>>,
     protocols: Vec<Box<dyn Entry>>,
     pub(super) aws: crate::aws::SharedSdk,
+    /// The schemas compiling on a thread of their own, started by [`AppBuilder::compiling`].
+    compiling: Option<Compiling>,
 }
+
+/// Every schema of the registry compiling on a thread of its own (`compile_apart`).
+type Compiling = std::thread::JoinHandle<Result<(), RegistryError>>;
 
 impl fmt::Debug for AppBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -85,7 +90,29 @@ impl AppBuilder {
             state_store: None,
             protocols: super::protocols::all(),
             aws: crate::aws::SharedSdk::default(),
+            compiling: None,
         }
+    }
+
+    /// Starts compiling the schemas, where this start compiles them ([`AppBuilder::build`]), on
+    /// a thread of their own: `run` calls it once the configuration is read, so that they
+    /// compile while the logging and the app are set up.
+    pub(crate) fn compiling(mut self) -> Self {
+        self.start_compiling();
+        self
+    }
+
+    fn start_compiling(&mut self) {
+        if self.compiling.is_none() && self.compiles_at_start() {
+            self.compiling = Some(compile_apart(&self.registry));
+        }
+    }
+
+    /// Every schema is compiled at this start, an invalid one failing it, except in a function
+    /// started for a call that is waiting: there each is compiled at its first call, after the
+    /// first poll (`RegistryBuilder::build`).
+    fn compiles_at_start(&self) -> bool {
+        !(self.config.runtime.lambda && self.config.runtime.on_demand)
     }
 
     /// The configuration (default: [`Config::default`], not the environment; see
@@ -184,6 +211,10 @@ impl AppBuilder {
     /// Builds every part the configuration names. Nothing is fetched yet: secrets, keys and
     /// AWS clients are first used by the first request that needs them.
     pub async fn build(mut self) -> Result<App, StartError> {
+        // The schemas compile on a thread of their own while the rest is built (jsonschema's
+        // first schema alone takes about a millisecond), joined before anything runs.
+        self.start_compiling();
+        let compiling = self.compiling.take();
         let config = self.config;
         // One TLS provider for the process, tools' own HTTP clients included (src/http_client.rs).
         crate::http_client::install_default_provider();
@@ -197,12 +228,6 @@ impl AppBuilder {
         let secrets =
             crate::secrets::build(&config.secrets, &self.secrets, self.secret_source, &sdk)
                 .map_err(StartError::Secrets)?;
-        // Every schema compiled now, an invalid one failing the start, except in a function
-        // started for a call that is waiting: there each is compiled at its first call, after
-        // the first poll (`RegistryBuilder::build`).
-        if !(config.runtime.lambda && config.runtime.on_demand) {
-            self.registry.compile_schemas().map_err(StartError::Tools)?;
-        }
         super::guards::signing_key_kept_from_tools(&config.auth, &self.registry)?;
         super::guards::oauth_secrets_kept_from_tools(&config.oauth, &self.registry)?;
         let auth = authenticator(&config, &secrets)?;
@@ -242,6 +267,12 @@ impl AppBuilder {
         let worker = runner.as_ref().and_then(|r| serve_work(r, &config));
         let mut built =
             protocol::build_all(self.protocols, &assembly, worker.into_iter().collect())?;
+        if let Some(compiling) = compiling {
+            let compiled = compiling
+                .join()
+                .unwrap_or_else(|p| std::panic::resume_unwind(p));
+            compiled.map_err(StartError::Tools)?;
+        }
         built.drains.extend(super::durable::start(
             runner.as_ref(),
             &config,
@@ -258,6 +289,14 @@ impl AppBuilder {
             }),
         })
     }
+}
+
+/// Compiles every schema of `registry` on a thread of its own. Each tool's compiled schemas are
+/// its own cells, which a call meeting one not yet compiled fills itself, so nothing waits for
+/// the thread but the start that joins it.
+fn compile_apart(registry: &Registry) -> std::thread::JoinHandle<Result<(), RegistryError>> {
+    let tools = registry.tools().to_vec();
+    std::thread::spawn(move || tools.iter().try_for_each(|tool| tool.compile_schemas()))
 }
 
 /// The one invoker every protocol's calls go through, over the registry and the stores.
@@ -280,4 +319,43 @@ fn invoker(
         invoker = invoker.with_user_tokens(tokens.clone());
     }
     Arc::new(invoker)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn with_an_invalid_schema() -> Registry {
+        let schema = json!({"type": "object", "properties": {"x": {"type": 5}}});
+        let bad = oxp_lambda_core::Tool::builder("Bad.Tool", "1.0.0").raw_handler(
+            schema,
+            None,
+            |_, _| async { Ok(Value::Null) },
+        );
+        let registry = Registry::builder().tool(bad).compile_schemas_now(false);
+        registry.build().expect("nothing compiled yet")
+    }
+
+    /// Started once the configuration is read (as `run` starts them), the schemas compile on a
+    /// thread of their own, and an invalid one still fails the start that joins them; a
+    /// function started for a waiting call starts none.
+    #[tokio::test]
+    async fn schemas_compiling_apart_still_fail_the_start_when_one_is_invalid() {
+        let local = App::builder(with_an_invalid_schema()).compiling();
+        assert!(local.compiling.is_some(), "a local start compiles apart");
+        let refused = local.build().await.expect_err("an invalid schema fails it");
+        let refused = refused.to_string();
+        assert!(
+            refused.contains("'Bad.Tool@1.0.0' has an invalid input schema"),
+            "{refused}"
+        );
+        let vars = [
+            ("AWS_LAMBDA_INITIALIZATION_TYPE", "on-demand"),
+            ("OXP_AUTH", "none"),
+        ];
+        let on_demand = Config::from_vars(true, vars).unwrap();
+        let function = App::builder(with_an_invalid_schema()).config(on_demand);
+        assert!(function.compiling().compiling.is_none());
+    }
 }
