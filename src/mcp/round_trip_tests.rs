@@ -143,11 +143,7 @@ async fn a_round_the_store_did_not_mark_gives_its_slots_back() {
 #[cfg(feature = "embedded-state")]
 #[tokio::test]
 async fn a_replayed_state_is_refused_without_reading_its_callers_share() {
-    let store = crate::state::embedded::store(None).unwrap();
-    let share = format!("mcp-spent-of#{}", crate::state::caller_key(Some("alice")));
-    let counting = crate::state::counting::CountingReads::of(store, share);
-    let trips = trips_over(counting.clone(), 2);
-    let alice = binding_of("alice");
+    let (counting, trips, alice) = alice_with_two_marks();
     let state = state_for(&trips, &alice).await;
     let answer = async || answered(&trips, "alice", &alice, &state).await;
     // Its two marks fill her share.
@@ -164,11 +160,7 @@ async fn a_replayed_state_is_refused_without_reading_its_callers_share() {
 #[cfg(feature = "embedded-state")]
 #[tokio::test]
 async fn rounds_refused_at_a_full_share_read_it_once() {
-    let store = crate::state::embedded::store(None).unwrap();
-    let share = format!("mcp-spent-of#{}", crate::state::caller_key(Some("alice")));
-    let counting = crate::state::counting::CountingReads::of(store, share);
-    let trips = trips_over(counting.clone(), 2);
-    let alice = binding_of("alice");
+    let (counting, trips, alice) = alice_with_two_marks();
     let answer = async || answered(&trips, "alice", &alice, &state_for(&trips, &alice).await).await;
     assert_eq!(answer().await, Ok(()), "two marks fill her share");
     let lists = counting.lists();
@@ -179,6 +171,21 @@ async fn rounds_refused_at_a_full_share_read_it_once() {
 }
 
 /// Round trips keeping their marks in `store`, `marks` a caller.
+/// Round trips over an embedded store whose listings of alice's share of marks are counted,
+/// that share two marks (one round's), and alice's binding.
+#[cfg(feature = "embedded-state")]
+fn alice_with_two_marks() -> (
+    Arc<crate::state::counting::CountingReads>,
+    RoundTrips,
+    Vec<u8>,
+) {
+    let store = crate::state::embedded::store(None).unwrap();
+    let share = format!("mcp-spent-of#{}", crate::state::caller_key(Some("alice")));
+    let counting = crate::state::counting::CountingReads::of(store, share);
+    let trips = trips_over(counting.clone(), 2);
+    (counting, trips, binding_of("alice"))
+}
+
 fn trips_over(store: Arc<dyn StateStore>, marks: u64) -> RoundTrips {
     let secrets = Secrets::new(None, Duration::from_secs(60), ClientSecrets::Unheld);
     let questions = Some(Arc::new(crate::work::Questions::new(store)));
