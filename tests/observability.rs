@@ -183,3 +183,43 @@ async fn locally_lines_are_text_without_metrics_unless_asked() {
         );
     }
 }
+
+#[tokio::test]
+async fn locally_a_burst_of_calls_is_counted_whole_and_timed_as_emf_holds_never_an_error_each() {
+    // EMF holds 100 values of a metric a document: its collector dropped each later one with an
+    // error line, a line per call under load before the next second's flush.
+    let env = [("OXP_AUTH", "none"), ("OXP_METRICS", "emf")];
+    let (server, base) = common::start_binary(env!("CARGO_BIN_EXE_oxp-lambda"), &env);
+    let addr = base.trim_start_matches("http://").to_owned();
+    let call = r#"{"request":{"tool_id":"Calculator.Add","input":{"a":1,"b":2}}}"#;
+    let senders = (0..10).map(|_| {
+        let addr = addr.clone();
+        tokio::spawn(async move {
+            for _ in 0..30 {
+                let (status, _) = common::http_raw(&addr, "POST", "/tools/call", call).await;
+                assert_eq!(status, 200);
+            }
+        })
+    });
+    for sender in senders {
+        sender.await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let text = std::fs::read_to_string(server.output_path()).unwrap();
+    assert!(!text.contains("Failed to record"), "an error line per call");
+    let documents = written(server.output_path());
+    let adds = emf(&documents, "calls")
+        .into_iter()
+        .filter(|d| d["tool"] == "Calculator.Add@1.0.0")
+        .collect::<Vec<_>>();
+    let counted: u64 = adds.iter().map(|d| d["calls"].as_u64().unwrap()).sum();
+    assert_eq!(counted, 300, "every call counted: {adds:#?}");
+    let timed: Vec<usize> = emf(&documents, "duration")
+        .into_iter()
+        .map(|d| d["duration"].as_array().map_or(1, Vec::len))
+        .collect();
+    assert!(
+        !timed.is_empty() && timed.iter().all(|&n| n <= 100),
+        "{timed:?}"
+    );
+}

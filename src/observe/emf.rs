@@ -7,6 +7,11 @@ use std::sync::OnceLock;
 
 static COLLECTOR: OnceLock<&'static Collector> = OnceLock::new();
 
+/// The values of a histogram the collector holds between two flushes (its
+/// `MAX_HISTOGRAM_VALUES`, an EMF document's bound per metric): past them it drops each one with
+/// an error line, which under a local server's load was a line per call.
+const UNFLUSHED_VALUES: u32 = 100;
+
 /// Installs the EMF recorder (once per process; later calls do nothing). Returns whether
 /// metrics are recorded.
 pub(crate) fn install(config: &MetricsConfig) -> bool {
@@ -42,6 +47,7 @@ pub(crate) fn install(config: &MetricsConfig) -> bool {
                 metrics::Unit::Count,
                 "cold starts"
             );
+            oxp_lambda_core::invoke::metrics::bound_unflushed(UNFLUSHED_VALUES);
             let _ = COLLECTOR.set(collector);
             true
         }
@@ -56,6 +62,9 @@ pub(crate) fn install(config: &MetricsConfig) -> bool {
 /// Writes what was recorded since the last flush to stdout, one EMF document per line.
 pub(crate) fn flush() {
     if let Some(collector) = COLLECTOR.get() {
+        // Before the collector drains them: a value recorded meanwhile counts against the
+        // next flush's room, so the collector never holds more than it keeps.
+        oxp_lambda_core::invoke::metrics::flushed();
         let out = std::io::stdout();
         let mut out = out.lock();
         if let Err(e) = collector.flush(&mut out) {

@@ -43,6 +43,8 @@ pub struct RegisteredTool {
     input_validator: OnceLock<Result<CompiledSchema, String>>,
     output_validator: OnceLock<Result<CompiledSchema, String>>,
     pub(crate) handler: Handler,
+    /// Its calls' metric handles, registered by its first call over each protocol.
+    pub(crate) metrics: crate::invoke::metrics::ToolMetrics,
 }
 
 impl RegisteredTool {
@@ -150,6 +152,7 @@ pub(super) fn register(tool: Tool) -> Result<RegisteredTool, RegistryError> {
         input_validator: OnceLock::new(),
         output_validator: OnceLock::new(),
         handler: tool.handler,
+        metrics: Default::default(),
     })
 }
 
