@@ -350,9 +350,16 @@ pub(crate) fn is_loopback_host(host: &str) -> bool {
         Some(v6) => v6.split(']').next().unwrap_or_default(),
         None => host.rsplit_once(':').map_or(host, |(name, _port)| name),
     };
-    let name = name.trim_end_matches('.').to_ascii_lowercase();
-    name == "localhost"
-        || name.ends_with(".localhost")
+    // Compared without case rather than lowercased into a copy: every request to the local
+    // server is checked, and the copy was an allocation of each.
+    let name = name.trim_end_matches('.');
+    let bytes = name.as_bytes();
+    let suffix = bytes
+        .len()
+        .checked_sub(b".localhost".len())
+        .map(|at| &bytes[at..]);
+    name.eq_ignore_ascii_case("localhost")
+        || suffix.is_some_and(|s| s.eq_ignore_ascii_case(b".localhost"))
         || name
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback())
@@ -395,6 +402,9 @@ mod tests {
             "127.1.2.3",
             "[::1]:80",
             "api.localhost",
+            "LocalHost:3000",
+            "API.LOCALHOST.",
+            "[::1]",
         ] {
             assert!(is_loopback_host(host), "{host}");
         }
@@ -403,6 +413,8 @@ mod tests {
             "127.0.0.1.evil.example",
             "[::2]:80",
             "localhost.evil.example",
+            "evillocalhost",
+            ".localhos",
             "",
         ] {
             assert!(!is_loopback_host(host), "{host}");
