@@ -19,6 +19,7 @@ pub mod durable;
 pub mod form;
 pub mod idempotency;
 pub mod invoke;
+mod metric_handles;
 pub mod naming;
 pub mod principal;
 pub mod refusal;

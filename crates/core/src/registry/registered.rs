@@ -44,7 +44,7 @@ pub struct RegisteredTool {
     output_validator: OnceLock<Result<CompiledSchema, String>>,
     pub(crate) handler: Handler,
     /// Its calls' metric handles, registered by its first call over each protocol.
-    pub(crate) metrics: crate::invoke::metrics::ToolMetrics,
+    pub(crate) metrics: crate::metric_handles::ToolMetrics,
 }
 
 impl RegisteredTool {

@@ -2,11 +2,11 @@
 //! recorder by its first call over each protocol (and its first error of each class), and every
 //! later call only increments what that registration handed back.
 
+use crate::invoke::{Call, Invoker, Target};
+use crate::secrets::{ClientSecrets, Secrets};
+use crate::tool::ToolError;
+use crate::{Registry, Tool};
 use metrics::{Counter, Gauge, Histogram, Key, KeyName, Metadata, Recorder, SharedString, Unit};
-use oxp_lambda_core::invoke::{Call, Invoker, Target};
-use oxp_lambda_core::secrets::{ClientSecrets, Secrets};
-use oxp_lambda_core::tool::ToolError;
-use oxp_lambda_core::{Registry, Tool};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -111,7 +111,8 @@ async fn a_tools_metrics_are_registered_once_per_protocol_and_class_and_every_ca
     for _ in 0..3 {
         call(&invoker, "oxp", "Test.Ok@1.0.0").await;
         call(&invoker, "oxp", "Test.Fails@1.0.0").await;
-        call(&invoker, "oxp", "Test.None@1.0.0").await;
+        // The handles of calls naming no tool are the process's: a protocol no other test uses.
+        call(&invoker, "metrics-test", "Test.None@1.0.0").await;
     }
     call(&invoker, "mcp", "Test.Ok@1.0.0").await;
 
@@ -121,8 +122,8 @@ async fn a_tools_metrics_are_registered_once_per_protocol_and_class_and_every_ca
         "calls{tool=Test.Fails@1.0.0,protocol=oxp}",
         "duration{tool=Test.Fails@1.0.0,protocol=oxp}",
         "errors{tool=Test.Fails@1.0.0,protocol=oxp,class=tool_error}",
-        "calls{tool=unresolved,protocol=oxp}",
-        "errors{tool=unresolved,protocol=oxp,class=not_found}",
+        "calls{tool=unresolved,protocol=metrics-test}",
+        "errors{tool=unresolved,protocol=metrics-test,class=not_found}",
         "calls{tool=Test.Ok@1.0.0,protocol=mcp}",
         "duration{tool=Test.Ok@1.0.0,protocol=mcp}",
     ]
@@ -137,8 +138,11 @@ async fn a_tools_metrics_are_registered_once_per_protocol_and_class_and_every_ca
             "errors{tool=Test.Fails@1.0.0,protocol=oxp,class=tool_error}",
             3,
         ),
-        ("calls{tool=unresolved,protocol=oxp}", 3),
-        ("errors{tool=unresolved,protocol=oxp,class=not_found}", 3),
+        ("calls{tool=unresolved,protocol=metrics-test}", 3),
+        (
+            "errors{tool=unresolved,protocol=metrics-test,class=not_found}",
+            3,
+        ),
         ("calls{tool=Test.Ok@1.0.0,protocol=mcp}", 1),
     ] {
         assert_eq!(recorder.recorded(name), count, "{name}");
@@ -147,9 +151,9 @@ async fn a_tools_metrics_are_registered_once_per_protocol_and_class_and_every_ca
 
 #[tokio::test]
 async fn a_recorder_holding_few_values_between_flushes_is_given_no_more_durations_than_that() {
-    // 3, as many as the test above times any one metric: both run in this process at once,
-    // and the bound is the process's.
-    oxp_lambda_core::invoke::metrics::bound_unflushed(3);
+    // 3, as many as the test above times any one metric: the bound is the process's, and no
+    // other test of this crate reads what is recorded.
+    super::bound_unflushed(3);
     let recorder = Counting::default();
     let _installed = metrics::set_default_local_recorder(&recorder);
     let invoker = invoker();
@@ -164,7 +168,7 @@ async fn a_recorder_holding_few_values_between_flushes_is_given_no_more_duration
         (recorder.recorded(calls), recorder.recorded(duration)),
         (5, 3)
     );
-    oxp_lambda_core::invoke::metrics::flushed();
+    super::flushed();
     for _ in 0..4 {
         call(&invoker, "rap", "Test.Ok@1.0.0").await;
     }
