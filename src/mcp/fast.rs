@@ -35,12 +35,25 @@ use std::borrow::Cow;
 #[serde(deny_unknown_fields)]
 struct FastCall<'a> {
     #[allow(dead_code, reason = "read to check it: only 2.0")]
-    jsonrpc: JsonRpcVersion2_0,
+    jsonrpc: Version2,
     id: RequestId,
     #[allow(dead_code, reason = "read to check it: only tools/call")]
     method: ToolsCall,
     #[serde(borrow)]
     params: FastParams<'a>,
+}
+
+/// `"2.0"` (written without escapes), read without a copy: rmcp's `JsonRpcVersion2_0` makes a
+/// `String` of it first.
+struct Version2;
+
+impl<'de> Deserialize<'de> for Version2 {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        match <&str>::deserialize(deserializer)? {
+            "2.0" => Ok(Self),
+            _ => Err(serde::de::Error::custom("another version")),
+        }
+    }
 }
 
 /// The method `tools/call` (written without escapes).
@@ -162,7 +175,7 @@ fn plain(headers: &HeaderMap) -> Option<Plain<'_>> {
 /// client's identity (not decoded: rmcp answers alike whatever it holds) and a trace context,
 /// and nothing else (a progress token or a log level is rmcp's to act on).
 fn plain_meta(meta: FastMeta) -> Option<OnRequest> {
-    let this = meta.version? == rmcp::model::ProtocolVersion::V_2026_07_28;
+    let this = *meta.version? == rmcp::model::ProtocolVersion::V_2026_07_28;
     let capabilities = meta.capabilities?;
     (this && !meta.untaken).then(|| OnRequest::declared(Some(capabilities), true))
 }

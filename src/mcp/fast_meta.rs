@@ -21,8 +21,10 @@ const REVISION: &str = "io.modelcontextprotocol/";
 /// What a request's `_meta` says, as far as the fast path takes it.
 #[derive(Default)]
 pub(super) struct FastMeta {
-    /// `io.modelcontextprotocol/protocolVersion`.
-    pub(super) version: Option<ProtocolVersion>,
+    /// `io.modelcontextprotocol/protocolVersion`, a revision rmcp knows (read from the body
+    /// without a copy: rmcp's own read makes a `String` of it first). One it does not know is
+    /// [`FastMeta::other_revision`], which rmcp answers.
+    pub(super) version: Option<&'static ProtocolVersion>,
     /// `io.modelcontextprotocol/clientCapabilities`.
     pub(super) capabilities: Option<ClientCapabilities>,
     /// `io.modelcontextprotocol/clientInfo` was there. Not decoded: nothing here reads it, and
@@ -101,7 +103,16 @@ impl<'de> Deserialize<'de> for FastMeta {
                 let mut meta = FastMeta::default();
                 while let Some(key) = map.next_key()? {
                     match key {
-                        Key::Version => once(&mut meta.version, map.next_value()?)?,
+                        Key::Version => {
+                            let sent: &str = map.next_value()?;
+                            match super::plumbing::version_of(sent.as_bytes()) {
+                                Some(known) => once(&mut meta.version, known)?,
+                                None => {
+                                    meta.other_revision = true;
+                                    meta.untaken = true;
+                                }
+                            }
+                        }
                         Key::Capabilities => once(&mut meta.capabilities, map.next_value()?)?,
                         Key::Info => {
                             map.next_value::<IgnoredAny>()?;
@@ -159,7 +170,7 @@ mod tests {
         written.set_traceparent("00-0af7651916cd43dd8448eb211c80319c-00f067aa0ba902b7-01");
         let json = serde_json::to_string(&written).unwrap();
         let read: FastMeta = serde_json::from_str(&json).unwrap();
-        assert_eq!(read.version, written.protocol_version());
+        assert_eq!(read.version.cloned(), written.protocol_version());
         assert_eq!(read.capabilities, written.client_capabilities());
         assert_eq!(read.info, written.client_info().is_some());
         assert_eq!(read.traceparent.as_deref(), written.get_traceparent());
@@ -178,6 +189,16 @@ mod tests {
         assert!(vendor.untaken && !vendor.per_request());
         let level = read(r#"{"io.modelcontextprotocol/logLevel":"debug"}"#);
         assert!(level.other_revision && level.per_request());
+    }
+
+    #[test]
+    fn a_version_rmcp_does_not_know_or_written_with_escapes_is_left_to_rmcp() {
+        let unknown: FastMeta =
+            serde_json::from_str(r#"{"io.modelcontextprotocol/protocolVersion":"2031-01-01"}"#)
+                .unwrap();
+        assert!(unknown.version.is_none() && unknown.untaken && unknown.per_request());
+        let escaped = r#"{"io.modelcontextprotocol/protocolVersion":"2026\u002d07-28"}"#;
+        assert!(serde_json::from_str::<FastMeta>(escaped).is_err());
     }
 
     #[test]
