@@ -35,37 +35,31 @@ use std::borrow::Cow;
 #[serde(deny_unknown_fields)]
 struct FastCall<'a> {
     #[allow(dead_code, reason = "read to check it: only 2.0")]
-    jsonrpc: Version2,
+    #[serde(deserialize_with = "version_2")]
+    jsonrpc: (),
     id: RequestId,
     #[allow(dead_code, reason = "read to check it: only tools/call")]
-    method: ToolsCall,
+    #[serde(deserialize_with = "tools_call")]
+    method: (),
     #[serde(borrow)]
     params: FastParams<'a>,
 }
 
-/// `"2.0"` (written without escapes), read without a copy: rmcp's `JsonRpcVersion2_0` makes a
-/// `String` of it first.
-struct Version2;
-
-impl<'de> Deserialize<'de> for Version2 {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match <&str>::deserialize(deserializer)? {
-            "2.0" => Ok(Self),
-            _ => Err(serde::de::Error::custom("another version")),
-        }
+/// `text`, written without escapes, read without a copy (rmcp's `JsonRpcVersion2_0` makes a
+/// `String` of `"2.0"` first).
+fn exactly<'de, D: serde::Deserializer<'de>>(deserializer: D, text: &str) -> Result<(), D::Error> {
+    match <&str>::deserialize(deserializer)? == text {
+        true => Ok(()),
+        false => Err(serde::de::Error::custom("another value")),
     }
 }
 
-/// The method `tools/call` (written without escapes).
-struct ToolsCall;
+fn version_2<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<(), D::Error> {
+    exactly(deserializer, "2.0")
+}
 
-impl<'de> Deserialize<'de> for ToolsCall {
-    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        match <&str>::deserialize(deserializer)? {
-            "tools/call" => Ok(Self),
-            _ => Err(serde::de::Error::custom("another method")),
-        }
-    }
+fn tools_call<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<(), D::Error> {
+    exactly(deserializer, "tools/call")
 }
 
 /// A `tools/call`'s params as the fast path takes them; any other member sends the request to
