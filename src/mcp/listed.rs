@@ -5,16 +5,11 @@
 
 use super::handler::Served;
 use axum::response::Response;
-use http::header;
 use serde_json::Value;
 
 /// `response` (a `tools/list` answer) with `execution.taskSupport` on each tool that has it.
 pub(super) async fn with_task_support(response: Response, served: &Served) -> Response {
-    let json = response
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
-    if !json || served.tasks().is_none() {
+    if !crate::server::is_json(response.headers()) || served.tasks().is_none() {
         return response;
     }
     super::plumbing::edit_answer(response, |_, answer| {

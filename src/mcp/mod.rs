@@ -45,7 +45,7 @@ pub(crate) use round_trip::{KEY_BYTES as STATE_KEY_BYTES, KEY_SECRET_ID as STATE
 pub(crate) use handler::Served;
 
 use crate::auth::Authenticator;
-use crate::server::{Refused, guard, post_json};
+use crate::server::{Refused, guard, is_json, post_json};
 use crate::settings::{ConfigError, Env};
 use axum::Router;
 use axum::body::{Body, Bytes};
@@ -56,7 +56,7 @@ use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
 use message::{Message, Unread};
 pub(crate) use plumbing::RequestClosed;
-use plumbing::{cancelled_request, is_json, plain_error_as_rpc, rpc_error, unauthenticated};
+use plumbing::{cancelled_request, plain_error_as_rpc, rpc_error, unauthenticated};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::Value;

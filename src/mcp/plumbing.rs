@@ -177,13 +177,6 @@ pub(super) fn cancelled_request(message: &Message<'_>) -> Option<String> {
     serde_json::to_string(&params.request_id?).ok()
 }
 
-pub(super) fn is_json(headers: &http::HeaderMap) -> bool {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.starts_with("application/json"))
-}
-
 /// 401, as the MCP authorization spec has it: a bearer challenge naming the metadata.
 pub(super) fn unauthenticated(challenge: HeaderValue) -> Response {
     let mut response = rpc_error(

@@ -213,7 +213,7 @@ where
 }
 
 /// Whether the content type is JSON (`application/json`, `application/*+json`).
-fn is_json(headers: &HeaderMap) -> bool {
+pub(crate) fn is_json(headers: &HeaderMap) -> bool {
     let Some(value) = headers.get(header::CONTENT_TYPE) else {
         return false;
     };
