@@ -171,9 +171,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         let tasks = self.0.tasks.as_ref().ok_or_else(no_tasks)?;
-        let task = tasks
-            .get(caller(&context).as_deref(), &request.task_id)
-            .await?;
+        let task = tasks.get(caller(&context), &request.task_id).await?;
         Ok(GetTaskResult::new(task))
     }
 
@@ -184,11 +182,7 @@ impl ServerHandler for McpServer {
     ) -> Result<(), ErrorData> {
         let tasks = self.0.tasks.as_ref().ok_or_else(no_tasks)?;
         tasks
-            .answer(
-                caller(&context).as_deref(),
-                &request.task_id,
-                &request.input_responses,
-            )
+            .answer(caller(&context), &request.task_id, &request.input_responses)
             .await
     }
 
@@ -198,9 +192,7 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let tasks = self.0.tasks.as_ref().ok_or_else(no_tasks)?;
-        tasks
-            .cancel(caller(&context).as_deref(), &request.task_id)
-            .await
+        tasks.cancel(caller(&context), &request.task_id).await
     }
 
     /// The listed definition of `name`: rmcp checks a 2026-07-28 call's `Mcp-Param-*` headers
@@ -258,12 +250,9 @@ impl ServerHandler for McpServer {
 }
 
 /// The authenticated caller of a request (`None` without authentication).
-fn caller(context: &RequestContext<RoleServer>) -> Option<String> {
-    context
-        .extensions
-        .get::<http::request::Parts>()
-        .and_then(|p| p.extensions.get::<oxp_lambda_core::principal::Principal>())
-        .and_then(|p| p.subject.clone())
+fn caller(context: &RequestContext<RoleServer>) -> Option<&str> {
+    let parts = context.extensions.get::<http::request::Parts>();
+    parts.and_then(super::plumbing::subject)
 }
 
 fn no_tasks() -> ErrorData {
