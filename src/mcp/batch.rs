@@ -7,6 +7,7 @@
 //! notifications and responses alone is 202 with no body. `initialize` may not be batched
 //! (2025-03-26's lifecycle page): its element is answered as an Invalid Request.
 
+use super::message::Message;
 use super::plumbing::{self, rpc_error};
 use super::{Mcp, answer};
 use axum::body::{Body, Bytes};
@@ -57,19 +58,11 @@ pub(super) async fn serve(mcp: &Arc<Mcp>, parts: Parts, body: Bytes) -> Response
 /// The answer to one message of a batch, as if it had come alone.
 async fn one(mcp: &Arc<Mcp>, parts: &Parts, message: &RawValue) -> Response {
     let text = message.get();
-    #[derive(serde::Deserialize)]
-    struct Head<'a> {
-        #[serde(borrow)]
-        method: Option<std::borrow::Cow<'a, str>>,
-        id: Option<rmcp::model::RequestId>,
-    }
-    let head = serde_json::from_str::<Head<'_>>(text).ok();
-    if head.as_ref().and_then(|h| h.method.as_deref()) == Some("initialize") {
-        let id = head.and_then(|h| h.id).map_or(Value::Null, |id| {
-            serde_json::to_value(id).unwrap_or(Value::Null)
-        });
+    if let Ok(read) = Message::read(text.as_bytes())
+        && read.method() == Some("initialize")
+    {
         let why = "Invalid request: initialize must not be part of a batch";
-        return rpc_error(StatusCode::BAD_REQUEST, id, -32600, why);
+        return rpc_error(StatusCode::BAD_REQUEST, read.id_value(), -32600, why);
     }
     // A batch within a batch is no message (JSON-RPC): answered as any other such body.
     let mut parts = parts.clone();
