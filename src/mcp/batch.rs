@@ -8,7 +8,7 @@
 //! (2025-03-26's lifecycle page): its element is answered as an Invalid Request.
 
 use super::message::Message;
-use super::plumbing::{self, rpc_error};
+use super::plumbing::{self, is_stream, rpc_error};
 use super::{Mcp, answer};
 use axum::body::{Body, Bytes};
 use axum::response::Response;
@@ -126,13 +126,6 @@ async fn together(answers: Vec<Response>) -> Response {
         return accepted;
     }
     crate::server::json(StatusCode::OK, &messages)
-}
-
-fn is_stream(answer: &Response) -> bool {
-    answer
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
 }
 
 fn invalid(why: &str) -> Response {

@@ -31,11 +31,7 @@ impl CallToken {
 /// `response` with every request of the server's on its SSE stream sent as `"<token>-<n>"`
 /// where rmcp numbered it `n`; any other response as it is.
 pub(crate) fn renumbered(response: Response, token: CallToken) -> Response {
-    let is_stream = response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-    if !is_stream {
+    if !super::plumbing::is_stream(&response) {
         return response;
     }
     let (parts, body) = response.into_parts();

@@ -55,11 +55,7 @@ fn not_found(id: Value, method: &str) -> Response {
 pub(super) async fn status_of_errors(response: Response) -> Response {
     // A stream (a call's progress before its result) is passed on as it comes: its errors, if
     // any, come after a 200 anyway, and holding it would hold the progress until the end.
-    let streamed = response
-        .headers()
-        .get(http::header::CONTENT_TYPE)
-        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
-    if streamed {
+    if super::plumbing::is_stream(&response) {
         return response;
     }
     // Answers here are single JSON messages (rmcp's JSON response mode).

@@ -177,6 +177,15 @@ pub(super) fn cancelled_request(message: &Message<'_>) -> Option<String> {
     serde_json::to_string(&params.request_id?).ok()
 }
 
+/// Whether `response` is an event stream (rmcp's answer once a call sends a message before its
+/// result), which passes on as it comes rather than read whole.
+pub(super) fn is_stream(response: &Response) -> bool {
+    response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"))
+}
+
 /// 401, as the MCP authorization spec has it: a bearer challenge naming the metadata.
 pub(super) fn unauthenticated(challenge: HeaderValue) -> Response {
     let mut response = rpc_error(
