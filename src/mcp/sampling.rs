@@ -66,14 +66,7 @@ pub(crate) fn read_roots(object: &Map<String, Value>) -> Result<Value, &'static 
 /// What the client's model said, from an answer (as
 /// [`read_response`](super::questions::read_response) keeps it).
 pub(crate) fn sampled_of(answer: &Value) -> Result<Sampled, TalkError> {
-    if answer.get("action").is_some() {
-        // The client's error (the handshake revisions' way to refuse) or another kind of
-        // answer under the request's key.
-        return match answer["action"].as_str() {
-            Some("decline" | "cancel") => Err(TalkError::Declined),
-            _ => Err(TalkError::InvalidAnswer),
-        };
-    }
+    not_a_form_answer(answer)?;
     let blocks = answer["content"]
         .as_array()
         .ok_or(TalkError::InvalidAnswer)?;
@@ -116,12 +109,7 @@ pub(crate) fn sampled_of(answer: &Value) -> Result<Sampled, TalkError> {
 /// The client's roots, from an answer (as
 /// [`read_response`](super::questions::read_response) keeps it).
 pub(crate) fn roots_of(answer: &Value) -> Result<Vec<Root>, TalkError> {
-    if let Some(action) = answer.get("action") {
-        return match action.as_str() {
-            Some("decline" | "cancel") => Err(TalkError::Declined),
-            _ => Err(TalkError::InvalidAnswer),
-        };
-    }
+    not_a_form_answer(answer)?;
     let roots = answer["roots"].as_array().ok_or(TalkError::InvalidAnswer)?;
     Ok(roots
         .iter()
@@ -130,6 +118,17 @@ pub(crate) fn roots_of(answer: &Value) -> Result<Vec<Root>, TalkError> {
             name: root["name"].as_str().map(str::to_owned),
         })
         .collect())
+}
+
+/// An answer to the client's model or roots carries no `action`: one that does is the client's
+/// error (the handshake revisions' way to refuse: declined) or another kind of answer under the
+/// request's key.
+fn not_a_form_answer(answer: &Value) -> Result<(), TalkError> {
+    match answer.get("action").map(Value::as_str) {
+        None => Ok(()),
+        Some(Some("decline" | "cancel")) => Err(TalkError::Declined),
+        Some(_) => Err(TalkError::InvalidAnswer),
+    }
 }
 
 /// The `sampling/createMessage` params of `sample`.
