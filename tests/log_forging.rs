@@ -1,7 +1,8 @@
 //! Log lines cannot be forged in the text format (the local default): a newline in what a
-//! caller sends (an OXP `tool_id` or `call_id`, a malformed body, a bad token) stays inside its
-//! own line, escaped. One test in this binary: it installs the process-wide subscriber, the
-//! same text layer `oxp-lambda` uses locally (`fmt::layer().with_ansi(false)`).
+//! caller sends (an OXP `tool_id` or `call_id`, a malformed body, a bad token, an MCP request's
+//! id that rmcp logs by its `Display`) stays inside its own line, escaped. One test in this
+//! binary: it installs the process-wide subscriber, the text log `oxp-lambda` writes locally
+//! ([`oxp_lambda::local_text_log`]).
 
 mod common;
 
@@ -15,7 +16,6 @@ use serde_json::json;
 use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tracing_subscriber::layer::SubscriberExt;
 
 #[derive(Clone, Default)]
 struct Lines(Arc<Mutex<Vec<u8>>>);
@@ -56,11 +56,8 @@ impl IdempotencyStore for RefusesOutcomes {
 #[tokio::test]
 async fn a_callers_newline_never_starts_a_log_line_of_its_own() {
     let lines = Lines::default();
-    let writer = lines.clone();
-    let layer = tracing_subscriber::fmt::layer()
-        .with_ansi(false)
-        .with_writer(move || writer.clone());
-    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(layer)).unwrap();
+    let (log, written) = oxp_lambda::local_text_log(lines.clone());
+    tracing::dispatcher::set_global_default(log).unwrap();
 
     let app = example_app();
     let forged = "\nINFO oxp::call: outcome=\"success\" forged=1";
@@ -97,7 +94,20 @@ async fn a_callers_newline_never_starts_a_log_line_of_its_own() {
                            "input": {"a": 1, "b": 2}}}),
     )
     .await;
+    // An MCP request rmcp answers with an error, which it logs with the request's id by its
+    // `Display` (`warn!(%id, ...)`): a state on a call of an unknown tool.
+    let request = Request::post("/mcp")
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .body(Body::from(
+            json!({"jsonrpc": "2.0", "id": format!("rpc{forged}\u{0}\u{1b}[2J"), "method": "tools/call",
+                   "params": {"name": "Nope", "requestState": "x"}})
+            .to_string(),
+        ))
+        .unwrap();
+    let _ = tower::ServiceExt::oneshot(app.clone(), request).await;
 
+    drop(written);
     let text = String::from_utf8(lines.0.lock().unwrap().clone()).unwrap();
     assert!(
         text.contains("forged=1"),
@@ -107,6 +117,15 @@ async fn a_callers_newline_never_starts_a_log_line_of_its_own() {
         text.lines()
             .any(|l| l.contains("outcome not stored") && l.contains("kept\\nINFO")),
         "the unstored outcome's call id is logged, escaped: {text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l.contains("response error") && l.contains(r"id=rpc\nINFO")),
+        "rmcp's line names the id, escaped: {text}"
+    );
+    assert!(
+        !text.chars().any(|c| c != '\n' && c.is_control()),
+        "no control character but the lines' ends: {text:?}"
     );
     for line in text.lines() {
         assert!(
