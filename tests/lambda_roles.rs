@@ -83,6 +83,69 @@ async fn the_bedrock_agent_roles_function_answers_the_action_group_and_echoes_ea
     api.assert_every_answer_echoed_its_invocation_id();
 }
 
+/// An HTTP event with the parts a client may send as it likes made so (`event[key] = value`).
+fn sent_as(file: &str, edits: &[(&str, Value)]) -> Value {
+    let mut event = event_file(file);
+    for (key, value) in edits {
+        let (outer, inner) = key.split_once('.').unwrap_or((key, ""));
+        match inner {
+            "" => event[outer] = value.clone(),
+            inner => event[outer][inner] = value.clone(),
+        }
+    }
+    event
+}
+
+#[tokio::test]
+async fn an_http_event_whose_query_host_or_scheme_makes_no_uri_is_answered_not_failed() {
+    // `lambda_http` builds each request's URI from these and panicked on them (the runtime's
+    // invocation error, a 502 for the client): a query sent with characters a URI does not
+    // take, as an HTTP API or a Function URL passes it on; a load balancer's client's `Host`;
+    // a scheme header naming none.
+    let events = vec![
+        (
+            "q-1".into(),
+            sent_as(
+                "apigw-http-list-tools.json",
+                &[("rawQueryString", json!("q={\"a\":1} <x>"))],
+            ),
+            None,
+        ),
+        (
+            "q-2".into(),
+            sent_as("alb-list-tools.json", &[("headers.host", json!("a b"))]),
+            None,
+        ),
+        (
+            "q-3".into(),
+            sent_as(
+                "function-url-call-success.json",
+                &[("headers.x-forwarded-proto", json!("no_scheme"))],
+            ),
+            None,
+        ),
+        (
+            "q-4".into(),
+            sent_as(
+                "apigw-rest-list-tools.json",
+                &[("headers.host", json!("1.2.3.999"))],
+            ),
+            None,
+        ),
+    ];
+    let api = serve(env!("CARGO_BIN_EXE_oxp-http"), "http", events).await;
+    for id in ["q-1", "q-2", "q-4"] {
+        let answer = api.answer(id);
+        assert_eq!(answer["statusCode"], 200, "{id}: {answer}");
+        assert!(
+            answer["body"].as_str().unwrap().contains("Calculator.Add"),
+            "{id}"
+        );
+    }
+    let called = api.answer("q-3");
+    assert_eq!(called["statusCode"], 200, "{called}");
+}
+
 /// A container credentials endpoint on loopback (Managed Instances'), counting its requests.
 async fn container_credentials() -> (String, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
     use std::sync::atomic::{AtomicUsize, Ordering};

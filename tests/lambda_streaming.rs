@@ -8,7 +8,7 @@
 use crate::common;
 
 use common::runtime_api::{Bootstrap, Chunks, RuntimeApi};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
 fn fixture(path: &str) -> Value {
@@ -16,11 +16,15 @@ fn fixture(path: &str) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
-/// Serves `event` once (request id `s-1`) with streaming on; the streamed answer's chunks, and
-/// the JSON lines the bootstrap wrote until the stream ended.
+/// Serves the event of file `event` once (request id `s-1`) with streaming on; the streamed
+/// answer's chunks, and the JSON lines the bootstrap wrote until the stream ended.
 async fn streamed(event: &str) -> (Chunks, Vec<Value>) {
-    let (api, addr) =
-        RuntimeApi::start(vec![("s-1".into(), fixture(event), None)], Duration::ZERO).await;
+    streamed_event(fixture(event)).await
+}
+
+/// [`streamed`], of `event`.
+async fn streamed_event(event: Value) -> (Chunks, Vec<Value>) {
+    let (api, addr) = RuntimeApi::start(vec![("s-1".into(), event, None)], Duration::ZERO).await;
     let out = std::env::temp_dir().join(format!("oxp-stream-{}.log", uuid::Uuid::new_v4()));
     let mut bootstrap = Bootstrap::start_captured(addr, &[("OXP_LAMBDA_STREAMING", "true")], &out);
     let chunks = api.wait_for_stream("s-1", &mut bootstrap).await;
@@ -143,6 +147,17 @@ async fn an_answer_without_progress_streams_whole_with_its_status_and_headers() 
         list["tools"].as_array().is_some_and(|t| !t.is_empty()),
         "{list}"
     );
+}
+
+#[tokio::test]
+async fn a_streamed_event_whose_query_makes_no_uri_is_answered_not_failed() {
+    // As an HTTP API or a Function URL passes on a query sent with characters a URI does not
+    // take: `lambda_http` panicked building the request's URI (`src/transport/lambda/uri.rs`).
+    let mut event = fixture("events/apigw-http-list-tools.json");
+    event["rawQueryString"] = json!("q={\"a\":1} <x>");
+    let (chunks, _) = streamed_event(event).await;
+    let (prelude, _) = split(&chunks);
+    assert_eq!(prelude["statusCode"], 200, "{prelude}");
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 //! sets the request's deadline from the invocation's.
 
 use super::invocation::{InvocationLayer, Invoked, Meta};
+use super::uri::Buildable;
 use crate::server::{Deadline, strip_front};
 use http::Request;
 use lambda_http::request::RequestContext;
@@ -87,11 +88,15 @@ pub(crate) async fn run<S: Served>(
     layer: InvocationLayer,
     streaming: bool,
 ) -> Result<(), lambda_runtime::Error> {
+    // `lambda_http`'s own `run_concurrent` and `run_with_streaming_response_concurrent`, each
+    // event's URI parts made buildable first (`uri.rs`: the conversion panics on some).
     if streaming {
         let app = layer.layer(app.map_response(super::streaming::flush_at_end));
-        return lambda_http::run_with_streaming_response_concurrent(app).await;
+        let events = Buildable(lambda_http::StreamAdapter::from(app));
+        return lambda_runtime::run_concurrent(events).await;
     }
-    lambda_http::run_concurrent(layer.layer(Concurrent(app))).await
+    let events = Buildable(lambda_http::Adapter::from(layer.layer(Concurrent(app))));
+    lambda_runtime::run_concurrent(events).await
 }
 
 /// The app with its response turned into Lambda's before it leaves the worker: the

@@ -20,6 +20,8 @@ pub(crate) mod sqs;
 pub(crate) mod sqs;
 #[cfg(feature = "lambda")]
 pub(crate) mod streaming;
+#[cfg(feature = "lambda")]
+pub(crate) mod uri;
 
 use crate::config::Config;
 use crate::server::{LambdaRole, RoleKind};

@@ -8,6 +8,7 @@ use axum::body::Bytes;
 use futures_util::future::BoxFuture;
 use http_body::{Body, Frame};
 use std::pin::Pin;
+use std::sync::{Mutex, PoisonError};
 use std::task::{Context, Poll, ready};
 
 /// `response` with its body wrapped so that the invocation's metrics and spans are sent when
@@ -17,17 +18,19 @@ pub(crate) fn flush_at_end(
     response: axum::response::Response,
 ) -> http::Response<FlushAtEnd<axum::body::Body>> {
     response.map(|body| FlushAtEnd {
-        body,
-        flush: None,
+        body: Mutex::new(body),
+        flush: Mutex::new(None),
         ended: false,
     })
 }
 
 /// A body that, once its last frame is out, sends what the invocation recorded before it
-/// reports its end.
+/// reports its end. Its body and flush are each in a `Mutex` only so that it is `Sync`, as
+/// `lambda_http`'s `StreamAdapter` needs of a body: reached through `&mut` alone
+/// (`Mutex::get_mut`), never locked.
 pub(crate) struct FlushAtEnd<B> {
-    body: B,
-    flush: Option<BoxFuture<'static, ()>>,
+    body: Mutex<B>,
+    flush: Mutex<Option<BoxFuture<'static, ()>>>,
     ended: bool,
 }
 
@@ -46,16 +49,18 @@ where
         if this.ended {
             return Poll::Ready(None);
         }
-        if this.flush.is_none() {
-            match ready!(Pin::new(&mut this.body).poll_frame(cx)) {
+        let flush = this.flush.get_mut().unwrap_or_else(PoisonError::into_inner);
+        if flush.is_none() {
+            let body = this.body.get_mut().unwrap_or_else(PoisonError::into_inner);
+            match ready!(Pin::new(body).poll_frame(cx)) {
                 Some(frame) => return Poll::Ready(Some(frame)),
-                None => this.flush = Some(Box::pin(super::invocation::flush())),
+                None => *flush = Some(Box::pin(super::invocation::flush())),
             }
         }
-        if let Some(flush) = this.flush.as_mut() {
-            ready!(flush.as_mut().poll(cx));
+        if let Some(pending) = flush.as_mut() {
+            ready!(pending.as_mut().poll(cx));
         }
-        this.flush = None;
+        *flush = None;
         this.ended = true;
         Poll::Ready(None)
     }

@@ -1,0 +1,196 @@
+//! An HTTP event's parts that `lambda_http` builds the request's URI from, made such that it can.
+//! It builds the URI from the event's `Host` and `X-Forwarded-Proto` headers, its path and its
+//! query, and panics where they make none (`Url::parse(..).unwrap()`, `.expect("failed to
+//! build request")`): the Lambda runtime turns the panic into the invocation's error, a 502
+//! for the client with a panic in the log. Those parts are the client's: an HTTP API or a
+//! Function URL passes the query string as it was sent (`?q={"a":1}`, a space), a load
+//! balancer the `Host`. So, before the conversion, a query's bytes that a URI does not take are
+//! percent-encoded (a reader that decodes the query reads the same), a `Host` or
+//! `X-Forwarded-Proto` that names no host or scheme is dropped (the URI is then the API's domain
+//! name and the path, or the path alone), and a path is made to start with `/`.
+
+use http::HeaderMap;
+use http::header::HOST;
+use lambda_http::request::LambdaRequest;
+use lambda_http::{LambdaEvent, Service};
+use std::task::{Context, Poll};
+
+/// `S`, each event's URI parts made buildable ([`make_buildable`]) before it converts them.
+#[derive(Clone)]
+pub(crate) struct Buildable<S>(pub(crate) S);
+
+impl<S: Service<LambdaEvent<LambdaRequest>>> Service<LambdaEvent<LambdaRequest>> for Buildable<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, mut event: LambdaEvent<LambdaRequest>) -> Self::Future {
+        make_buildable(&mut event.payload);
+        self.0.call(event)
+    }
+}
+
+/// The parts of `request` its URI is built from, made such that it builds.
+pub(crate) fn make_buildable(request: &mut LambdaRequest) {
+    match request {
+        LambdaRequest::ApiGatewayV1(event) => {
+            headers(&mut event.headers);
+            domain(&mut event.request_context.domain_name);
+            path(&mut event.path);
+        }
+        LambdaRequest::ApiGatewayV2(event) => {
+            headers(&mut event.headers);
+            domain(&mut event.request_context.domain_name);
+            path(&mut event.raw_path);
+            if let Some(query) = &mut event.raw_query_string {
+                encode_query(query);
+            }
+        }
+        LambdaRequest::Alb(event) => {
+            headers(&mut event.headers);
+            path(&mut event.path);
+        }
+        _ => {}
+    }
+}
+
+fn headers(headers: &mut HeaderMap) {
+    const PROTO: &str = "x-forwarded-proto";
+    let scheme = headers.get(PROTO).map(|v| v.as_bytes());
+    if scheme.is_some_and(|s| !s.eq_ignore_ascii_case(b"https") && !s.eq_ignore_ascii_case(b"http"))
+    {
+        headers.remove(PROTO);
+    }
+    let host = headers.get(HOST).map(|v| v.to_str());
+    if host.is_some_and(|h| !h.is_ok_and(is_host)) {
+        headers.remove(HOST);
+    }
+}
+
+/// Whether `host` is a host (and port) both readers of it take: `http`'s authority, and the
+/// `url` crate's URL (an IP address that is not one, as `1.2.3.999`, only the second refuses).
+fn is_host(host: &str) -> bool {
+    !host.contains(['@', '/', '?', '#', '\\'])
+        && host.parse::<http::uri::Authority>().is_ok()
+        && url::Url::parse(&format!("https://{host}/")).is_ok_and(|u| u.has_host())
+}
+
+/// The API's domain name (the host when the event has no `Host`): API Gateway's, but a direct
+/// invocation's event is anyone's.
+fn domain(name: &mut Option<String>) {
+    if name.as_deref().is_some_and(|n| !is_host(n)) {
+        *name = None;
+    }
+}
+
+fn path(path: &mut Option<String>) {
+    if let Some(path) = path
+        && !path.starts_with('/')
+    {
+        path.insert(0, '/');
+    }
+}
+
+/// Percent-encodes each byte of `query` outside RFC 3986's query characters (`%` kept, so what
+/// was encoded stays as it was).
+fn encode_query(query: &mut String) {
+    let allowed = |b: u8| b.is_ascii_alphanumeric() || b"-._~!$&'()*+,;=:@/?%".contains(&b);
+    if query.bytes().all(allowed) {
+        return;
+    }
+    let mut encoded = String::with_capacity(query.len() + 16);
+    for b in query.bytes() {
+        match allowed(b) {
+            true => encoded.push(char::from(b)),
+            false => encoded.push_str(&format!("%{b:02X}")),
+        }
+    }
+    *query = encoded;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_query_keeps_what_a_uri_takes_and_encodes_the_rest() {
+        let mut plain = "a=1&b=%20x&c=~".to_owned();
+        encode_query(&mut plain);
+        assert_eq!(plain, "a=1&b=%20x&c=~");
+        let mut sent = "q={\"a\":1} é<>".to_owned();
+        encode_query(&mut sent);
+        assert_eq!(sent, "q=%7B%22a%22:1%7D%20%C3%A9%3C%3E");
+    }
+
+    #[test]
+    fn every_recorded_http_event_converts_whatever_its_client_sent_as_query_host_or_scheme() {
+        let hostile = [
+            "q={\"a\":1}",
+            "a b",
+            "<x>",
+            "%%%",
+            "1.2.3.999",
+            "no_scheme",
+            "é",
+            "",
+        ];
+        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/events")).unwrap() {
+            let path = entry.unwrap().path();
+            if !path.is_file() {
+                continue;
+            }
+            let recorded: serde_json::Value =
+                serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+            for sent in hostile {
+                for (part, key) in [
+                    ("rawQueryString", ""),
+                    ("headers", "host"),
+                    ("headers", "x-forwarded-proto"),
+                    ("path", ""),
+                    ("rawPath", ""),
+                ] {
+                    let mut event = recorded.clone();
+                    match key {
+                        "" if event.get(part).is_some() => event[part] = sent.into(),
+                        "" => continue,
+                        key => event[part][key] = sent.into(),
+                    }
+                    let mut request: LambdaRequest = serde_json::from_value(event).unwrap();
+                    make_buildable(&mut request);
+                    let converted =
+                        std::panic::catch_unwind(|| lambda_http::Request::from(request));
+                    assert!(converted.is_ok(), "{path:?} with {part}.{key} = {sent:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn only_a_host_both_readers_take_is_kept() {
+        for host in [
+            "example.com",
+            "api.example.com:8443",
+            "127.0.0.1",
+            "[::1]:9000",
+            "a_b.internal",
+        ] {
+            assert!(is_host(host), "{host}");
+        }
+        for host in [
+            "",
+            "a b",
+            "%%%",
+            "1.2.3.999",
+            "user@example.com",
+            "example.com/x",
+            ":80",
+            "ex\"ample",
+        ] {
+            assert!(!is_host(host), "{host}");
+        }
+    }
+}
