@@ -107,9 +107,19 @@ async fn a_caller_holds_at_most_its_share_of_live_subscriptions() {
     assert_eq!(crate::common::post(&app, "/invoke", body).await.status, 200);
     let refused = result_of(&receiver, "call-s3").await;
     assert_ne!(refused["subscription"], true, "{refused}");
+    // It says what to do, and that calling again as it is will not help (it said "could not
+    // keep the exchange; try again", retryable, as if the server had failed).
+    let text = refused["text"].as_str().unwrap();
+    let (said, error) = text.split_once('\n').unwrap();
+    assert_eq!(said, "Error: You hold as many subscriptions as you may", "{refused}");
+    let error: serde_json::Value = serde_json::from_str(error).unwrap();
+    assert_eq!(error["error"]["kind"], "rate_limited", "{error}");
+    assert_eq!(error["error"]["can_retry"], false, "{error}");
     assert!(
-        refused["text"].as_str().unwrap().starts_with("Error:"),
-        "{refused}"
+        error["error"]["additional_prompt_content"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("Cancel a call that holds one of your subscriptions")),
+        "{error}"
     );
     // One ended, room for another.
     let cancel = json!({"thread_id": "thread-1", "tool_call_id": "call-s1"}).to_string();

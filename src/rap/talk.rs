@@ -362,12 +362,10 @@ impl Talk for RapTalk {
                 .open(&Self::owner(&self.job), &subscribe, seq)
                 .await
                 .map_err(|e| match e {
-                    crate::subscriptions::NotOpened::CallerFull => TalkError::Unavailable(
-                        "the caller holds as many subscriptions as it may (OXP_SUBSCRIPTION_MAX_PER_CALLER): cancel one first".into(),
-                    ),
-                    crate::subscriptions::NotOpened::Unavailable(e) => {
-                        TalkError::Unavailable(e.0)
-                    }
+                    crate::subscriptions::NotOpened::CallerFull => TalkError::Full {
+                        what: "subscriptions",
+                    },
+                    crate::subscriptions::NotOpened::Unavailable(e) => TalkError::Unavailable(e.0),
                 })
         })
     }

@@ -200,6 +200,12 @@ pub enum TalkError {
     Cancelled,
     /// The state the exchange needs could not be read or written; it may work later.
     Unavailable(String),
+    /// The caller holds as many of `what` (`"subscriptions"`) as it may: one of them ending
+    /// makes room, asking again at once does not.
+    Full {
+        /// What the caller holds its whole share of.
+        what: &'static str,
+    },
     /// The call is still waiting and its executor's time is up: the queue hands the call
     /// over again later (a Lambda worker's deadline); never seen by a local call.
     Parked,
@@ -217,6 +223,7 @@ impl fmt::Display for TalkError {
             Self::TimedOut => f.write_str("no answer in time"),
             Self::Cancelled => f.write_str("the call was cancelled"),
             Self::Unavailable(why) => write!(f, "unavailable: {why}"),
+            Self::Full { what } => write!(f, "the caller holds as many {what} as it may"),
             Self::Parked => f.write_str("parked until the queue hands the call over again"),
         }
     }

@@ -416,11 +416,18 @@ impl From<TalkError> for ToolError {
                 ToolError::new("The tool server could not keep the exchange; try again").retryable()
             }
             TalkError::Parked => ToolError::new("The call is waiting for the user").retryable(),
+            TalkError::Full { what } => {
+                ToolError::new(format!("You hold as many {what} as you may"))
+                    .additional_prompt_content(format!(
+                        "Cancel a call that holds one of your {what}, then call this tool again."
+                    ))
+            }
         };
         let mut error = error.developer_message(developer);
         error.class = match e {
             TalkError::NotCarried { .. } => Some(ErrorClass::Unsupported),
             TalkError::Unavailable(_) => Some(ErrorClass::Unavailable),
+            TalkError::Full { .. } => Some(ErrorClass::RateLimited),
             TalkError::Cancelled => Some(ErrorClass::Cancelled),
             TalkError::TimedOut => Some(ErrorClass::Timeout),
             _ => None,
