@@ -111,7 +111,10 @@ async fn a_caller_holds_at_most_its_share_of_live_subscriptions() {
     // keep the exchange; try again", retryable, as if the server had failed).
     let text = refused["text"].as_str().unwrap();
     let (said, error) = text.split_once('\n').unwrap();
-    assert_eq!(said, "Error: You hold as many subscriptions as you may", "{refused}");
+    assert_eq!(
+        said, "Error: You hold as many subscriptions as you may",
+        "{refused}"
+    );
     let error: serde_json::Value = serde_json::from_str(error).unwrap();
     assert_eq!(error["error"]["kind"], "rate_limited", "{error}");
     assert_eq!(error["error"]["can_retry"], false, "{error}");

@@ -51,7 +51,7 @@ impl Refusal {
             Self::Unavailable => "The invocation could not be queued; retry later".into(),
             Self::Busy => "The server has too many invocations in progress; retry shortly".into(),
             Self::CallerBusy => {
-                "This caller has too many invocations in progress; retry once some have answered"
+                "This caller has too many invocations in progress, or MCP tasks running or kept (a task counts until its result expires, an hour after it ends); retry once some have ended"
                     .into()
             }
             Self::RateLimited { .. } => {

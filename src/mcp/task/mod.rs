@@ -198,7 +198,7 @@ impl Tasks {
                 Err(match refused {
                     Refused::CallerFull => ErrorData::new(
                         rmcp::model::ErrorCode(TOO_MANY_TASKS),
-                        "Too many of your tasks are running; wait for one to end",
+                        "Too many of your tasks and invocations are running or kept (a task counts until its result expires, an hour after it ends); try again later",
                         None,
                     ),
                     Refused::Unavailable(e) => {
