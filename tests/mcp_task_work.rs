@@ -202,6 +202,12 @@ async fn finished_tasks_count_in_their_callers_share_while_kept_and_keep_no_argu
     )
     .await;
     assert_eq!(reply.json["error"]["code"], -32005, "{}", reply.text);
+    // Saying why, as none runs (it said "running; wait for one to end").
+    let message = reply.json["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("running or kept") && message.contains("an hour after it ends"),
+        "{message}"
+    );
     assert_eq!(items(&client, &table, "mcp-task").await, 2);
 }
 
@@ -239,6 +245,11 @@ async fn a_callers_rap_jobs_and_mcp_tasks_count_in_one_share() {
                             "group_id": "t", "callback_url": receiver.url});
     let reply = common::post(&app, "/invoke", invocation.to_string()).await;
     assert_eq!(reply.status, 429, "{}", reply.text);
+    assert!(
+        reply.text.contains("MCP tasks running or kept"),
+        "{}",
+        reply.text
+    );
 }
 
 #[tokio::test]
