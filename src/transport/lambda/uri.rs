@@ -7,7 +7,8 @@
 //! balancer the `Host`. So, before the conversion, a query's bytes that a URI does not take are
 //! percent-encoded (a reader that decodes the query reads the same), a `Host` or
 //! `X-Forwarded-Proto` that names no host or scheme is dropped (the URI is then the API's domain
-//! name and the path, or the path alone), and a path is made to start with `/`.
+//! name and the path, or the path alone), and a path is made to start with `/`; and a body
+//! flagged base64 that is not (its decoding panics too) is taken as it came.
 
 use http::HeaderMap;
 use http::header::HOST;
@@ -41,6 +42,7 @@ pub(crate) fn make_buildable(request: &mut LambdaRequest) {
             headers(&mut event.headers);
             domain(&mut event.request_context.domain_name);
             path(&mut event.path);
+            body(&mut event.is_base64_encoded, event.body.as_deref());
         }
         LambdaRequest::ApiGatewayV2(event) => {
             headers(&mut event.headers);
@@ -49,10 +51,12 @@ pub(crate) fn make_buildable(request: &mut LambdaRequest) {
             if let Some(query) = &mut event.raw_query_string {
                 encode_query(query);
             }
+            body(&mut event.is_base64_encoded, event.body.as_deref());
         }
         LambdaRequest::Alb(event) => {
             headers(&mut event.headers);
             path(&mut event.path);
+            body(&mut event.is_base64_encoded, event.body.as_deref());
         }
         _ => {}
     }
@@ -95,6 +99,17 @@ fn path(path: &mut Option<String>) {
     }
 }
 
+/// A body said to be base64 that is not is taken as it came (the app then refuses what it
+/// reads): `aws_lambda_events` panics decoding it. AWS sets the flag itself; a direct
+/// invocation's event is anyone's.
+fn body(base64: &mut bool, body: Option<&str>) {
+    use base64::Engine;
+    let engine = base64::engine::general_purpose::STANDARD;
+    if *base64 && body.is_some_and(|b| engine.decode(b).is_err()) {
+        *base64 = false;
+    }
+}
+
 /// Percent-encodes each byte of `query` outside RFC 3986's query characters (`%` kept, so what
 /// was encoded stays as it was).
 fn encode_query(query: &mut String) {
@@ -127,7 +142,7 @@ mod tests {
     }
 
     #[test]
-    fn every_recorded_http_event_converts_whatever_its_client_sent_as_query_host_or_scheme() {
+    fn every_recorded_http_event_converts_whatever_it_holds_as_query_host_scheme_or_body() {
         let hostile = [
             "q={\"a\":1}",
             "a b",
@@ -147,6 +162,7 @@ mod tests {
                 serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
             for sent in hostile {
                 for (part, key) in [
+                    ("body", ""),
                     ("rawQueryString", ""),
                     ("headers", "host"),
                     ("headers", "x-forwarded-proto"),
@@ -155,7 +171,13 @@ mod tests {
                 ] {
                     let mut event = recorded.clone();
                     match key {
-                        "" if event.get(part).is_some() => event[part] = sent.into(),
+                        "" if event.get(part).is_some() => {
+                            event[part] = sent.into();
+                            // A body said to be base64 (its decoding panicked too).
+                            if part == "body" {
+                                event["isBase64Encoded"] = true.into();
+                            }
+                        }
                         "" => continue,
                         key => event[part][key] = sent.into(),
                     }
