@@ -151,6 +151,21 @@ async fn invalid_arguments_are_a_tool_error_naming_each_bad_parameter() {
 }
 
 #[tokio::test]
+async fn a_listing_cursor_this_server_never_gave_is_invalid_params() {
+    // Pagination: "Invalid cursors SHOULD result in an error with code -32602". Every tool is
+    // in the one page and no `nextCursor` is sent: any cursor is invalid (the first page again
+    // would read as the next one).
+    let reply = answer(
+        &example_app(),
+        rpc(2, "tools/list", json!({"cursor": "page-2"})),
+    )
+    .await;
+    assert_eq!(reply["error"]["code"], -32602, "{reply}");
+    let whole = answer(&example_app(), rpc(3, "tools/list", json!({}))).await;
+    assert!(whole["result"].get("nextCursor").is_none(), "{whole}");
+}
+
+#[tokio::test]
 async fn an_unknown_tool_is_a_json_rpc_invalid_params_error() {
     let reply = call_tool(&example_app(), "No_Such", json!({})).await;
     assert_eq!(reply["error"]["code"], -32602);

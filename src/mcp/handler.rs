@@ -203,9 +203,16 @@ impl ServerHandler for McpServer {
 
     async fn list_tools(
         &self,
-        _request: Option<PaginatedRequestParams>,
+        request: Option<PaginatedRequestParams>,
         context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // One page holds every tool and no `nextCursor` is ever sent, so any cursor is one this
+        // server did not give: "Invalid cursors SHOULD result in an error with code -32602"
+        // (pagination), rather than the first page again, read as the next.
+        if request.is_some_and(|r| r.cursor.is_some()) {
+            let why = "Invalid cursor: this server lists every tool in one page";
+            return Err(ErrorData::invalid_params(why, None));
+        }
         let mut listed = ListToolsResult::with_all_items(self.0.listing.clone());
         // The listing changes only with a new deployment: fresh for five minutes, for this
         // caller (with authentication on, a shared cache must not serve it to another). Said
