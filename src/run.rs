@@ -67,6 +67,14 @@ pub async fn run_with(builder: AppBuilder) -> ExitCode {
     let config = builder.configured();
     let addr = SocketAddr::new(config.host, config.port);
     let lambda = config.runtime.lambda;
+    // API Gateway's authorizer reaches the server only inside a Lambda event: a local server
+    // (even one API Gateway fronts over HTTP) would refuse every request with 401.
+    if !lambda && matches!(config.auth, crate::auth::AuthConfig::ApiGateway { .. }) {
+        tracing::error!(
+            "invalid configuration: OXP_AUTH: 'apigateway' reads the authorizer API Gateway puts in Lambda events, which a local server never gets: use 'jwt' here"
+        );
+        return ExitCode::FAILURE;
+    }
     let app = match builder.build().await {
         Ok(app) => app,
         Err(e) => {

@@ -119,6 +119,21 @@ fn invalid_configuration_fails_at_start_naming_the_variable() {
 }
 
 #[test]
+fn a_local_server_with_api_gateway_authentication_refuses_to_start_naming_oxp_auth() {
+    // It would answer every request 401: the authorizer's claims come only in Lambda events.
+    let output = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
+        .env("OXP_AUTH", "apigateway")
+        .env("OXP_PORT", "0")
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("OXP_AUTH: 'apigateway'"), "{stderr}");
+    assert!(output.stdout.is_empty(), "no server started");
+}
+
+#[test]
 fn in_lambda_a_missing_oxp_auth_fails_at_init_with_one_json_line() {
     let output = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
         .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
