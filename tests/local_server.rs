@@ -105,32 +105,30 @@ async fn oxp_port_sets_the_port_and_a_stage_free_base_path_is_stripped() {
     assert_eq!(status, 200, "routes also answer without the base path");
 }
 
+/// What the binary, run locally with `env`, says as it refuses to start (it must, and start no
+/// server).
+fn refused_start(env: &[(&str, &str)]) -> String {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"));
+    command
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .envs(env.iter().copied());
+    let output = command.output().unwrap();
+    assert!(!output.status.success());
+    assert!(output.stdout.is_empty(), "no server started");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
 #[test]
 fn invalid_configuration_fails_at_start_naming_the_variable() {
-    let output = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
-        .env("OXP_MAX_BODY_BYTES", "lots")
-        .env_remove("AWS_LAMBDA_RUNTIME_API")
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = refused_start(&[("OXP_MAX_BODY_BYTES", "lots")]);
     assert!(stderr.contains("OXP_MAX_BODY_BYTES"), "{stderr}");
-    assert!(output.stdout.is_empty(), "no server started");
 }
 
 #[test]
 fn a_local_server_with_api_gateway_authentication_refuses_to_start_naming_oxp_auth() {
     // It would answer every request 401: the authorizer's claims come only in Lambda events.
-    let output = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
-        .env("OXP_AUTH", "apigateway")
-        .env("OXP_PORT", "0")
-        .env_remove("AWS_LAMBDA_RUNTIME_API")
-        .output()
-        .unwrap();
-    assert!(!output.status.success());
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stderr = refused_start(&[("OXP_AUTH", "apigateway"), ("OXP_PORT", "0")]);
     assert!(stderr.contains("OXP_AUTH: 'apigateway'"), "{stderr}");
-    assert!(output.stdout.is_empty(), "no server started");
 }
 
 #[test]
