@@ -9,6 +9,8 @@
 use std::process::Command;
 use std::time::Instant;
 
+// ring's provider, as src/http_client.rs installs it (deprecated by rustls 0.23.48; it says why).
+#[allow(deprecated)]
 fn build(which: &str) -> f64 {
     let t = Instant::now();
     let client = if which == "system" {

@@ -17,6 +17,10 @@ pub(crate) fn builder() -> reqwest::ClientBuilder {
 
 /// Makes ring the process's default TLS provider, unless the program installed one: what a
 /// tool's own rustls or reqwest client (built without a provider of its own) then uses.
+/// rustls 0.23.48 deprecates ring's provider for its want of post-quantum key exchange; it
+/// stays the default for the smaller package, and a program that wants that exchange installs
+/// aws-lc-rs's first (docs/deploy.md says how).
+#[allow(deprecated)]
 pub(crate) fn install_default_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }

@@ -26,7 +26,7 @@ fn token(claims: Value) -> String {
     jsonwebtoken::encode(
         &Header::new(Algorithm::HS256),
         &claims,
-        &EncodingKey::from_secret(KEY.as_bytes()),
+        &EncodingKey::from_secret(KEY.as_bytes()).unwrap(),
     )
     .unwrap()
 }

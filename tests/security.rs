@@ -42,7 +42,7 @@ fn signed(mut claims: Value) -> String {
     jsonwebtoken::encode(
         &Header::default(),
         &claims,
-        &EncodingKey::from_secret(HS_KEY.as_bytes()),
+        &EncodingKey::from_secret(HS_KEY.as_bytes()).unwrap(),
     )
     .unwrap()
 }

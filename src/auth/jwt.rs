@@ -91,6 +91,7 @@ impl JwtVerifier {
                     .map_err(|e| AuthError(format!("signing key unavailable: {e}")))?;
                 short_key(&secret).map_err(AuthError)?;
                 DecodingKey::from_secret(secret.expose().as_bytes())
+                    .map_err(|e| AuthError(format!("signing key unusable: {e}")))?
             }
             JwtKeys::Jwks { .. } => {
                 if !matches!(header.alg, Algorithm::RS256 | Algorithm::ES256) {

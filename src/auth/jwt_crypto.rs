@@ -6,7 +6,7 @@
 //! The verifier installs it as the process's default unless the program installed one first
 //! (which then serves both).
 
-use jsonwebtoken::crypto::{CryptoProvider, JwkUtils, JwtSigner, JwtVerifier};
+use jsonwebtoken::crypto::{CryptoProvider, JwtSigner, JwtVerifier, KeyUtils};
 use jsonwebtoken::errors::{Error, ErrorKind, Result};
 use jsonwebtoken::jwk::{EllipticCurve, ThumbprintHash};
 use jsonwebtoken::signature::{self, Signer, Verifier};
@@ -19,9 +19,11 @@ use ring::{digest, hmac};
 pub(crate) static PROVIDER: CryptoProvider = CryptoProvider {
     signer_factory: signer,
     verifier_factory: verifier,
-    jwk_utils: JwkUtils {
-        extract_rsa_public_key_components: rsa_components,
-        extract_ec_public_key_coordinates: ec_coordinates,
+    key_utils: KeyUtils {
+        rsa_pub_components_from_private_key: rsa_components,
+        rsa_pub_components_from_public_key: rsa_public_components,
+        ec_pub_components_from_private_key: ec_coordinates,
+        ed_pub_components_from_private_key: ed_point,
         compute_digest: digest_of,
     },
 };
@@ -43,9 +45,11 @@ enum Scheme {
     Ed25519,
 }
 
-fn scheme(alg: Algorithm) -> Scheme {
+/// `None`: an algorithm a later jsonwebtoken names (its enum is non-exhaustive) and this
+/// provider does not know, which signs and verifies nothing.
+fn scheme(alg: Algorithm) -> Option<Scheme> {
     use Algorithm::*;
-    match alg {
+    Some(match alg {
         HS256 => Scheme::Hmac(hmac::HMAC_SHA256),
         HS384 => Scheme::Hmac(hmac::HMAC_SHA384),
         HS512 => Scheme::Hmac(hmac::HMAC_SHA512),
@@ -64,7 +68,8 @@ fn scheme(alg: Algorithm) -> Scheme {
             &sig::ECDSA_P384_SHA384_FIXED_SIGNING,
         ),
         EdDSA => Scheme::Ed25519,
-    }
+        _ => return None,
+    })
 }
 
 /// Signs with one algorithm and one key.
@@ -74,14 +79,14 @@ struct Signs(Algorithm, EncodingKey);
 struct Verifies(Algorithm, DecodingKey);
 
 fn signer(alg: &Algorithm, key: &EncodingKey) -> Result<Box<dyn JwtSigner>> {
-    if key.family() != alg.family() {
+    if key.family() != alg.family() || scheme(*alg).is_none() {
         return Err(ErrorKind::InvalidKeyFormat.into());
     }
     Ok(Box::new(Signs(*alg, key.clone())))
 }
 
 fn verifier(alg: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtVerifier>> {
-    if key.family() != alg.family() {
+    if key.family() != alg.family() || scheme(*alg).is_none() {
         return Err(ErrorKind::InvalidKeyFormat.into());
     }
     Ok(Box::new(Verifies(*alg, key.clone())))
@@ -89,14 +94,9 @@ fn verifier(alg: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtVerifier>> 
 
 impl Signer<Vec<u8>> for Signs {
     fn try_sign(&self, msg: &[u8]) -> std::result::Result<Vec<u8>, signature::Error> {
-        let (rng, key) = (SystemRandom::new(), self.1.inner());
-        match scheme(self.0) {
-            Scheme::Hmac(alg) => {
-                let secret = self.1.try_get_hmac_secret().map_err(failed)?;
-                Ok(hmac::sign(&hmac::Key::new(alg, secret), msg)
-                    .as_ref()
-                    .to_vec())
-            }
+        let (rng, key) = (SystemRandom::new(), self.1.as_bytes());
+        match scheme(self.0).ok_or_else(signature::Error::new)? {
+            Scheme::Hmac(alg) => Ok(hmac::sign(&hmac::Key::new(alg, key), msg).as_ref().to_vec()),
             Scheme::Rsa(_, encoding) => {
                 let pair = sig::RsaKeyPair::from_der(key)
                     .or_else(|_| sig::RsaKeyPair::from_pkcs8(key))
@@ -125,7 +125,8 @@ impl JwtSigner for Signs {
 
 impl Verifier<Vec<u8>> for Verifies {
     fn verify(&self, msg: &[u8], signature: &Vec<u8>) -> std::result::Result<(), signature::Error> {
-        let verified = match (scheme(self.0), self.1.kind()) {
+        let scheme = scheme(self.0).ok_or_else(signature::Error::new)?;
+        let verified = match (scheme, self.1.kind()) {
             (Scheme::Hmac(alg), DecodingKeyKind::SecretOrDer(secret)) => {
                 hmac::verify(&hmac::Key::new(alg, secret), msg, signature)
             }
@@ -166,13 +167,41 @@ fn rsa_components(der: &[u8]) -> Result<(Vec<u8>, Vec<u8>)> {
     Ok((public.n, public.e))
 }
 
+/// An RSA public key's modulus and exponent, from its DER `RSAPublicKey` (the form
+/// jsonwebtoken keeps: a PEM's SubjectPublicKeyInfo is unwrapped when it is read).
+fn rsa_public_components(der: &[u8]) -> Result<(Vec<u8>, Vec<u8>)> {
+    use simple_asn1::ASN1Block::{Integer, Sequence};
+    let invalid = || Error::from(ErrorKind::InvalidRsaKey("not an RSAPublicKey".into()));
+    let blocks = simple_asn1::from_der(der).map_err(|_| invalid())?;
+    let zero = simple_asn1::BigInt::default();
+    match blocks.as_slice() {
+        [Sequence(_, parts)] => match parts.as_slice() {
+            [Integer(_, n), Integer(_, e)] if *n > zero && *e > zero => {
+                Ok((n.to_bytes_be().1, e.to_bytes_be().1))
+            }
+            _ => Err(invalid()),
+        },
+        _ => Err(invalid()),
+    }
+}
+
+/// An Ed25519 private key's (PKCS#8) public point.
+fn ed_point(der: &[u8], curve: &EllipticCurve) -> Result<Vec<u8>> {
+    if *curve != EllipticCurve::Ed25519 {
+        return Err(ErrorKind::InvalidAlgorithm.into());
+    }
+    let pair = sig::Ed25519KeyPair::from_pkcs8_maybe_unchecked(der)
+        .map_err(|_| ErrorKind::InvalidEddsaKey)?;
+    Ok(pair.public_key().as_ref().to_vec())
+}
+
 fn ec_coordinates(der: &[u8], alg: Algorithm) -> Result<(EllipticCurve, Vec<u8>, Vec<u8>)> {
     let (curve, width) = match alg {
         Algorithm::ES256 => (EllipticCurve::P256, 32),
         Algorithm::ES384 => (EllipticCurve::P384, 48),
         _ => return Err(ErrorKind::InvalidEcdsaKey.into()),
     };
-    let Scheme::Ecdsa(_, signing) = scheme(alg) else {
+    let Some(Scheme::Ecdsa(_, signing)) = scheme(alg) else {
         return Err(ErrorKind::InvalidEcdsaKey.into());
     };
     let pair = sig::EcdsaKeyPair::from_pkcs8(signing, der, &SystemRandom::new())
@@ -186,13 +215,14 @@ fn ec_coordinates(der: &[u8], alg: Algorithm) -> Result<(EllipticCurve, Vec<u8>,
     }
 }
 
-fn digest_of(data: &[u8], hash: ThumbprintHash) -> Vec<u8> {
+fn digest_of(data: &[u8], hash: ThumbprintHash) -> Result<Vec<u8>> {
     let alg = match hash {
         ThumbprintHash::SHA256 => &digest::SHA256,
         ThumbprintHash::SHA384 => &digest::SHA384,
         ThumbprintHash::SHA512 => &digest::SHA512,
+        _ => return Err(ErrorKind::InvalidAlgorithm.into()),
     };
-    digest::digest(alg, data).as_ref().to_vec()
+    Ok(digest::digest(alg, data).as_ref().to_vec())
 }
 
 #[cfg(test)]

@@ -14,12 +14,12 @@ fn pem(label: &str, der: &[u8]) -> Vec<u8> {
 
 /// A fresh key pair for `alg`, made by aws-lc-rs, as jsonwebtoken's keys.
 fn keys(alg: Algorithm) -> (EncodingKey, DecodingKey) {
-    match scheme(alg) {
+    match scheme(alg).unwrap() {
         Scheme::Hmac(_) => {
             let secret = b"a secret of thirty-two bytes or more, for HS512 too".as_slice();
             (
-                EncodingKey::from_secret(secret),
-                DecodingKey::from_secret(secret),
+                EncodingKey::from_secret(secret).unwrap(),
+                DecodingKey::from_secret(secret).unwrap(),
             )
         }
         Scheme::Rsa(..) => {
@@ -27,7 +27,7 @@ fn keys(alg: Algorithm) -> (EncodingKey, DecodingKey) {
             let der = AsDer::<aws_lc_rs::encoding::Pkcs8V1Der<'_>>::as_der(&pair).unwrap();
             let private = EncodingKey::from_rsa_pem(&pem("PRIVATE KEY", der.as_ref())).unwrap();
             // The JWKS form (modulus and exponent), through this provider's JWK helper.
-            let (n, e) = rsa_components(private.inner()).unwrap();
+            let (n, e) = rsa_components(private.as_bytes()).unwrap();
             (private, DecodingKey::from_rsa_raw_components(&n, &e))
         }
         Scheme::Ecdsa(..) => {
@@ -39,7 +39,7 @@ fn keys(alg: Algorithm) -> (EncodingKey, DecodingKey) {
             let pair = lc::EcdsaKeyPair::generate(signing).unwrap();
             let der = pair.to_pkcs8v1().unwrap();
             let private = EncodingKey::from_ec_pem(&pem("PRIVATE KEY", der.as_ref())).unwrap();
-            let (_, x, y) = ec_coordinates(private.inner(), alg).unwrap();
+            let (_, x, y) = ec_coordinates(private.as_bytes(), alg).unwrap();
             let point = [&[4u8][..], &x, &y].concat();
             assert_eq!(point, pair.public_key().as_ref(), "the JWK helper's point");
             (private, DecodingKey::from_ec_der(&point))
@@ -110,10 +110,10 @@ fn an_altered_message_or_signature_or_another_key_is_refused() {
     let msg = b"eyJhbGciOi.eyJzdWIiOiJhbGljZSJ9";
     for alg in EVERY {
         let (private, public) = keys(alg);
-        let (_, other) = if matches!(scheme(alg), Scheme::Hmac(_)) {
+        let (_, other) = if matches!(scheme(alg), Some(Scheme::Hmac(_))) {
             (
-                EncodingKey::from_secret(b"x"),
-                DecodingKey::from_secret(b"another secret entirely, also long"),
+                EncodingKey::from_secret(b"x").unwrap(),
+                DecodingKey::from_secret(b"another secret entirely, also long").unwrap(),
             )
         } else {
             keys(alg)
@@ -144,7 +144,7 @@ fn an_altered_message_or_signature_or_another_key_is_refused() {
 
 #[test]
 fn a_key_of_another_family_is_refused_before_any_signature_is_read() {
-    let secret = DecodingKey::from_secret(b"a secret");
+    let secret = DecodingKey::from_secret(b"a secret").unwrap();
     for alg in [Algorithm::RS256, Algorithm::ES256, Algorithm::EdDSA] {
         let refused = (PROVIDER.verifier_factory)(&alg, &secret).err().unwrap();
         assert!(
@@ -163,8 +163,30 @@ fn thumbprints_hash_as_jsonwebtoken_own_provider_does() {
         ThumbprintHash::SHA384,
         ThumbprintHash::SHA512,
     ] {
-        let ours = (PROVIDER.jwk_utils.compute_digest)(b"{\"e\":\"AQAB\"}", hash.clone());
-        let theirs = (AWS_LC.jwk_utils.compute_digest)(b"{\"e\":\"AQAB\"}", hash);
+        let ours = (PROVIDER.key_utils.compute_digest)(b"{\"e\":\"AQAB\"}", hash.clone());
+        let theirs = (AWS_LC.key_utils.compute_digest)(b"{\"e\":\"AQAB\"}", hash);
         assert_eq!(ours, theirs);
     }
+}
+
+#[test]
+fn jwk_helpers_read_public_keys_as_jsonwebtoken_own_provider_does() {
+    // An RSA public key as jsonwebtoken keeps it (DER RSAPublicKey): its modulus and exponent.
+    let pair = lc::RsaKeyPair::generate(aws_lc_rs::rsa::KeySize::Rsa2048).unwrap();
+    let der = pair.public_key().as_ref();
+    let ours = (PROVIDER.key_utils.rsa_pub_components_from_public_key)(der).unwrap();
+    let theirs = (AWS_LC.key_utils.rsa_pub_components_from_public_key)(der).unwrap();
+    assert_eq!(ours, theirs);
+    assert!(
+        (PROVIDER.key_utils.rsa_pub_components_from_public_key)(b"\x30\x03\x02\x01\x01").is_err()
+    );
+    // An Ed25519 private key's public point.
+    let der = lc::Ed25519KeyPair::generate()
+        .unwrap()
+        .to_pkcs8v1()
+        .unwrap();
+    let curve = EllipticCurve::Ed25519;
+    let ours = (PROVIDER.key_utils.ed_pub_components_from_private_key)(der.as_ref(), &curve);
+    let theirs = (AWS_LC.key_utils.ed_pub_components_from_private_key)(der.as_ref(), &curve);
+    assert_eq!(ours.unwrap(), theirs.unwrap());
 }

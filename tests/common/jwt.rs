@@ -37,7 +37,7 @@ pub fn bearer(sub: &str) -> String {
     let token = jsonwebtoken::encode(
         &jsonwebtoken::Header::default(),
         &claims,
-        &jsonwebtoken::EncodingKey::from_secret(HS_KEY.as_bytes()),
+        &jsonwebtoken::EncodingKey::from_secret(HS_KEY.as_bytes()).unwrap(),
     )
     .unwrap();
     format!("Bearer {token}")
