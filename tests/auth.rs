@@ -561,6 +561,8 @@ enum Answer {
     Redirect,
     /// The keys padded to a megabyte.
     Huge,
+    /// The keys, and three this server cannot read: a post-quantum one, two malformed.
+    WithUnreadable,
 }
 
 async fn jwks_server(keys: Vec<Jwk>) -> Jwks {
@@ -594,6 +596,14 @@ async fn jwks_server(keys: Vec<Jwk>) -> Jwks {
                             [("location", "/elsewhere/jwks.json")],
                         )
                             .into_response(),
+                        Answer::WithUnreadable => {
+                            let mut set: Value = serde_json::from_str(&set(&k)).unwrap();
+                            let keys = set["keys"].as_array_mut().unwrap();
+                            keys.insert(0, json!({"kty": "AKP", "alg": "ML-DSA-65", "kid": "pq-1", "pub": "AAAA"}));
+                            keys.push(json!({"kty": "RSA", "alg": "RS256", "kid": "broken", "e": "AQAB"}));
+                            keys.push(json!({"kty": "EC", "kid": 7, "crv": "P-256", "key_ops": "verify"}));
+                            (json, set.to_string()).into_response()
+                        }
                         Answer::Huge => {
                             let body = set(&k);
                             let padded = format!("{}{}", " ".repeat(1 << 20), body);
@@ -693,6 +703,25 @@ async fn rs256_and_es256_tokens_verify_against_the_jwks_which_is_cached() {
         jwks.fetches.load(Ordering::SeqCst),
         1,
         "keys are fetched once and cached"
+    );
+}
+
+#[tokio::test]
+async fn a_jwks_key_the_server_cannot_read_leaves_the_others_in_use() {
+    // An identity provider adding a post-quantum key (ML-DSA, `kty: AKP`) beside its RSA keys,
+    // or publishing one malformed key, must not stop the tokens its other keys sign.
+    let rsa = rsa_key();
+    let jwks = jwks_server(vec![public_jwk(&rsa, Algorithm::RS256, "rsa-1")]).await;
+    *jwks.answer.lock().unwrap() = Answer::WithUnreadable;
+    let app = jwks_app(&jwks, Duration::from_secs(60));
+    let token = sign(Algorithm::RS256, Some("rsa-1"), &claims("alice"), &rsa);
+    let reply = list_with(&app, Some(&format!("Bearer {token}"))).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    // A token naming the unreadable key is refused like any other.
+    let token = sign(Algorithm::RS256, Some("broken"), &claims("alice"), &rsa);
+    assert_rejected(
+        &list_with(&app, Some(&format!("Bearer {token}"))).await,
+        &token,
     );
 }
 

@@ -4,7 +4,7 @@
 use super::{AuthError, JwtConfig, JwtKeys};
 use futures_util::FutureExt;
 use http::{HeaderMap, header};
-use jsonwebtoken::jwk::{Jwk, JwkSet};
+use jsonwebtoken::jwk::Jwk;
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use oxp_lambda_core::principal::Principal;
 use oxp_lambda_core::secrets::Secrets;
@@ -197,6 +197,25 @@ fn jwks_client() -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot build an HTTP client: {e}"))
 }
 
+/// The keys of a JWKS document that read as keys. One this server cannot read (a type or
+/// algorithm newer than it, as a post-quantum `AKP` key beside the RSA ones, or a malformed
+/// one) is left out rather than failing the set, and with it every token its other keys sign.
+fn usable_keys(document: &[u8]) -> Result<Vec<Jwk>, serde_json::Error> {
+    #[derive(serde::Deserialize)]
+    struct Set {
+        keys: Vec<Box<serde_json::value::RawValue>>,
+    }
+    let set: Set = serde_json::from_slice(document)?;
+    let read = set.keys.len();
+    let keys: Vec<Jwk> = (set.keys.iter())
+        .filter_map(|key| serde_json::from_str(key.get()).ok())
+        .collect();
+    if keys.len() < read {
+        tracing::warn!(target: "oxp::auth", unread = read - keys.len(), "JWKS keys left out: not keys this server reads");
+    }
+    Ok(keys)
+}
+
 /// JWKS keys by `kid`, fetched on first use, refreshed after their TTL, and refetched once for
 /// an unknown `kid` at most every `min_refresh`.
 #[derive(Debug)]
@@ -338,9 +357,9 @@ impl JwksCache {
             }
             body.extend_from_slice(&chunk);
         }
-        let set: JwkSet = serde_json::from_slice(&body).map_err(|e| failed(&e))?;
+        let keys = usable_keys(&body).map_err(|e| failed(&e))?;
         let mut state = self.state.write().await;
-        state.keys = set.keys;
+        state.keys = keys;
         state.fetched_at = Some(Instant::now());
         tracing::info!(keys = state.keys.len(), "JWKS fetched");
         Ok(())
