@@ -23,7 +23,7 @@ mod writer;
 
 use super::private_file;
 use oxp_lambda_core::durable::{Decided, Item, StateError, StateFuture, StateStore};
-use redb::{Database, ReadableDatabase};
+use redb::{Database, ReadableDatabase, ReadableTable};
 use rows::{TABLE, decode, encode, row, split};
 use std::fmt;
 use std::fs::File;
