@@ -431,6 +431,33 @@ fn an_hs256_key_under_32_bytes_fails_at_start() {
 }
 
 #[test]
+fn keys_from_a_jwks_without_an_audience_or_client_id_to_check_fail_at_start() {
+    // An identity provider's keys sign the tokens of every application it serves; MCP: a token
+    // MUST be issued for this server. The audience (or Cognito's client id) says which.
+    let keys = || JwtKeys::Jwks {
+        url: "https://issuer.test/.well-known/jwks.json".into(),
+        min_refresh: Duration::from_secs(10),
+        ttl: Duration::from_secs(3600),
+    };
+    let starts = |audience: Option<&str>, client_id: Option<&str>| {
+        let config = JwtConfig {
+            audience: audience.map(str::to_owned),
+            client_id: client_id.map(str::to_owned),
+            ..jwt_config(keys(), false)
+        };
+        let builder = app_builder(AuthConfig::Jwt(config));
+        builder.build().now_or_never().unwrap().map(|_| ())
+    };
+    let err = starts(None, None).unwrap_err().to_string();
+    assert!(
+        err.contains("OXP_JWT_AUDIENCE") && err.contains("OXP_JWT_CLIENT_ID"),
+        "{err}"
+    );
+    assert!(starts(Some("https://tools.example/mcp"), None).is_ok());
+    assert!(starts(None, Some("app-client-1")).is_ok());
+}
+
+#[test]
 fn no_tool_may_declare_the_jwt_signing_key() {
     // Also under another spelling of the id that names the same variable locally
     // (`jwt-key` is read from OXP_SECRET_JWT_KEY too).

@@ -403,9 +403,39 @@ fn every_test_a_doc_cites_by_name_exists() {
     }
 }
 
+/// Whether a rule's condition or assertion, written on one line as these templates write them
+/// (`!Equals [!Ref Name, value]`, and `!Not`, `!And`, `!Or` of such), holds.
+fn holds(expression: &str, value_of: &dyn Fn(&str) -> String) -> bool {
+    let (function, rest) = expression.trim().split_once(" [").expect("a function");
+    let inner = rest.strip_suffix(']').expect("a closed list");
+    // The list's items, split at the commas outside brackets.
+    let (mut items, mut depth, mut start) = (Vec::new(), 0, 0);
+    for (i, c) in inner.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                items.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    items.push(&inner[start..]);
+    match function {
+        "!Equals" => {
+            let name = items[0].trim().strip_prefix("!Ref ").expect("a !Ref first");
+            value_of(name) == items[1].trim().trim_matches('"')
+        }
+        "!Not" => !holds(items[0], value_of),
+        "!And" => items.iter().all(|item| holds(item, value_of)),
+        "!Or" => items.iter().any(|item| holds(item, value_of)),
+        other => panic!("a rule function these templates do not use: {other}"),
+    }
+}
+
 /// Whether CloudFormation would refuse `template` deployed with `given` parameters (the rest
-/// at their defaults): each rule whose condition holds must have its assertions hold. The
-/// rules are read as these templates write them: one `!Equals [!Ref Name, value]` a line.
+/// at their defaults): each rule whose condition holds must have its assertions hold.
 fn refused_by_rules(template: &str, given: &[(&str, &str)]) -> bool {
     let value_of = |name: &str| -> String {
         if let Some((_, v)) = given.iter().find(|(n, _)| *n == name) {
@@ -422,15 +452,7 @@ fn refused_by_rules(template: &str, given: &[(&str, &str)]) -> bool {
             .unwrap_or_else(|| panic!("{name} has no default"));
         default.trim_matches('"').to_owned()
     };
-    let holds = |line: &str| -> bool {
-        let inner = line
-            .split_once("!Equals [!Ref ")
-            .unwrap_or_else(|| panic!("not an !Equals of a !Ref: {line}"))
-            .1
-            .trim_end_matches(']');
-        let (name, value) = inner.split_once(", ").unwrap();
-        value_of(name.trim()) == value.trim().trim_matches('"')
-    };
+    let holds = |line: &str| -> bool { holds(line, &value_of) };
     let rules = template
         .split("\nRules:\n")
         .nth(1)
@@ -479,4 +501,30 @@ fn a_template_refuses_a_public_api_without_authentication_unless_its_user_accept
         &template,
         &[("StreamingAuthType", "NONE"), ("AuthMode", "apigateway")]
     ));
+}
+
+#[test]
+fn a_template_refuses_keys_from_a_jwks_without_an_audience_to_check() {
+    // The server refuses to start so (`auth::keys_from_a_jwks_without_an_audience_or_client_id_to_check_fail_at_start`);
+    // the template says so before anything is deployed.
+    for path in ["template.yaml", "examples/starter/template.yaml"] {
+        let template = read(path);
+        let jwks = ("JwtJwksUrl", "https://issuer.example/.well-known/jwks.json");
+        let jwt = ("AuthMode", "jwt");
+        assert!(refused_by_rules(&template, &[jwt, jwks]), "{path}");
+        for named in [
+            ("JwtAudience", "https://tools.example/mcp"),
+            ("JwtClientId", "app-1"),
+        ] {
+            assert!(
+                !refused_by_rules(&template, &[jwt, jwks, named]),
+                "{path}: {named:?}"
+            );
+        }
+        let gateway = ("AuthMode", "apigateway");
+        assert!(
+            !refused_by_rules(&template, &[gateway, jwks]),
+            "{path}: not verified here"
+        );
+    }
 }

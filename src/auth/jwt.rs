@@ -14,6 +14,12 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use tokio::sync::{Mutex, RwLock};
 
+/// Why keys from a JWKS need an audience to check.
+const NO_AUDIENCE: &str = "OXP_JWT_AUDIENCE: required with OXP_JWT_JWKS_URL (this server's \
+    identifier, which the identity provider writes as `aud`; or OXP_JWT_CLIENT_ID for tokens \
+    that name their application by `client_id`, as Cognito's access tokens): the provider signs \
+    tokens for every application it serves, and without it this server would take them all";
+
 /// Verifies bearer JWTs.
 #[derive(Debug)]
 pub(crate) struct JwtVerifier {
@@ -43,7 +49,14 @@ impl JwtVerifier {
                 url,
                 min_refresh,
                 ttl,
-            } => Some(JwksCache::new(url.clone(), *min_refresh, *ttl)),
+            } => {
+                // An identity provider signs tokens for every application it serves: a server
+                // that checks no audience takes them all (MCP: a token MUST be issued for it).
+                if config.audience.is_none() && config.client_id.is_none() {
+                    return Err(NO_AUDIENCE.into());
+                }
+                Some(JwksCache::new(url.clone(), *min_refresh, *ttl))
+            }
         };
         Ok(Self {
             config,
