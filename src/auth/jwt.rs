@@ -220,7 +220,9 @@ fn usable_keys(document: &[u8]) -> Result<Vec<Jwk>, serde_json::Error> {
     }
     let set: Set = serde_json::from_slice(document)?;
     let read = set.keys.len();
-    let keys: Vec<Jwk> = (set.keys.iter())
+    let keys: Vec<Jwk> = set
+        .keys
+        .iter()
         .filter_map(|key| serde_json::from_str(key.get()).ok())
         .collect();
     if keys.len() < read {

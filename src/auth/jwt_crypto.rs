@@ -10,7 +10,7 @@ use jsonwebtoken::crypto::{CryptoProvider, JwtSigner, JwtVerifier, KeyUtils};
 use jsonwebtoken::errors::{Error, ErrorKind, Result};
 use jsonwebtoken::jwk::{EllipticCurve, ThumbprintHash};
 use jsonwebtoken::signature::{self, Signer, Verifier};
-use jsonwebtoken::{Algorithm, DecodingKey, DecodingKeyKind, EncodingKey};
+use jsonwebtoken::{Algorithm, AlgorithmFamily, DecodingKey, DecodingKeyKind, EncodingKey};
 use ring::rand::SystemRandom;
 use ring::signature::{self as sig, KeyPair as _};
 use ring::{digest, hmac};
@@ -79,17 +79,24 @@ struct Signs(Algorithm, EncodingKey);
 struct Verifies(Algorithm, DecodingKey);
 
 fn signer(alg: &Algorithm, key: &EncodingKey) -> Result<Box<dyn JwtSigner>> {
-    if key.family() != alg.family() || scheme(*alg).is_none() {
-        return Err(ErrorKind::InvalidKeyFormat.into());
-    }
+    usable(alg, key.family())?;
     Ok(Box::new(Signs(*alg, key.clone())))
 }
 
 fn verifier(alg: &Algorithm, key: &DecodingKey) -> Result<Box<dyn JwtVerifier>> {
-    if key.family() != alg.family() || scheme(*alg).is_none() {
+    usable(alg, key.family())?;
+    Ok(Box::new(Verifies(*alg, key.clone())))
+}
+
+/// A key is used with its own family's algorithms only, and an algorithm this provider knows.
+fn usable(alg: &Algorithm, family: AlgorithmFamily) -> Result<()> {
+    if family != alg.family() {
         return Err(ErrorKind::InvalidKeyFormat.into());
     }
-    Ok(Box::new(Verifies(*alg, key.clone())))
+    match scheme(*alg) {
+        Some(_) => Ok(()),
+        None => Err(ErrorKind::InvalidAlgorithm.into()),
+    }
 }
 
 impl Signer<Vec<u8>> for Signs {
