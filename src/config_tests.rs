@@ -92,6 +92,24 @@ fn with_authentication_on_the_user_is_bound_to_the_caller_unless_opted_out() {
 }
 
 #[test]
+fn a_jwt_leeway_past_a_few_minutes_refuses_the_start() {
+    let with = |secs: &str| {
+        let vars = [
+            ("OXP_AUTH", "jwt"),
+            ("OXP_JWT_JWKS_URL", "https://issuer.example/jwks"),
+            ("OXP_JWT_LEEWAY_SECS", secs),
+        ];
+        config(&vars).map(|c| match c.auth {
+            AuthConfig::Jwt(jwt) => jwt.leeway_secs,
+            other => panic!("{other:?}"),
+        })
+    };
+    assert_eq!(with("300").unwrap(), 300);
+    // Milliseconds written for seconds: an expired token would pass for 83 minutes.
+    assert_eq!(with("5000").unwrap_err().variable, "OXP_JWT_LEEWAY_SECS");
+}
+
+#[test]
 fn a_jwks_url_must_be_https_or_loopback_http() {
     for url in [
         "http://issuer.example/jwks",

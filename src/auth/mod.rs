@@ -109,11 +109,25 @@ impl AuthConfig {
                 audience: env.get("OXP_JWT_AUDIENCE"),
                 client_id: env.get("OXP_JWT_CLIENT_ID"),
                 token_use: env.get("OXP_JWT_TOKEN_USE"),
-                leeway_secs: env.parsed("OXP_JWT_LEEWAY_SECS")?.unwrap_or(5),
+                leeway_secs: leeway_secs(env)?,
                 bind_user_id,
             })),
             Some(_) => Err(invalid("OXP_AUTH", "must be 'none', 'jwt' or 'apigateway'")),
         }
+    }
+}
+
+/// `OXP_JWT_LEEWAY_SECS` (default 5): the clock skew allowed on `exp` and `nbf`. RFC 7519's
+/// "a few minutes" at most: a larger value (milliseconds written for seconds, say) would take an
+/// expired token for as long, so it refuses the start.
+fn leeway_secs(env: &Env<'_>) -> Result<u64, ConfigError> {
+    const MAX_LEEWAY_SECS: u64 = 300;
+    match env.parsed::<u64>("OXP_JWT_LEEWAY_SECS")? {
+        Some(secs) if secs > MAX_LEEWAY_SECS => Err(invalid(
+            "OXP_JWT_LEEWAY_SECS",
+            "must be at most 300 (seconds): a larger skew takes expired tokens for as long",
+        )),
+        secs => Ok(secs.unwrap_or(5)),
     }
 }
 
