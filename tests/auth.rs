@@ -150,10 +150,20 @@ async fn call_with(app: &App, token: &str, body: Value) -> Reply {
 }
 
 /// Every authentication failure looks the same: 401 (the published OXP 1.0 OpenAPI; the
-/// specification pages say 400), `WWW-Authenticate: Bearer`, one message.
+/// specification pages say 400), one message, and the bearer challenge, which says
+/// `error="invalid_token"` when a bearer `token` was sent (RFC 6750 3.1) and nothing more.
 fn assert_rejected(reply: &Reply, token: &str) {
+    let challenge = match token {
+        "" => "Bearer",
+        _ => "Bearer error=\"invalid_token\"",
+    };
+    assert_refused(reply, token, challenge);
+}
+
+/// [`assert_rejected`] with the `challenge` expected.
+fn assert_refused(reply: &Reply, token: &str, challenge: &str) {
     assert_eq!(reply.status, 401, "{}", reply.text);
-    assert_eq!(reply.headers["www-authenticate"], "Bearer");
+    assert_eq!(reply.headers["www-authenticate"], challenge);
     assert_eq!(reply.json["message"], "Authentication failed");
     assert_eq!(
         reply.json["developer_message"],
@@ -210,6 +220,11 @@ async fn mcp_requires_a_bearer_token_and_its_subject_is_the_user() {
         let reply = mcp_call(&app, Some("Bearer not.a.token"), "Auth_WhoAmI").await;
         assert_eq!(reply.status, 401);
         assert!(!reply.text.contains("not.a.token"));
+        assert_eq!(
+            reply.headers["www-authenticate"],
+            "Bearer error=\"invalid_token\", resource_metadata=\"http://localhost/.well-known/oauth-protected-resource/mcp\"",
+            "RFC 6750 3.1: a token that failed is an invalid_token (MCP's authorization names OAuth 2.1 5.3)"
+        );
 
         let token = sign(
             Algorithm::HS256,
@@ -365,7 +380,7 @@ async fn missing_malformed_and_invalid_tokens_are_rejected_without_saying_why() 
     }
     // Other schemes are not bearer tokens.
     let reply = list_with(&app, Some("Basic YWxpY2U6c2VjcmV0")).await;
-    assert_rejected(&reply, "YWxpY2U6c2VjcmV0");
+    assert_refused(&reply, "YWxpY2U6c2VjcmV0", "Bearer");
 }
 
 #[tokio::test]

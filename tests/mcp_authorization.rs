@@ -209,7 +209,13 @@ async fn a_token_for_another_audience_is_refused() {
     let other = token(json!({"aud": "https://other.example/mcp", "scope": "tools:call"}));
     let reply = request(&app, "POST", "/mcp", Some(&other)).await;
     assert_eq!(reply.status, 401);
-    assert!(challenge(&reply).starts_with("Bearer resource_metadata="));
+    // RFC 6750 3.1, as OAuth 2.1 5.3 (which MCP's authorization names) has it: a token that
+    // failed is an invalid_token; the challenge still names the metadata.
+    assert!(
+        challenge(&reply).starts_with("Bearer error=\"invalid_token\", resource_metadata="),
+        "{}",
+        challenge(&reply)
+    );
 }
 
 #[tokio::test]

@@ -127,12 +127,46 @@ where
                         // The reason is for operators only; it never includes the token.
                         // A string, escaped by the formatter (a token's header can quote text).
                         tracing::info!(target: "oxp::auth", outcome = "unauthenticated", reason = reason.0.as_str());
-                        refuse(&request, &Refused::Unauthenticated)
+                        let mut refused = refuse(&request, &Refused::Unauthenticated);
+                        if presents_bearer(request.headers()) {
+                            invalid_token(refused.headers_mut());
+                        }
+                        refused
                     }
                 }
             }
         },
     ))
+}
+
+/// Whether a request sent a bearer token (`Authorization: Bearer ...`).
+fn presents_bearer(headers: &http::HeaderMap) -> bool {
+    headers
+        .get(http::header::AUTHORIZATION)
+        .and_then(|v| v.as_bytes().get(..7))
+        .is_some_and(|scheme| scheme.eq_ignore_ascii_case(b"bearer "))
+}
+
+/// RFC 6750 3.1 (OAuth 2.1 5.3, which MCP's authorization names): a request whose token
+/// failed gets `error="invalid_token"` in its bearer challenge, whichever protocol wrote the
+/// challenge; one without a token gets none, so a client can tell a token to refresh from
+/// one to get. Nothing says why the token failed.
+fn invalid_token(headers: &mut http::HeaderMap) {
+    let header = http::header::WWW_AUTHENTICATE;
+    let Some(rest) = headers
+        .get(&header)
+        .and_then(|v| v.to_str().ok()?.strip_prefix("Bearer"))
+    else {
+        return;
+    };
+    let params = rest.trim_start();
+    let challenge = match params {
+        "" => "Bearer error=\"invalid_token\"".to_owned(),
+        params => format!("Bearer error=\"invalid_token\", {params}"),
+    };
+    if let Ok(value) = http::HeaderValue::from_str(&challenge) {
+        headers.insert(header, value);
+    }
 }
 
 /// `router` accepting a body only as JSON: a `POST`, `PUT` or `PATCH` whose content type is not
