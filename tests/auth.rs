@@ -192,6 +192,47 @@ async fn a_valid_hs256_token_is_accepted_on_every_endpoint() {
     assert_eq!(reply.json["result"]["value"], 3);
 }
 
+#[tokio::test]
+async fn a_token_that_fails_is_an_invalid_token_on_every_protocol_and_no_token_is_not() {
+    // RFC 6750 3.1 (OAuth 2.1 5.3, which MCP's authorization names): the challenge says
+    // `invalid_token` when a bearer token was sent and failed, and no error without one.
+    let app = hs_app(false);
+    let routes = [
+        (
+            "/tools/call",
+            json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}}),
+        ),
+        (
+            "/mcp",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        ),
+        (
+            "/invoke",
+            json!({"operation": "Calculator_Add", "arguments": {"a": 1, "b": 2},
+            "id": "call_1", "callback_url": "https://runtime.example/cb", "group_id": "t"}),
+        ),
+    ];
+    for (path, body) in routes {
+        for (authorization, says_invalid) in [(None, false), (Some("Bearer not.a.token"), true)] {
+            let mut request = Request::post(path)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream");
+            if let Some(value) = authorization {
+                request = request.header("authorization", value);
+            }
+            let reply = send(&app, request.body(Body::from(body.to_string())).unwrap()).await;
+            assert_eq!(reply.status, 401, "{path}: {}", reply.text);
+            let challenge = reply.headers["www-authenticate"].to_str().unwrap();
+            assert!(challenge.starts_with("Bearer"), "{path}: {challenge}");
+            assert_eq!(
+                challenge.contains("error=\"invalid_token\""),
+                says_invalid,
+                "{path} with {authorization:?}: {challenge}"
+            );
+        }
+    }
+}
+
 /// A `tools/call` of `name` over MCP, with `authorization` if any.
 async fn mcp_call(app: &App, authorization: Option<&str>, name: &str) -> Reply {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
