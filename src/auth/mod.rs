@@ -125,7 +125,9 @@ fn leeway_secs(env: &Env<'_>) -> Result<u64, ConfigError> {
     match env.parsed::<u64>("OXP_JWT_LEEWAY_SECS")? {
         Some(secs) if secs > MAX_LEEWAY_SECS => Err(invalid(
             "OXP_JWT_LEEWAY_SECS",
-            "must be at most 300 (seconds): a larger skew takes expired tokens for as long",
+            &format!(
+                "must be at most {MAX_LEEWAY_SECS} (seconds): a larger skew takes expired tokens for as long"
+            ),
         )),
         secs => Ok(secs.unwrap_or(5)),
     }
