@@ -214,13 +214,7 @@ async fn a_token_that_fails_is_an_invalid_token_on_every_protocol_and_no_token_i
     ];
     for (path, body) in routes {
         for (authorization, says_invalid) in [(None, false), (Some("Bearer not.a.token"), true)] {
-            let mut request = Request::post(path)
-                .header("content-type", "application/json")
-                .header("accept", "application/json, text/event-stream");
-            if let Some(value) = authorization {
-                request = request.header("authorization", value);
-            }
-            let reply = send(&app, request.body(Body::from(body.to_string())).unwrap()).await;
+            let reply = post_with(&app, path, authorization, &body).await;
             assert_eq!(reply.status, 401, "{path}: {}", reply.text);
             let challenge = reply.headers["www-authenticate"].to_str().unwrap();
             assert!(challenge.starts_with("Bearer"), "{path}: {challenge}");
@@ -237,7 +231,12 @@ async fn a_token_that_fails_is_an_invalid_token_on_every_protocol_and_no_token_i
 async fn mcp_call(app: &App, authorization: Option<&str>, name: &str) -> Reply {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
         "params": {"name": name, "arguments": {}}});
-    let mut request = Request::post("/mcp")
+    post_with(app, "/mcp", authorization, &body).await
+}
+
+/// `body` POSTed as JSON to `path` (taking an MCP answer too), with `authorization` if any.
+async fn post_with(app: &App, path: &str, authorization: Option<&str>, body: &Value) -> Reply {
+    let mut request = Request::post(path)
         .header("content-type", "application/json")
         .header("accept", "application/json, text/event-stream");
     if let Some(value) = authorization {
