@@ -81,6 +81,8 @@ mod oxp_sdk;
 mod oxp_spec;
 mod properties;
 mod rap;
+#[cfg(all(feature = "jwt", feature = "webhooks", feature = "oauth"))]
+mod rap_crates;
 mod rap_runtime;
 mod rap_sqs;
 #[cfg(all(feature = "webhooks", feature = "embedded-state"))]
