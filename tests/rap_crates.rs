@@ -126,6 +126,7 @@ async fn a_runtime_on_the_rap_projects_crates_loads_the_toolset_and_reads_every_
     assert_eq!(toolsets.len(), 1);
     let manifest = toolsets.remove(0).manifest;
     assert_eq!(manifest.endpoint, format!("{base}/invoke"));
+    assert!(!manifest.needs_migration, "docs/rap.md, Migration");
     let names: Vec<&str> = manifest.tools.iter().map(|t| t.name.as_str()).collect();
     for name in [
         "Calculator_Add",
