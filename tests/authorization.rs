@@ -12,19 +12,8 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 
 fn app() -> App {
-    let vars: HashMap<&str, &str> = HashMap::from([
-        ("OXP_OAUTH_PROVIDERS", "demo"),
-        (
-            "OXP_OAUTH_DEMO_AUTHORIZE_URL",
-            "https://idp.example/authorize",
-        ),
-        ("OXP_OAUTH_DEMO_TOKEN_URL", "https://idp.example/token"),
-        (
-            "OXP_OAUTH_DEMO_USERINFO_URL",
-            "https://idp.example/userinfo",
-        ),
-        ("OXP_OAUTH_DEMO_CLIENT_ID", "oxp-demo"),
-        ("OXP_PUBLIC_URL", "https://tools.example.com"),
+    let mut vars: HashMap<&str, &str> = HashMap::from(common::DEMO_OAUTH);
+    vars.extend([
         ("OXP_AGENTCORE_USER_ARGUMENT", "oxp_user_id"),
         ("OXP_OAUTH_PENDING_SECS", "2"),
         ("OXP_RAP_DELIVERY_ATTEMPTS", "1"),

@@ -24,21 +24,9 @@ const THREAD: &str = "thread-crates";
 
 /// The example tools with provider `demo`'s authorization, served on a free loopback port.
 async fn serve() -> (App, String, tokio::sync::oneshot::Sender<()>) {
-    let config = common::test_config_with(&[
-        ("OXP_OAUTH_PROVIDERS", "demo"),
-        (
-            "OXP_OAUTH_DEMO_AUTHORIZE_URL",
-            "https://idp.example/authorize",
-        ),
-        ("OXP_OAUTH_DEMO_TOKEN_URL", "https://idp.example/token"),
-        (
-            "OXP_OAUTH_DEMO_USERINFO_URL",
-            "https://idp.example/userinfo",
-        ),
-        ("OXP_OAUTH_DEMO_CLIENT_ID", "oxp-demo"),
-        ("OXP_OAUTH_PENDING_SECS", "1"),
-        ("OXP_PUBLIC_URL", "https://tools.example.com"),
-    ]);
+    let mut vars = common::DEMO_OAUTH.to_vec();
+    vars.push(("OXP_OAUTH_PENDING_SECS", "1"));
+    let config = common::test_config_with(&vars);
     let registry = Registry::builder()
         .tools(example_tools::tools())
         .tool(example_tools::profile_tool())

@@ -18,6 +18,23 @@ pub mod tasks;
 #[path = "../../examples/spec_tools/tools.rs"]
 pub mod example_tools;
 
+/// Provider `demo`'s authorization at an identity provider no test reaches (making the link
+/// needs none), links to the server at `https://tools.example.com`.
+pub const DEMO_OAUTH: [(&str, &str); 6] = [
+    ("OXP_OAUTH_PROVIDERS", "demo"),
+    (
+        "OXP_OAUTH_DEMO_AUTHORIZE_URL",
+        "https://idp.example/authorize",
+    ),
+    ("OXP_OAUTH_DEMO_TOKEN_URL", "https://idp.example/token"),
+    (
+        "OXP_OAUTH_DEMO_USERINFO_URL",
+        "https://idp.example/userinfo",
+    ),
+    ("OXP_OAUTH_DEMO_CLIENT_ID", "oxp-demo"),
+    ("OXP_PUBLIC_URL", "https://tools.example.com"),
+];
+
 use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode};
 use futures_util::FutureExt;
