@@ -97,7 +97,8 @@ fn sent_as(file: &str, edits: &[(&str, Value)]) -> Value {
 }
 
 #[tokio::test]
-async fn an_http_event_whose_query_host_or_scheme_makes_no_uri_is_answered_not_failed() {
+async fn an_http_event_whose_query_host_scheme_or_header_text_makes_no_request_is_answered_not_failed()
+ {
     // `lambda_http` builds each request's URI from these and panicked on them (the runtime's
     // invocation error, a 502 for the client): a query sent with characters a URI does not
     // take, as an HTTP API or a Function URL passes it on; a load balancer's client's `Host`;
@@ -132,9 +133,26 @@ async fn an_http_event_whose_query_host_or_scheme_makes_no_uri_is_answered_not_f
             ),
             None,
         ),
+        // A header value outside ASCII, as a proxy adds one (`http` 1.6 refuses its text).
+        (
+            "q-5".into(),
+            sent_as(
+                "alb-list-tools.json",
+                &[("headers.cf-ipcity", json!("Córdoba"))],
+            ),
+            None,
+        ),
+        (
+            "q-6".into(),
+            sent_as(
+                "apigw-http-list-tools.json",
+                &[("headers.cf-ipcity", json!("Córdoba"))],
+            ),
+            None,
+        ),
     ];
     let api = serve(env!("CARGO_BIN_EXE_oxp-http"), "http", events).await;
-    for id in ["q-1", "q-2", "q-4"] {
+    for id in ["q-1", "q-2", "q-4", "q-5", "q-6"] {
         let answer = api.answer(id);
         assert_eq!(answer["statusCode"], 200, "{id}: {answer}");
         assert!(

@@ -8,6 +8,8 @@
 
 pub(crate) mod direct;
 #[cfg(feature = "lambda")]
+pub(crate) mod event;
+#[cfg(feature = "lambda")]
 pub(crate) mod http;
 #[cfg(not(feature = "lambda"))]
 #[path = "http_off.rs"]

@@ -10,17 +10,19 @@
 //! name and the path, or the path alone), and a path is made to start with `/`; and a body
 //! flagged base64 that is not (its decoding panics too) is taken as it came.
 
+use super::event::HttpEvent;
 use http::HeaderMap;
 use http::header::HOST;
 use lambda_http::request::LambdaRequest;
 use lambda_http::{LambdaEvent, Service};
 use std::task::{Context, Poll};
 
-/// `S`, each event's URI parts made buildable ([`make_buildable`]) before it converts them.
+/// `S`, each event read whichever `http` is linked ([`HttpEvent`]) and its URI parts made
+/// buildable ([`make_buildable`]) before it converts them.
 #[derive(Clone)]
 pub(crate) struct Buildable<S>(pub(crate) S);
 
-impl<S: Service<LambdaEvent<LambdaRequest>>> Service<LambdaEvent<LambdaRequest>> for Buildable<S> {
+impl<S: Service<LambdaEvent<LambdaRequest>>> Service<LambdaEvent<HttpEvent>> for Buildable<S> {
     type Response = S::Response;
     type Error = S::Error;
     type Future = S::Future;
@@ -29,9 +31,10 @@ impl<S: Service<LambdaEvent<LambdaRequest>>> Service<LambdaEvent<LambdaRequest>>
         self.0.poll_ready(cx)
     }
 
-    fn call(&mut self, mut event: LambdaEvent<LambdaRequest>) -> Self::Future {
-        make_buildable(&mut event.payload);
-        self.0.call(event)
+    fn call(&mut self, event: LambdaEvent<HttpEvent>) -> Self::Future {
+        let HttpEvent(mut request) = event.payload;
+        make_buildable(&mut request);
+        self.0.call(LambdaEvent::new(request, event.context))
     }
 }
 
@@ -181,8 +184,8 @@ mod tests {
                         "" => continue,
                         key => event[part][key] = sent.into(),
                     }
-                    // A header "é" reads only with `http` before 1.6 (docs/deploy.md).
-                    let mut request: LambdaRequest = serde_json::from_value(event)
+                    // Read as the runtime reads it: a header "é" too, whichever `http`.
+                    let HttpEvent(mut request) = serde_json::from_value(event)
                         .unwrap_or_else(|e| panic!("{path:?} with {part}.{key} = {sent:?}: {e}"));
                     make_buildable(&mut request);
                     let converted =
