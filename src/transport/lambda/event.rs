@@ -1,8 +1,8 @@
 //! An HTTP event read whichever `http` the build links. From 1.6 `http` refuses a header value
 //! with a character outside ASCII where `aws_lambda_events` reads it as text, so an event
 //! carrying one (a proxy's `cf-ipcity: Córdoba`) did not read at all and its invocation failed,
-//! a 502 for the client. A program that depends on this crate resolves `http` itself, so the
-//! pin of this repository's lock does not reach it. With an `http` that refuses such values
+//! a 502 for the client. A program that depends on this crate resolves `http` itself, so no
+//! lock of this repository's decides which it links. With an `http` that refuses such values
 //! (asked once), an event that does not read is read again with each such value given as its
 //! bytes, which `aws_lambda_events` takes as `http` 1.5 took the text: the same request. With
 //! one that takes them, an event is read as `lambda_http` reads it, at no extra cost.
@@ -14,7 +14,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use std::sync::LazyLock;
 
-/// An HTTP event as `lambda_http` reads it, or as read again ([`HttpEvent`]'s module).
+/// An HTTP event as `lambda_http` reads it, or as read again with its header values outside
+/// ASCII given as bytes.
 #[derive(Debug)]
 pub(crate) struct HttpEvent(pub(crate) LambdaRequest);
 
