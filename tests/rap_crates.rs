@@ -57,9 +57,9 @@ struct Runtime {
 }
 
 impl Runtime {
-    /// Invokes `operation` as call `id` (its provider's call id `pc-<id>`) for user `ana`.
-    async fn invoke(&self, operation: &str, arguments: Value, id: &str) {
-        let invocation = RapInvocation {
+    /// Call `id` of `operation` (its provider's call id `pc-<id>`) for user `ana`.
+    fn invocation(&self, operation: &str, arguments: Value, id: &str) -> RapInvocation {
+        RapInvocation {
             operation: operation.into(),
             arguments,
             id: ToolCallId::from(id.to_owned()),
@@ -68,10 +68,18 @@ impl Runtime {
             group_id: ThreadId::from(THREAD.to_owned()),
             user_id: Some("ana".into()),
             thread_ancestors: None,
-        };
+        }
+    }
+
+    async fn send(&self, invocation: RapInvocation) {
         let body = serde_json::to_string(&invocation).unwrap();
         let status = self.http.post(&self.endpoint, &body).await.unwrap();
-        assert_eq!(status, 200, "{operation} acknowledged");
+        assert_eq!(status, 200, "{} acknowledged", invocation.operation);
+    }
+
+    /// Invokes `operation` as call `id` ([`Runtime::invocation`]).
+    async fn invoke(&self, operation: &str, arguments: Value, id: &str) {
+        self.send(self.invocation(operation, arguments, id)).await;
     }
 
     /// The first callback `pick` takes (20 s at most), whenever it came; others stay unread.
@@ -156,11 +164,13 @@ async fn a_runtime_on_the_rap_projects_crates_loads_the_toolset_and_reads_every_
     assert_eq!(added.call_id.as_ref().map(|c| c.as_str()), Some("pc-add"));
     assert_eq!(added.group_id.as_str(), THREAD);
 
-    // A tool's error as a result the runtime reads.
-    runtime
-        .invoke("Doorbell_Ring", json!({"doorbell_id": "doorbell1"}), "door")
-        .await;
+    // A tool's error as a result the runtime reads; an invocation whose `call_id` is null (the
+    // published types write it so when the provider gave none) answered without one.
+    let mut door = runtime.invocation("Doorbell_Ring", json!({"doorbell_id": "doorbell1"}), "door");
+    door.call_id = None;
+    runtime.send(door).await;
     let failed = runtime.result_of("door").await;
+    assert!(failed.call_id.is_none(), "{failed:?}");
     let text = failed.text.unwrap();
     assert!(text.contains("Doorbell ID not found"), "{text}");
 
