@@ -62,6 +62,7 @@ mod mcp_elicitation;
 mod mcp_inspector;
 mod mcp_oauth;
 mod mcp_progress;
+mod mcp_rmcp_client;
 mod mcp_round_trips;
 mod mcp_sampling;
 mod mcp_sdk;

@@ -1,0 +1,133 @@
+//! The Rust MCP SDK's own client (rmcp 3.11, `transport-streamable-http-client-reqwest`), the
+//! one an agent written in Rust would use, against the server on loopback: at 2026-07-28
+//! (`server/discover`, each request carrying its own metadata) and at the handshake revision
+//! (`initialize`, 2025-11-25), it lists the tools, calls one, reads content and a tool error,
+//! and answers a tool's question through its `ClientHandler`: an `input_required` round that
+//! rmcp's `call_tool` drives at 2026-07-28, an `elicitation/create` on the call's stream at
+//! 2025-11-25.
+
+use crate::common;
+
+use rmcp::ClientHandler;
+use rmcp::model::{
+    CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ErrorData, ProtocolVersion,
+};
+use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient};
+use rmcp::transport::StreamableHttpClientTransport;
+use serde_json::{Value, json};
+
+/// A client that shows forms: it answers each with the last label its one property offers.
+#[derive(Clone)]
+struct ChoosesLast(ClientConfig);
+
+impl ClientHandler for ChoosesLast {
+    fn get_info(&self) -> ClientConfig {
+        self.0.clone()
+    }
+
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let ElicitRequestParams::FormElicitationParams {
+            requested_schema, ..
+        } = request
+        else {
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        let schema = serde_json::to_value(&requested_schema).unwrap();
+        let (key, property) = schema["properties"]
+            .as_object()
+            .unwrap()
+            .iter()
+            .next()
+            .unwrap();
+        let last = property["enum"].as_array().unwrap().last().unwrap().clone();
+        Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({ key: last })))
+    }
+}
+
+fn config(version: &str) -> ClientConfig {
+    serde_json::from_value(json!({
+        "protocolVersion": version,
+        "capabilities": {"elicitation": {"form": {}}},
+        "clientInfo": {"name": "rmcp-test-client", "version": "1.0.0"},
+    }))
+    .unwrap()
+}
+
+fn arguments(value: Value) -> rmcp::model::JsonObject {
+    value.as_object().unwrap().clone()
+}
+
+async fn lists_calls_and_answers(lifecycle: ClientLifecycleMode, version: ProtocolVersion) {
+    let (addr, _stop) = common::serve_on_loopback(common::test_config()).await;
+    let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+    let client = ChoosesLast(config(version.as_str()))
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .unwrap();
+    let negotiated = client.peer_info().unwrap().protocol_version.clone();
+    assert_eq!(negotiated, version);
+
+    let tools = client.list_all_tools().await.unwrap();
+    let add = tools.iter().find(|t| t.name == "Calculator_Add").unwrap();
+    assert_eq!(add.input_schema["type"], "object", "{version:?}");
+    let sleep = tools.iter().find(|t| t.name == "Demo_Sleep").unwrap();
+    let hints = sleep.annotations.as_ref().unwrap();
+    assert_eq!(hints.read_only_hint, Some(true), "{version:?}");
+
+    let call = |name: &'static str, input: Value| {
+        client.call_tool(CallToolRequestParams::new(name).with_arguments(arguments(input)))
+    };
+    let added = call("Calculator_Add", json!({"a": 20, "b": 22}))
+        .await
+        .unwrap();
+    assert_eq!(added.is_error, Some(false));
+    let content = serde_json::to_value(&added.content).unwrap();
+    assert_eq!(
+        content,
+        json!([{"type": "text", "text": "42"}]),
+        "{version:?}"
+    );
+
+    let imaged = call("Demo_Image", json!({})).await.unwrap();
+    let content = serde_json::to_value(&imaged.content).unwrap();
+    assert_eq!(content[1]["type"], "image", "{version:?}: {content}");
+    assert_eq!(content[1]["mimeType"], "image/png", "{version:?}");
+
+    let failed = call("Doorbell_Ring", json!({"doorbell_id": "doorbell1"}))
+        .await
+        .unwrap();
+    assert_eq!(failed.is_error, Some(true), "{version:?}: {failed:?}");
+
+    let question = json!({"prompt": "Ship it?", "choices": ["yes", "no"], "default": 0});
+    let confirmed = call("Demo_Confirm", question).await.unwrap();
+    assert_eq!(
+        confirmed.is_error,
+        Some(false),
+        "{version:?}: {confirmed:?}"
+    );
+    let answer = confirmed.structured_content.unwrap_or_default();
+    assert_eq!(answer["choice"], "no", "{version:?}: {answer}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn rmcps_client_at_2026_07_28_lists_calls_and_answers_a_question_in_a_round() {
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    lists_calls_and_answers(lifecycle, ProtocolVersion::V_2026_07_28).await;
+}
+
+#[tokio::test]
+async fn rmcps_client_at_2025_11_25_lists_calls_and_answers_a_question_on_the_calls_stream() {
+    lists_calls_and_answers(
+        ClientLifecycleMode::Initialize,
+        ProtocolVersion::V_2025_11_25,
+    )
+    .await;
+}
