@@ -2,22 +2,23 @@
 //! one an agent written in Rust would use, against the server on loopback: at 2026-07-28
 //! (`server/discover`, each request carrying its own metadata) and at the handshake revision
 //! (`initialize`, 2025-11-25), it lists the tools, calls one, reads content and a tool error,
-//! and answers a tool's question through its `ClientHandler`: an `input_required` round that
-//! rmcp's `call_tool` drives at 2026-07-28, an `elicitation/create` on the call's stream at
-//! 2025-11-25.
+//! and answers a tool's question and its request for the model through its `ClientHandler`:
+//! `input_required` rounds that rmcp's `call_tool` drives at 2026-07-28, `elicitation/create`
+//! and `sampling/createMessage` on the call's stream at 2025-11-25.
 
 use crate::common;
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ErrorData, ProtocolVersion,
+    CallToolRequestParams, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, ProtocolVersion,
 };
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 
-/// A client that shows forms: it answers each with the last label its one property offers.
+/// A client that shows forms, answering each with the last label its one property offers, and
+/// whose model answers every sampling request "A short summary.".
 #[derive(Clone)]
 struct ChoosesLast(ClientConfig);
 
@@ -47,12 +48,22 @@ impl ClientHandler for ChoosesLast {
         let last = property["enum"].as_array().unwrap().last().unwrap().clone();
         Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({ key: last })))
     }
+
+    async fn create_message(
+        &self,
+        _request: CreateMessageRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let answer = json!({"role": "assistant", "content": {"type": "text",
+            "text": "A short summary."}, "model": "test-model", "stopReason": "endTurn"});
+        Ok(serde_json::from_value(answer).unwrap())
+    }
 }
 
 fn config(version: &str) -> ClientConfig {
     serde_json::from_value(json!({
         "protocolVersion": version,
-        "capabilities": {"elicitation": {"form": {}}},
+        "capabilities": {"elicitation": {"form": {}}, "sampling": {}},
         "clientInfo": {"name": "rmcp-test-client", "version": "1.0.0"},
     }))
     .unwrap()
@@ -112,11 +123,19 @@ async fn lists_calls_and_answers(lifecycle: ClientLifecycleMode, version: Protoc
     );
     let answer = confirmed.structured_content.unwrap_or_default();
     assert_eq!(answer["choice"], "no", "{version:?}: {answer}");
+    let summarized = call("Demo_Summarize", json!({"text": "A long text."}))
+        .await
+        .unwrap();
+    let summary = summarized.structured_content.unwrap_or_default();
+    assert_eq!(
+        summary["summary"], "A short summary.",
+        "{version:?}: {summary}"
+    );
     client.cancel().await.unwrap();
 }
 
 #[tokio::test]
-async fn rmcps_client_at_2026_07_28_lists_calls_and_answers_a_question_in_a_round() {
+async fn rmcps_client_at_2026_07_28_lists_calls_and_answers_the_tools_questions_in_rounds() {
     let lifecycle = ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
@@ -124,7 +143,8 @@ async fn rmcps_client_at_2026_07_28_lists_calls_and_answers_a_question_in_a_roun
 }
 
 #[tokio::test]
-async fn rmcps_client_at_2025_11_25_lists_calls_and_answers_a_question_on_the_calls_stream() {
+async fn rmcps_client_at_2025_11_25_lists_calls_and_answers_the_tools_questions_on_the_calls_stream()
+ {
     lists_calls_and_answers(
         ClientLifecycleMode::Initialize,
         ProtocolVersion::V_2025_11_25,
