@@ -10,9 +10,12 @@ use crate::common;
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    CallToolRequestParams, ClientConfig, CreateMessageRequestParams, CreateMessageResult,
-    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorData, ProtocolVersion,
+    CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ErrorData, ProtocolVersion,
 };
+// Sampling, which 2026-07-28 deprecates (SEP-2577) and this server still serves (docs/mcp.md).
+#[allow(deprecated)]
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
@@ -49,6 +52,7 @@ impl ClientHandler for ChoosesLast {
         Ok(ElicitResult::new(ElicitationAction::Accept).with_content(json!({ key: last })))
     }
 
+    #[allow(deprecated)]
     async fn create_message(
         &self,
         _request: CreateMessageRequestParams,
