@@ -4,14 +4,15 @@
 //! (`initialize`, 2025-11-25), it lists the tools, calls one, reads content and a tool error,
 //! and answers a tool's question and its request for the model through its `ClientHandler`:
 //! `input_required` rounds that rmcp's `call_tool` drives at 2026-07-28, `elicitation/create`
-//! and `sampling/createMessage` on the call's stream at 2025-11-25.
+//! and `sampling/createMessage` on the call's stream at 2025-11-25. With the tasks extension
+//! declared, a long-running tool's call is a task it polls with `tasks/get`.
 
 use crate::common;
 
 use rmcp::ClientHandler;
 use rmcp::model::{
-    CallToolRequestParams, ClientConfig, ElicitRequestParams, ElicitResult, ElicitationAction,
-    ErrorData, ProtocolVersion,
+    CallToolRequestParams, CallToolResponse, ClientCapabilities, ClientConfig, ElicitRequestParams,
+    ElicitResult, ElicitationAction, ErrorData, GetTaskParams, ProtocolVersion,
 };
 // Sampling, which 2026-07-28 deprecates (SEP-2577) and this server still serves (docs/mcp.md).
 #[allow(deprecated)]
@@ -154,4 +155,44 @@ async fn rmcps_client_at_2025_11_25_lists_calls_and_answers_the_tools_questions_
         ProtocolVersion::V_2025_11_25,
     )
     .await;
+}
+
+#[tokio::test]
+async fn rmcps_client_with_the_tasks_extension_gets_a_long_call_as_a_task_and_polls_its_result() {
+    let (addr, _stop) = common::serve_on_loopback(common::test_config()).await;
+    let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+    let mut tasks = config(ProtocolVersion::V_2026_07_28.as_str());
+    tasks.capabilities = ClientCapabilities::builder().enable_tasks().build();
+    let lifecycle = ClientLifecycleMode::Discover {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+    };
+    let client = ChoosesLast(tasks)
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .unwrap();
+    let sleep =
+        CallToolRequestParams::new("Demo_Sleep").with_arguments(arguments(json!({"ms": 300})));
+    let CallToolResponse::Task(created) = client.call_tool_once(sleep).await.unwrap() else {
+        panic!("a long-running tool's call is a task for a client with the extension");
+    };
+    let id = created.task.task_id.clone();
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let done = loop {
+        let got = client
+            .get_task(GetTaskParams::new(id.clone()))
+            .await
+            .unwrap();
+        let got = serde_json::to_value(&got).unwrap();
+        if got["status"] != "working" {
+            break got;
+        }
+        assert!(std::time::Instant::now() < end, "still working: {got}");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["structuredContent"]["cancelled"], false,
+        "{done}"
+    );
+    client.cancel().await.unwrap();
 }
