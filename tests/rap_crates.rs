@@ -12,6 +12,7 @@ use common::example_tools;
 use oxp_lambda::{App, Registry};
 use rap_client::http::{HttpClient, InMemoryToolsetCache, SimpleHttpClient};
 use rap_client::toolset_loader::ToolsetLoader;
+use rap_protocol::ToolsetManifest;
 use rap_protocol::{
     DisplaySegment, ProviderCallId, RapCallback, RapInvocation, RapToolResult,
     RapToolResultContent, ThreadId, ToolCallId,
@@ -57,6 +58,20 @@ struct Runtime {
 }
 
 impl Runtime {
+    /// A runtime invoking `manifest`'s endpoint, its callbacks taken by rap-client's server.
+    async fn start(manifest: &ToolsetManifest) -> Self {
+        let (callbacks, channel) = rap_client::callback_server::start_callback_channel()
+            .await
+            .unwrap();
+        Runtime {
+            http: SimpleHttpClient::new(),
+            endpoint: manifest.endpoint.clone(),
+            callback_url: format!("{callbacks}/callback"),
+            channel,
+            unread: Vec::new(),
+        }
+    }
+
     /// Call `id` of `operation` (its provider's call id `pc-<id>`) for user `ana`.
     fn invocation(&self, operation: &str, arguments: Value, id: &str) -> RapInvocation {
         RapInvocation {
@@ -110,13 +125,12 @@ impl Runtime {
     }
 }
 
-#[tokio::test]
-async fn a_runtime_on_the_rap_projects_crates_loads_the_toolset_and_reads_every_callback() {
-    let (app, base, _stop) = serve().await;
+/// The toolset, loaded as the RAP project's runtime loads it, with what the server serves.
+async fn load(base: &str) -> ToolsetManifest {
     let loader = ToolsetLoader::new(SimpleHttpClient::new(), InMemoryToolsetCache::new());
     let thread = ThreadId::from(THREAD.to_owned());
     let mut toolsets = loader
-        .load_toolsets(std::slice::from_ref(&base), &thread)
+        .load_toolsets(&[base.to_owned()], &thread)
         .await
         .unwrap();
     assert_eq!(toolsets.len(), 1);
@@ -143,18 +157,11 @@ async fn a_runtime_on_the_rap_projects_crates_loads_the_toolset_and_reads_every_
     let annotations = sleep.and_then(|t| t.annotations.clone()).unwrap();
     assert_eq!(annotations["readOnly"], true, "{annotations}");
     assert_eq!(annotations["longRunning"], true, "{annotations}");
+    manifest
+}
 
-    let (callbacks, channel) = rap_client::callback_server::start_callback_channel()
-        .await
-        .unwrap();
-    let mut runtime = Runtime {
-        http: SimpleHttpClient::new(),
-        endpoint: manifest.endpoint.clone(),
-        callback_url: format!("{callbacks}/callback"),
-        channel,
-        unread: Vec::new(),
-    };
-
+/// Results: as text, as a tool error, with content and display segments.
+async fn results(runtime: &mut Runtime) {
     // A result as text, its provider's call id echoed.
     runtime
         .invoke("Calculator_Add", json!({"a": 20, "b": 22}), "add")
@@ -189,7 +196,10 @@ async fn a_runtime_on_the_rap_projects_crates_loads_the_toolset_and_reads_every_
     );
     let display = rap_protocol::build_display_segments(imaged.display_as.as_deref(), "");
     assert!(matches!(display.last(), Some(DisplaySegment::Text(_))));
+}
 
+/// What a call says before its result: progress, a view, a question answered.
+async fn talk_back(runtime: &mut Runtime, base: &str) {
     // Progress and a view, as view updates, then the result.
     runtime
         .invoke("Demo_Sleep", json!({"ms": 200}), "sleep")
@@ -238,13 +248,16 @@ async fn a_runtime_on_the_rap_projects_crates_loads_the_toolset_and_reads_every_
     assert_eq!(status.unwrap(), 200);
     let confirmed = runtime.result_of("confirm").await.text.unwrap();
     assert!(confirmed.contains("no"), "{confirmed}");
+}
 
+/// A subscription and its events.
+async fn subscription(runtime: &mut Runtime, app: &App) {
     // A subscription and its events, the last marked final.
     let arguments = json!({"topic": "crates", "max_events": 2});
     runtime.invoke("Demo_Watch", arguments, "watch").await;
     assert_eq!(runtime.result_of("watch").await.subscription, Some(true));
     for n in 1..=2 {
-        assert_eq!(event(&app, "crates", n).await.status, 202);
+        assert_eq!(event(app, "crates", n).await.status, 202);
         let taken = runtime
             .next("a subscription event", |c| match c {
                 RapCallback::SubscriptionEvent(e) => Some(e.clone()),
@@ -255,7 +268,10 @@ async fn a_runtime_on_the_rap_projects_crates_loads_the_toolset_and_reads_every_
         assert_eq!(taken.text, json!({"n": n}).to_string());
         assert_eq!(taken.r#final == Some(true), n == 2, "{taken:?}");
     }
+}
 
+/// An authorization link, then the call's end when it is never used.
+async fn authorization(runtime: &mut Runtime) {
     // A user's authorization asked for, then the call's end when it is never given.
     runtime.invoke("Demo_Profile", json!({}), "profile").await;
     let asked = runtime
@@ -273,5 +289,16 @@ async fn a_runtime_on_the_rap_projects_crates_loads_the_toolset_and_reads_every_
     assert!(asked.auth_url.starts_with(link), "{}", asked.auth_url);
     let ended = runtime.result_of("profile").await.text.unwrap();
     assert!(ended.contains("authorization_timeout"), "{ended}");
+}
+
+#[tokio::test]
+async fn a_runtime_on_the_rap_projects_crates_loads_the_toolset_and_reads_every_callback() {
+    let (app, base, _stop) = serve().await;
+    let manifest = load(&base).await;
+    let mut runtime = Runtime::start(&manifest).await;
+    results(&mut runtime).await;
+    talk_back(&mut runtime, &base).await;
+    subscription(&mut runtime, &app).await;
+    authorization(&mut runtime).await;
     assert!(runtime.unread.is_empty(), "{:?}", runtime.unread);
 }
