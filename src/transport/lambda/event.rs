@@ -146,6 +146,31 @@ mod tests {
         assert!(read_as_bytes("[").is_none());
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 256, ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Any header: every event reads that `http` 1.5 read (its name a name, its value's
+        /// bytes a value), and none that reads panics in the conversion to a request.
+        #[test]
+        fn any_header_reads_as_http_1_5_read_it_and_never_panics_the_conversion(
+            name in "[a-z0-9-]{1,12}|.{0,6}",
+            value in ".{0,24}",
+        ) {
+            let readable = http::HeaderName::from_bytes(name.as_bytes()).is_ok()
+                && HeaderValue::from_bytes(value.as_bytes()).is_ok();
+            for (path, event) in recorded_with(&name, &value) {
+                let read = serde_json::from_str::<HttpEvent>(&event.to_string());
+                proptest::prop_assert!(read.is_ok() || !readable, "{path}: {read:?}");
+                let Ok(HttpEvent(mut request)) = read else { continue };
+                super::super::uri::make_buildable(&mut request);
+                let converted = std::panic::catch_unwind(|| lambda_http::Request::from(request));
+                proptest::prop_assert!(converted.is_ok(), "{path}");
+            }
+        }
+    }
+
     #[test]
     fn every_recorded_http_event_reads_with_a_header_outside_ascii() {
         for (path, event) in recorded_with("cf-ipcity", "Córdoba") {
