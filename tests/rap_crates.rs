@@ -162,10 +162,10 @@ async fn load(base: &str) -> ToolsetManifest {
 
 /// Results: as text, as a tool error, with content and display segments.
 async fn results(runtime: &mut Runtime) {
-    // A result as text, its provider's call id echoed.
-    runtime
-        .invoke("Calculator_Add", json!({"a": 20, "b": 22}), "add")
-        .await;
+    // A result as text, its provider's call id echoed; from a child thread, its ancestors named.
+    let mut add = runtime.invocation("Calculator_Add", json!({"a": 20, "b": 22}), "add");
+    add.thread_ancestors = Some(vec![ThreadId::from("thread-root".to_owned())]);
+    runtime.send(add).await;
     let added = runtime.result_of("add").await;
     assert_eq!(added.text.as_deref(), Some("42"));
     assert_eq!(added.call_id.as_ref().map(|c| c.as_str()), Some("pc-add"));
