@@ -2,9 +2,10 @@
 //! one an agent written in Rust would use, against the server on loopback: at 2026-07-28
 //! (`server/discover`, each request carrying its own metadata) and at the handshake revision
 //! (`initialize`, 2025-11-25), it lists the tools, calls one, reads content and a tool error,
-//! and answers a tool's question and its request for the model through its `ClientHandler`:
+//! and answers a tool's question, its request for the model and for the client's roots through
+//! its `ClientHandler`:
 //! `input_required` rounds that rmcp's `call_tool` drives at 2026-07-28, `elicitation/create`
-//! and `sampling/createMessage` on the call's stream at 2025-11-25. With the tasks extension
+//! `sampling/createMessage` and `roots/list` on the call's stream at 2025-11-25. With the tasks extension
 //! declared, a long-running tool's call is a task it polls with `tasks/get`.
 
 use crate::common;
@@ -15,14 +16,16 @@ use rmcp::model::{
     ElicitResult, ElicitationAction, ErrorData, GetTaskParams, ProtocolVersion,
 };
 // Sampling, which 2026-07-28 deprecates (SEP-2577) and this server still serves (docs/mcp.md).
+use oxp_lambda::{NoInput, Registry, Root, Tool, ToolContext, ToolError};
 #[allow(deprecated)]
-use rmcp::model::{CreateMessageRequestParams, CreateMessageResult};
+use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ListRootsResult};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 
-/// A client that shows forms, answering each with the last label its one property offers, and
-/// whose model answers every sampling request "A short summary.".
+/// A client that shows forms, answering each with the last label its one property offers,
+/// whose model answers every sampling request "A short summary.", and whose one root is
+/// `file:///work/project`.
 #[derive(Clone)]
 struct ChoosesLast(ClientConfig);
 
@@ -63,12 +66,38 @@ impl ClientHandler for ChoosesLast {
             "text": "A short summary."}, "model": "test-model", "stopReason": "endTurn"});
         Ok(serde_json::from_value(answer).unwrap())
     }
+
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ListRootsResult, ErrorData> {
+        let roots = json!({"roots": [{"uri": "file:///work/project", "name": "project"}]});
+        Ok(serde_json::from_value(roots).unwrap())
+    }
+}
+
+/// The example tools and `Files.Roots`, which answers the client's roots' URIs.
+async fn serve() -> (String, tokio::sync::oneshot::Sender<()>) {
+    let roots = Tool::builder("Files.Roots", "1.0.0")
+        .description("Lists the client's roots.")
+        .handler(|_: NoInput, ctx: ToolContext| async move {
+            let roots: Vec<Root> = ctx.roots().await?;
+            let uris: Vec<String> = roots.into_iter().map(|r| r.uri).collect();
+            Ok::<_, ToolError>(uris.join(" "))
+        });
+    let registry = Registry::builder()
+        .tools(common::example_tools::tools())
+        .tool(roots)
+        .build()
+        .unwrap();
+    common::serve_app_on_loopback(common::app_with(registry, common::test_config())).await
 }
 
 fn config(version: &str) -> ClientConfig {
     serde_json::from_value(json!({
         "protocolVersion": version,
-        "capabilities": {"elicitation": {"form": {}}, "sampling": {}},
+        "capabilities": {"elicitation": {"form": {}}, "sampling": {}, "roots": {}},
         "clientInfo": {"name": "rmcp-test-client", "version": "1.0.0"},
     }))
     .unwrap()
@@ -79,7 +108,7 @@ fn arguments(value: Value) -> rmcp::model::JsonObject {
 }
 
 async fn lists_calls_and_answers(lifecycle: ClientLifecycleMode, version: ProtocolVersion) {
-    let (addr, _stop) = common::serve_on_loopback(common::test_config()).await;
+    let (addr, _stop) = serve().await;
     let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
     let client = ChoosesLast(config(version.as_str()))
         .serve_with_lifecycle(transport, lifecycle)
@@ -128,6 +157,13 @@ async fn lists_calls_and_answers(lifecycle: ClientLifecycleMode, version: Protoc
     );
     let answer = confirmed.structured_content.unwrap_or_default();
     assert_eq!(answer["choice"], "no", "{version:?}: {answer}");
+    let rooted = call("Files_Roots", json!({})).await.unwrap();
+    let content = serde_json::to_value(&rooted.content).unwrap();
+    assert_eq!(
+        content[0]["text"], "file:///work/project",
+        "{version:?}: {content}"
+    );
+
     let summarized = call("Demo_Summarize", json!({"text": "A long text."}))
         .await
         .unwrap();
@@ -159,7 +195,7 @@ async fn rmcps_client_at_2025_11_25_lists_calls_and_answers_the_tools_questions_
 
 #[tokio::test]
 async fn rmcps_client_with_the_tasks_extension_gets_a_long_call_as_a_task_and_polls_its_result() {
-    let (addr, _stop) = common::serve_on_loopback(common::test_config()).await;
+    let (addr, _stop) = serve().await;
     let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
     let mut tasks = config(ProtocolVersion::V_2026_07_28.as_str());
     tasks.capabilities = ClientCapabilities::builder().enable_tasks().build();

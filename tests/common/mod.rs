@@ -240,7 +240,11 @@ pub fn rap_error(text: &str) -> Option<Value> {
 /// Serves `config`'s app of the example tools on a free loopback port, as the binary does;
 /// dropping the sender stops it.
 pub async fn serve_on_loopback(config: Config) -> (String, tokio::sync::oneshot::Sender<()>) {
-    let app = app_with(example_tools::registry().unwrap(), config);
+    serve_app_on_loopback(app_with(example_tools::registry().unwrap(), config)).await
+}
+
+/// Serves `app` on a free loopback port, as the binary does; dropping the sender stops it.
+pub async fn serve_app_on_loopback(app: App) -> (String, tokio::sync::oneshot::Sender<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
