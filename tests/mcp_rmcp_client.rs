@@ -16,7 +16,7 @@ use rmcp::model::{
     ElicitResult, ElicitationAction, ErrorData, GetTaskParams, ProtocolVersion,
 };
 // Sampling, which 2026-07-28 deprecates (SEP-2577) and this server still serves (docs/mcp.md).
-use oxp_lambda::{NoInput, Registry, Root, Tool, ToolContext, ToolError};
+use oxp_lambda::{Registry, Tool};
 #[allow(deprecated)]
 use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ListRootsResult};
 use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient};
@@ -79,13 +79,7 @@ impl ClientHandler for ChoosesLast {
 
 /// The example tools and `Files.Roots`, which answers the client's roots' URIs.
 async fn serve() -> (String, tokio::sync::oneshot::Sender<()>) {
-    let roots = Tool::builder("Files.Roots", "1.0.0")
-        .description("Lists the client's roots.")
-        .handler(|_: NoInput, ctx: ToolContext| async move {
-            let roots: Vec<Root> = ctx.roots().await?;
-            let uris: Vec<String> = roots.into_iter().map(|r| r.uri).collect();
-            Ok::<_, ToolError>(uris.join(" "))
-        });
+    let roots = crate::mcp_sampling::roots_tool(Tool::builder("Files.Roots", "1.0.0"));
     let registry = Registry::builder()
         .tools(common::example_tools::tools())
         .tool(roots)

@@ -57,7 +57,8 @@ fn roots_app() -> App {
     )
 }
 
-fn roots_tool(builder: oxp_lambda::ToolBuilder) -> Tool {
+/// `builder`'s tool answering the client's roots' URIs, space-separated.
+pub(crate) fn roots_tool(builder: oxp_lambda::ToolBuilder) -> Tool {
     builder.description("Lists the client's roots.").handler(
         |_: oxp_lambda::NoInput, ctx: ToolContext| async move {
             let roots: Vec<Root> = ctx.roots().await?;
