@@ -39,12 +39,7 @@ async fn serve() -> (App, String, tokio::sync::oneshot::Sender<()>) {
             .config(config)
             .secret("DEMO_WEBHOOK_SECRET", SECRET),
     );
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    tokio::spawn(app.clone().serve(listener, async move {
-        let _ = stopped.await;
-    }));
+    let (addr, stop) = common::serve_app_on_loopback(app.clone()).await;
     (app, format!("http://{addr}"), stop)
 }
 
