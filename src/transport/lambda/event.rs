@@ -75,30 +75,34 @@ fn as_bytes(value: &mut Value) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
-    /// Each recorded HTTP event with `header` set to `value`, in `headers` and (where the
-    /// event has them) `multiValueHeaders`.
-    fn recorded_with(header: &str, value: &str) -> Vec<(String, Value)> {
+    /// Each recorded HTTP event of `events/` (its subfolders hold other sources'), by path.
+    pub(in crate::transport::lambda) fn recorded() -> Vec<(String, Value)> {
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/events");
         let mut events = Vec::new();
         for entry in std::fs::read_dir(dir).unwrap() {
             let path = entry.unwrap().path();
-            if !path.is_file() {
-                continue;
+            if path.is_file() {
+                let event = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+                events.push((path.display().to_string(), event));
             }
-            let mut event: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-            if event.get("headers").is_none() {
-                continue;
-            }
+        }
+        assert!(events.len() >= 10, "the recorded HTTP events");
+        events
+    }
+
+    /// Each recorded HTTP event with `header` set to `value`, in `headers` and (where the
+    /// event has them) `multiValueHeaders`.
+    fn recorded_with(header: &str, value: &str) -> Vec<(String, Value)> {
+        let mut events = recorded();
+        for (_, event) in &mut events {
             event["headers"][header] = value.into();
             if event.get("multiValueHeaders").is_some_and(Value::is_object) {
                 event["multiValueHeaders"][header] = serde_json::json!(["x", value]);
             }
-            events.push((path.display().to_string(), event));
         }
-        assert!(events.len() >= 10, "the recorded HTTP events");
         events
     }
 

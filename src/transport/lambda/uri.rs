@@ -156,13 +156,7 @@ mod tests {
             "é",
             "",
         ];
-        for entry in std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/events")).unwrap() {
-            let path = entry.unwrap().path();
-            if !path.is_file() {
-                continue;
-            }
-            let recorded: serde_json::Value =
-                serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        for (path, recorded) in super::super::event::tests::recorded() {
             for sent in hostile {
                 for (part, key) in [
                     ("body", ""),
