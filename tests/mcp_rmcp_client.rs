@@ -19,7 +19,9 @@ use rmcp::model::{
 use oxp_lambda::{Registry, Tool};
 #[allow(deprecated)]
 use rmcp::model::{CreateMessageRequestParams, CreateMessageResult, ListRootsResult};
-use rmcp::service::{ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, RequestContext, RoleClient, RunningService,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use serde_json::{Value, json};
 
@@ -88,6 +90,23 @@ async fn serve() -> (String, tokio::sync::oneshot::Sender<()>) {
     common::serve_app_on_loopback(common::app_with(registry, common::test_config())).await
 }
 
+/// A client of `config` connected to a server of its own ([`serve`]) as `lifecycle` says.
+async fn connect(
+    config: ClientConfig,
+    lifecycle: ClientLifecycleMode,
+) -> (
+    RunningService<RoleClient, ChoosesLast>,
+    tokio::sync::oneshot::Sender<()>,
+) {
+    let (addr, stop) = serve().await;
+    let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
+    let client = ChoosesLast(config)
+        .serve_with_lifecycle(transport, lifecycle)
+        .await
+        .unwrap();
+    (client, stop)
+}
+
 fn config(version: &str) -> ClientConfig {
     serde_json::from_value(json!({
         "protocolVersion": version,
@@ -102,12 +121,7 @@ fn arguments(value: Value) -> rmcp::model::JsonObject {
 }
 
 async fn lists_calls_and_answers(lifecycle: ClientLifecycleMode, version: ProtocolVersion) {
-    let (addr, _stop) = serve().await;
-    let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
-    let client = ChoosesLast(config(version.as_str()))
-        .serve_with_lifecycle(transport, lifecycle)
-        .await
-        .unwrap();
+    let (client, _stop) = connect(config(version.as_str()), lifecycle).await;
     let negotiated = client.peer_info().unwrap().protocol_version.clone();
     assert_eq!(negotiated, version);
 
@@ -189,17 +203,12 @@ async fn rmcps_client_at_2025_11_25_lists_calls_and_answers_the_tools_questions_
 
 #[tokio::test]
 async fn rmcps_client_with_the_tasks_extension_gets_a_long_call_as_a_task_and_polls_its_result() {
-    let (addr, _stop) = serve().await;
-    let transport = StreamableHttpClientTransport::from_uri(format!("http://{addr}/mcp"));
     let mut tasks = config(ProtocolVersion::V_2026_07_28.as_str());
     tasks.capabilities = ClientCapabilities::builder().enable_tasks().build();
     let lifecycle = ClientLifecycleMode::Discover {
         preferred_versions: vec![ProtocolVersion::V_2026_07_28],
     };
-    let client = ChoosesLast(tasks)
-        .serve_with_lifecycle(transport, lifecycle)
-        .await
-        .unwrap();
+    let (client, _stop) = connect(tasks, lifecycle).await;
     let sleep =
         CallToolRequestParams::new("Demo_Sleep").with_arguments(arguments(json!({"ms": 300})));
     let CallToolResponse::Task(created) = client.call_tool_once(sleep).await.unwrap() else {
