@@ -64,8 +64,7 @@ impl ClientHandler for ChoosesLast {
         _request: CreateMessageRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<CreateMessageResult, ErrorData> {
-        let answer = json!({"role": "assistant", "content": {"type": "text",
-            "text": "A short summary."}, "model": "test-model", "stopReason": "endTurn"});
+        let answer = crate::mcp_sampling::model_answer("A short summary.");
         Ok(serde_json::from_value(answer).unwrap())
     }
 

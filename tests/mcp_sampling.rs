@@ -40,7 +40,8 @@ fn summarize() -> Value {
     json!({"text": "The quick brown fox jumps over the lazy dog."})
 }
 
-fn model_answer(text: &str) -> Value {
+/// A `CreateMessageResult` of `test-model` answering `text`.
+pub(crate) fn model_answer(text: &str) -> Value {
     json!({"role": "assistant", "content": {"type": "text", "text": text},
            "model": "test-model", "stopReason": "endTurn"})
 }
