@@ -8,38 +8,111 @@ use axum::body::Body;
 use axum::http::Request;
 
 /// The fuzzed server's settings, as variables the binary would read. Callbacks go nowhere (the
-/// allow-list holds only an unresolvable host) and state stays in memory (no database file
-/// written beside the corpus).
+/// allow-list holds only an unresolvable host) and state stays in memory (the embedded store
+/// without `OXP_STATE_PATH`: no database file written beside the corpus), where it serves what
+/// needs it (MCP tasks and rounds, questions, subscriptions).
 pub const VARS: [(&str, &str); 6] = [
     ("OXP_MAX_BODY_BYTES", "65536"),
-    ("OXP_STATE", "off"),
+    ("OXP_STATE", "embedded"),
     ("OXP_RAP_ALLOW_LOOPBACK_CALLBACKS", "false"),
     ("OXP_RAP_CALLBACK_HOSTS", "callback.invalid"),
     ("OXP_RAP_DELIVERY_ATTEMPTS", "1"),
     ("OXP_RAP_DEAD_LETTER_FILE", "/dev/null"),
 ];
 
+/// The MCP revisions a fuzzed `/mcp` request names in its `MCP-Protocol-Version` header (none:
+/// 2025-03-26, as a client that sends none is taken).
+const REVISIONS: [Option<&str>; 4] = [None, Some("2025-06-18"), Some("2025-11-25"), Some(MODERN)];
+
+/// The revision whose requests carry their method and tool in headers too.
+const MODERN: &str = "2026-07-28";
+
 /// The request `data` stands for: its first byte picks the route (an OXP call, an async
-/// invocation or an MCP message), the rest is the body. Nothing for empty data.
-pub fn request(data: &[u8]) -> Option<(&'static str, Request<Body>)> {
-    let (&route, body) = data.split_first()?;
+/// invocation or an MCP message) and, for `/mcp`, the revision it names; the rest is the body
+/// (on `/mcp` after header lines, when there is a NUL byte).
+/// At 2026-07-28 the `Mcp-Method` and `Mcp-Name` headers say what the body says (where that is
+/// a string a header can carry), as a client sends them, so that the fuzzer reaches past the
+/// header checks. Nothing for empty data.
+pub fn request(data: &[u8]) -> Option<(Sent, Request<Body>)> {
+    let (&route, mut body) = data.split_first()?;
     let path = ["/tools/call", "/invoke", "/mcp"][usize::from(route % 3)];
-    let request = Request::post(path)
+    let mut request = Request::post(path);
+    // On `/mcp`, what comes before a NUL byte is header lines (`name: value`) sent before the
+    // usual ones: a session, an origin, a host, `Mcp-Param-*`, the usual ones again.
+    let mut headed = false;
+    if path == "/mcp"
+        && let Some(end) = body.iter().position(|b| *b == 0)
+    {
+        for line in body[..end].split(|b| *b == b'\n') {
+            let Some(colon) = line.iter().position(|b| *b == b':') else {
+                continue;
+            };
+            let name = axum::http::HeaderName::from_bytes(&line[..colon]);
+            let value = axum::http::HeaderValue::from_bytes(line[colon + 1..].trim_ascii());
+            if let (Ok(name), Ok(value)) = (name, value) {
+                request = request.header(name, value);
+                headed = true;
+            }
+        }
+        body = &body[end + 1..];
+    }
+    request = request
         .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .body(Body::from(body.to_vec()))
-        .expect("a request");
-    Some((path, request))
+        .header("accept", "application/json, text/event-stream");
+    let revision = REVISIONS[usize::from(route / 3 % 4)].filter(|_| path == "/mcp");
+    if let Some(revision) = revision {
+        request = request.header("mcp-protocol-version", revision);
+    }
+    if revision == Some(MODERN) {
+        let sent = serde_json::from_slice::<serde_json::Value>(body).unwrap_or_default();
+        // The tool's or prompt's name, a resource's URI or a task's id, as the revision names
+        // each method's target.
+        let params = &sent["params"];
+        let target = ["name", "uri", "taskId"].map(|key| &params[key]);
+        let name = target
+            .into_iter()
+            .find(|v| v.is_string())
+            .unwrap_or(&params["name"]);
+        for (header, value) in [("mcp-method", &sent["method"]), ("mcp-name", name)] {
+            if let Some(value) = value
+                .as_str()
+                .and_then(|v| axum::http::HeaderValue::from_str(v).ok())
+            {
+                request = request.header(header, value);
+            }
+        }
+    }
+    let request = request.body(Body::from(body.to_vec())).expect("a request");
+    let modern = revision == Some(MODERN);
+    Some((
+        Sent {
+            path,
+            modern,
+            headed,
+        },
+        request,
+    ))
 }
 
-/// Panics unless the answer to a request on `path` is its protocol's: on `/mcp` JSON-RPC with
-/// 200, 400 or 413, a bodiless 202 for a notification (or a batch of them), a JSON array of
+/// Where a fuzzed request went, for [`check`].
+pub struct Sent {
+    path: &'static str,
+    /// At MCP 2026-07-28.
+    modern: bool,
+    /// With header lines of its own.
+    headed: bool,
+}
+
+/// Panics unless the answer to a request `sent` is its protocol's: on `/mcp` JSON-RPC with
+/// 200, 400 or 413 (or, at 2026-07-28, 404 for a method it does not serve; with headers of its
+/// own, 403, 404, 406 or 415 for what they say), a bodiless 202 for a notification (or a batch of them), a JSON array of
 /// answers for a 2025-03-26 batch, or an event stream of JSON-RPC messages for a call that
 /// reports progress; accepted or a RAP error on `/invoke`; an OXP answer with 200, 400 or 422 on
 /// `/tools/call`.
-pub fn check(path: &str, status: u16, body: &[u8]) {
+pub fn check(sent: &Sent, status: u16, body: &[u8]) {
+    let path = sent.path;
     if path == "/mcp" {
-        return check_mcp(status, body);
+        return check_mcp(status, body, sent);
     }
     let json: serde_json::Value = serde_json::from_slice(body).expect("every answer is JSON");
     if path == "/invoke" {
@@ -58,12 +131,19 @@ pub fn check(path: &str, status: u16, body: &[u8]) {
 }
 
 /// `/mcp`'s part of [`check`].
-fn check_mcp(status: u16, body: &[u8]) {
+fn check_mcp(status: u16, body: &[u8], sent: &Sent) {
     if status == 202 {
         assert!(body.is_empty(), "a notification's 202 has no body");
         return;
     }
-    assert!([200, 400, 413].contains(&status), "status {status}");
+    let not_served = sent.modern && status == 404;
+    // Headers of its own may name a foreign origin or host (403), or take back what the body
+    // or the answer's type must be (415, 406), or name a session that never was (404).
+    let refused = sent.headed && [403, 404, 406, 415].contains(&status);
+    assert!(
+        [200, 400, 413].contains(&status) || not_served || refused,
+        "status {status}"
+    );
     let messages: Vec<serde_json::Value> = match serde_json::from_slice(body) {
         Ok(serde_json::Value::Array(answers)) => answers,
         Ok(answer) => vec![answer],
@@ -94,17 +174,27 @@ mod tests {
         let config = Config::from_vars(false, VARS).expect("a valid configuration");
         let app = app_with(example_tools::registry().expect("valid tools"), config);
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus_seed");
-        let mut seeds = 0;
+        let (mut seeds, mut modern) = (0, 0);
         for entry in std::fs::read_dir(&dir).expect("the seed corpus") {
             let path = entry.unwrap().path();
             let data = std::fs::read(&path).unwrap();
-            let (route, request) = request(&data).expect("no seed is empty");
+            let (sent, request) = request(&data).expect("no seed is empty");
             let response = app.clone().oneshot(request).await.expect("infallible");
             let status = response.status().as_u16();
             let body = response.into_body().collect().await.unwrap().to_bytes();
-            check(route, status, &body);
+            check(&sent, status, &body);
+            // The 2026-07-28 seeds reach past the header checks: their headers say what their
+            // bodies say.
+            if sent.modern {
+                let answer = String::from_utf8_lossy(&body);
+                assert!(!answer.contains("-32020"), "{}: {answer}", path.display());
+                modern += 1;
+            }
             seeds += 1;
         }
-        assert!(seeds >= 10, "the seeds were read: {seeds}");
+        assert!(
+            seeds >= 20 && modern >= 7,
+            "the seeds were read: {seeds}, {modern}"
+        );
     }
 }
