@@ -176,6 +176,108 @@ async fn a_loopback_server_refuses_other_host_names_and_web_origins() {
     assert_eq!(status, 403);
 }
 
+/// Whether `body`, a refusal's answer on `path`, has the shape of the protocol serving it.
+fn shaped_as_its_protocol(path: &str, body: &Value) -> bool {
+    match path {
+        "/mcp" => {
+            body["jsonrpc"] == "2.0" && body["id"].is_null() && body["error"]["code"].is_i64()
+        }
+        "/invoke" | "/tool_call_status" => body["error"]["kind"].is_string(),
+        p if p.starts_with("/webhooks/") => body["error"].is_string(),
+        _ => body["$schema"] == "urn:oxp:1.0" && body["message"].is_string(),
+    }
+}
+
+/// A request whose body never arrives whole: the server's answer, after its deadline.
+async fn trickled(addr: &str, path: &str) -> (u16, Value) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut reply = Vec::new();
+    let read = stream.read_to_end(&mut reply);
+    tokio::time::timeout(Duration::from_secs(10), read)
+        .await
+        .unwrap()
+        .unwrap();
+    let reply = String::from_utf8(reply).unwrap();
+    let status = reply[9..12].parse().unwrap();
+    let body = reply.split_once("\r\n\r\n").unwrap().1;
+    (status, serde_json::from_str(body).unwrap_or(Value::Null))
+}
+
+#[tokio::test]
+async fn a_refusal_in_front_of_the_routes_is_answered_in_the_shape_of_the_protocol_asked() {
+    let config = Config {
+        body_read_timeout: Duration::from_millis(300),
+        ..test_config()
+    };
+    let (addr, _stop) = serve_on_loopback(config).await;
+    let port = addr.rsplit(':').next().unwrap();
+    let json = "Content-Type: application/json\r\n";
+    let paths = [
+        "/mcp",
+        "/invoke",
+        "/tool_call_status",
+        "/tools/call",
+        "/call",
+        "/webhooks/demo",
+    ];
+    for path in paths {
+        for (method, headers, status) in [
+            (
+                "POST",
+                format!("Host: {addr}\r\nOrigin: https://attacker.example\r\n{json}"),
+                403,
+            ),
+            (
+                "POST",
+                format!("Host: attacker.example:{port}\r\n{json}"),
+                403,
+            ),
+            ("PATCH", format!("Host: {addr}\r\n{json}"), 405),
+        ] {
+            let (got, body) = http_raw_with(&addr, method, path, &headers, "{}").await;
+            assert_eq!(got, status, "{path} {headers:?}: {body}");
+            assert!(!body.contains("attacker"), "nothing echoed: {body}");
+            let body: Value = serde_json::from_str(&body).unwrap();
+            assert!(
+                shaped_as_its_protocol(path, &body),
+                "{path} {status}: {body}"
+            );
+        }
+        let (status, body) = trickled(&addr, path).await;
+        assert_eq!(status, 408, "{path}: {body}");
+        assert!(shaped_as_its_protocol(path, &body), "{path} 408: {body}");
+    }
+    // The app served by a program of its own refuses a page's request in the same shapes.
+    let app = example_app();
+    for path in paths {
+        let request = Request::post(path)
+            .header("content-type", "application/json")
+            .header("origin", "https://attacker.example")
+            .body(Body::from("{}"))
+            .unwrap();
+        let reply = send(&app, request).await;
+        assert_eq!(reply.status, 403, "{path}: {}", reply.text);
+        assert!(
+            shaped_as_its_protocol(path, &reply.json),
+            "{path}: {}",
+            reply.text
+        );
+    }
+    // A path no protocol serves gets the plumbing's own answer.
+    let (status, body) =
+        http_raw_with(&addr, "GET", "/health", "Host: attacker.example\r\n", "").await;
+    assert_eq!(status, 403);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap()["message"],
+        "Forbidden"
+    );
+}
+
 // ---- Bodies shaped to slip past the wire format ------------------------------------------------
 
 #[tokio::test]

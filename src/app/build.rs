@@ -279,10 +279,14 @@ impl AppBuilder {
             shared || recovering,
         ));
         let http = super::http_side::assemble(built.routes, broker, &auth, &config);
+        let shapes = crate::server::Shapes::new(built.shapes, config.base_path.as_deref());
         Ok(App {
             service: http,
             parts: Arc::new(Parts {
-                browser: crate::transport::local::BrowserRules::from_config(&config),
+                browser: crate::transport::local::BrowserRules {
+                    shapes,
+                    ..crate::transport::local::BrowserRules::from_config(&config)
+                },
                 config,
                 roles: built.roles,
                 drains: built.drains,

@@ -196,9 +196,8 @@ where
             && let Err(refusal) = local::check_browser(request.headers(), rules)
         {
             tracing::info!(target: "oxp::server", outcome = "forbidden", reason = refusal.reason());
-            return Either::Left(std::future::ready(Ok(
-                axum::response::IntoResponse::into_response(refusal),
-            )));
+            let answer = rules.shapes.answer(request.uri().path(), refusal);
+            return Either::Left(std::future::ready(Ok(answer)));
         }
         Either::Right(self.service.call(request))
     }

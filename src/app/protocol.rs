@@ -186,6 +186,9 @@ pub struct Contribution {
     pub(crate) roles: Vec<LambdaRole>,
     /// Work to finish before the process ends (accepted async invocations).
     pub(crate) drain: Option<Arc<dyn Drain>>,
+    /// The paths whose refusals by the plumbing in front of routing the protocol answers in its
+    /// own shape.
+    pub(crate) shapes: Vec<(&'static str, crate::server::Shape)>,
 }
 
 impl Contribution {
@@ -217,6 +220,15 @@ impl Contribution {
     #[must_use]
     pub fn lambda_role(mut self, role: LambdaRole) -> Self {
         self.roles.push(role);
+        self
+    }
+
+    /// The plumbing's refusals of requests to `paths` (and under them) in front of routing (a
+    /// browser's request, a body that did not arrive) answered in the protocol's `shape`, as its
+    /// routes answer theirs.
+    #[must_use]
+    pub(crate) fn shaped(mut self, paths: &[&'static str], shape: crate::server::Shape) -> Self {
+        self.shapes.extend(paths.iter().map(|path| (*path, shape)));
         self
     }
 
@@ -322,6 +334,7 @@ pub(crate) struct Built {
     pub(crate) routes: Router,
     pub(crate) roles: Vec<LambdaRole>,
     pub(crate) drains: Vec<Arc<dyn Drain>>,
+    pub(crate) shapes: Vec<(&'static str, crate::server::Shape)>,
 }
 
 /// Builds every protocol of `protocols` over one assembly: their routes merged, their Lambda
@@ -353,6 +366,7 @@ pub(crate) fn build_all(
             }
         }
         built.drains.extend(contribution.drain);
+        built.shapes.extend(contribution.shapes);
     }
     let role = assembly.config.lambda_role.as_str();
     let served = built.roles.iter().find(|r| r.name == role);

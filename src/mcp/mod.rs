@@ -55,7 +55,7 @@ use handler::McpServer;
 use http::request::Parts;
 use http::{HeaderValue, StatusCode, header};
 use message::{Message, Unread};
-pub(crate) use plumbing::RequestClosed;
+pub(crate) use plumbing::{RequestClosed, refused};
 use plumbing::{cancelled_request, plain_error_as_rpc, rpc_error, unauthenticated};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
@@ -154,6 +154,10 @@ impl McpConfig {
     }
 }
 
+/// The path MCP serves, whose refusals by the plumbing in front of routing it answers in its
+/// own shape ([`refused`]).
+pub(crate) const PATHS: [&str; 1] = ["/mcp"];
+
 type Service = StreamableHttpService<McpServer, NeverSessionManager>;
 
 struct Mcp {
@@ -211,7 +215,7 @@ pub(crate) fn router(
         max_body_bytes,
         any_host: config.allowed_hosts.is_empty(),
     });
-    let routes = Router::new().route("/mcp", post_json(serve, not_json));
+    let routes = Router::new().route(PATHS[0], post_json(serve, not_json, refused));
     if auth.is_none() {
         return routes.with_state(state);
     }

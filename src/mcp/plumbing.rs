@@ -3,7 +3,7 @@
 //! caller's bounded, and the 401 of the plumbing.
 
 use super::message::Message;
-use crate::server::{json, shown};
+use crate::server::{ServerError, json, shown};
 use axum::body::{Body, Bytes};
 use axum::response::Response;
 use http::{HeaderValue, StatusCode, header};
@@ -221,6 +221,19 @@ pub(super) fn rpc_error(status: StatusCode, id: Value, code: i64, message: &str)
         error: RpcErrorBody { code, message },
     };
     json(status, &error)
+}
+
+/// What the plumbing refuses on `/mcp` (a browser's request, another method, a body that did
+/// not arrive), as a JSON-RPC error with no id (Streamable HTTP's answer to a foreign `Origin`:
+/// 403 whose body "MAY comprise a JSON-RPC error response that has no id") and the refusal's
+/// status.
+pub(crate) fn refused(refusal: &ServerError) -> Response {
+    rpc_error(
+        refusal.status(),
+        Value::Null,
+        -32600,
+        &refusal.developer_message(),
+    )
 }
 
 /// The authenticated caller of a request (`None` without authentication).

@@ -4,7 +4,7 @@ use super::wire::{
     AuthorizationChallenge, MissingRequirements, OXP_1_0, ServerErrorResponse,
     ValidationErrorResponse,
 };
-use crate::server::json;
+use crate::server::{ServerError, json};
 use axum::extract::rejection::BytesRejection;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
@@ -96,6 +96,19 @@ impl From<BytesRejection> for ApiError {
             Self::bad_request("The request body could not be read", rejection.body_text())
         }
     }
+}
+
+/// What the plumbing refuses on an OXP route (a browser's request, another method, a body
+/// that did not arrive), as OXP answers an error before the tool ran: a `ServerErrorResponse`
+/// with the refusal's status.
+pub(crate) fn refused(refusal: &ServerError) -> Response {
+    let body = ServerErrorResponse {
+        schema: OXP_1_0.into(),
+        message: refusal.message().into(),
+        developer_message: Some(refusal.developer_message()),
+        missing_requirements: None,
+    };
+    json(refusal.status(), &body)
 }
 
 impl IntoResponse for ApiError {

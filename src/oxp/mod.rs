@@ -60,6 +60,12 @@ fn not_json() -> axum::response::Response {
     ApiError::UnsupportedMediaType.into_response()
 }
 
+/// The paths OXP serves (each and what lies under it), whose refusals by the plumbing in front
+/// of routing it answers in its own shape ([`refused`]).
+pub(crate) const PATHS: [&str; 2] = ["/tools", "/call"];
+
+pub(crate) use error::refused;
+
 /// The OXP routes, behind `auth`.
 pub(crate) fn router(invoker: Arc<Invoker>, auth: &Arc<Authenticator>) -> Router {
     let state = Arc::new(Oxp {
@@ -67,9 +73,9 @@ pub(crate) fn router(invoker: Arc<Invoker>, auth: &Arc<Authenticator>) -> Router
         listing: std::sync::OnceLock::new(),
     });
     let routes = Router::new()
-        .route("/tools", only(get(call::list_tools), "GET, HEAD"))
-        .route("/tools/call", post_json(call::call_tool, not_json))
-        .route("/call", post_json(call::call_tool, not_json));
+        .route("/tools", only(get(call::list_tools), "GET, HEAD", refused))
+        .route("/tools/call", post_json(call::call_tool, not_json, refused))
+        .route("/call", post_json(call::call_tool, not_json, refused));
     guard(routes, auth, |_: &_, refused: &Refused| match refused {
         Refused::Unauthenticated => ApiError::Unauthenticated.into_response(),
         Refused::InsufficientScope { required } => {

@@ -4,7 +4,7 @@
 
 use crate::rap::job::error;
 use crate::rap::wire::{ErrorBody, ErrorText, MAX_ID_CHARS};
-use crate::server::json;
+use crate::server::{ServerError, json};
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use std::time::Duration;
@@ -60,6 +60,16 @@ impl Refusal {
             }
         }
     }
+}
+
+/// What the plumbing refuses on a RAP route (a browser's request, another method, a body that
+/// did not arrive), in RAP's error shape with the refusal's status and kind (`forbidden`,
+/// `method_not_allowed`, `request_timeout`).
+pub(crate) fn refused(refusal: &ServerError) -> Response {
+    let body = ErrorText {
+        error: error(refusal.kind(), refusal.developer_message()),
+    };
+    json(refusal.status(), &body)
 }
 
 impl IntoResponse for Refusal {

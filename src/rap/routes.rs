@@ -12,6 +12,7 @@ use crate::rap::Rap;
 use crate::rap::job::{Job, Rejection, rfc3339};
 use crate::rap::queue::EnqueueError;
 use crate::rap::refusal::Refusal;
+pub(crate) use crate::rap::refusal::refused;
 use crate::rap::wire::{CancelToolCall, CloseThread, MAX_ID_CHARS, ReplyTo, is_loggable_id};
 use crate::server::{
     CallContext, Refused, StrippedPrefix, guard, json, json_response, only, post_json,
@@ -33,20 +34,37 @@ fn not_json() -> Response {
     Refusal::UnsupportedMediaType.into_response()
 }
 
+/// The paths RAP serves (each and what lies under it), whose refusals by the plumbing in front
+/// of routing it answers in its own shape ([`refused`]).
+pub(crate) const PATHS: [&str; 6] = [
+    "/.well-known/rap-toolset",
+    "/invoke",
+    "/close_thread",
+    "/cancel_tool_call",
+    "/tool_call_status",
+    "/user_choice_response",
+];
+
 /// The RAP routes, behind `auth`.
 pub(crate) fn router(rap: Arc<Rap>, auth: &Arc<Authenticator>) -> Router {
     let routes = Router::new()
-        .route("/.well-known/rap-toolset", only(get(discover), "GET, HEAD"))
-        .route("/invoke", post_json(invoke, not_json))
-        .route("/close_thread", post_json(close_thread, not_json))
-        .route("/cancel_tool_call", post_json(cancel_tool_call, not_json))
+        .route(
+            "/.well-known/rap-toolset",
+            only(get(discover), "GET, HEAD", refused),
+        )
+        .route("/invoke", post_json(invoke, not_json, refused))
+        .route("/close_thread", post_json(close_thread, not_json, refused))
+        .route(
+            "/cancel_tool_call",
+            post_json(cancel_tool_call, not_json, refused),
+        )
         .route(
             "/tool_call_status",
-            post_json(crate::rap::status::tool_call_status, not_json),
+            post_json(crate::rap::status::tool_call_status, not_json, refused),
         )
         .route(
             "/user_choice_response/{token}",
-            post_json(crate::rap::answers::user_choice_response, not_json),
+            post_json(crate::rap::answers::user_choice_response, not_json, refused),
         );
     guard(routes, auth, |_: &_, refused: &Refused| match refused {
         Refused::Unauthenticated => Refusal::Unauthenticated.into_response(),

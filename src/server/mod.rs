@@ -11,12 +11,14 @@ mod records;
 #[cfg(not(feature = "lambda-records"))]
 #[path = "records_off.rs"]
 mod records;
+mod refusal;
 mod roles;
 mod strip;
 
 pub use context::{CallContext, Deadline};
 pub(crate) use loopback::{is_loopback_host, is_own_loopback_origin, same_loopback_origin};
 pub(crate) use records::{Records, records_role};
+pub(crate) use refusal::{ServerError, Shape, Shapes};
 pub(crate) use roles::RoleKind;
 pub use roles::{BoxFuture, DirectHandler, Handled, LambdaRole, RecordHandler, WORKER};
 
@@ -31,7 +33,7 @@ use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::DefaultBodyLimit;
 use axum::middleware::{self, Next};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{MethodRouter, get};
 use futures_util::future::{Either, Ready, ready};
 use http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -47,7 +49,7 @@ pub(crate) type HttpApp = StripPrefix<<DefaultBodyLimit as tower::Layer<Router>>
 /// base-path stripping.
 pub(crate) fn assemble(routes: Router, max_body_bytes: usize, base_path: Option<&str>) -> HttpApp {
     let router = Router::new()
-        .route("/health", only(get(health), "GET, HEAD"))
+        .route("/health", only(get(health), "GET, HEAD", refusal::plain))
         .merge(routes)
         .fallback(not_found);
     // Around the router, not `Router::layer`: that wraps every route in a boxed service of its
@@ -58,12 +60,13 @@ pub(crate) fn assemble(routes: Router, max_body_bytes: usize, base_path: Option<
     }
 }
 
-/// `route`, answering 405 with `Allow: allow` for other methods.
+/// `route`, answering 405 with `Allow: allow` for other methods, in the protocol's `shape`.
 pub(crate) fn only<S: Clone + Send + Sync + 'static>(
     route: MethodRouter<S>,
     allow: &'static str,
+    shape: Shape,
 ) -> MethodRouter<S> {
-    route.fallback(move || async move { ServerError::MethodNotAllowed { allow } })
+    route.fallback(move || async move { ServerError::MethodNotAllowed { allow }.answered(shape) })
 }
 
 /// Why the authentication layer refused a request; each protocol answers it in its own shape.
@@ -183,12 +186,16 @@ pub(crate) fn json_only<S: Clone + Send + Sync + 'static>(
     router.route_layer(JsonOnly { inner: (), refuse })
 }
 
-/// `handler` as a `POST` route ([`only`]: 405 for other methods) that accepts a body only as
-/// JSON, as [`json_only`] has a router's routes do: the same layer, put on the handler itself.
+/// `handler` as a `POST` route ([`only`]: 405 for other methods, in the protocol's `shape`) that
+/// accepts a body only as JSON, as [`json_only`] has a router's routes do: the same layer, put on the handler itself.
 /// The built-in protocols take their routes this way: `Router::route_layer` wraps each route in
 /// a boxed service of its own, cloned and its future boxed again on every request (about 660
 /// instructions a call), where a handler's layer is boxed with the handler, once.
-pub(crate) fn post_json<H, T, S>(handler: H, refuse: fn() -> Response) -> MethodRouter<S>
+pub(crate) fn post_json<H, T, S>(
+    handler: H,
+    refuse: fn() -> Response,
+    shape: Shape,
+) -> MethodRouter<S>
 where
     H: axum::handler::Handler<T, S>,
     T: 'static,
@@ -198,6 +205,7 @@ where
     only(
         axum::routing::post(axum::handler::Handler::layer(handler, json_only)),
         "POST",
+        shape,
     )
 }
 
@@ -295,87 +303,4 @@ async fn health() -> Response {
 
 async fn not_found() -> ServerError {
     ServerError::NotFound
-}
-
-/// The answers of the plumbing itself, before any protocol: `{"message", "developer_message"}`.
-#[derive(Debug)]
-pub(crate) enum ServerError {
-    /// 404: no such route. The path is not repeated: nothing the caller sent comes back.
-    NotFound,
-    /// 405: the route exists for other methods.
-    MethodNotAllowed {
-        /// Value of the `Allow` header.
-        allow: &'static str,
-    },
-    /// 403: the request is refused for where it comes from (the reason says why).
-    Forbidden(&'static str),
-    /// 408: the body did not arrive in time; the connection is closed.
-    RequestTimeout,
-}
-
-impl ServerError {
-    /// Why, for the log.
-    pub(crate) fn reason(&self) -> &str {
-        match self {
-            Self::NotFound => "no route",
-            Self::MethodNotAllowed { .. } => "method not allowed",
-            Self::Forbidden(why) => why,
-            Self::RequestTimeout => "the body did not arrive in time",
-        }
-    }
-}
-
-#[derive(Serialize)]
-struct ErrorBody {
-    message: &'static str,
-    developer_message: String,
-}
-
-impl IntoResponse for ServerError {
-    fn into_response(self) -> Response {
-        match self {
-            Self::NotFound => json(
-                StatusCode::NOT_FOUND,
-                &ErrorBody {
-                    message: "Not found",
-                    developer_message: "no route for this method and path".into(),
-                },
-            ),
-            Self::Forbidden(why) => json(
-                StatusCode::FORBIDDEN,
-                &ErrorBody {
-                    message: "Forbidden",
-                    developer_message: why.to_owned(),
-                },
-            ),
-            Self::RequestTimeout => {
-                let mut response = json(
-                    StatusCode::REQUEST_TIMEOUT,
-                    &ErrorBody {
-                        message: "Request timeout",
-                        developer_message:
-                            "the request body did not arrive in time (OXP_BODY_READ_TIMEOUT_MS)"
-                                .into(),
-                    },
-                );
-                response
-                    .headers_mut()
-                    .insert(header::CONNECTION, HeaderValue::from_static("close"));
-                response
-            }
-            Self::MethodNotAllowed { allow } => {
-                let mut response = json(
-                    StatusCode::METHOD_NOT_ALLOWED,
-                    &ErrorBody {
-                        message: "Method not allowed",
-                        developer_message: format!("this route accepts {allow}"),
-                    },
-                );
-                response
-                    .headers_mut()
-                    .insert(header::ALLOW, HeaderValue::from_static(allow));
-                response
-            }
-        }
-    }
 }

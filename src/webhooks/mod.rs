@@ -30,7 +30,7 @@ mod source;
 pub use source::{Kind, Source, WebhooksConfig};
 
 use crate::events::{Events, PublishError};
-use crate::server::{json, only};
+use crate::server::{ServerError, json, only};
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::{Path, State};
@@ -79,8 +79,24 @@ impl Webhooks {
 /// `POST /webhooks/{source}`.
 pub(crate) fn router(webhooks: Arc<Webhooks>) -> Router {
     Router::new()
-        .route("/webhooks/{source}", only(post(receive), "POST"))
+        .route(
+            "/webhooks/{source}",
+            only(post(receive), "POST", plumbing_refused),
+        )
         .with_state(webhooks)
+}
+
+/// The paths the event sources are served under, whose refusals by the plumbing in front of
+/// routing are answered in their shape ([`plumbing_refused`]).
+pub(crate) const PATHS: [&str; 1] = ["/webhooks"];
+
+/// What the plumbing refuses on `/webhooks/...` (a browser's request, another method, a body
+/// that did not arrive), as the routes answer a refused event: `{"error": message}`.
+pub(crate) fn plumbing_refused(refusal: &ServerError) -> Response {
+    answer(
+        refusal.status(),
+        json!({"error": refusal.developer_message()}),
+    )
 }
 
 /// An answer with `status` and `{"error": message}` (or the body given).

@@ -66,7 +66,8 @@ impl Protocol for Mcp {
                 config.max_body_bytes,
                 config.runtime.lambda,
             )
-        }))
+        })
+        .shaped(&crate::mcp::PATHS, crate::mcp::refused))
     }
 }
 

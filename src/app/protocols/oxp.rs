@@ -19,8 +19,9 @@ impl Protocol for Oxp {
     }
 
     fn build(&self, (): (), assembly: &Assembly<'_>) -> Result<Contribution, String> {
-        Ok(Contribution::http(|| {
-            crate::oxp::router(assembly.invoker.clone(), assembly.auth)
-        }))
+        Ok(
+            Contribution::http(|| crate::oxp::router(assembly.invoker.clone(), assembly.auth))
+                .shaped(&crate::oxp::PATHS, crate::oxp::refused),
+        )
     }
 }

@@ -39,8 +39,9 @@ impl Protocol for EventSources {
             )?;
         }
         let webhooks = Webhooks::new(&settings, invoker.secrets().clone(), assembly.events());
-        Ok(Contribution::http(|| {
-            crate::webhooks::router(Arc::new(webhooks))
-        }))
+        Ok(
+            Contribution::http(|| crate::webhooks::router(Arc::new(webhooks)))
+                .shaped(&crate::webhooks::PATHS, crate::webhooks::plumbing_refused),
+        )
     }
 }

@@ -24,6 +24,8 @@ pub(crate) struct Deadlined<S> {
     /// The app's body limit: reading stops one byte past it, and the app refuses the body in
     /// its protocol's shape.
     pub(crate) max_body_bytes: usize,
+    /// Each protocol's shape for a body that did not arrive.
+    pub(crate) shapes: crate::server::Shapes,
 }
 
 impl<S, B> Service<Request<B>> for Deadlined<S>
@@ -46,6 +48,7 @@ where
         let clone = self.inner.clone();
         let mut inner = std::mem::replace(&mut self.inner, clone);
         let (timeout, limit) = (self.timeout, self.max_body_bytes);
+        let shapes = self.shapes.clone();
         Box::pin(async move {
             let (parts, body) = request.into_parts();
             if body.is_end_stream() {
@@ -65,7 +68,7 @@ where
                 }
                 Err(_) => {
                     tracing::info!(target: "oxp::server", outcome = "request_timeout");
-                    Ok(ServerError::RequestTimeout.into_response())
+                    Ok(shapes.answer(parts.uri.path(), ServerError::RequestTimeout))
                 }
             }
         })

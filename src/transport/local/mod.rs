@@ -19,7 +19,7 @@
 mod body;
 
 use crate::server::{HttpApp, ServerError, is_loopback_host, same_loopback_origin};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use futures_util::future::{Either, Ready, ready};
 use http::{HeaderMap, Request, header};
 use std::convert::Infallible;
@@ -45,6 +45,8 @@ pub(crate) struct BrowserRules {
     pub(crate) allowed_hosts: Arc<[String]>,
     /// `OXP_AUTH=none`.
     pub(crate) auth_off: bool,
+    /// Each protocol's shape for a refusal of a request to its paths.
+    pub(crate) shapes: crate::server::Shapes,
 }
 
 impl BrowserRules {
@@ -54,6 +56,7 @@ impl BrowserRules {
             allowed_origins: config.allowed_origins.clone().into(),
             allowed_hosts: config.allowed_hosts.clone().into(),
             auth_off: matches!(config.auth, crate::config::AuthConfig::None { .. }),
+            shapes: crate::server::Shapes::default(),
         }
     }
 }
@@ -134,6 +137,7 @@ pub(crate) async fn serve(
             inner: app,
             timeout: limits.body_read_timeout,
             max_body_bytes: limits.max_body_bytes,
+            shapes: rules.shapes.clone(),
         },
         active: guarded(listener.local_addr()?.ip(), rules.auth_off),
         rules,
@@ -214,7 +218,8 @@ where
             && let Err(refusal) = check_browser(request.headers(), &self.rules)
         {
             tracing::info!(target: "oxp::server", outcome = "forbidden", reason = refusal.reason());
-            return Either::Left(ready(Ok(refusal.into_response())));
+            let answer = self.rules.shapes.answer(request.uri().path(), refusal);
+            return Either::Left(ready(Ok(answer)));
         }
         Either::Right(self.inner.call(request))
     }
