@@ -188,14 +188,13 @@ fn shaped_as_its_protocol(path: &str, body: &Value) -> bool {
     }
 }
 
-/// A request whose body never arrives whole: the server's answer, after its deadline.
-async fn trickled(addr: &str, path: &str) -> (u16, Value) {
+/// `head` and `body` sent as they are (a body that never arrives whole, a malformed chunk):
+/// the server's answer, as its status and JSON.
+async fn sent_raw(addr: &str, head: &str, body: &str) -> (u16, Value) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    let head = format!(
-        "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{"
-    );
-    stream.write_all(head.as_bytes()).await.unwrap();
+    let request = format!("{head}Host: {addr}\r\nContent-Type: application/json\r\n\r\n{body}");
+    stream.write_all(request.as_bytes()).await.unwrap();
     let mut reply = Vec::new();
     let read = stream.read_to_end(&mut reply);
     tokio::time::timeout(Duration::from_secs(10), read)
@@ -210,6 +209,8 @@ async fn trickled(addr: &str, path: &str) -> (u16, Value) {
 
 #[tokio::test]
 async fn a_refusal_in_front_of_the_routes_is_answered_in_the_shape_of_the_protocol_asked() {
+    // A page's origin or a rebound name (403), another method (405), a body that never arrives
+    // whole (408) or does not read (400).
     let config = Config {
         body_read_timeout: Duration::from_millis(300),
         ..test_config()
@@ -248,9 +249,14 @@ async fn a_refusal_in_front_of_the_routes_is_answered_in_the_shape_of_the_protoc
                 "{path} {status}: {body}"
             );
         }
-        let (status, body) = trickled(&addr, path).await;
+        let head = format!("POST {path} HTTP/1.1\r\n");
+        let (status, body) = sent_raw(&addr, &format!("{head}Content-Length: 100\r\n"), "{").await;
         assert_eq!(status, 408, "{path}: {body}");
         assert!(shaped_as_its_protocol(path, &body), "{path} 408: {body}");
+        let chunked = format!("{head}Transfer-Encoding: chunked\r\n");
+        let (status, body) = sent_raw(&addr, &chunked, "zz\r\n{}\r\n0\r\n\r\n").await;
+        assert_eq!(status, 400, "{path}: {body}");
+        assert!(shaped_as_its_protocol(path, &body), "{path} 400: {body}");
     }
     // The app served by a program of its own refuses a page's request in the same shapes.
     let app = example_app();

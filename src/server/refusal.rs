@@ -1,6 +1,6 @@
 //! What the plumbing refuses before any protocol reads a request ([`ServerError`]: a browser's
 //! request from a page or a name not allowed, a method the route does not take, a body that
-//! did not arrive, no route), answered in the shape of the protocol whose route was asked: each
+//! did not arrive or does not read, no route), answered in the shape of the protocol whose route was asked: each
 //! protocol gives its [`Shape`], for the routes it builds ([`super::only`]) and for the paths it
 //! serves ([`Shapes`], which the checks in front of routing read). A path no protocol serves
 //! gets the plumbing's own `{"message", "developer_message"}`.
@@ -25,6 +25,8 @@ pub(crate) enum ServerError {
     Forbidden(&'static str),
     /// 408: the body did not arrive in time; the connection is closed.
     RequestTimeout,
+    /// 400: the body could not be read (a malformed chunk).
+    BodyUnreadable,
 }
 
 /// A protocol's answer to a [`ServerError`], in its own shape (OXP's error object, RAP's, a
@@ -40,6 +42,7 @@ impl ServerError {
             Self::MethodNotAllowed { .. } => "method not allowed",
             Self::Forbidden(why) => why,
             Self::RequestTimeout => "the body did not arrive in time",
+            Self::BodyUnreadable => "the body could not be read",
         }
     }
 
@@ -50,6 +53,7 @@ impl ServerError {
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
+            Self::BodyUnreadable => StatusCode::BAD_REQUEST,
         }
     }
 
@@ -60,6 +64,7 @@ impl ServerError {
             Self::MethodNotAllowed { .. } => "method_not_allowed",
             Self::Forbidden(_) => "forbidden",
             Self::RequestTimeout => "request_timeout",
+            Self::BodyUnreadable => "malformed_body",
         }
     }
 
@@ -70,6 +75,7 @@ impl ServerError {
             Self::MethodNotAllowed { .. } => "Method not allowed",
             Self::Forbidden(_) => "Forbidden",
             Self::RequestTimeout => "Request timeout",
+            Self::BodyUnreadable => "The request body could not be read",
         }
     }
 
@@ -82,6 +88,7 @@ impl ServerError {
             Self::RequestTimeout => {
                 "the request body did not arrive in time (OXP_BODY_READ_TIMEOUT_MS)".into()
             }
+            Self::BodyUnreadable => "the request body is not well-formed HTTP".into(),
         }
     }
 
@@ -96,7 +103,7 @@ impl ServerError {
             Self::RequestTimeout => {
                 headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
-            Self::NotFound | Self::Forbidden(_) => {}
+            Self::NotFound | Self::Forbidden(_) | Self::BodyUnreadable => {}
         }
         response
     }

@@ -7,7 +7,7 @@
 
 use crate::server::ServerError;
 use axum::body::{Body, Bytes, HttpBody};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use futures_util::future::BoxFuture;
 use http::Request;
 use std::convert::Infallible;
@@ -60,11 +60,10 @@ where
                         .call(Request::from_parts(parts, Body::from(bytes)))
                         .await
                 }
-                // The peer reset, or sent a malformed chunk: no one is there to read an answer
-                // that says more.
+                // The peer reset (no one reads the answer), or sent a malformed chunk.
                 Ok(Err(reason)) => {
                     tracing::info!(target: "oxp::server", outcome = "bad_body", reason = reason.as_str());
-                    Ok(http::StatusCode::BAD_REQUEST.into_response())
+                    Ok(shapes.answer(parts.uri.path(), ServerError::BodyUnreadable))
                 }
                 Err(_) => {
                     tracing::info!(target: "oxp::server", outcome = "request_timeout");
