@@ -13,10 +13,10 @@
 
 use crate::rap::Rap;
 use crate::rap::choice;
-use crate::rap::job::error;
 use crate::rap::messages::ChoiceResponse;
-use crate::rap::wire::{ErrorText, MAX_ID_CHARS};
-use crate::server::{CallContext, json, json_response};
+use crate::rap::refusal::error_response;
+use crate::rap::wire::MAX_ID_CHARS;
+use crate::server::{CallContext, json_response};
 use crate::work::questions::Refused;
 use axum::body::Bytes;
 use axum::extract::rejection::BytesRejection;
@@ -33,12 +33,7 @@ pub(crate) async fn user_choice_response(
 ) -> Response {
     let refused = |status: StatusCode, kind: &str, message: &str| {
         tracing::info!(target: "oxp::rap::audit", outcome = kind, "user_choice_response refused");
-        json(
-            status,
-            &ErrorText {
-                error: error(kind, message.to_owned()),
-            },
-        )
+        error_response(status, kind, message)
     };
     let response = body
         .ok()

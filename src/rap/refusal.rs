@@ -62,14 +62,25 @@ impl Refusal {
     }
 }
 
+/// `{"error": {"kind", "message", "can_retry": false}}` with `status`: a request a route refuses.
+pub(crate) fn error_response(
+    status: StatusCode,
+    kind: &str,
+    message: impl Into<String>,
+) -> Response {
+    let error = error(kind, message.into());
+    json(status, &ErrorText { error })
+}
+
 /// What the plumbing refuses on a RAP route (a browser's request, another method, a body that
 /// did not arrive), in RAP's error shape with the refusal's status and kind (`forbidden`,
-/// `method_not_allowed`, `request_timeout`).
+/// `method_not_allowed`, `request_timeout`, `malformed_body`).
 pub(crate) fn refused(refusal: &ServerError) -> Response {
-    let body = ErrorText {
-        error: error(refusal.kind(), refusal.developer_message()),
-    };
-    json(refusal.status(), &body)
+    error_response(
+        refusal.status(),
+        refusal.kind(),
+        refusal.developer_message(),
+    )
 }
 
 impl IntoResponse for Refusal {

@@ -14,25 +14,22 @@ use crate::rap::queue::EnqueueError;
 use crate::rap::refusal::Refusal;
 pub(crate) use crate::rap::refusal::refused;
 use crate::rap::wire::{CancelToolCall, CloseThread, MAX_ID_CHARS, ReplyTo, is_loggable_id};
+use crate::rap::{answers::user_choice_response, status::tool_call_status};
 use crate::server::{
     CallContext, Refused, StrippedPrefix, guard, json, json_response, only, post_json,
 };
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
+use axum::handler::Handler;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use axum::routing::get;
+use axum::routing::{MethodRouter, get};
 use axum::{Extension, Router};
 use oxp_lambda_core::principal::Principal;
 use serde_json::{Map, Value};
 use std::sync::Arc;
 use std::time::Duration;
-
-/// The refusal of a body that is not JSON.
-fn not_json() -> Response {
-    Refusal::UnsupportedMediaType.into_response()
-}
 
 /// The paths RAP serves (each and what lies under it), whose refusals by the plumbing in front
 /// of routing it answers in its own shape ([`refused`]).
@@ -45,27 +42,23 @@ pub(crate) const PATHS: [&str; 6] = [
     "/user_choice_response",
 ];
 
+/// `handler` as a RAP `POST` route: a body not declared JSON is 415, another method 405, each
+/// in RAP's shape.
+fn post<H: Handler<T, Arc<Rap>>, T: 'static>(handler: H) -> MethodRouter<Arc<Rap>> {
+    let not_json = || Refusal::UnsupportedMediaType.into_response();
+    post_json(handler, not_json, refused)
+}
+
 /// The RAP routes, behind `auth`.
 pub(crate) fn router(rap: Arc<Rap>, auth: &Arc<Authenticator>) -> Router {
+    let discovery = only(get(discover), "GET, HEAD", refused);
     let routes = Router::new()
-        .route(
-            "/.well-known/rap-toolset",
-            only(get(discover), "GET, HEAD", refused),
-        )
-        .route("/invoke", post_json(invoke, not_json, refused))
-        .route("/close_thread", post_json(close_thread, not_json, refused))
-        .route(
-            "/cancel_tool_call",
-            post_json(cancel_tool_call, not_json, refused),
-        )
-        .route(
-            "/tool_call_status",
-            post_json(crate::rap::status::tool_call_status, not_json, refused),
-        )
-        .route(
-            "/user_choice_response/{token}",
-            post_json(crate::rap::answers::user_choice_response, not_json, refused),
-        );
+        .route("/.well-known/rap-toolset", discovery)
+        .route("/invoke", post(invoke))
+        .route("/close_thread", post(close_thread))
+        .route("/cancel_tool_call", post(cancel_tool_call))
+        .route("/tool_call_status", post(tool_call_status))
+        .route("/user_choice_response/{token}", post(user_choice_response));
     guard(routes, auth, |_: &_, refused: &Refused| match refused {
         Refused::Unauthenticated => Refusal::Unauthenticated.into_response(),
         Refused::InsufficientScope { required } => {

@@ -16,9 +16,9 @@
 //! | the store did not answer | 503 (likewise) |
 
 use crate::rap::Rap;
-use crate::rap::job::error;
-use crate::rap::wire::{CancelToolCall, ErrorText};
-use crate::server::{CallContext, json, json_response};
+use crate::rap::refusal::error_response as refused;
+use crate::rap::wire::CancelToolCall;
+use crate::server::{CallContext, json_response};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;
@@ -38,15 +38,6 @@ pub(crate) fn limiter() -> DefaultKeyedRateLimiter<String> {
     let rate = NonZeroU32::new(PER_SECOND).unwrap_or(NonZeroU32::MIN);
     let burst = NonZeroU32::new(BURST).unwrap_or(NonZeroU32::MIN);
     DefaultKeyedRateLimiter::keyed(Quota::per_second(rate).allow_burst(burst))
-}
-
-fn refused(status: StatusCode, kind: &str, message: &str) -> Response {
-    json(
-        status,
-        &ErrorText {
-            error: error(kind, message.to_owned()),
-        },
-    )
 }
 
 fn unknown_now(kind: &str, message: &str) -> Response {
