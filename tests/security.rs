@@ -273,6 +273,19 @@ async fn a_refusal_in_front_of_the_routes_is_answered_in_the_shape_of_the_protoc
             "{path}: {}",
             reply.text
         );
+        // So is a path under a protocol's that no route serves (a client's URL with a segment
+        // too many).
+        let request = Request::post(format!("{path}/nowhere"))
+            .header("content-type", "application/json")
+            .body(Body::from("{}"))
+            .unwrap();
+        let reply = send(&app, request).await;
+        assert_eq!(reply.status, 404, "{path}/nowhere: {}", reply.text);
+        assert!(
+            shaped_as_its_protocol(path, &reply.json),
+            "{path}/nowhere: {}",
+            reply.text
+        );
     }
     // A path no protocol serves gets the plumbing's own answer.
     let (status, body) =

@@ -278,8 +278,8 @@ impl AppBuilder {
             &config,
             shared || recovering,
         ));
-        let http = super::http_side::assemble(built.routes, broker, &auth, &config);
         let shapes = crate::server::Shapes::new(built.shapes, config.base_path.as_deref());
+        let http = super::http_side::assemble(built.routes, &shapes, broker, &auth, &config);
         Ok(App {
             service: http,
             parts: Arc::new(Parts {

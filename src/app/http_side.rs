@@ -29,6 +29,7 @@ pub(crate) fn routes(make: impl FnOnce() -> Router) -> Option<Router> {
 /// one, behind the plumbing (`/health`, the 404, the body limit, the base path).
 pub(crate) fn assemble(
     routes: Router,
+    shapes: &server::Shapes,
     broker: Option<Arc<crate::oauth::Broker>>,
     auth: &Arc<Authenticator>,
     config: &Config,
@@ -37,7 +38,8 @@ pub(crate) fn assemble(
         Some(broker) => oauth_routes(routes, broker, auth),
         None => routes,
     };
-    server::assemble(routes, config.max_body_bytes, config.base_path.as_deref())
+    let (max_body_bytes, base_path) = (config.max_body_bytes, config.base_path.as_deref());
+    server::assemble(routes, shapes.clone(), max_body_bytes, base_path)
 }
 
 /// `routes` with the users' authorization flow's beside them (`forget` behind authentication,

@@ -32,11 +32,12 @@ pub(crate) fn routes(_make: impl FnOnce() -> Router) -> Option<Router> {
 /// An app with no route (never served).
 pub(crate) fn assemble(
     _routes: Router,
+    _shapes: &crate::server::Shapes,
     _broker: Option<Arc<crate::oauth::Broker>>,
     _auth: &Arc<Authenticator>,
     _config: &Config,
 ) -> HttpApp {
-    crate::server::assemble(Router::new(), 0, None)
+    crate::server::assemble(Router::new(), Default::default(), 0, None)
 }
 
 /// No local server: fails, saying why.

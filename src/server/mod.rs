@@ -45,9 +45,16 @@ use std::task::{Context, Poll};
 /// The complete HTTP app: every adapter's routes behind the plumbing.
 pub(crate) type HttpApp = StripPrefix<<DefaultBodyLimit as tower::Layer<Router>>::Service>;
 
-/// Puts the adapters' `routes` behind `/health`, the 404 fallback, the body limit and the
-/// base-path stripping.
-pub(crate) fn assemble(routes: Router, max_body_bytes: usize, base_path: Option<&str>) -> HttpApp {
+/// Puts the adapters' `routes` behind `/health`, the 404 fallback (in the shape of the protocol
+/// whose path it is under, `shapes`), the body limit and the base-path stripping.
+pub(crate) fn assemble(
+    routes: Router,
+    shapes: Shapes,
+    max_body_bytes: usize,
+    base_path: Option<&str>,
+) -> HttpApp {
+    let not_found =
+        move |uri: http::Uri| std::future::ready(shapes.answer(uri.path(), ServerError::NotFound));
     let router = Router::new()
         .route("/health", only(get(health), "GET, HEAD", refusal::plain))
         .merge(routes)
@@ -299,8 +306,4 @@ pub(crate) fn json<T: Serialize>(status: StatusCode, body: &T) -> Response {
 
 async fn health() -> Response {
     json_response(StatusCode::OK, Bytes::from_static(br#"{"status":"ok"}"#))
-}
-
-async fn not_found() -> ServerError {
-    ServerError::NotFound
 }
