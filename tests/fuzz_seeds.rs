@@ -83,14 +83,20 @@ pub fn request(data: &[u8]) -> Option<(Sent, Request<Body>)> {
     }
     let request = request.body(Body::from(body.to_vec())).expect("a request");
     let modern = revision == Some(MODERN);
-    Some((
-        Sent {
-            path,
-            modern,
-            headed,
-        },
-        request,
-    ))
+    // A request's id, when it is one JSON-RPC takes (a string or an integer), which its answer
+    // must carry back.
+    let id = serde_json::from_slice::<serde_json::Value>(body)
+        .ok()
+        .filter(|sent| sent["method"].is_string())
+        .map(|sent| sent["id"].clone())
+        .filter(|id| id.is_string() || id.is_i64());
+    let sent = Sent {
+        path,
+        modern,
+        headed,
+        id,
+    };
+    Some((sent, request))
 }
 
 /// Where a fuzzed request went, for [`check`].
@@ -100,13 +106,15 @@ pub struct Sent {
     modern: bool,
     /// With header lines of its own.
     headed: bool,
+    /// On `/mcp`, the request's id.
+    id: Option<serde_json::Value>,
 }
 
 /// Panics unless the answer to a request `sent` is its protocol's: on `/mcp` JSON-RPC with
 /// 200, 400 or 413 (or, at 2026-07-28, 404 for a method it does not serve; with headers of its
 /// own, 403, 404, 406 or 415 for what they say), a bodiless 202 for a notification (or a batch of them), a JSON array of
 /// answers for a 2025-03-26 batch, or an event stream of JSON-RPC messages for a call that
-/// reports progress; accepted or a RAP error on `/invoke`; an OXP answer with 200, 400 or 422 on
+/// reports progress, a request's answer carrying its id; accepted or a RAP error on `/invoke`; an OXP answer with 200, 400 or 422 on
 /// `/tools/call` (and, with headers of its own, 403 in each protocol's shape, 415 on RAP's).
 pub fn check(sent: &Sent, status: u16, body: &[u8]) {
     let path = sent.path;
@@ -162,8 +170,14 @@ fn check_mcp(status: u16, body: &[u8], sent: &Sent) {
             .collect(),
     };
     assert!(!messages.is_empty(), "an answer with no message");
-    for message in messages {
+    for message in &messages {
         assert_eq!(message["jsonrpc"], "2.0", "{message}");
+    }
+    // The answer to a request carries its id back (JSON-RPC: "the same as the value of the id
+    // member in the Request Object"); an error may say `null` only where it could not read it.
+    if let (Some(id), Some(answer)) = (&sent.id, messages.last()) {
+        let answered = !answer["result"].is_null() || !answer["id"].is_null();
+        assert!(!answered || answer["id"] == *id, "{answer} answers {id}");
     }
 }
 
