@@ -24,18 +24,30 @@ pub const VARS: [(&str, &str); 6] = [
 /// 2025-03-26, as a client that sends none is taken).
 const REVISIONS: [Option<&str>; 4] = [None, Some("2025-06-18"), Some("2025-11-25"), Some(MODERN)];
 
+/// RAP's routes beside `/invoke`, which a first byte from 128 picks: a runtime's notes of a
+/// closed thread and a cancelled call, its status checks, its user's choices.
+const RAP_ROUTES: [&str; 4] = [
+    "/close_thread",
+    "/cancel_tool_call",
+    "/tool_call_status",
+    "/user_choice_response/t-0",
+];
+
 /// The revision whose requests carry their method and tool in headers too.
 const MODERN: &str = "2026-07-28";
 
 /// The request `data` stands for: its first byte picks the route (an OXP call, an async
-/// invocation or an MCP message) and, for `/mcp`, the revision it names; the rest is the body
+/// invocation or an MCP message below 128, another of RAP's routes from there) and, for `/mcp`, the revision it names; the rest is the body
 /// (after header lines, when there is a NUL byte).
 /// At 2026-07-28 the `Mcp-Method` and `Mcp-Name` headers say what the body says (where that is
 /// a string a header can carry), as a client sends them, so that the fuzzer reaches past the
 /// header checks. Nothing for empty data.
 pub fn request(data: &[u8]) -> Option<(Sent, Request<Body>)> {
     let (&route, mut body) = data.split_first()?;
-    let path = ["/tools/call", "/invoke", "/mcp"][usize::from(route % 3)];
+    let path = match route {
+        0..128 => ["/tools/call", "/invoke", "/mcp"][usize::from(route % 3)],
+        _ => RAP_ROUTES[usize::from(route) % RAP_ROUTES.len()],
+    };
     let mut request = Request::post(path);
     // What comes before a NUL byte is header lines (`name: value`) sent before the usual ones:
     // an origin, a host, a trace context; on `/mcp` a session, `Mcp-Param-*`; the usual ones
@@ -121,11 +133,21 @@ pub fn check(sent: &Sent, status: u16, body: &[u8]) {
     if path == "/mcp" {
         return check_mcp(status, body, sent);
     }
+    // `/cancel_tool_call` answers 200 with no body, whatever it was sent (RAP's rule).
+    if path == "/cancel_tool_call" && status == 200 {
+        return assert!(body.is_empty(), "{}", String::from_utf8_lossy(body));
+    }
     let json: serde_json::Value = serde_json::from_slice(body).expect("every answer is JSON");
     // Headers of its own may name a foreign origin or host (403) or take back the body's
     // type (415 on RAP; OXP answers that 400).
     let refused = sent.headed && [403, 415].contains(&status);
-    if path == "/invoke" {
+    if RAP_ROUTES.contains(&path) {
+        // 404 and 409: a choice for no question, or answered before.
+        let answered = [200, 400, 404, 409, 413, 429, 503].contains(&status);
+        assert!(answered || refused, "status {status}");
+        let ok = status == 200 && (json["status"] == "ok" || json["alive"].is_boolean());
+        assert!(ok || json["error"]["kind"].is_string(), "{json}");
+    } else if path == "/invoke" {
         assert!(
             [200, 400, 409, 413, 429, 503].contains(&status) || refused,
             "status {status}"
