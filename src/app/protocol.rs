@@ -8,7 +8,7 @@
 use super::StartError;
 use crate::auth::Authenticator;
 use crate::config::{Config, ConfigError, Env};
-use crate::server::{LambdaRole, RoleKind};
+use crate::server::{LambdaRole, RoleKind, Shape};
 use axum::Router;
 use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::invoke::Invoker;
@@ -188,7 +188,7 @@ pub struct Contribution {
     pub(crate) drain: Option<Arc<dyn Drain>>,
     /// The paths whose refusals by the plumbing in front of routing the protocol answers in its
     /// own shape.
-    pub(crate) shapes: Vec<(&'static str, crate::server::Shape)>,
+    pub(crate) shapes: Vec<(&'static str, Shape)>,
 }
 
 impl Contribution {
@@ -206,10 +206,20 @@ impl Contribution {
     /// The routes `make` builds, in a build that serves HTTP (feature `http-server`); in one
     /// that does not (a Lambda function of a direct or SQS role) `make` is never called, so
     /// what it would build (the handlers, the plumbing, the crates behind them) is code the
-    /// release build's link leaves out.
-    pub(crate) fn http(make: impl FnOnce() -> Router) -> Self {
+    /// release build's link leaves out. `make` also names the paths the routes serve (each and
+    /// what lies under it) and the protocol's `Shape`: the plumbing's refusals of requests to
+    /// them in front of routing (a browser's request, a body that did not arrive, no route) are
+    /// answered in it, as its routes answer theirs.
+    pub(crate) fn http(make: impl FnOnce() -> (Router, &'static [&'static str], Shape)) -> Self {
+        let mut shapes = Vec::new();
+        let routes = super::http_side::routes(|| {
+            let (routes, paths, shape) = make();
+            shapes.extend(paths.iter().map(|path| (*path, shape)));
+            routes
+        });
         Self {
-            routes: super::http_side::routes(make),
+            routes,
+            shapes,
             ..Self::default()
         }
     }
@@ -220,15 +230,6 @@ impl Contribution {
     #[must_use]
     pub fn lambda_role(mut self, role: LambdaRole) -> Self {
         self.roles.push(role);
-        self
-    }
-
-    /// The plumbing's refusals of requests to `paths` (and under them) in front of routing (a
-    /// browser's request, a body that did not arrive) answered in the protocol's `shape`, as its
-    /// routes answer theirs.
-    #[must_use]
-    pub(crate) fn shaped(mut self, paths: &[&'static str], shape: crate::server::Shape) -> Self {
-        self.shapes.extend(paths.iter().map(|path| (*path, shape)));
         self
     }
 
@@ -334,7 +335,7 @@ pub(crate) struct Built {
     pub(crate) routes: Router,
     pub(crate) roles: Vec<LambdaRole>,
     pub(crate) drains: Vec<Arc<dyn Drain>>,
-    pub(crate) shapes: Vec<(&'static str, crate::server::Shape)>,
+    pub(crate) shapes: Vec<(&'static str, Shape)>,
 }
 
 /// Builds every protocol of `protocols` over one assembly: their routes merged, their Lambda

@@ -58,16 +58,16 @@ impl Protocol for Mcp {
             key_file,
         )?;
         Ok(Contribution::http(|| {
-            crate::mcp::router(
+            let routes = crate::mcp::router(
                 served,
                 assembly.auth,
                 &settings,
                 &config.allowed_origins,
                 config.max_body_bytes,
                 config.runtime.lambda,
-            )
-        })
-        .shaped(&crate::mcp::PATHS, crate::mcp::refused))
+            );
+            (routes, &crate::mcp::PATHS, crate::mcp::refused)
+        }))
     }
 }
 

@@ -19,9 +19,12 @@ impl Protocol for Oxp {
     }
 
     fn build(&self, (): (), assembly: &Assembly<'_>) -> Result<Contribution, String> {
-        Ok(
-            Contribution::http(|| crate::oxp::router(assembly.invoker.clone(), assembly.auth))
-                .shaped(&crate::oxp::PATHS, crate::oxp::refused),
-        )
+        Ok(Contribution::http(|| {
+            (
+                crate::oxp::router(assembly.invoker.clone(), assembly.auth),
+                &crate::oxp::PATHS,
+                crate::oxp::refused,
+            )
+        }))
     }
 }

@@ -56,10 +56,13 @@ impl Protocol for Rap {
         )?);
         // Its runs are the runner's work, let go or given up at shutdown by the runner's drain;
         // the worker role's records are the runner's messages.
-        Ok(
-            Contribution::http(|| crate::rap::routes::router(adapter, assembly.auth))
-                .shaped(&crate::rap::routes::PATHS, crate::rap::routes::refused),
-        )
+        Ok(Contribution::http(|| {
+            (
+                crate::rap::routes::router(adapter, assembly.auth),
+                &crate::rap::routes::PATHS,
+                crate::rap::routes::refused,
+            )
+        }))
     }
 }
 

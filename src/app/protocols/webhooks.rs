@@ -39,9 +39,12 @@ impl Protocol for EventSources {
             )?;
         }
         let webhooks = Webhooks::new(&settings, invoker.secrets().clone(), assembly.events());
-        Ok(
-            Contribution::http(|| crate::webhooks::router(Arc::new(webhooks)))
-                .shaped(&crate::webhooks::PATHS, crate::webhooks::plumbing_refused),
-        )
+        Ok(Contribution::http(|| {
+            (
+                crate::webhooks::router(Arc::new(webhooks)),
+                &crate::webhooks::PATHS,
+                crate::webhooks::plumbing_refused,
+            )
+        }))
     }
 }
