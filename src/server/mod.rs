@@ -194,10 +194,11 @@ pub(crate) fn json_only<S: Clone + Send + Sync + 'static>(
 }
 
 /// `handler` as a `POST` route ([`only`]: 405 for other methods, in the protocol's `shape`) that
-/// accepts a body only as JSON, as [`json_only`] has a router's routes do: the same layer, put on the handler itself.
-/// The built-in protocols take their routes this way: `Router::route_layer` wraps each route in
-/// a boxed service of its own, cloned and its future boxed again on every request (about 660
-/// instructions a call), where a handler's layer is boxed with the handler, once.
+/// accepts a body only as JSON, as [`json_only`] has a router's routes do: the same layer, put
+/// on the handler itself. The built-in protocols take their routes this way:
+/// `Router::route_layer` wraps each route in a boxed service of its own, cloned and its future
+/// boxed again on every request (about 660 instructions a call), where a handler's layer is
+/// boxed with the handler, once.
 pub(crate) fn post_json<H, T, S>(
     handler: H,
     refuse: fn() -> Response,

@@ -1,9 +1,10 @@
 //! What the plumbing refuses before any protocol reads a request ([`ServerError`]: a browser's
 //! request from a page or a name not allowed, a method the route does not take, a body that
-//! did not arrive or does not read, no route), answered in the shape of the protocol whose route was asked: each
-//! protocol gives its [`Shape`], for the routes it builds ([`super::only`]) and for the paths it
-//! serves ([`Shapes`], which the checks in front of routing read). A path no protocol serves
-//! gets the plumbing's own `{"message", "developer_message"}`.
+//! did not arrive or does not read, no route), answered in the shape of the protocol whose
+//! route was asked: each protocol gives its [`Shape`], for the routes it builds
+//! ([`super::only`]) and for the paths it serves ([`Shapes`], which the checks in front of
+//! routing and the 404 read). A path no protocol serves gets the plumbing's own
+//! `{"message", "developer_message"}`.
 
 use super::json;
 use axum::response::{IntoResponse, Response};
