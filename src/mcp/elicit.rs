@@ -205,7 +205,12 @@ impl Elicit {
         let parts = parts?;
         let token = parts.headers.get(SESSION_HEADER)?.to_str().ok()?;
         let trips = served.round_trips.as_ref()?;
-        let session = trips.open_session(token, subject(parts)).await?;
+        let Some(session) = trips.open_session(token, subject(parts)).await else {
+            // Its client goes on unasked: said, so that an operator can tell why its questions
+            // stopped (a session is good for a day; the client initializes again for another).
+            tracing::info!(target: "oxp::mcp", outcome = "session_unopened", "an Mcp-Session-Id that does not open (expired, another caller's, or sealed with another key): the call asks nothing");
+            return None;
+        };
         let questions = trips.questions()?.clone();
         // Without its token (set where its stream is renumbered) a call is asked nothing.
         let token = parts.extensions.get::<CallToken>()?.clone();
