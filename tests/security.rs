@@ -258,34 +258,26 @@ async fn a_refusal_in_front_of_the_routes_is_answered_in_the_shape_of_the_protoc
         assert_eq!(status, 400, "{path}: {body}");
         assert!(shaped_as_its_protocol(path, &body), "{path} 400: {body}");
     }
-    // The app served by a program of its own refuses a page's request in the same shapes.
+    // The app served by a program of its own refuses a page's request in the same shapes; so
+    // is a path under a protocol's that no route serves (a client's URL with a segment too many).
     let app = example_app();
     for path in paths {
-        let request = Request::post(path)
-            .header("content-type", "application/json")
-            .header("origin", "https://attacker.example")
-            .body(Body::from("{}"))
-            .unwrap();
-        let reply = send(&app, request).await;
-        assert_eq!(reply.status, 403, "{path}: {}", reply.text);
-        assert!(
-            shaped_as_its_protocol(path, &reply.json),
-            "{path}: {}",
-            reply.text
-        );
-        // So is a path under a protocol's that no route serves (a client's URL with a segment
-        // too many).
-        let request = Request::post(format!("{path}/nowhere"))
-            .header("content-type", "application/json")
-            .body(Body::from("{}"))
-            .unwrap();
-        let reply = send(&app, request).await;
-        assert_eq!(reply.status, 404, "{path}/nowhere: {}", reply.text);
-        assert!(
-            shaped_as_its_protocol(path, &reply.json),
-            "{path}/nowhere: {}",
-            reply.text
-        );
+        for (uri, origin, status) in [
+            (path.to_owned(), Some("https://attacker.example"), 403),
+            (format!("{path}/nowhere"), None, 404),
+        ] {
+            let mut request = Request::post(&uri).header("content-type", "application/json");
+            if let Some(origin) = origin {
+                request = request.header("origin", origin);
+            }
+            let reply = send(&app, request.body(Body::from("{}")).unwrap()).await;
+            assert_eq!(reply.status, status, "{uri}: {}", reply.text);
+            assert!(
+                shaped_as_its_protocol(path, &reply.json),
+                "{uri}: {}",
+                reply.text
+            );
+        }
     }
     // A path no protocol serves gets the plumbing's own answer.
     let (status, body) =
