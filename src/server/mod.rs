@@ -53,12 +53,16 @@ pub(crate) fn assemble(
     max_body_bytes: usize,
     base_path: Option<&str>,
 ) -> HttpApp {
-    let not_found =
-        move |uri: http::Uri| std::future::ready(shapes.answer(uri.path(), ServerError::NotFound));
+    // A service, not a handler: a handler's extractor (the URI) linked axum-core's extraction
+    // into the functions that serve no HTTP, whose build calls this too.
+    let not_found = tower::service_fn(move |request: axum::extract::Request| {
+        let answer = shapes.answer(request.uri().path(), ServerError::NotFound);
+        std::future::ready(Ok::<_, Infallible>(answer))
+    });
     let router = Router::new()
         .route("/health", only(get(health), "GET, HEAD", refusal::plain))
         .merge(routes)
-        .fallback(not_found);
+        .fallback_service(not_found);
     // Around the router, not `Router::layer`: that wraps every route in a boxed service of its
     // own, cloned and its future boxed again on every request.
     StripPrefix {
