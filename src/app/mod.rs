@@ -195,7 +195,7 @@ where
             && !from_lambda
             && let Err(refusal) = local::check_browser(request.headers(), rules)
         {
-            tracing::info!(target: "oxp::server", outcome = "forbidden", reason = refusal.reason());
+            tracing::info!(target: "oxp::server", outcome = "forbidden", reason = refusal.developer_message().as_str());
             let answer = rules.shapes.answer(request.uri().path(), refusal);
             return Either::Left(std::future::ready(Ok(answer)));
         }

@@ -18,7 +18,6 @@ use crate::rap::wire::ErrorBody;
 use crate::state::key_of;
 use crate::work::Questions;
 use crate::work::questions::Waited as Answered;
-use axum::body::Bytes;
 use oxp_lambda_core::content::ToolOutput;
 use oxp_lambda_core::durable::Item;
 use oxp_lambda_core::tokens::{Authorized, Challenge, UserTokens};
@@ -211,15 +210,7 @@ impl Authorizing {
             call_id: job.reply_to.call_id.as_deref(),
             auth_url: &challenge.url,
         };
-        let body = Bytes::from(serde_json::to_vec(&message).expect("messages serialize"));
-        let sent = deliverer
-            .deliver(
-                &job.reply_to.callback_url,
-                body,
-                job.traceparent.as_deref(),
-                deadline,
-            )
-            .await;
+        let sent = deliverer.send(job, &message, deadline).await;
         let delivered = matches!(sent, Delivery::Delivered { .. });
         tracing::info!(target: "oxp::rap::audit", id = job.reply_to.id.as_str(), group_id = job.reply_to.group_id.as_str(), provider = challenge.provider.as_str(), delivery = if delivered { "delivered" } else { "failed" }, "authorization asked");
         delivered

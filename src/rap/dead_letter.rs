@@ -84,7 +84,7 @@ impl DeadLetters {
     /// Records `letter` of `caller` (its key: `crate::state::caller_key`); an error means it
     /// is not recorded.
     pub(crate) async fn record(&self, letter: &DeadLetter, caller: &str) -> Result<(), String> {
-        let mut line = serde_json::to_vec(letter).map_err(|e| e.to_string())?;
+        let mut line = serde_json::to_string(letter).map_err(|e| e.to_string())?;
         match self {
             Self::File {
                 path,
@@ -93,7 +93,7 @@ impl DeadLetters {
                 lock,
                 dropped,
             } => {
-                line.push(b'\n');
+                line.push('\n');
                 let mut written = lock.lock().await;
                 // A regular file only: /dev/null or a pipe is never rotated.
                 if let Ok(meta) = tokio::fs::metadata(path).await
@@ -121,17 +121,14 @@ impl DeadLetters {
                     );
                     return Err("past its caller's share of the dead-letter file".into());
                 }
-                append(path, &line)
+                append(path, line.as_bytes())
                     .await
                     .map_err(|e| format!("dead-letter file {}: {e}", path.display()))?;
                 *written.entry(tag).or_default() += line.len() as u64;
                 Ok(())
             }
             Self::Sqs { client, queue_url } => client
-                .send(
-                    queue_url,
-                    String::from_utf8(line).map_err(|e| e.to_string())?,
-                )
+                .send(queue_url, line)
                 .await
                 .map_err(|e| format!("dead-letter queue: {e}")),
         }

@@ -195,6 +195,18 @@ impl Deliverer {
         }
     }
 
+    /// Delivers `message` (JSON) to `job`'s callback with its `traceparent`, as [`Self::deliver`].
+    pub(crate) async fn send(
+        &self,
+        job: &crate::rap::job::Job,
+        message: &impl serde::Serialize,
+        deadline: Option<Instant>,
+    ) -> Delivery {
+        let body = Bytes::from(serde_json::to_vec(message).expect("messages serialize"));
+        let (url, traceparent) = (&job.reply_to.callback_url, job.traceparent.as_deref());
+        self.deliver(url, body, traceparent, deadline).await
+    }
+
     /// POSTs `body` to `url` until it is accepted, a status says retrying is useless, or the
     /// attempts or `deadline` run out, waiting by the one backoff in between: for the messages
     /// of a call on its way (a call's answer and its subscriptions' events are the runner's).

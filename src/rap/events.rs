@@ -41,29 +41,27 @@ impl EventDelivery {
     }
 
     /// The `subscription_event` of `event`, as sent.
-    fn message(event: &Event) -> (SubscriptionEvent, Bytes) {
+    fn message(event: &Event) -> SubscriptionEvent {
         let owner = &event.sub.owner;
-        let message = SubscriptionEvent {
+        SubscriptionEvent {
             kind: "subscription_event",
             group_id: owner.group_id.clone(),
             tool_call_id: owner.tool_call_id.clone(),
             text: event.text.clone(),
             associative: false,
             last: event.last,
-        };
-        let body = Bytes::from(serde_json::to_vec(&message).expect("messages serialize"));
-        (message, body)
+        }
     }
 
     /// One attempt to deliver `event`; refused for good, it is dead-lettered.
     async fn send(&self, event: Event, deadline: Option<Instant>) -> Sent {
         let owner = &event.sub.owner;
-        let (_, body) = Self::message(&event);
+        let body = serde_json::to_vec(&Self::message(&event)).expect("messages serialize");
         let attempt = self
             .deliverer
             .attempt(
                 &owner.callback_url,
-                body,
+                Bytes::from(body),
                 owner.traceparent.as_deref(),
                 deadline,
             )
@@ -80,7 +78,6 @@ impl EventDelivery {
 
     /// Dead-letters `event` (`reason`): it counts as sent.
     async fn dead_letter(&self, event: Event, reason: &str) -> Sent {
-        let (message, _) = Self::message(&event);
         let now = rfc3339(unix_ms(SystemTime::now()));
         let letter = DeadLetter {
             reason: reason.to_owned(),
@@ -89,7 +86,7 @@ impl EventDelivery {
             operation: None,
             received_at: now.clone(),
             failed_at: now,
-            message: serde_json::to_value(&message).expect("messages serialize"),
+            message: serde_json::to_value(Self::message(&event)).expect("messages serialize"),
         };
         let caller = event.sub.owner.caller_key();
         let delivery = match self.dead_letters.record(&letter, &caller).await {

@@ -30,14 +30,12 @@ use std::sync::Arc;
 
 /// Status checks one caller may make: a runtime that restarts asks about every call it still
 /// waits on, at once.
-const PER_SECOND: u32 = 50;
-const BURST: u32 = 500;
+const PER_SECOND: NonZeroU32 = NonZeroU32::new(50).expect("not zero");
+const BURST: NonZeroU32 = NonZeroU32::new(500).expect("not zero");
 
 /// The limiter of status checks, per caller.
 pub(crate) fn limiter() -> DefaultKeyedRateLimiter<String> {
-    let rate = NonZeroU32::new(PER_SECOND).unwrap_or(NonZeroU32::MIN);
-    let burst = NonZeroU32::new(BURST).unwrap_or(NonZeroU32::MIN);
-    DefaultKeyedRateLimiter::keyed(Quota::per_second(rate).allow_burst(burst))
+    DefaultKeyedRateLimiter::keyed(Quota::per_second(PER_SECOND).allow_burst(BURST))
 }
 
 fn unknown_now(kind: &str, message: &str) -> Response {

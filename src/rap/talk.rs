@@ -10,7 +10,6 @@ use crate::rap::messages::{UserChoice, ViewUpdate};
 use crate::subscriptions::{Owner, Subscriptions};
 use crate::work::Questions;
 use crate::work::questions::park_at;
-use axum::body::Bytes;
 use oxp_lambda_core::durable::StateStore;
 use oxp_lambda_core::talk::{
     Ask, Choice, Progress, Reported, Subscribe, Subscription, Talk, TalkError, TalkFuture, View,
@@ -210,12 +209,7 @@ impl RapTalk {
 
     /// Delivers `message` to the call's callback, by `deadline`.
     async fn send(&self, message: &impl serde::Serialize, deadline: Option<Instant>) -> Delivery {
-        let body = Bytes::from(serde_json::to_vec(message).expect("messages serialize"));
-        let (url, traceparent) = (&self.job.reply_to.callback_url, &self.job.traceparent);
-        let traceparent = traceparent.as_deref();
-        self.deliverer
-            .deliver(url, body, traceparent, deadline)
-            .await
+        self.deliverer.send(&self.job, message, deadline).await
     }
 
     async fn notify(&self, view_type: String, content: Map<String, Value>) -> Reported {

@@ -122,12 +122,7 @@ impl Worker {
     /// The answer of `job` whose run ended unfinished (its process died) and whose tool may not
     /// run twice: retryable.
     pub(crate) fn interrupted_answer(&self, job: &Job) -> Vec<u8> {
-        let message = interrupted_result(job);
-        answer(
-            "interrupted".into(),
-            serde_json::to_string(&message).expect("results serialize"),
-            None,
-        )
+        serde_json::to_vec(&interrupted(job)).expect("answers serialize")
     }
 
     /// One attempt to deliver `kept`, `job`'s answer: done once taken (its subscriptions
@@ -178,12 +173,7 @@ impl Worker {
     ) {
         let answer = kept
             .and_then(|kept| serde_json::from_slice::<Answer>(kept).ok())
-            .unwrap_or_else(|| Answer {
-                outcome: "interrupted".into(),
-                message: serde_json::to_string(&interrupted_result(job))
-                    .expect("results serialize"),
-                opened: None,
-            });
+            .unwrap_or_else(|| interrupted(job));
         let letter = DeadLetter {
             reason: reason.to_owned(),
             attempts,
@@ -359,6 +349,15 @@ fn answer(outcome: String, message: String, opened: Option<Vec<String>>) -> Vec<
         opened,
     };
     serde_json::to_vec(&answer).expect("answers serialize")
+}
+
+/// The answer of `job`, whose run ended unfinished: retryable.
+fn interrupted(job: &Job) -> Answer {
+    Answer {
+        outcome: "interrupted".into(),
+        message: serde_json::to_string(&interrupted_result(job)).expect("results serialize"),
+        opened: None,
+    }
 }
 
 /// The audit line of `job`'s answer: who asked for what, when, and what became of it. Never

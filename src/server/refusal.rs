@@ -36,17 +36,6 @@ pub(crate) enum ServerError {
 pub(crate) type Shape = fn(&ServerError) -> Response;
 
 impl ServerError {
-    /// Why, for the log.
-    pub(crate) fn reason(&self) -> &str {
-        match self {
-            Self::NotFound => "no route",
-            Self::MethodNotAllowed { .. } => "method not allowed",
-            Self::Forbidden(why) => why,
-            Self::RequestTimeout => "the body did not arrive in time",
-            Self::BodyUnreadable => "the body could not be read",
-        }
-    }
-
     /// Its status.
     pub(crate) fn status(&self) -> StatusCode {
         match self {
@@ -80,7 +69,7 @@ impl ServerError {
         }
     }
 
-    /// What it says to a developer.
+    /// What it says to a developer, and to the log.
     pub(crate) fn developer_message(&self) -> String {
         match self {
             Self::NotFound => "no route for this method and path".into(),

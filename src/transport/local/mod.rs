@@ -217,7 +217,7 @@ where
         if self.active
             && let Err(refusal) = check_browser(request.headers(), &self.rules)
         {
-            tracing::info!(target: "oxp::server", outcome = "forbidden", reason = refusal.reason());
+            tracing::info!(target: "oxp::server", outcome = "forbidden", reason = refusal.developer_message().as_str());
             let answer = self.rules.shapes.answer(request.uri().path(), refusal);
             return Either::Left(ready(Ok(answer)));
         }
