@@ -20,6 +20,30 @@ pub const VARS: [(&str, &str); 6] = [
     ("OXP_RAP_DEAD_LETTER_FILE", "/dev/null"),
 ];
 
+/// The settings of the server a request with an `Authorization` header line is sent to, beside
+/// [`VARS`]: callers authenticated with HS256 JWTs signed with [`KEY`] (held as secret
+/// [`KEY_ID`]), so that a seed with a token that holds (`sub` `fuzz-caller`, expiring in 2100)
+/// takes the fuzzer past authentication to what is kept per caller (the user bound to the
+/// token's subject, each caller's shares), and the rest to the refusals of authentication.
+pub const JWT_VARS: [(&str, &str); 4] = [
+    ("OXP_AUTH", "jwt"),
+    ("OXP_JWT_HS256_SECRET_ID", KEY_ID),
+    ("OXP_JWT_ISSUER", "https://issuer.fuzz/"),
+    ("OXP_JWT_AUDIENCE", "oxp-fuzz"),
+];
+
+/// The secret id the JWT server holds its signing key under.
+pub const KEY_ID: &str = "FUZZ_JWT_KEY";
+/// The signing key.
+pub const KEY: &str = "a-fuzzing-signing-key-of-at-least-32-bytes";
+
+/// The fuzzed server's configuration: with callers authenticated by JWT, or without.
+pub fn config(authenticated: bool) -> oxp_lambda::Config {
+    let jwt = JWT_VARS.iter().filter(|_| authenticated);
+    let vars = VARS.iter().chain(jwt).copied();
+    oxp_lambda::Config::from_vars(false, vars).expect("a valid configuration")
+}
+
 /// The MCP revisions a fuzzed `/mcp` request names in its `MCP-Protocol-Version` header (none:
 /// 2025-03-26, as a client that sends none is taken).
 const REVISIONS: [Option<&str>; 4] = [None, Some("2025-06-18"), Some("2025-11-25"), Some(MODERN)];
@@ -38,7 +62,8 @@ const MODERN: &str = "2026-07-28";
 
 /// The request `data` stands for: its first byte picks the route (an OXP call, an async
 /// invocation or an MCP message below 128, another of RAP's routes from there) and, for `/mcp`, the revision it names; the rest is the body
-/// (after header lines, when there is a NUL byte).
+/// (after header lines, when there is a NUL byte; with an `Authorization` line, the request is
+/// for the server that authenticates its callers: [`Sent::authenticated`]).
 /// At 2026-07-28 the `Mcp-Method` and `Mcp-Name` headers say what the body says (where that is
 /// a string a header can carry), as a client sends them, so that the fuzzer reaches past the
 /// header checks. Nothing for empty data.
@@ -52,7 +77,7 @@ pub fn request(data: &[u8]) -> Option<(Sent, Request<Body>)> {
     // What comes before a NUL byte is header lines (`name: value`) sent before the usual ones:
     // an origin, a host, a trace context; on `/mcp` a session, `Mcp-Param-*`; the usual ones
     // again.
-    let mut headed = false;
+    let (mut headed, mut authenticated) = (false, false);
     if let Some(end) = body.iter().position(|b| *b == 0) {
         for line in body[..end].split(|b| *b == b'\n') {
             let Some(colon) = line.iter().position(|b| *b == b':') else {
@@ -61,6 +86,7 @@ pub fn request(data: &[u8]) -> Option<(Sent, Request<Body>)> {
             let name = axum::http::HeaderName::from_bytes(&line[..colon]);
             let value = axum::http::HeaderValue::from_bytes(line[colon + 1..].trim_ascii());
             if let (Ok(name), Ok(value)) = (name, value) {
+                authenticated |= name == axum::http::header::AUTHORIZATION;
                 request = request.header(name, value);
                 headed = true;
             }
@@ -106,6 +132,7 @@ pub fn request(data: &[u8]) -> Option<(Sent, Request<Body>)> {
         path,
         modern,
         headed,
+        authenticated,
         id,
     };
     Some((sent, request))
@@ -118,16 +145,21 @@ pub struct Sent {
     modern: bool,
     /// With header lines of its own.
     headed: bool,
+    /// With an `Authorization` header line: for the server configured with [`JWT_VARS`], which
+    /// may refuse it 401 in the protocol's shape.
+    pub authenticated: bool,
     /// On `/mcp`, the request's id.
     id: Option<serde_json::Value>,
 }
 
 /// Panics unless the answer to a request `sent` is its protocol's: on `/mcp` JSON-RPC with
 /// 200, 400 or 413 (or, at 2026-07-28, 404 for a method it does not serve; with headers of its
-/// own, 403, 404, 406 or 415 for what they say), a bodiless 202 for a notification (or a batch of them), a JSON array of
-/// answers for a 2025-03-26 batch, or an event stream of JSON-RPC messages for a call that
-/// reports progress, a request's answer carrying its id; accepted or a RAP error on `/invoke`; an OXP answer with 200, 400 or 422 on
-/// `/tools/call` (and, with headers of its own, 403 in each protocol's shape, 415 on RAP's).
+/// own, 403, 404, 406 or 415 for what they say), a bodiless 202 for a notification (or a batch
+/// of them), a JSON array of answers for a 2025-03-26 batch, or an event stream of JSON-RPC
+/// messages for a call that reports progress, a request's answer carrying its id; accepted or a
+/// RAP error on `/invoke`; an OXP answer with 200, 400 or 422 on `/tools/call` (and, with headers
+/// of its own, 403 in each protocol's shape, 415 on RAP's; with an `Authorization` line, 401 in
+/// each protocol's shape).
 pub fn check(sent: &Sent, status: u16, body: &[u8]) {
     let path = sent.path;
     if path == "/mcp" {
@@ -141,7 +173,8 @@ pub fn check(sent: &Sent, status: u16, body: &[u8]) {
     let json: serde_json::Value = serde_json::from_slice(body).expect("every answer is JSON");
     // Headers of its own may name a foreign origin or host (403) or take back the body's
     // type (415 on RAP; OXP answers that 400).
-    let refused = sent.headed && [403, 415].contains(&status);
+    let refused =
+        sent.headed && [403, 415].contains(&status) || sent.authenticated && status == 401;
     if RAP_ROUTES.contains(&path) {
         // 404 and 409: a choice for no question, or answered before.
         let answered = [200, 400, 404, 409, 413, 429, 503].contains(&status);
@@ -158,7 +191,7 @@ pub fn check(sent: &Sent, status: u16, body: &[u8]) {
             "{json}"
         );
     } else {
-        let refused = refused && status == 403;
+        let refused = refused && [401, 403].contains(&status);
         assert!(
             [200, 400, 422].contains(&status) || refused,
             "status {status}"
@@ -176,7 +209,8 @@ fn check_mcp(status: u16, body: &[u8], sent: &Sent) {
     let not_served = sent.modern && status == 404;
     // Headers of its own may name a foreign origin or host (403), or take back what the body
     // or the answer's type must be (415, 406), or name a session that never was (404).
-    let refused = sent.headed && [403, 404, 406, 415].contains(&status);
+    let refused = sent.headed && [403, 404, 406, 415].contains(&status)
+        || sent.authenticated && status == 401;
     assert!(
         [200, 400, 413].contains(&status) || not_served || refused,
         "status {status}"
@@ -206,26 +240,36 @@ fn check_mcp(status: u16, body: &[u8], sent: &Sent) {
 
 #[cfg(test)]
 mod tests {
-    use super::{VARS, check, request};
-    use crate::common::{app_with, example_tools};
+    use super::{KEY, KEY_ID, check, config, request};
+    use crate::common::{build, example_tools};
     use http_body_util::BodyExt;
-    use oxp_lambda::Config;
+    use oxp_lambda::App;
     use tower::ServiceExt;
 
     #[tokio::test]
     async fn every_seed_of_the_fuzz_target_is_answered_in_its_protocols_shape() {
-        let config = Config::from_vars(false, VARS).expect("a valid configuration");
-        let app = app_with(example_tools::registry().expect("valid tools"), config);
+        let registry = || example_tools::registry().expect("valid tools");
+        let open = build(App::builder(registry()).config(config(false)));
+        let jwt = App::builder(registry()).config(config(true));
+        let jwt = build(jwt.secret(KEY_ID, KEY));
         let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus_seed");
-        let (mut seeds, mut modern) = (0, 0);
+        let (mut seeds, mut modern, mut let_in, mut let_out) = (0, 0, 0, 0);
         for entry in std::fs::read_dir(&dir).expect("the seed corpus") {
             let path = entry.unwrap().path();
             let data = std::fs::read(&path).unwrap();
             let (sent, request) = request(&data).expect("no seed is empty");
+            let app = if sent.authenticated { &jwt } else { &open };
             let response = app.clone().oneshot(request).await.expect("infallible");
             let status = response.status().as_u16();
             let body = response.into_body().collect().await.unwrap().to_bytes();
             check(&sent, status, &body);
+            if sent.authenticated {
+                *if status == 401 {
+                    &mut let_out
+                } else {
+                    &mut let_in
+                } += 1;
+            }
             // The 2026-07-28 seeds reach past the header checks: their headers say what their
             // bodies say.
             if sent.modern {
@@ -238,6 +282,11 @@ mod tests {
         assert!(
             seeds >= 20 && modern >= 7,
             "the seeds were read: {seeds}, {modern}"
+        );
+        // The seeds with the fuzz key's token reach past authentication; the forged one not.
+        assert!(
+            let_in >= 4 && let_out >= 1,
+            "{let_in} let in, {let_out} not"
         );
     }
 }

@@ -35,7 +35,7 @@ mod custom_protocol;
 mod custom_source;
 mod deps;
 mod docs;
-#[cfg(all(feature = "rap", feature = "mcp"))]
+#[cfg(all(feature = "rap", feature = "mcp", feature = "jwt"))]
 mod fuzz_seeds;
 #[cfg(all(feature = "rap", feature = "mcp"))]
 mod hardening;

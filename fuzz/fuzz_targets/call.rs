@@ -2,12 +2,13 @@
 //! (parse, resolve, validate, requirements, run, serialize). The first byte picks the route: an
 //! OXP call (every answer JSON with an expected status and `$schema`), an async invocation (JSON
 //! with an expected status; callbacks can go nowhere: the allow-list holds only an unresolvable
-//! host) or an MCP message (JSON-RPC with an expected status, or a bodiless 202).
+//! host) or an MCP message (JSON-RPC with an expected status, or a bodiless 202); a request
+//! with an `Authorization` header line goes to a server that authenticates its callers by JWT.
 #![no_main]
 
 use http_body_util::BodyExt;
 use libfuzzer_sys::fuzz_target;
-use oxp_lambda::{App, Config};
+use oxp_lambda::App;
 use std::sync::OnceLock;
 use tower::ServiceExt;
 
@@ -19,14 +20,16 @@ mod tools;
 #[path = "../../tests/fuzz_seeds.rs"]
 mod seeds;
 
-fn app() -> &'static App {
-    static APP: OnceLock<App> = OnceLock::new();
-    APP.get_or_init(|| {
+/// The server a request is for: the one that authenticates its callers (a request with an
+/// `Authorization` header line) or the open one.
+fn app(authenticated: bool) -> &'static App {
+    static APPS: [OnceLock<App>; 2] = [OnceLock::new(), OnceLock::new()];
+    APPS[usize::from(authenticated)].get_or_init(|| {
         let registry = tools::registry().expect("valid tools");
         // RAP's settings are its protocol's, read from the variables like the binary's.
-        let config = Config::from_vars(false, seeds::VARS).expect("a valid configuration");
+        let builder = App::builder(registry).config(seeds::config(authenticated));
         runtime()
-            .block_on(App::builder(registry).config(config).build())
+            .block_on(builder.secret(seeds::KEY_ID, seeds::KEY).build())
             .expect("the app builds")
     })
 }
@@ -46,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     // Built outside the runtime's `block_on`, which building uses itself.
-    let app = app().clone();
+    let app = app(sent.authenticated).clone();
     let (status, body) = runtime().block_on(async move {
         let response = app.oneshot(request).await.expect("infallible");
         let status = response.status().as_u16();
