@@ -259,7 +259,10 @@ async fn a_panic_is_a_failure_and_the_server_keeps_serving() {
 #[tokio::test]
 async fn an_event_that_is_not_an_action_group_event_is_answered_not_crashed() {
     let app = example_app();
-    for raw in [&b"not json"[..], b"[]", b"{\"function\": 7}"] {
+    // An array of an event's fields too, which serde would read as the event.
+    let fields =
+        br#"["2.0", "g", "Calculator_Add", [{"name": "a", "type": "number", "value": "1"}]]"#;
+    for raw in [&b"not json"[..], b"[]", b"{\"function\": 7}", fields] {
         let answer = app.handle_bedrock_agent(raw).await;
         assert_eq!(
             answer["response"]["functionResponse"]["responseState"],

@@ -1,5 +1,7 @@
 //! Properties over generated input: any body gives a well-formed OXP answer with a valid status,
-//! and resolution never panics on any tool id.
+//! any event a direct role's answer in its own shape (an MCP `CallToolResult` for the AgentCore
+//! Gateway target, an action group's response for Bedrock Agents: the agent reads what failed,
+//! the invocation never does), and resolution never panics on any tool id.
 
 use crate::common;
 
@@ -61,6 +63,64 @@ fn call_like() -> impl Strategy<Value = Value> {
     )
 }
 
+/// A tool name as a direct role's caller gives it: a served one, or any text.
+fn tool_name() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("Calculator_Add".to_string()),
+        Just("Doorbell_Ring".to_string()),
+        Just("SMS_Send".to_string()),
+        ".{0,16}",
+    ]
+}
+
+/// A client context as the AgentCore Gateway sends it (the tool under `custom`, after the
+/// target's prefix), or with any value there, or none.
+fn agentcore_context() -> impl Strategy<Value = Option<Vec<u8>>> {
+    let named = (tool_name(), "[a-z_]{0,8}", json_value()).prop_map(|(tool, prefix, extra)| {
+        let name = format!("{prefix}___{tool}");
+        json!({"custom": {"bedrockAgentCoreToolName": name, "extra": extra}}).to_string()
+    });
+    let any = json_value().prop_map(|v| json!({"custom": v}).to_string());
+    prop::option::of(prop_oneof![named, any, ".{0,24}"].prop_map(String::into_bytes))
+}
+
+/// An action group's event with generated parts: the function, its parameters (each a name, a
+/// type and a string value, as Bedrock Agents sends them) and anything beside.
+fn bedrock_event() -> impl Strategy<Value = Value> {
+    let parameter = (
+        prop_oneof![
+            Just("a"),
+            Just("b"),
+            Just("doorbell_id"),
+            Just("to"),
+            Just("")
+        ],
+        prop_oneof![
+            Just("number"),
+            Just("integer"),
+            Just("string"),
+            Just("boolean"),
+            Just("array"),
+            Just("x")
+        ],
+        prop_oneof![
+            Just("1".to_string()),
+            Just("[1, 2]".to_string()),
+            Just("true".to_string()),
+            ".{0,12}"
+        ],
+    )
+        .prop_map(|(name, kind, value)| json!({"name": name, "type": kind, "value": value}));
+    let parameters = prop_oneof![
+        prop::collection::vec(parameter, 0..5).prop_map(Value::from),
+        json_value(),
+    ];
+    (tool_name(), parameters, json_value()).prop_map(|(function, parameters, extra)| {
+        json!({"messageVersion": "1.0", "actionGroup": "g", "function": function,
+               "parameters": parameters, "sessionAttributes": extra})
+    })
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -105,6 +165,33 @@ proptest! {
         let app = example_app();
         let reply = runtime().block_on(post(&app, "/call", body));
         assert_well_formed(&reply);
+    }
+
+    #[cfg(feature = "agentcore")]
+    #[test]
+    fn any_agentcore_event_and_client_context_are_answered_with_a_call_tool_result(
+        event in prop_oneof![json_value(), call_like()],
+        context in agentcore_context(),
+    ) {
+        let app = example_app();
+        let answer = runtime().block_on(app.handle_agentcore(event.to_string().as_bytes(), context.as_deref()));
+        let content = answer["content"].as_array();
+        prop_assert!(content.is_some_and(|c| !c.is_empty() && c.iter().all(|item| item["type"].is_string())), "{answer}");
+        prop_assert!(answer["isError"].is_boolean() || answer["isError"].is_null(), "{answer}");
+    }
+
+    #[cfg(feature = "bedrock-agent")]
+    #[test]
+    fn any_action_group_event_is_answered_with_an_action_groups_response(
+        event in prop_oneof![bedrock_event(), json_value()],
+    ) {
+        let app = example_app();
+        let answer = runtime().block_on(app.handle_bedrock_agent(event.to_string().as_bytes()));
+        prop_assert_eq!(&answer["messageVersion"], "1.0");
+        let response = &answer["response"]["functionResponse"];
+        prop_assert!(response["responseBody"]["TEXT"]["body"].is_string(), "{answer}");
+        let state = &response["responseState"];
+        prop_assert!(state.is_null() || state == "FAILURE" || state == "REPROMPT", "{answer}");
     }
 
     #[test]

@@ -54,9 +54,11 @@ impl BedrockAgent {
 
     /// Answers one raw event.
     pub(crate) async fn invoke(&self, event: &[u8], context: CallContext) -> Value {
-        let event: Event = match serde_json::from_slice(event) {
-            Ok(event) => event,
-            Err(_) => {
+        // An object only: serde would also read a struct from an array of its fields.
+        let object = event.trim_ascii_start().first() == Some(&b'{');
+        let event: Event = match serde_json::from_slice(event).ok().filter(|_| object) {
+            Some(event) => event,
+            None => {
                 return respond(
                     &Event::default(),
                     Some(State::Failure),
@@ -170,8 +172,6 @@ impl DirectHandler for ActionGroup {
 #[serde(rename_all = "camelCase")]
 struct Event {
     #[serde(default)]
-    message_version: Option<String>,
-    #[serde(default)]
     action_group: String,
     #[serde(default)]
     function: String,
@@ -196,7 +196,7 @@ enum State {
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct Response<'a> {
-    message_version: &'a str,
+    message_version: &'static str,
     response: FunctionResult<'a>,
     #[serde(skip_serializing_if = "Option::is_none")]
     session_attributes: Option<&'a Map<String, Value>>,
@@ -233,7 +233,8 @@ struct TextBody {
 
 fn respond(event: &Event, state: Option<State>, body: String) -> Value {
     let response = Response {
-        message_version: event.message_version.as_deref().unwrap_or("1.0"),
+        // The one version Bedrock Agents defines, whatever the event says.
+        message_version: "1.0",
         response: FunctionResult {
             action_group: &event.action_group,
             function: &event.function,
