@@ -190,6 +190,48 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        /// Any text, in a part of a recorded event that its request is built from or that the
+        /// app reads, as the hostile values above are.
+        #[test]
+        fn every_recorded_http_event_converts_whatever_text_its_parts_hold(
+            which in 0usize..64,
+            part in 0usize..12,
+            sent in proptest::prelude::any::<String>(),
+        ) {
+            let recorded = super::super::event::tests::recorded();
+            let (path, mut event) = recorded[which % recorded.len()].clone();
+            let parts = [
+                ("body", ""), ("rawQueryString", ""), ("headers", "host"),
+                ("headers", "x-forwarded-proto"), ("path", ""), ("rawPath", ""),
+                ("headers", "content-type"), ("headers", "origin"),
+                ("queryStringParameters", "q"), ("multiValueQueryStringParameters", "q"),
+                ("requestContext", "domainName"), ("requestContext", "stage"),
+            ];
+            let (part, key) = parts[part];
+            // A part the event has: a client sends the values, AWS makes the event's shape.
+            if event.get(part).is_none_or(|v| v.is_null() || !key.is_empty() && !v.is_object()) {
+                return Ok(());
+            }
+            let value = match part {
+                "multiValueQueryStringParameters" => serde_json::json!([sent]),
+                _ => serde_json::json!(sent),
+            };
+            match key {
+                "" => event[part] = value,
+                key => event[part][key] = value,
+            }
+            let read = serde_json::from_value::<HttpEvent>(event);
+            proptest::prop_assert!(read.is_ok(), "{path:?} with {part}.{key} = {sent:?}");
+            let Ok(HttpEvent(mut request)) = read else { unreachable!() };
+            make_buildable(&mut request);
+            let converted = std::panic::catch_unwind(|| lambda_http::Request::from(request));
+            proptest::prop_assert!(converted.is_ok(), "{path:?} with {part}.{key} = {sent:?}");
+        }
+    }
+
     #[test]
     fn only_a_host_both_readers_take_is_kept() {
         for host in [
