@@ -224,6 +224,8 @@ async fn a_status_check_that_is_not_the_pages_is_refused_and_holds_nothing_back(
     for body in [
         "",
         "[]",
+        // The page's fields as an array, which serde would read as the struct.
+        r#"["t", "x"]"#,
         r#"{"thread_id": "t"}"#,
         r#"{"thread_id": 1, "tool_call_id": "x"}"#,
     ] {

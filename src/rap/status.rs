@@ -52,8 +52,7 @@ pub(crate) async fn tool_call_status(
     body: Result<Bytes, BytesRejection>,
 ) -> Response {
     let subject = context.principal.subject.as_deref();
-    let request = body.ok().and_then(|b| CancelToolCall::of_body(&b));
-    let Some(request) = request else {
+    let Some(request) = body.ok().and_then(|b| CancelToolCall::of_body(&b)) else {
         return refused(
             StatusCode::BAD_REQUEST,
             "malformed_request",
@@ -73,12 +72,10 @@ pub(crate) async fn tool_call_status(
     {
         Ok(alive) => {
             tracing::info!(target: "oxp::rap::audit", thread_id = request.thread_id.as_str(), id = request.tool_call_id.as_str(), alive, "tool_call_status");
-            let body: &'static [u8] = if alive {
-                br#"{"alive":true}"#
-            } else {
-                br#"{"alive":false}"#
-            };
-            json_response(StatusCode::OK, Bytes::from_static(body))
+            json_response(
+                StatusCode::OK,
+                Bytes::from(format!(r#"{{"alive":{alive}}}"#)),
+            )
         }
         Err(e) => {
             tracing::warn!(target: "oxp::rap", error = %e, "tool_call_status not answered");
