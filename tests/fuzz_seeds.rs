@@ -123,8 +123,9 @@ pub fn request(data: &[u8]) -> Option<(Sent, Request<Body>)> {
     let modern = revision == Some(MODERN);
     // A request's id, when it is one JSON-RPC takes (a string or an integer), which its answer
     // must carry back.
-    let id = serde_json::from_slice::<serde_json::Value>(body)
-        .ok()
+    let parsed = serde_json::from_slice::<serde_json::Value>(body).ok();
+    let object = parsed.as_ref().is_some_and(serde_json::Value::is_object);
+    let id = parsed
         .filter(|sent| sent["method"].is_string())
         .map(|sent| sent["id"].clone())
         .filter(|id| id.is_string() || id.is_i64());
@@ -133,6 +134,7 @@ pub fn request(data: &[u8]) -> Option<(Sent, Request<Body>)> {
         modern,
         headed,
         authenticated,
+        object,
         id,
     };
     Some((sent, request))
@@ -148,6 +150,8 @@ pub struct Sent {
     /// With an `Authorization` header line: for the server configured with [`JWT_VARS`], which
     /// may refuse it 401 in the protocol's shape.
     pub authenticated: bool,
+    /// The body is a JSON object (a message, where an array is a batch or nothing).
+    object: bool,
     /// On `/mcp`, the request's id.
     id: Option<serde_json::Value>,
 }
@@ -217,6 +221,11 @@ fn check_mcp(status: u16, body: &[u8], sent: &Sent) {
     );
     let messages: Vec<serde_json::Value> = match serde_json::from_slice(body) {
         Ok(serde_json::Value::Array(answers)) => answers,
+        // One answer to what is no message (an array of a message's members, say) is an error.
+        Ok(answer) if !sent.object => {
+            assert!(answer["result"].is_null(), "{answer}");
+            vec![answer]
+        }
         Ok(answer) => vec![answer],
         // An event stream: each event's data one message.
         Err(_) => std::str::from_utf8(body)

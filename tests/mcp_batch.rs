@@ -101,16 +101,24 @@ async fn a_batch_nesting_half_a_million_levels_deep_is_answered_and_crashes_noth
 }
 
 #[tokio::test]
-async fn an_empty_or_oversized_batch_and_a_later_revisions_batch_are_one_invalid_request() {
+async fn an_empty_or_oversized_batch_and_a_later_revisions_batch_or_array_are_one_invalid_request()
+{
     let app = example_app();
     let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
     let too_many = Value::Array(vec![ping.clone(); 65]).to_string();
     let one = json!([ping]).to_string();
-    let cases: [(&str, &[(&str, &str)]); 4] = [
+    // A call's members as an array (no message, nor a batch of any), which serde would read as
+    // the call's struct.
+    let fields =
+        json!(["2.0", 1, "tools/call", {"name": "Calculator_Add", "arguments": {"a": 1, "b": 2}}]);
+    let fields = fields.to_string();
+    let cases: [(&str, &[(&str, &str)]); 6] = [
         ("[]", &[]),
         (&too_many, &[]),
         (&one, &[("mcp-protocol-version", "2025-06-18")]),
         (&one, &[("mcp-protocol-version", "2025-11-25")]),
+        (&fields, &[("mcp-protocol-version", "2025-06-18")]),
+        (&fields, &[("mcp-protocol-version", "2025-11-25")]),
     ];
     for (body, headers) in cases {
         let (status, _, text) = post_mcp(&app, body, headers).await;

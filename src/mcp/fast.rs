@@ -210,6 +210,10 @@ pub(super) async fn try_call(
     body: &[u8],
 ) -> Option<(StatusCode, Vec<u8>)> {
     let plain = plain(&parts.headers)?;
+    // A message is an object: serde would also read the struct from an array of its members.
+    if body.trim_ascii_start().first() != Some(&b'{') {
+        return None;
+    }
     // One UTF-8 check of the whole body, not one per string read from it.
     let FastCall { id, params, .. } = serde_json::from_str(std::str::from_utf8(body).ok()?).ok()?;
     let FastParams {
