@@ -54,9 +54,7 @@ impl BedrockAgent {
 
     /// Answers one raw event.
     pub(crate) async fn invoke(&self, event: &[u8], context: CallContext) -> Value {
-        // An object only: serde would also read a struct from an array of its fields.
-        let object = event.trim_ascii_start().first() == Some(&b'{');
-        let event: Event = match serde_json::from_slice(event).ok().filter(|_| object) {
+        let event: Event = match crate::server::object(event) {
             Some(event) => event,
             None => {
                 return respond(

@@ -16,6 +16,7 @@ use super::declared::OnRequest;
 use super::fast_meta::FastMeta;
 use super::handler::McpServer;
 use super::result::Revision;
+use crate::server::Object;
 use http::request::Parts;
 use http::{HeaderMap, StatusCode, header};
 use rmcp::ErrorData;
@@ -42,7 +43,7 @@ struct FastCall<'a> {
     #[serde(deserialize_with = "tools_call")]
     method: (),
     #[serde(borrow)]
-    params: FastParams<'a>,
+    params: Object<FastParams<'a>>,
 }
 
 /// `text`, written without escapes, read without a copy (rmcp's `JsonRpcVersion2_0` makes a
@@ -210,17 +211,14 @@ pub(super) async fn try_call(
     body: &[u8],
 ) -> Option<(StatusCode, Vec<u8>)> {
     let plain = plain(&parts.headers)?;
-    // A message is an object: serde would also read the struct from an array of its members.
-    if body.trim_ascii_start().first() != Some(&b'{') {
-        return None;
-    }
     // One UTF-8 check of the whole body, not one per string read from it.
-    let FastCall { id, params, .. } = serde_json::from_str(std::str::from_utf8(body).ok()?).ok()?;
-    let FastParams {
+    let text = std::str::from_utf8(body).ok()?;
+    let Object(FastCall { id, params, .. }) = serde_json::from_str(text).ok()?;
+    let Object(FastParams {
         name,
         arguments,
         mut meta,
-    } = params;
+    }) = params;
     let traceparent = meta.as_mut().and_then(|m| m.traceparent.take());
     let (prepared, tasks) = match plain.named {
         Some(named) => {

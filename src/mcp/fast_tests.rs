@@ -220,6 +220,10 @@ async fn anything_rmcp_must_check_goes_to_rmcp() {
         r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"tools/call","params":{"name":"Calc_Add"}}"#,
         r#"{"jsonrpc":"2.0","id":null,"method":"tools/call","params":{"name":"Calc_Add"}}"#,
         r#"{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{"name":"Calc_Add"}}"#,
+        // Arrays, which serde reads a struct from by position: the message's members, the
+        // call's params (JSON-RPC's by-position params, which rmcp refuses -32602).
+        r#"["2.0",1,"tools/call",{"name":"Calc_Add"}]"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["Calc_Add",{}]}"#,
     ] {
         assert!(
             try_call(&server, &parts(&[]), read(body)).await.is_none(),

@@ -4,10 +4,9 @@
 use super::Oxp;
 use super::error::ApiError;
 use super::wire::{
-    self, CallToolRequest, CallToolResponse, CallToolResponseEnvelope, OXP_1_0, Object,
-    ToolCallError,
+    self, CallToolRequest, CallToolResponse, CallToolResponseEnvelope, OXP_1_0, ToolCallError,
 };
-use crate::server::{CallContext, json};
+use crate::server::{CallContext, Object, json};
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::extract::rejection::BytesRejection;

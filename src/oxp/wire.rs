@@ -11,12 +11,12 @@
 //!   tool that declares no output (both as in the specification's examples);
 //! - `duration` is in milliseconds with microsecond precision (a JSON number, not always integral).
 
-use serde::de::{Deserializer, MapAccess, Visitor, value::MapAccessDeserializer};
+use crate::server::Object;
+use serde::de::{Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt;
-use std::marker::PhantomData;
 
 /// The OXP version this server speaks, as sent in `$schema`.
 pub const OXP_1_0: &str = "urn:oxp:1.0";
@@ -287,27 +287,6 @@ pub struct ValidationErrorResponse {
     /// Offending parameter (dotted path) to message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameter_errors: Option<BTreeMap<String, String>>,
-}
-
-/// A `T` read from a JSON object only. serde reads a struct from an array too, by position
-/// (`["Calculator.Add@1.0.0", null, null, {"a": 1}]` would be a call): every object of the
-/// wire format goes through this instead.
-pub(crate) struct Object<T>(pub(crate) T);
-
-impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct Only<T>(PhantomData<T>);
-        impl<'de, T: Deserialize<'de>> Visitor<'de> for Only<T> {
-            type Value = T;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON object")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
-                T::deserialize(MapAccessDeserializer::new(map))
-            }
-        }
-        deserializer.deserialize_map(Only(PhantomData)).map(Object)
-    }
 }
 
 /// An optional object field (`null` or absent is `None`).

@@ -37,7 +37,7 @@ pub(crate) async fn user_choice_response(
     };
     let response = body
         .ok()
-        .and_then(|b| crate::rap::wire::object::<ChoiceResponse>(&b))
+        .and_then(|b| crate::server::object::<ChoiceResponse>(&b))
         .filter(|r| !r.id.is_empty() && r.id.chars().count() <= MAX_ID_CHARS);
     let Some(response) = response else {
         return refused(

@@ -271,7 +271,7 @@ async fn close_thread(
 ) -> Response {
     let thread = body
         .ok()
-        .and_then(|b| crate::rap::wire::object::<CloseThread>(&b))
+        .and_then(|b| crate::server::object::<CloseThread>(&b))
         .and_then(|c| c.thread_id.or(c.group_id))
         .filter(|id| is_loggable_id(id));
     // The thread's subscriptions end with it.

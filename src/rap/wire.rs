@@ -198,16 +198,9 @@ impl CancelToolCall {
     /// The call a `/cancel_tool_call` or `/tool_call_status` body names, when both its ids can
     /// be looked up and logged as they are.
     pub(crate) fn of_body(body: &[u8]) -> Option<Self> {
-        object(body)
+        crate::server::object(body)
             .filter(|c: &Self| is_loggable_id(&c.thread_id) && is_loggable_id(&c.tool_call_id))
     }
-}
-
-/// A body that is a JSON object, read as `T` (serde would also read a struct from an array of
-/// its fields, which RAP's bodies never are).
-pub(crate) fn object<T: serde::de::DeserializeOwned>(body: &[u8]) -> Option<T> {
-    let object = body.trim_ascii_start().first() == Some(&b'{');
-    serde_json::from_slice(body).ok().filter(|_| object)
 }
 
 /// An id short enough and plain enough to log as it is (no control characters, so no forged
