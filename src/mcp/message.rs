@@ -93,9 +93,10 @@ impl<'a> Message<'a> {
         serde_json::from_str(self.id?.get()).ok()
     }
 
-    /// The `params`, read as `T`.
+    /// The `params`, read as `T` from an object (MCP's params are; by position they are not).
     pub(super) fn params<T: Deserialize<'a>>(&self) -> Option<T> {
-        serde_json::from_str(self.params?.get()).ok()
+        let crate::server::Object(params) = serde_json::from_str(self.params?.get()).ok()?;
+        Some(params)
     }
 
     /// An answer's `result` (`Ok`) or `error` (`Err`); `None` for neither or both.
