@@ -377,9 +377,9 @@ async fn forget(
     let asked: Forget = if body.is_empty() {
         Forget::default()
     } else {
-        match serde_json::from_slice(&body) {
-            Ok(f) => f,
-            Err(_) => {
+        match crate::server::object(&body) {
+            Some(f) => f,
+            None => {
                 return json(
                     StatusCode::BAD_REQUEST,
                     &json!({"error": "the body must be {\"user_id\": string}"}),
