@@ -124,7 +124,11 @@ pub fn request(data: &[u8]) -> Option<(Sent, Request<Body>)> {
     // A request's id, when it is one JSON-RPC takes (a string or an integer), which its answer
     // must carry back.
     let parsed = serde_json::from_slice::<serde_json::Value>(body).ok();
-    let object = parsed.as_ref().is_some_and(serde_json::Value::is_object);
+    // A message (an object) whose params are too: MCP's always are, and rmcp refuses an array
+    // (JSON-RPC's by-position params) with -32602.
+    let object = parsed
+        .as_ref()
+        .is_some_and(|sent| sent.is_object() && !sent["params"].is_array());
     let id = parsed
         .filter(|sent| sent["method"].is_string())
         .map(|sent| sent["id"].clone())
@@ -150,7 +154,8 @@ pub struct Sent {
     /// With an `Authorization` header line: for the server configured with [`JWT_VARS`], which
     /// may refuse it 401 in the protocol's shape.
     pub authenticated: bool,
-    /// The body is a JSON object (a message, where an array is a batch or nothing).
+    /// The body is a JSON object (a message, where an array is a batch or nothing) with no
+    /// array for its params.
     object: bool,
     /// On `/mcp`, the request's id.
     id: Option<serde_json::Value>,
@@ -221,7 +226,8 @@ fn check_mcp(status: u16, body: &[u8], sent: &Sent) {
     );
     let messages: Vec<serde_json::Value> = match serde_json::from_slice(body) {
         Ok(serde_json::Value::Array(answers)) => answers,
-        // One answer to what is no message (an array of a message's members, say) is an error.
+        // One answer to what is no message (an array of a message's members, say), or to one
+        // whose params are by position, is an error.
         Ok(answer) if !sent.object => {
             assert!(answer["result"].is_null(), "{answer}");
             vec![answer]
