@@ -95,8 +95,7 @@ impl<'a> Message<'a> {
 
     /// The `params`, read as `T` from an object (MCP's params are; by position they are not).
     pub(super) fn params<T: Deserialize<'a>>(&self) -> Option<T> {
-        let crate::server::Object(params) = serde_json::from_str(self.params?.get()).ok()?;
-        Some(params)
+        crate::server::object(self.params?.get().as_bytes())
     }
 
     /// An answer's `result` (`Ok`) or `error` (`Err`); `None` for neither or both.
