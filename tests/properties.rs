@@ -121,6 +121,38 @@ fn bedrock_event() -> impl Strategy<Value = Value> {
     })
 }
 
+/// Every variable docs/configuration.md lists (its table's first column).
+fn documented_variables() -> Vec<String> {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/configuration.md"
+    ))
+    .expect("the configuration page");
+    let names = page.lines().filter_map(|line| {
+        let name = line.strip_prefix("| `OXP_")?.split('`').next()?;
+        Some(format!("OXP_{name}"))
+    });
+    names.filter(|name| !name.contains('<')).collect()
+}
+
+/// A value an operator might set, or mistype.
+fn setting() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just(String::new()),
+        Just("0".to_string()),
+        Just("-1".to_string()),
+        Just("18446744073709551616".to_string()),
+        Just("true".to_string()),
+        Just("none".to_string()),
+        Just("jwt".to_string()),
+        Just("embedded".to_string()),
+        Just("https://x".to_string()),
+        Just("1e9".to_string()),
+        "[0-9]{1,25}",
+        ".{0,24}",
+    ]
+}
+
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -192,6 +224,24 @@ proptest! {
         prop_assert!(response["responseBody"]["TEXT"]["body"].is_string(), "{answer}");
         let state = &response["responseState"];
         prop_assert!(state.is_null() || state == "FAILURE" || state == "REPROMPT", "{answer}");
+    }
+
+    #[test]
+    fn any_value_of_any_two_documented_variables_is_read_or_refused_naming_a_variable(
+        which in (0usize..1000, 0usize..1000),
+        values in (setting(), setting()),
+        lambda in any::<bool>(),
+    ) {
+        let names = documented_variables();
+        prop_assert!(names.len() > 100, "{} variables", names.len());
+        let vars = [
+            (names[which.0 % names.len()].clone(), values.0),
+            (names[which.1 % names.len()].clone(), values.1),
+        ];
+        // Read without a panic; a refusal names the variable to mend.
+        if let Err(e) = oxp_lambda::Config::from_vars(lambda, vars.clone()) {
+            prop_assert!(e.variable.starts_with("OXP_") || e.variable.starts_with("AWS_"), "{vars:?}: {e}");
+        }
     }
 
     #[test]
