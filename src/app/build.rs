@@ -267,12 +267,9 @@ impl AppBuilder {
         let worker = runner.as_ref().and_then(|r| serve_work(r, &config));
         let mut built =
             protocol::build_all(self.protocols, &assembly, worker.into_iter().collect())?;
-        if let Some(compiling) = compiling {
-            let compiled = compiling
-                .join()
-                .unwrap_or_else(|p| std::panic::resume_unwind(p));
-            compiled.map_err(StartError::Tools)?;
-        }
+        compiling
+            .map_or(Ok(()), joined)
+            .map_err(StartError::Tools)?;
         built.drains.extend(super::durable::start(
             runner.as_ref(),
             &config,
@@ -298,9 +295,16 @@ impl AppBuilder {
 /// Compiles every schema of `registry` on a thread of its own. Each tool's compiled schemas are
 /// its own cells, which a call meeting one not yet compiled fills itself, so nothing waits for
 /// the thread but the start that joins it.
-fn compile_apart(registry: &Registry) -> std::thread::JoinHandle<Result<(), RegistryError>> {
+fn compile_apart(registry: &Registry) -> Compiling {
     let tools = registry.tools().to_vec();
     std::thread::spawn(move || tools.iter().try_for_each(|tool| tool.compile_schemas()))
+}
+
+/// What the compiling thread found: an invalid schema fails the start (a panic goes on here).
+fn joined(compiling: Compiling) -> Result<(), RegistryError> {
+    compiling
+        .join()
+        .unwrap_or_else(|p| std::panic::resume_unwind(p))
 }
 
 /// The one invoker every protocol's calls go through, over the registry and the stores.
