@@ -262,7 +262,15 @@ async fn an_event_that_is_not_an_action_group_event_is_answered_not_crashed() {
     // An array of an event's fields too, which serde would read as the event.
     let fields =
         br#"["2.0", "g", "Calculator_Add", [{"name": "a", "type": "number", "value": "1"}]]"#;
-    for raw in [&b"not json"[..], b"[]", b"{\"function\": 7}", fields] {
+    // And a parameter's fields as an array.
+    let parameter = br#"{"function": "Calculator_Add", "parameters": [["a", "number", "1"]]}"#;
+    for raw in [
+        &b"not json"[..],
+        b"[]",
+        b"{\"function\": 7}",
+        fields,
+        parameter,
+    ] {
         let answer = app.handle_bedrock_agent(raw).await;
         assert_eq!(
             answer["response"]["functionResponse"]["responseState"],

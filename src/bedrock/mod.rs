@@ -173,7 +173,7 @@ struct Event {
     action_group: String,
     #[serde(default)]
     function: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::server::objects")]
     parameters: Vec<params::Parameter>,
     #[serde(default)]
     session_id: Option<String>,

@@ -166,7 +166,7 @@ struct FastEnvelope<'a> {
         deserialize_with = "wire::version"
     )]
     schema: Option<Cow<'a, str>>,
-    #[serde(default, deserialize_with = "wire::optional_object")]
+    #[serde(default, deserialize_with = "crate::server::optional_object")]
     request: Option<CallToolRequest>,
 }
 

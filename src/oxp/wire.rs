@@ -11,7 +11,6 @@
 //!   tool that declares no output (both as in the specification's examples);
 //! - `duration` is in milliseconds with microsecond precision (a JSON number, not always integral).
 
-use crate::server::Object;
 use serde::de::{Deserializer, Visitor};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -126,7 +125,7 @@ pub struct CallToolRequest {
     /// Authorization tokens, secrets and user id.
     #[serde(
         default,
-        deserialize_with = "optional_object",
+        deserialize_with = "crate::server::optional_object",
         skip_serializing_if = "Option::is_none"
     )]
     pub context: Option<CallContext>,
@@ -138,14 +137,14 @@ pub struct CallContext {
     /// Tokens per authorization provider.
     #[serde(
         default,
-        deserialize_with = "objects",
+        deserialize_with = "crate::server::objects",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub authorization: Vec<AuthorizationToken>,
     /// Secrets sent by the client.
     #[serde(
         default,
-        deserialize_with = "objects",
+        deserialize_with = "crate::server::objects",
         skip_serializing_if = "Vec::is_empty"
     )]
     pub secrets: Vec<SecretValue>,
@@ -287,23 +286,6 @@ pub struct ValidationErrorResponse {
     /// Offending parameter (dotted path) to message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parameter_errors: Option<BTreeMap<String, String>>,
-}
-
-/// An optional object field (`null` or absent is `None`).
-pub(crate) fn optional_object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    deserializer: D,
-) -> Result<Option<T>, D::Error> {
-    Ok(Option::<Object<T>>::deserialize(deserializer)?.map(|o| o.0))
-}
-
-/// An array of objects.
-fn objects<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
-    deserializer: D,
-) -> Result<Vec<T>, D::Error> {
-    Ok(Vec::<Object<T>>::deserialize(deserializer)?
-        .into_iter()
-        .map(|o| o.0)
-        .collect())
 }
 
 /// Content items as OXP's `value` carries them, for a tool that answers content alone: an array

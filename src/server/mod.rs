@@ -18,7 +18,7 @@ mod strip;
 
 pub use context::{CallContext, Deadline};
 pub(crate) use loopback::{is_loopback_host, is_own_loopback_origin, same_loopback_origin};
-pub(crate) use object::{Object, object};
+pub(crate) use object::{Object, object, objects, optional_object};
 pub(crate) use records::{Records, records_role};
 pub(crate) use refusal::{ServerError, Shape, Shapes};
 pub(crate) use roles::RoleKind;

@@ -34,3 +34,20 @@ pub(crate) fn object<'de, T: Deserialize<'de>>(body: &'de [u8]) -> Option<T> {
         .ok()
         .map(|Object(t)| t)
 }
+
+/// An optional object field (`null` or absent is `None`).
+pub(crate) fn optional_object<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Option<T>, D::Error> {
+    Ok(Option::<Object<T>>::deserialize(deserializer)?.map(|o| o.0))
+}
+
+/// An array of objects.
+pub(crate) fn objects<'de, D: Deserializer<'de>, T: Deserialize<'de>>(
+    deserializer: D,
+) -> Result<Vec<T>, D::Error> {
+    Ok(Vec::<Object<T>>::deserialize(deserializer)?
+        .into_iter()
+        .map(|o| o.0)
+        .collect())
+}
