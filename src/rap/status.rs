@@ -72,10 +72,11 @@ pub(crate) async fn tool_call_status(
     {
         Ok(alive) => {
             tracing::info!(target: "oxp::rap::audit", thread_id = request.thread_id.as_str(), id = request.tool_call_id.as_str(), alive, "tool_call_status");
-            json_response(
-                StatusCode::OK,
-                Bytes::from(format!(r#"{{"alive":{alive}}}"#)),
-            )
+            let body: &'static [u8] = match alive {
+                true => br#"{"alive":true}"#,
+                false => br#"{"alive":false}"#,
+            };
+            json_response(StatusCode::OK, Bytes::from_static(body))
         }
         Err(e) => {
             tracing::warn!(target: "oxp::rap", error = %e, "tool_call_status not answered");
