@@ -325,3 +325,44 @@ async fn an_invalid_schema_fails_a_local_start_and_in_a_function_started_for_a_c
     );
     assert!(!bad.text.contains("\"type\""), "{}", bad.text);
 }
+
+/// A colour, read from its name (the schema below lets any string through).
+#[derive(Deserialize)]
+enum Colour {
+    Red,
+}
+
+/// Input whose schema is looser than its type, as a type with its own `Deserialize` or a
+/// hand-written schema may be.
+#[derive(Deserialize, JsonSchema)]
+struct Paint {
+    #[schemars(with = "String")]
+    colour: Colour,
+}
+
+/// Paints in a colour.
+#[tool(name = "Paint.Wall", version = "1.0.0")]
+async fn paint(input: Input<Paint>) -> Result<String, ToolError> {
+    let Colour::Red = input.0.colour;
+    Ok("red".into())
+}
+
+#[tokio::test]
+async fn an_input_the_schema_takes_and_its_type_does_not_is_refused_without_repeating_it() {
+    let registry = Registry::builder().tool(paint_tool()).build().unwrap();
+    let invoker = Invoker::local(registry);
+    let sent = "<b>sk_live_123</b>".repeat(1000);
+    let refused = invoker
+        .invoke(Call::tool("Paint.Wall", json!({"colour": sent})))
+        .await
+        .unwrap_err();
+    let Rejection::InvalidInput(errors) = refused else {
+        panic!("{refused:?}")
+    };
+    let told = serde_json::to_string(&errors).unwrap();
+    assert!(!told.contains("sk_live"), "{told}");
+    assert_eq!(
+        errors.values().next().map(String::as_str),
+        Some("Does not match the tool's input type: unknown variant, expected `Red`")
+    );
+}

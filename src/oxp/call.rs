@@ -302,32 +302,12 @@ fn parse_json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
 }
 
 /// serde's message for a body that does not fit the wire types, without anything the caller
-/// sent: serde quotes the offending value (`invalid type: string "TWILIO_API_KEY=..."`) and the
-/// unknown key, and a caller's secret must never come back in an answer. What stays: the
-/// expectation (from the wire types), the names of our own fields, and the position.
+/// sent (a caller's secret must never come back in an answer: serde quotes the offending value,
+/// `invalid type: string "TWILIO_API_KEY=..."`), and where: the one rule of every type a caller's
+/// JSON is read into ([`oxp_lambda_core::naming::unfit`]).
 fn without_values(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    let message = text
-        .rsplit_once(" at line ")
-        .map_or(text.as_str(), |(m, _)| m);
-    // serde quotes every value it repeats (`string "..."`, ``integer `5` ``): a message with no
-    // quote is serde's own words (`recursion limit exceeded`).
-    let quotes_nothing = !message.contains(['"', '`']);
-    let described = if quotes_nothing
-        || message.starts_with("missing field")
-        || message.starts_with("duplicate field")
-    {
-        // `missing field `tool_id``: the name is the wire type's.
-        message.to_owned()
-    } else if message.starts_with("unknown field") {
-        "an unknown field".to_owned()
-    } else if let Some((kind, expected)) = message.split_once(", expected ") {
-        let what = kind.split(':').next().unwrap_or("invalid");
-        format!("{what}, expected {expected}")
-    } else {
-        "a value of the wrong type or form".to_owned()
-    };
-    format!("{described} at line {} column {}", e.line(), e.column())
+    let unfit = oxp_lambda_core::naming::unfit(e);
+    format!("{unfit} at line {} column {}", e.line(), e.column())
 }
 
 #[cfg(test)]

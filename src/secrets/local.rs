@@ -47,10 +47,14 @@ impl LocalSecrets {
         if let Some(path) = file {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            // serde's own message would quote the value that is no string: a secret.
             let map: HashMap<String, String> = serde_json::from_str(&text).map_err(|e| {
                 format!(
-                    "{} must be a JSON object of id to string value: {e}",
-                    path.display()
+                    "{} must be a JSON object of id to string value: {} at line {} column {}",
+                    path.display(),
+                    oxp_lambda_core::naming::unfit(&e),
+                    e.line(),
+                    e.column()
                 )
             })?;
             for (id, value) in map {
@@ -143,6 +147,14 @@ mod tests {
         assert_eq!(b.expose(), "env-b");
         std::fs::write(&file, "[]").unwrap();
         assert!(LocalSecrets::from_parts(Some(&file), []).is_err());
+        // A value that is no string is refused without being quoted: it is a secret.
+        std::fs::write(&file, r#"{"PIN": 73915486, "KEY": {"k": "sk_live_1"}}"#).unwrap();
+        let refused = LocalSecrets::from_parts(Some(&file), []).unwrap_err();
+        assert!(!refused.contains("73915486"), "{refused}");
+        assert!(
+            refused.contains("invalid type, expected a string at line 1"),
+            "{refused}"
+        );
         assert!(
             !format!("{s:?}").contains("from-file"),
             "Debug shows ids only"

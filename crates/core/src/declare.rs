@@ -28,6 +28,15 @@ pub(crate) enum HandlerError {
     Tool(ToolError),
 }
 
+impl HandlerError {
+    /// The input passed the schema but not `error`, serde's, turning it into the handler's input
+    /// type: what was expected, never what was sent ([`crate::naming::unfit`]).
+    pub(crate) fn unreadable(error: &serde_json::Error) -> Self {
+        let unfit = crate::naming::unfit(error);
+        Self::InvalidInput(format!("Does not match the tool's input type: {unfit}"))
+    }
+}
+
 /// A type-erased tool handler: JSON in, a JSON value with its content out.
 pub(crate) type Handler = Arc<
     dyn Fn(Value, ToolContext) -> BoxFuture<Result<ToolOutput<Value>, HandlerError>> + Send + Sync,

@@ -85,8 +85,10 @@ pub(crate) async fn handle_event(
         futures_util::future::join_all(handlers.iter().map(|h| h.tick(context.clone()))).await;
         return Ok(serde_json::json!({}));
     }
+    // serde's message would quote what the event held (a string where the batch's records
+    // belong, say), and it goes back to whoever invoked the function: only what it is not.
     let batch: SqsEvent = serde_json::from_value(event)
-        .map_err(|e| format!("neither an SQS batch nor a scheduled event: {e}"))?;
+        .map_err(|_| "the event is neither an SQS batch nor a scheduled event".to_owned())?;
     let response = handle_batch(handlers, batch, context).await;
     Ok(serde_json::to_value(response).expect("batch responses serialize"))
 }
@@ -112,4 +114,43 @@ pub(crate) async fn run(
         events.clone().oneshot(Event::new(event.payload, meta))
     }))
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// An event that is no batch is refused without quoting what it held: the refusal goes
+    /// back to whoever invoked the function, and into its log.
+    #[tokio::test]
+    async fn an_event_that_is_no_batch_is_refused_without_its_text() {
+        let sent = "sk_live_never_echoed";
+        for event in [
+            json!(sent),
+            json!({"Records": sent}),
+            json!({"Records": [{"messageId": "m", "body": {"k": sent}}]}),
+            json!({"Records": [{"messageId": "m", "attributes": {"SentTimestamp": [sent]}}]}),
+        ] {
+            let refused = handle_event(&[], event.clone(), CallContext::default()).await;
+            let message = refused.expect_err("no batch");
+            assert!(!message.contains(sent), "{event}: {message}");
+            assert!(message.contains("neither an SQS batch nor a scheduled event"));
+        }
+    }
+
+    /// A batch whose records no handler takes has each reported for redelivery, a record
+    /// without a body among them.
+    #[tokio::test]
+    async fn a_batch_no_handler_takes_reports_every_record() {
+        let event = json!({"Records": [{"messageId": "a", "body": "x"}, {"messageId": "b"}]});
+        let answer = handle_event(&[], event, CallContext::default())
+            .await
+            .unwrap();
+        let failed = &answer["batchItemFailures"];
+        assert_eq!(
+            failed,
+            &json!([{"itemIdentifier": "a"}, {"itemIdentifier": "b"}])
+        );
+    }
 }

@@ -200,8 +200,8 @@ impl ToolBuilder {
             // Everything happens inside the future so that a panic anywhere in the handler,
             // even before its first await, is caught where the future is polled.
             Box::pin(async move {
-                let input: I = serde_json::from_value(input)
-                    .map_err(|e| HandlerError::InvalidInput(e.to_string()))?;
+                let input: I =
+                    serde_json::from_value(input).map_err(|e| HandlerError::unreadable(&e))?;
                 let output = f(input, ctx)
                     .await
                     .map_err(HandlerError::Tool)?
