@@ -74,6 +74,11 @@ async fn errors_are_results_the_agent_can_read() {
 
     let unknown = invoke(&app, json!({}), Some(context("No_Such"))).await;
     assert_eq!(text_json(&unknown)["message"], "Unknown tool: No_Such");
+    // Shown as every protocol shows a caller's name: 64 characters, no control characters.
+    let long = format!("No\u{7}\nSuch{}", "x".repeat(10_000));
+    let unknown = invoke(&app, json!({}), Some(context(&long))).await;
+    let shown = format!("Unknown tool: NoSuch{}…", "x".repeat(58));
+    assert_eq!(text_json(&unknown)["message"], shown.as_str());
 
     let unnamed = invoke(&app, json!({}), None).await;
     assert!(

@@ -279,3 +279,14 @@ async fn an_event_that_is_not_an_action_group_event_is_answered_not_crashed() {
         assert_eq!(answer["messageVersion"], "1.0");
     }
 }
+
+/// An unknown function's name is shown as every protocol shows a caller's name: at most 64
+/// characters, without control characters, marked when cut.
+#[tokio::test]
+async fn an_unknown_functions_name_is_shown_bounded_without_control_characters() {
+    let app = example_app();
+    let name = format!("No\u{7}\nSuch{}", "x".repeat(10_000));
+    let answer = app.handle_bedrock_agent(&event(&name, json!([]))).await;
+    let shown = format!("NoSuch{}…", "x".repeat(58));
+    assert_eq!(body(&answer), format!("Error: unknown function {shown}"));
+}

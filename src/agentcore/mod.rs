@@ -140,7 +140,7 @@ pub(crate) async fn invoke(
         .split_once(TARGET_SEPARATOR)
         .map_or(qualified, |(_, tool)| tool);
     let Some(tool) = served.get(name) else {
-        let shown: String = name.chars().take(128).collect();
+        let shown = crate::server::shown(name);
         return refused(format!("Unknown tool: {shown}"));
     };
     let mut input = match serde_json::from_slice::<Value>(event) {

@@ -65,7 +65,7 @@ impl BedrockAgent {
             }
         };
         let Some(tool) = self.by_name.get(&event.function) else {
-            let shown: String = event.function.chars().take(128).collect();
+            let shown = crate::server::shown(&event.function);
             return respond(
                 &event,
                 Some(State::Failure),
