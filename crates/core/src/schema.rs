@@ -180,6 +180,15 @@ mod tests {
             (65, "Is not an accepted parameter")
         );
         assert!(!key.contains('\u{7}'));
+        let options: Vec<String> = (0..10_000).map(|i| format!("option{i}")).collect();
+        let s =
+            CompiledSchema::compile(&json!({"properties": {"pick": {"enum": options}}})).unwrap();
+        let errors = s.check_input(&json!({"pick": "none"})).unwrap_err();
+        assert_eq!(
+            errors["pick"].chars().count(),
+            "Must be one of ".len() + 257
+        );
+        let s = address_schema();
         let many: serde_json::Map<String, Value> =
             (0..10_000).map(|i| (format!("k{i}"), json!(i))).collect();
         let errors = s.check_input(&Value::Object(many)).unwrap_err();

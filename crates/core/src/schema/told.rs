@@ -68,8 +68,9 @@ fn asked(kind: &Kind) -> String {
             let names: Vec<&str> = set.iter().map(article).collect();
             format!("Must be {}", names.join(" or "))
         }
-        Kind::Enum { options } => format!("Must be one of {options}"),
-        Kind::Constant { expected_value } => format!("Must be {expected_value}"),
+        // The tool's own values, bounded: a schema may list thousands.
+        Kind::Enum { options } => format!("Must be one of {}", listed(options)),
+        Kind::Constant { expected_value } => format!("Must be {}", listed(expected_value)),
         Kind::Pattern { pattern } => format!("Must match the pattern {pattern}"),
         Kind::Format { format } => format!("Must be a valid {format}"),
         Kind::Maximum { limit } => format!("Must be at most {limit}"),
@@ -113,6 +114,11 @@ fn asked(kind: &Kind) -> String {
         // (a pattern too costly to run, a reference) is named by its keyword.
         kind => format!("Fails `{}`", kind.keyword()),
     }
+}
+
+/// A schema's value as a message shows it: at most 256 characters of its JSON.
+fn listed(value: &serde_json::Value) -> String {
+    crate::naming::shown_at_most(&value.to_string(), 256)
 }
 
 /// `n` of `thing`, its plural as English writes it.
