@@ -1,7 +1,8 @@
 //! Properties over generated input: any body gives a well-formed OXP answer with a valid status,
 //! any event a direct role's answer in its own shape (an MCP `CallToolResult` for the AgentCore
 //! Gateway target, an action group's response for Bedrock Agents: the agent reads what failed,
-//! the invocation never does), and resolution never panics on any tool id.
+//! the invocation never does), resolution never panics on any tool id, and a refusal of invalid
+//! input never repeats a value the caller sent.
 
 use crate::common;
 
@@ -165,6 +166,32 @@ fn assert_well_formed(reply: &Reply) {
     }
 }
 
+/// A tool whose schema uses every keyword a caller's value can fail, each a place a refusal
+/// could quote it.
+fn strict_invoker() -> oxp_lambda::Invoker {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "token": {"type": "string", "pattern": "^[a-z]{1,4}$", "minLength": 2, "maxLength": 4},
+            "pick": {"enum": ["a", "b"]},
+            "exact": {"const": "yes"},
+            "when": {"type": "string", "format": "date-time"},
+            "count": {"type": "integer", "minimum": 0, "maximum": 9999, "multipleOf": 3},
+            "either": {"oneOf": [{"type": "integer"}, {"type": "boolean"}]},
+            "not": {"not": {"type": "string"}},
+            "tags": {"type": "array", "items": {"type": "integer"}, "uniqueItems": true, "maxItems": 1},
+            "map": {"type": "object", "additionalProperties": {"type": "integer"}, "maxProperties": 1}
+        },
+        "required": ["token"],
+        "additionalProperties": false
+    });
+    let tool = oxp_lambda::Tool::builder("Strict.Tool", "1.0.0")
+        .description("Takes nothing it does not ask for.")
+        .raw_handler(schema, None, |_, _| async { Ok(Value::Null) });
+    let registry = oxp_lambda::Registry::builder().tool(tool).build().unwrap();
+    oxp_lambda::Invoker::local(registry)
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
 
@@ -250,6 +277,31 @@ proptest! {
                 &registry.resolve(&tool.name).unwrap().id
             );
         }
+    }
+
+    /// Whatever value is sent, wherever, a refusal says what the schema asks, never the value.
+    #[test]
+    fn a_refusal_never_repeats_a_value_the_caller_sent(
+        text in "Q9[A-Za-z0-9_ -]{6,24}",
+        number in 10_000_000i64..i64::MAX,
+        place in 0usize..9,
+    ) {
+        let input = match place {
+            0 => json!({"token": text}),
+            1 => json!({"token": "ab", "pick": text}),
+            2 => json!({"token": "ab", "exact": text, "count": number}),
+            // `format` annotates (JSON Schema 2020-12): the token fails.
+            3 => json!({"token": text, "when": text}),
+            4 => json!({"token": "ab", "either": text, "not": text}),
+            5 => json!({"token": "ab", "tags": [text, text, number]}),
+            6 => json!({"token": "ab", "map": {"k": text, "j": number}}),
+            7 => json!({"token": number, "count": text}),
+            _ => json!([text, number]),
+        };
+        let refused = runtime().block_on(strict_invoker().invoke(oxp_lambda::Call::tool("Strict.Tool", input)));
+        let told = format!("{:?}", refused.unwrap_err());
+        prop_assert!(!told.contains(&text), "{told}");
+        prop_assert!(!told.contains(&number.to_string()), "{told}");
     }
 
     #[test]
