@@ -85,10 +85,12 @@ pub(crate) async fn handle_event(
         futures_util::future::join_all(handlers.iter().map(|h| h.tick(context.clone()))).await;
         return Ok(serde_json::json!({}));
     }
-    // serde's message would quote what the event held (a string where the batch's records
-    // belong, say), and it goes back to whoever invoked the function: only what it is not.
-    let batch: SqsEvent = serde_json::from_value(event)
-        .map_err(|_| "the event is neither an SQS batch nor a scheduled event".to_owned())?;
+    // serde's own message would quote what the event held (a string where the batch's
+    // records belong, say), and it goes back to whoever invoked the function.
+    let batch: SqsEvent = serde_json::from_value(event).map_err(|e| {
+        let unfit = oxp_lambda_core::naming::unfit(&e);
+        format!("the event is neither an SQS batch nor a scheduled event: {unfit}")
+    })?;
     let response = handle_batch(handlers, batch, context).await;
     Ok(serde_json::to_value(response).expect("batch responses serialize"))
 }

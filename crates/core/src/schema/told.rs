@@ -6,7 +6,7 @@
 //! characters).
 
 use super::{ParameterErrors, WHOLE_INPUT};
-use crate::naming::shown;
+use crate::naming::{shown, shown_at_most};
 use jsonschema::error::{TypeKind, ValidationErrorKind as Kind};
 use jsonschema::paths::LocationSegment;
 use jsonschema::{JsonType, ValidationError};
@@ -68,10 +68,12 @@ fn asked(kind: &Kind) -> String {
             let names: Vec<&str> = set.iter().map(article).collect();
             format!("Must be {}", names.join(" or "))
         }
-        // The tool's own values, bounded: a schema may list thousands.
+        // The tool's own values and patterns, bounded: a schema may list thousands.
         Kind::Enum { options } => format!("Must be one of {}", listed(options)),
         Kind::Constant { expected_value } => format!("Must be {}", listed(expected_value)),
-        Kind::Pattern { pattern } => format!("Must match the pattern {pattern}"),
+        Kind::Pattern { pattern } => {
+            format!("Must match the pattern {}", shown_at_most(pattern, 256))
+        }
         Kind::Format { format } => format!("Must be a valid {format}"),
         Kind::Maximum { limit } => format!("Must be at most {limit}"),
         Kind::ExclusiveMaximum { limit } => format!("Must be less than {limit}"),
@@ -118,7 +120,7 @@ fn asked(kind: &Kind) -> String {
 
 /// A schema's value as a message shows it: at most 256 characters of its JSON.
 fn listed(value: &serde_json::Value) -> String {
-    crate::naming::shown_at_most(&value.to_string(), 256)
+    shown_at_most(&value.to_string(), 256)
 }
 
 /// `n` of `thing`, its plural as English writes it.
