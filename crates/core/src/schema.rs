@@ -48,17 +48,16 @@ impl CompiledSchema {
 
     /// Checks tool output: `Ok` or one line naming each problem by path and keyword (for a
     /// developer message and the log). Never a value: the output may hold anything, and
-    /// jsonschema's own messages quote the offending value.
+    /// jsonschema's own messages quote the offending value; a path's names from the output (a
+    /// map's keys) shown bounded, as names are.
     pub fn check_output(&self, output: &Value) -> Result<(), String> {
         if self.validator.is_valid(output) {
             return Ok(());
         }
         let mut text = String::new();
         for error in self.validator.iter_errors(output).take(MAX_OUTPUT_ERRORS) {
-            let mut path = told::dotted(error.instance_path().segments());
-            if path.is_empty() {
-                path.push_str("value");
-            }
+            let path = crate::naming::shown(&told::dotted(error.instance_path().segments()));
+            let path = if path.is_empty() { "value" } else { &path };
             if !text.is_empty() {
                 text.push_str("; ");
             }
@@ -228,5 +227,10 @@ mod tests {
         let why = s.check_output(&json!({"token": "SECRET-123"})).unwrap_err();
         assert_eq!(why, "token: fails `pattern`");
         assert!(!why.contains("SECRET"));
+        // A map's key is the output's: shown as a name is, bounded.
+        let s =
+            CompiledSchema::compile(&json!({"additionalProperties": {"type": "string"}})).unwrap();
+        let why = s.check_output(&json!({"k".repeat(10_000): 1})).unwrap_err();
+        assert_eq!(why, format!("{}…: fails `type`", "k".repeat(64)));
     }
 }
