@@ -13,6 +13,7 @@ use axum::extract::rejection::BytesRejection;
 use axum::response::Response;
 use http::StatusCode;
 use oxp_lambda_core::invoke::{Call, Outcome, Rejection, Target};
+use oxp_lambda_core::naming::unfit;
 use oxp_lambda_core::tool::{Secret, ToolError};
 use serde::Deserialize;
 use serde_json::Value;
@@ -207,7 +208,7 @@ fn parse_call(body: &[u8]) -> Result<CallToolRequest, ApiError> {
         .map_err(|e| {
             ApiError::bad_request(
                 "The request body is not a valid tool call",
-                format!("request: {}", without_values(&e)),
+                format!("request: {}", unfit(&e)),
             )
         })
         .and_then(|Object(request)| checked(request))
@@ -293,21 +294,13 @@ fn parse_json<'a, T: Deserialize<'a>>(body: &'a [u8]) -> Result<T, ApiError> {
             Category::Syntax | Category::Eof | Category::Io => {
                 ApiError::bad_request("The request body is not valid JSON", e.to_string())
             }
+            // serde's own message quotes what it found (a caller's secret, say): `unfit` not.
             Category::Data => ApiError::bad_request(
                 "The request body is not a valid tool call",
-                format!("{}: the body must be a JSON object", without_values(&e)),
+                format!("{}: the body must be a JSON object", unfit(&e)),
             ),
         }
     })
-}
-
-/// serde's message for a body that does not fit the wire types, without anything the caller
-/// sent (a caller's secret must never come back in an answer: serde quotes the offending value,
-/// `invalid type: string "TWILIO_API_KEY=..."`), and where: the one rule of every type a caller's
-/// JSON is read into ([`oxp_lambda_core::naming::unfit`]).
-fn without_values(e: &serde_json::Error) -> String {
-    let unfit = oxp_lambda_core::naming::unfit(e);
-    format!("{unfit} at line {} column {}", e.line(), e.column())
 }
 
 #[cfg(test)]

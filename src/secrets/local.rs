@@ -50,11 +50,9 @@ impl LocalSecrets {
             // serde's own message would quote the value that is no string: a secret.
             let map: HashMap<String, String> = serde_json::from_str(&text).map_err(|e| {
                 format!(
-                    "{} must be a JSON object of id to string value: {} at line {} column {}",
+                    "{} must be a JSON object of id to string value: {}",
                     path.display(),
-                    oxp_lambda_core::naming::unfit(&e),
-                    e.line(),
-                    e.column()
+                    oxp_lambda_core::naming::unfit(&e)
                 )
             })?;
             for (id, value) in map {

@@ -1,8 +1,8 @@
 //! HTTP plumbing that knows no protocol: JSON responses, the content-type check, the body
 //! limit, the authentication layer, path-prefix stripping, `/health` and the 404; the call
 //! context every protocol reads from a request ([`CallContext`]), the Lambda roles a protocol
-//! may serve ([`LambdaRole`]) and the one reader of wire objects ([`Object`]). Protocol adapters bring their own routers and error shapes;
-//! [`assemble`] puts them behind this.
+//! may serve ([`LambdaRole`]) and the one reader of wire objects ([`Object`]). Protocol
+//! adapters bring their own routers and error shapes; [`assemble`] puts them behind this.
 
 mod context;
 mod loopback;

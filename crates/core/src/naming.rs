@@ -40,20 +40,30 @@ const QUOTING: [(&str, &str); 5] = [
     ("unknown field `", "unknown field"),
 ];
 
-/// What serde's `error` says of a value that did not fit a type, without the value or the
-/// error's position: serde quotes what it found (`invalid type: string "…"`, ``unknown variant
-/// `…` ``, ``integer `5` ``), which is the caller's. What stays is serde's kind of misfit and what
-/// the type expected, a missing or repeated field's name (the type's), or, for JSON that could
-/// not be read at all, serde_json's own words (which quote nothing). A message of any other
-/// form, a type's own `Deserialize`'s, may quote anything: only that the value did not fit.
+/// What serde's `error` says of a value that did not fit a type, as serde says it (the kind of
+/// misfit, then where, for text) but without the value: serde quotes what it found (`invalid
+/// type: string "…"`, ``unknown variant `…` ``, ``integer `5` ``), which is the caller's. What
+/// stays is serde's kind of misfit and what the type expected, a missing or repeated field's
+/// name (the type's), or, for JSON that could not be read at all, serde_json's own words (which
+/// quote nothing); and the position, when the error has one.
 pub fn unfit(error: &serde_json::Error) -> String {
     let text = error.to_string();
     // The position serde_json adds, exactly (the caller's text may hold " at line ").
     let position = format!(" at line {} column {}", error.line(), error.column());
-    let message = text.strip_suffix(position.as_str()).unwrap_or(&text);
-    if error.classify() != serde_json::error::Category::Data {
-        return message.to_owned();
-    }
+    let (message, at) = match text.strip_suffix(position.as_str()) {
+        Some(message) => (message, position.as_str()),
+        None => (text.as_str(), ""),
+    };
+    let told = match error.classify() {
+        serde_json::error::Category::Data => misfit(message),
+        _ => message.to_owned(),
+    };
+    format!("{told}{at}")
+}
+
+/// A data error's message without what was found. A message of any other form than serde's, a
+/// type's own `Deserialize`'s, may quote anything: only that the value did not fit.
+fn misfit(message: &str) -> String {
     let quoting = QUOTING.iter().find(|(form, _)| message.starts_with(form));
     // What was expected comes last (after whatever was found, which may hold the same words).
     let expected = quoting.and_then(|(_, kind)| {
@@ -104,7 +114,7 @@ mod tests {
     enum Never {}
 
     /// What serde found is the caller's: what it quotes never comes back, from a value or
-    /// from text (whose errors carry a position).
+    /// from text (whose errors keep their position).
     #[test]
     fn a_value_that_does_not_fit_is_told_by_what_was_expected_never_by_what_was_sent() {
         let sent = "sk_live, expected <script>` at line 1 column 2";
@@ -135,7 +145,8 @@ mod tests {
             let from_value = serde_json::from_value::<Input>(input.clone()).unwrap_err();
             let from_text = serde_json::from_str::<Input>(&input.to_string()).unwrap_err();
             assert_eq!(unfit(&from_value), told, "{from_value}");
-            assert_eq!(unfit(&from_text), told, "{from_text}");
+            let at = format!(" at line 1 column {}", from_text.column());
+            assert_eq!(unfit(&from_text), format!("{told}{at}"), "{from_text}");
         }
     }
 
@@ -162,10 +173,13 @@ mod tests {
     #[test]
     fn unreadable_json_is_told_in_serde_jsons_words() {
         let error = serde_json::from_str::<Input>("{\"needed\": sk_live}").unwrap_err();
-        assert_eq!(unfit(&error), "expected value");
+        assert_eq!(unfit(&error), "expected value at line 1 column 12");
         let deep = format!("{}1{}", "[".repeat(200), "]".repeat(200));
         let error = serde_json::from_str::<serde_json::Value>(&deep).unwrap_err();
-        assert_eq!(unfit(&error), "recursion limit exceeded");
+        assert_eq!(
+            unfit(&error),
+            "recursion limit exceeded at line 1 column 128"
+        );
     }
 
     #[test]
