@@ -84,7 +84,10 @@ mod properties;
 mod rap;
 #[cfg(all(feature = "jwt", feature = "webhooks", feature = "oauth"))]
 mod rap_crates;
+mod rap_delivery;
+mod rap_one_path;
 mod rap_runtime;
+mod rap_security;
 mod rap_sqs;
 #[cfg(all(feature = "webhooks", feature = "embedded-state"))]
 mod rap_status;

@@ -10,6 +10,8 @@ pub mod jwt;
 pub mod mcp;
 pub mod process;
 pub mod queue;
+/// The rig of the RAP tests.
+pub mod rap;
 pub mod receiver;
 pub mod runtime_api;
 pub mod tasks;
