@@ -505,7 +505,7 @@ fn a_template_refuses_a_public_api_without_authentication_unless_its_user_accept
 
 #[test]
 fn a_template_refuses_keys_from_a_jwks_without_an_audience_to_check() {
-    // The server refuses to start so (`auth::keys_from_a_jwks_without_an_audience_or_client_id_to_check_fail_at_start`);
+    // The server refuses to start so (`auth_start::keys_from_a_jwks_without_an_audience_or_client_id_to_check_fail_at_start`);
     // the template says so before anything is deployed.
     for path in ["template.yaml", "examples/starter/template.yaml"] {
         let template = read(path);

@@ -17,6 +17,9 @@ mod common;
 
 mod agentcore;
 mod auth;
+mod auth_gateway;
+mod auth_jwks;
+mod auth_start;
 mod authoring;
 #[cfg(all(
     feature = "oauth",

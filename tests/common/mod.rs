@@ -2,6 +2,8 @@
 // Each test binary uses a part of these (the two binaries of their own very little).
 #![allow(dead_code, unused_imports)]
 
+/// The rig of the authentication tests.
+pub mod auth;
 /// moto on loopback: the same support file as the unit tests' `crate::moto`.
 #[path = "../../src/moto.rs"]
 pub mod aws;
