@@ -100,6 +100,7 @@ mod reliability;
 mod restart;
 mod secrets_aws;
 mod security;
+mod security_callers;
 mod serving;
 mod stack;
 #[cfg(all(feature = "jwt", feature = "webhooks"))]
