@@ -83,6 +83,7 @@ mod observability;
 mod otel;
 mod oxp_sdk;
 mod oxp_spec;
+mod oxp_spec_errors;
 mod properties;
 mod rap;
 #[cfg(all(feature = "jwt", feature = "webhooks", feature = "oauth"))]
