@@ -118,13 +118,6 @@ impl Running {
         found
     }
 
-    /// Cancels every call running here (the server is shutting down). How many there were.
-    pub fn cancel_all(&self) -> usize {
-        let calls = self.lock();
-        calls.iter().for_each(|e| e.signal.cancel());
-        calls.len()
-    }
-
     fn lock(&self) -> std::sync::MutexGuard<'_, HashTable<Entry>> {
         // A panic while holding the lock leaves a table that is still consistent.
         self.calls.lock().unwrap_or_else(|e| e.into_inner())
