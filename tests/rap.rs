@@ -79,7 +79,7 @@ async fn a_stale_toolset_version_is_answered_409_and_the_current_one_is_accepted
     assert_eq!(reply.status, 409);
     assert_eq!(reply.json["error"]["kind"], "stale_toolset");
     body["toolset_version"] = version;
-    accepted(&rig.invoke(body).await);
+    rig.accept(body).await;
     receiver.wait_for(1).await;
 }
 
@@ -112,7 +112,7 @@ async fn the_result_is_a_tool_result_posted_as_json_with_the_ids_of_the_invocati
     let receiver = Receiver::ok().await;
     let mut body = add(&receiver.url);
     body["call_id"] = json!("model_call_7");
-    accepted(&rig.invoke(body).await);
+    rig.accept(body).await;
     let hit = receiver.wait_for(1).await.remove(0);
     assert_eq!(hit.content_type, "application/json");
     assert_eq!(
@@ -131,14 +131,7 @@ async fn the_result_is_a_tool_result_posted_as_json_with_the_ids_of_the_invocati
 async fn call_id_is_echoed_only_when_the_invocation_had_one() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
-    accepted(
-        &rig.invoke(invocation(
-            &receiver.url,
-            "Calculator_Add",
-            json!({"a": 1, "b": 2}),
-        ))
-        .await,
-    );
+    rig.accept(add(&receiver.url)).await;
     let result = receiver.result().await;
     assert!(result.get("call_id").is_none(), "{result}");
     assert_eq!(result["id"], "call_abc123");
@@ -148,10 +141,8 @@ async fn call_id_is_echoed_only_when_the_invocation_had_one() {
 async fn structured_output_goes_in_text_as_json() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
-    accepted(
-        &rig.invoke(invocation(&receiver.url, "Test_Echo", json!({})))
-            .await,
-    );
+    rig.accept(invocation(&receiver.url, "Test_Echo", json!({})))
+        .await;
     let result = receiver.result().await;
     let output: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
     assert_eq!(output["group_id"], "thread_xyz");
@@ -161,10 +152,8 @@ async fn structured_output_goes_in_text_as_json() {
 async fn thread_ancestors_group_id_and_user_id_reach_the_tool_context() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
-    accepted(
-        &rig.invoke(invocation(&receiver.url, "Test_Echo", json!({})))
-            .await,
-    );
+    rig.accept(invocation(&receiver.url, "Test_Echo", json!({})))
+        .await;
     let result = receiver.result().await;
     let seen: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
     assert_eq!(
@@ -182,10 +171,8 @@ async fn thread_ancestors_group_id_and_user_id_reach_the_tool_context() {
 async fn a_tool_error_is_still_sent_as_a_tool_result_with_the_oxp_error_fields() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
-    accepted(
-        &rig.invoke(invocation(&receiver.url, "Test_Fail", json!({})))
-            .await,
-    );
+    rig.accept(invocation(&receiver.url, "Test_Fail", json!({})))
+        .await;
     let result = receiver.result().await;
     assert_eq!(
         error_of(&result),
@@ -207,10 +194,8 @@ async fn a_tool_error_is_still_sent_as_a_tool_result_with_the_oxp_error_fields()
 async fn a_panicking_tool_reports_an_error_without_the_panic_text() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
-    accepted(
-        &rig.invoke(invocation(&receiver.url, "Test_Panic", json!({})))
-            .await,
-    );
+    rig.accept(invocation(&receiver.url, "Test_Panic", json!({})))
+        .await;
     let result = receiver.result().await;
     let error = error_of(&result);
     assert_eq!(error["kind"], "internal");
@@ -226,14 +211,12 @@ async fn a_panicking_tool_reports_an_error_without_the_panic_text() {
 async fn a_missing_requirement_is_reported_by_name_only() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
-    accepted(
-        &rig.invoke(invocation(
-            &receiver.url,
-            "SMS_Send",
-            json!({"to": "+15550100", "message": "hi"}),
-        ))
-        .await,
-    );
+    rig.accept(invocation(
+        &receiver.url,
+        "SMS_Send",
+        json!({"to": "+15550100", "message": "hi"}),
+    ))
+    .await;
     let error = error_of(&receiver.result().await);
     assert_eq!(error["kind"], "missing_requirement");
     assert!(
@@ -250,10 +233,8 @@ async fn a_missing_requirement_is_reported_by_name_only() {
 async fn an_unknown_operation_is_acknowledged_then_reported_as_an_error() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
-    accepted(
-        &rig.invoke(invocation(&receiver.url, "Nope_Tool", json!({})))
-            .await,
-    );
+    rig.accept(invocation(&receiver.url, "Nope_Tool", json!({})))
+        .await;
     let error = error_of(&receiver.result().await);
     assert_eq!(error["kind"], "unknown_operation");
     let message = error["message"].as_str().unwrap();
@@ -269,10 +250,8 @@ async fn invalid_arguments_are_validated_before_the_tool_runs_and_reported() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
     for arguments in [json!({}), json!({"n": "seven"}), json!({"n": 11})] {
-        accepted(
-            &rig.invoke(invocation(&receiver.url, "Test_Count", arguments))
-                .await,
-        );
+        rig.accept(invocation(&receiver.url, "Test_Count", arguments))
+            .await;
     }
     let hits = receiver.wait_for(3).await;
     for hit in hits {
@@ -309,7 +288,7 @@ async fn malformed_invocations_with_a_usable_callback_are_acknowledged_then_repo
             Some(value) => body[*field] = value.clone(),
             None => drop(body.as_object_mut().unwrap().remove(*field)),
         }
-        accepted(&rig.invoke(body).await);
+        rig.accept(body).await;
         let result = receiver.wait_for(i + 1).await.remove(i).body;
         let error = error_of(&result);
         assert_eq!(error["kind"], "malformed_invocation", "{field}");
@@ -374,13 +353,7 @@ async fn failed_authentication_is_refused_with_a_json_error() {
     })
     .await;
     let receiver = Receiver::ok().await;
-    let reply = rig
-        .invoke(invocation(
-            &receiver.url,
-            "Calculator_Add",
-            json!({"a": 1, "b": 2}),
-        ))
-        .await;
+    let reply = rig.invoke(add(&receiver.url)).await;
     assert_eq!(reply.status, 401);
     assert_eq!(reply.json["error"]["kind"], "unauthenticated");
     assert_eq!(reply.headers["www-authenticate"], "Bearer");
@@ -442,7 +415,7 @@ async fn the_documented_result_examples_are_what_the_server_sends() {
             "call_abc125",
         ),
     ] {
-        accepted(&rig.invoke(body).await);
+        rig.accept(body).await;
         rig.settle().await;
     }
     let sent: Vec<Value> = receiver

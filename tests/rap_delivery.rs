@@ -12,14 +12,7 @@ use std::time::Duration;
 async fn a_receiver_failing_twice_then_succeeding_gets_the_result_on_the_third_attempt() {
     let rig = Rig::new().await;
     let receiver = Receiver::start(&[(503, None), (500, None)], 200).await;
-    accepted(
-        &rig.invoke(invocation(
-            &receiver.url,
-            "Calculator_Add",
-            json!({"a": 1, "b": 2}),
-        ))
-        .await,
-    );
+    rig.accept(add(&receiver.url)).await;
     rig.settle().await;
     let hits = receiver.hits();
     assert_eq!(hits.len(), 3);
@@ -41,10 +34,7 @@ async fn network_errors_are_retried() {
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/callback", closed.local_addr().unwrap());
     drop(closed);
-    accepted(
-        &rig.invoke(invocation(&url, "Calculator_Add", json!({"a": 1, "b": 2})))
-            .await,
-    );
+    rig.accept(add(&url)).await;
     rig.settle().await;
     let letters = rig.dead_letters();
     assert_eq!(letters.len(), 1);
@@ -61,14 +51,7 @@ async fn network_errors_are_retried() {
 async fn a_receiver_that_never_succeeds_leaves_a_dead_letter_with_the_reason() {
     let rig = Rig::new().await;
     let receiver = Receiver::start(&[], 503).await;
-    accepted(
-        &rig.invoke(invocation(
-            &receiver.url,
-            "Calculator_Add",
-            json!({"a": 1, "b": 2}),
-        ))
-        .await,
-    );
+    rig.accept(add(&receiver.url)).await;
     rig.settle().await;
     let hits = receiver.hits();
     assert_eq!(hits.len(), 4, "bounded in attempts");
@@ -97,14 +80,7 @@ async fn delivery_is_bounded_in_total_time() {
     })
     .await;
     let receiver = Receiver::start(&[], 500).await;
-    accepted(
-        &rig.invoke(invocation(
-            &receiver.url,
-            "Calculator_Add",
-            json!({"a": 1, "b": 2}),
-        ))
-        .await,
-    );
+    rig.accept(add(&receiver.url)).await;
     rig.settle().await;
     let letters = rig.dead_letters();
     assert!(
@@ -120,14 +96,7 @@ async fn delivery_is_bounded_in_total_time() {
 async fn client_errors_are_not_retried() {
     let rig = Rig::new().await;
     let receiver = Receiver::start(&[], 400).await;
-    accepted(
-        &rig.invoke(invocation(
-            &receiver.url,
-            "Calculator_Add",
-            json!({"a": 1, "b": 2}),
-        ))
-        .await,
-    );
+    rig.accept(add(&receiver.url)).await;
     rig.settle().await;
     assert_eq!(receiver.hits().len(), 1);
     let letters = rig.dead_letters();
@@ -143,14 +112,7 @@ async fn client_errors_are_not_retried() {
 async fn too_many_requests_is_retried_after_the_retry_after_delay() {
     let rig = Rig::new().await;
     let receiver = Receiver::start(&[(429, Some("1"))], 200).await;
-    accepted(
-        &rig.invoke(invocation(
-            &receiver.url,
-            "Calculator_Add",
-            json!({"a": 1, "b": 2}),
-        ))
-        .await,
-    );
+    rig.accept(add(&receiver.url)).await;
     rig.settle().await;
     let hits = receiver.hits();
     assert_eq!(hits.len(), 2);
@@ -167,20 +129,16 @@ async fn at_shutdown_running_tools_are_cancelled_and_their_results_delivered() {
     let receiver = Receiver::ok().await;
     // Demo.Sleep stops at its signal and says so; Test.Wait ignores it and is stopped after
     // the grace period: both callers hear, nothing is dead-lettered.
-    accepted(
-        &rig.invoke(with_id(
-            invocation(&receiver.url, "Demo_Sleep", json!({"ms": 60000})),
-            "sleep",
-        ))
-        .await,
-    );
-    accepted(
-        &rig.invoke(with_id(
-            invocation(&receiver.url, "Test_Wait", json!({})),
-            "wait",
-        ))
-        .await,
-    );
+    rig.accept(with_id(
+        invocation(&receiver.url, "Demo_Sleep", json!({"ms": 60000})),
+        "sleep",
+    ))
+    .await;
+    rig.accept(with_id(
+        invocation(&receiver.url, "Test_Wait", json!({})),
+        "wait",
+    ))
+    .await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(rig.app.drain(Duration::from_millis(100)).await, 0);
     let mut results = receiver.of_kind("tool_result");
@@ -203,20 +161,12 @@ async fn invocations_still_pending_at_shutdown_are_dead_lettered_with_their_real
     let callback = format!("http://{}/callback", hanging.local_addr().unwrap());
     // One that finished (its answer, 3, is being delivered) and one whose tool ignores the
     // shutdown's cancellation (stopped after the grace: its outcome is `cancelled`).
-    accepted(
-        &rig.invoke(with_id(
-            invocation(&callback, "Calculator_Add", json!({"a": 1, "b": 2})),
-            "done",
-        ))
-        .await,
-    );
-    accepted(
-        &rig.invoke(with_id(
-            invocation(&callback, "Test_Wait", json!({})),
-            "running",
-        ))
-        .await,
-    );
+    rig.accept(with_id(add(&callback), "done")).await;
+    rig.accept(with_id(
+        invocation(&callback, "Test_Wait", json!({})),
+        "running",
+    ))
+    .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(rig.app.drain(Duration::from_millis(100)).await, 2);
     let mut letters = rig.dead_letters();

@@ -16,7 +16,7 @@ async fn the_same_invocation_sent_twice_runs_its_tool_once_and_is_answered_once(
     let receiver = Receiver::ok().await;
     let body = invocation(&receiver.url, "Test_Count", json!({"n": 1}));
     for _ in 0..2 {
-        accepted(&rig.invoke(body.clone()).await);
+        rig.accept(body.clone()).await;
         rig.settle().await;
     }
     assert_eq!(
@@ -32,7 +32,7 @@ async fn the_same_invocation_sent_twice_runs_its_tool_once_and_is_answered_once(
         "the delivered result is not delivered again"
     );
     // Another invocation id is another call.
-    accepted(&rig.invoke(with_id(body, "call_other")).await);
+    rig.accept(with_id(body, "call_other")).await;
     rig.settle().await;
     assert_eq!(rig.tools.runs.load(Ordering::SeqCst), 2);
 }
@@ -51,7 +51,7 @@ async fn the_same_id_in_another_thread_is_another_invocation_run_and_answered_as
         body
     };
     for (group, n) in [("thread_a", 1), ("thread_b", 1), ("thread_c", 2)] {
-        accepted(&rig.invoke(in_thread(group, n)).await);
+        rig.accept(in_thread(group, n)).await;
         rig.settle().await;
     }
     assert_eq!(
@@ -77,7 +77,7 @@ async fn the_same_id_in_another_thread_is_another_invocation_run_and_answered_as
         );
     }
     // Within its thread the id is still one invocation: sent again, it runs nothing.
-    accepted(&rig.invoke(in_thread("thread_b", 1)).await);
+    rig.accept(in_thread("thread_b", 1)).await;
     rig.settle().await;
     assert_eq!(rig.tools.runs.load(Ordering::SeqCst), 3);
 }
@@ -87,11 +87,11 @@ async fn a_repeat_of_a_dead_lettered_invocation_tries_the_callback_again() {
     let rig = Rig::new().await;
     let refusing = Receiver::start(&[], 400).await;
     let body = invocation(&refusing.url, "Test_Count", json!({"n": 1}));
-    accepted(&rig.invoke(body.clone()).await);
+    rig.accept(body.clone()).await;
     rig.settle().await;
     assert_eq!(rig.dead_letters().len(), 1, "not delivered: dead-lettered");
     // The runtime sends it again: the stored result is offered to the callback again.
-    accepted(&rig.invoke(body).await);
+    rig.accept(body).await;
     rig.settle().await;
     assert_eq!(refusing.hits().len(), 2);
     assert_eq!(
@@ -113,10 +113,8 @@ async fn one_concurrency_limit_holds_for_every_protocol_together() {
     .await;
     let receiver = Receiver::ok().await;
     // An async run takes the only slot and holds it.
-    accepted(
-        &rig.invoke(invocation(&receiver.url, "Test_Wait", json!({})))
-            .await,
-    );
+    rig.accept(invocation(&receiver.url, "Test_Wait", json!({})))
+        .await;
     let add = json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}});
     let mut busy = None;
     for _ in 0..50 {
@@ -144,7 +142,7 @@ async fn every_protocol_writes_the_same_call_log_line_naming_itself() {
     let _guard = tracing::subscriber::set_default(captured.subscriber());
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
-    accepted(&rig.invoke(add(&receiver.url)).await);
+    rig.accept(add(&receiver.url)).await;
     rig.settle().await;
     let reply = call(
         &rig.app,

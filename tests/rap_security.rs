@@ -49,14 +49,12 @@ async fn a_host_name_that_resolves_to_a_refused_address_is_refused_when_connecti
     .await;
     let receiver = Receiver::ok().await;
     let via_name = receiver.url.replace("127.0.0.1", "localhost");
-    accepted(
-        &rig.invoke(invocation(
-            &via_name,
-            "Calculator_Add",
-            json!({"a": 1, "b": 2}),
-        ))
-        .await,
-    );
+    rig.accept(invocation(
+        &via_name,
+        "Calculator_Add",
+        json!({"a": 1, "b": 2}),
+    ))
+    .await;
     rig.settle().await;
     assert!(receiver.hits().is_empty(), "nothing was sent to loopback");
     let letters = rig.dead_letters();
@@ -77,14 +75,7 @@ async fn loopback_callbacks_are_allowed_in_lambda_only_when_configured() {
     })
     .await;
     let receiver = Receiver::ok().await;
-    accepted(
-        &rig.invoke(invocation(
-            &receiver.url,
-            "Calculator_Add",
-            json!({"a": 1, "b": 2}),
-        ))
-        .await,
-    );
+    rig.accept(add(&receiver.url)).await;
     assert_eq!(receiver.result().await["text"], "3");
 }
 
@@ -92,13 +83,7 @@ async fn loopback_callbacks_are_allowed_in_lambda_only_when_configured() {
 async fn the_callback_host_allow_list_is_enforced() {
     let rig = Rig::with_rap(|r| r.callbacks.allowed_hosts = vec!["agent.example.com".into()]).await;
     let receiver = Receiver::ok().await;
-    let reply = rig
-        .invoke(invocation(
-            &receiver.url,
-            "Calculator_Add",
-            json!({"a": 1, "b": 2}),
-        ))
-        .await;
+    let reply = rig.invoke(add(&receiver.url)).await;
     assert_eq!(reply.status, 400);
     assert!(
         reply.json["error"]["message"]
@@ -340,21 +325,17 @@ async fn every_invocation_is_audited_with_operation_ids_timestamps_and_outcome_b
 
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
-    accepted(
-        &rig.invoke(invocation(
-            &receiver.url,
-            "Doorbell_Ring",
-            json!({"doorbell_id": "ARGUMENT-VALUE"}),
-        ))
-        .await,
-    );
-    accepted(
-        &rig.invoke(with_id(
-            invocation(&receiver.url, "Test_Panic", json!({})),
-            "call_panic",
-        ))
-        .await,
-    );
+    rig.accept(invocation(
+        &receiver.url,
+        "Doorbell_Ring",
+        json!({"doorbell_id": "ARGUMENT-VALUE"}),
+    ))
+    .await;
+    rig.accept(with_id(
+        invocation(&receiver.url, "Test_Panic", json!({})),
+        "call_panic",
+    ))
+    .await;
     rig.settle().await;
     let _ = post(&rig.app, "/invoke", "{not json").await;
     let logs = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();

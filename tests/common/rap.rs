@@ -171,6 +171,11 @@ impl Rig {
         post(&self.app, "/invoke", body.to_string()).await
     }
 
+    /// Sends `body` and checks that it is acknowledged.
+    pub async fn accept(&self, body: Value) {
+        accepted(&self.invoke(body).await);
+    }
+
     /// Waits for every accepted invocation to finish (delivered or dead-lettered).
     pub async fn settle(&self) {
         assert_eq!(self.app.drain(Duration::from_secs(30)).await, 0);
