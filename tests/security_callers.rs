@@ -6,6 +6,7 @@ use crate::common;
 
 use axum::body::Body;
 use axum::http::Request;
+use common::auth::call_with;
 use common::receiver::Receiver;
 use common::*;
 use jsonwebtoken::{EncodingKey, Header};
@@ -184,16 +185,6 @@ async fn one_callers_slow_calls_never_hold_the_slot_another_callers_call_needs()
     }
 }
 
-/// Calls `body` with the bearer `token`.
-async fn call_with_token(app: &App, token: &str, body: &Value) -> Reply {
-    let request = Request::post("/tools/call")
-        .header("content-type", "application/json")
-        .header("authorization", format!("Bearer {token}"))
-        .body(Body::from(body.to_string()))
-        .unwrap();
-    send(app, request).await
-}
-
 #[tokio::test]
 async fn a_tool_that_declares_caller_scopes_runs_only_for_tokens_that_grant_them() {
     let (tool, runs) = counter();
@@ -203,7 +194,7 @@ async fn a_tool_that_declares_caller_scopes_runs_only_for_tokens_that_grant_them
     let app = jwt_app(vec![tool, guarded]);
     let body = json!({"request": {"tool_id": "Crm.Delete"}});
     let reader = signed(json!({"sub": "ana", "scope": "crm:read"}));
-    let refused = call_with_token(&app, &reader, &body).await;
+    let refused = call_with(&app, &reader, &body).await;
     assert_eq!(refused.status, 403, "{}", refused.text);
     assert!(
         refused.headers["www-authenticate"]
@@ -215,7 +206,7 @@ async fn a_tool_that_declares_caller_scopes_runs_only_for_tokens_that_grant_them
     );
     assert!(refused.text.contains("crm:write"), "{}", refused.text);
     let writer = signed(json!({"sub": "ana", "scope": "crm:read crm:write"}));
-    let allowed = call_with_token(&app, &writer, &body).await;
+    let allowed = call_with(&app, &writer, &body).await;
     assert_eq!(
         allowed.json["result"]["value"], "deleted",
         "{}",
@@ -236,7 +227,7 @@ async fn a_tool_that_declares_caller_scopes_runs_only_for_tokens_that_grant_them
     assert_eq!(reply.json["result"]["isError"], true, "{}", reply.text);
     assert!(reply.text.contains("crm:write"), "{}", reply.text);
     // Tools without caller scopes are not affected.
-    let other = call_with_token(
+    let other = call_with(
         &app,
         &reader,
         &json!({"request": {"tool_id": "T.Count",
@@ -255,17 +246,17 @@ async fn tokens_without_a_subject_are_their_clients_never_one_shared_caller() {
         "context": {"authorization": [{"id": "crm", "token": "t"}]}}});
     // Two client-credentials tokens (no `sub`): each is its own caller, so the second client's
     // call with the same call id runs, rather than replaying the first client's result.
-    let first = call_with_token(&app, &signed(json!({"client_id": "billing"})), &body).await;
+    let first = call_with(&app, &signed(json!({"client_id": "billing"})), &body).await;
     assert_eq!(first.json["result"]["value"], 1, "{}", first.text);
-    let second = call_with_token(&app, &signed(json!({"azp": "reports"})), &body).await;
+    let second = call_with(&app, &signed(json!({"azp": "reports"})), &body).await;
     assert_eq!(second.json["result"]["value"], 2, "{}", second.text);
     // The first client's own repeat is its replay.
-    let again = call_with_token(&app, &signed(json!({"client_id": "billing"})), &body).await;
+    let again = call_with(&app, &signed(json!({"client_id": "billing"})), &body).await;
     assert_eq!(again.json["result"]["value"], 1, "{}", again.text);
     assert_eq!(runs.load(Ordering::SeqCst), 2);
     // A token that names no one (no `sub`, `client_id` or `azp`, or empty ones) is refused.
     for claims in [json!({}), json!({"sub": ""}), json!({"client_id": " "})] {
-        let reply = call_with_token(&app, &signed(claims.clone()), &body).await;
+        let reply = call_with(&app, &signed(claims.clone()), &body).await;
         assert_eq!(reply.status, 401, "{claims}: {}", reply.text);
     }
     assert_eq!(runs.load(Ordering::SeqCst), 2);

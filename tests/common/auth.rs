@@ -136,11 +136,12 @@ pub async fn list_with(app: &App, authorization: Option<&str>) -> Reply {
     send(app, request.body(Body::empty()).unwrap()).await
 }
 
-pub async fn call_with(app: &App, token: &str, body: Value) -> Reply {
+/// `POST /tools/call` of `body` with the bearer `token`.
+pub async fn call_with(app: &App, token: &str, body: impl std::borrow::Borrow<Value>) -> Reply {
     let request = Request::post("/tools/call")
         .header("content-type", "application/json")
         .header("authorization", format!("Bearer {token}"))
-        .body(Body::from(body.to_string()))
+        .body(Body::from(body.borrow().to_string()))
         .unwrap();
     send(app, request).await
 }

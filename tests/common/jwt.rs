@@ -1,7 +1,7 @@
 //! Callers authenticated with HS256 JWTs: the server holds the key as secret `JWT_KEY`
 //! (`AppBuilder::secret(JWT_KEY_ID, HS_KEY)`), and `bearer(sub)` is a caller's header.
 
-use oxp_lambda::config::{AuthConfig, JwtConfig, JwtKeys};
+use oxp_lambda::config::{AuthConfig, JwtKeys};
 use serde_json::json;
 
 /// The signing key.
@@ -12,17 +12,10 @@ pub const JWT_KEY_ID: &str = "JWT_KEY";
 /// `OXP_AUTH=jwt` with that key, issuer `https://issuer.test/` and audience `oxp-tools`;
 /// `bind_user_id`: `OXP_BIND_USER_ID`.
 pub fn hs256_auth(bind_user_id: bool) -> AuthConfig {
-    AuthConfig::Jwt(JwtConfig {
-        keys: JwtKeys::Hs256 {
-            secret_id: JWT_KEY_ID.into(),
-        },
-        issuer: Some("https://issuer.test/".into()),
-        audience: Some("oxp-tools".into()),
-        client_id: None,
-        token_use: None,
-        leeway_secs: 5,
-        bind_user_id,
-    })
+    let keys = JwtKeys::Hs256 {
+        secret_id: JWT_KEY_ID.into(),
+    };
+    AuthConfig::Jwt(super::auth::jwt_config(keys, bind_user_id))
 }
 
 /// `Authorization` for caller `sub`, valid for ten minutes.
