@@ -112,6 +112,7 @@ mod takeover;
 mod talk_back;
 #[cfg(all(feature = "webhooks", feature = "dynamodb", feature = "rap-sqs"))]
 mod talk_back_lambda;
+mod template;
 mod trace_context;
 #[cfg(all(feature = "jwt", feature = "webhooks"))]
 mod webhooks;
