@@ -26,7 +26,7 @@ fn contains(actual: &Value, expected: &Value) -> bool {
 
 async fn replay(event: &str) -> (u16, Value) {
     let request: LambdaRequest = serde_json::from_str(event).expect("a Lambda HTTP event");
-    let mut adapter = Adapter::from(common::example_app_with_rap());
+    let mut adapter = Adapter::from(common::example_app());
     let response = adapter
         .call(LambdaEvent::new(request, Context::default()))
         .await

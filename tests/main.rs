@@ -42,6 +42,7 @@ mod docs;
 mod fuzz_seeds;
 #[cfg(all(feature = "rap", feature = "mcp"))]
 mod hardening;
+mod idempotency;
 mod lambda_events;
 #[cfg(all(
     feature = "role-http",

@@ -1,5 +1,5 @@
 //! The records' contract, the same against the embedded store (in memory) and DynamoDB on moto
-//! (started by the test command). Through the app: `tests/reliability.rs`.
+//! (started by the test command). Through the app: `tests/idempotency.rs`.
 
 use super::{PARTITION, StateRecords};
 use oxp_lambda_core::durable::StateStore;

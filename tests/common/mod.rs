@@ -122,7 +122,8 @@ pub fn app_with(registry: Registry, config: Config) -> App {
     build(App::builder(registry).config(config))
 }
 
-/// The example tools with the default configuration; async invocations on an in-process queue.
+/// The example tools with the default configuration: accepted async invocations kept in an
+/// embedded store in memory (no file), their results run and delivered by its runner.
 pub fn example_app() -> App {
     app_with(example_tools::registry().unwrap(), test_config())
 }
@@ -146,11 +147,6 @@ pub fn test_config_with(vars: &[(&str, &str)]) -> Config {
     ];
     all.extend(vars.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
     Config::from_vars(false, all).expect("valid test configuration")
-}
-
-/// The example tools with the async adapter on an in-process queue.
-pub fn example_app_with_rap() -> App {
-    example_app()
 }
 
 pub async fn send(app: &App, request: Request<Body>) -> Reply {
