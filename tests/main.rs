@@ -64,6 +64,7 @@ mod mcp_client2;
 mod mcp_client_ts;
 mod mcp_elicitation;
 mod mcp_inspector;
+mod mcp_modern;
 mod mcp_oauth;
 mod mcp_progress;
 mod mcp_rmcp_client;

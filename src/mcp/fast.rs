@@ -9,7 +9,7 @@
 //! `Mcp-Param-*` header (the checks rmcp makes, made here once: `plain`, `plain_meta`).
 //! Anything else (another method, a round's state or answers, a progress token, a browser
 //! `Origin`, a host list, a session, an unusual or repeated header) goes to rmcp, which
-//! validates it in full; `tests/mcp.rs` checks that both ways answer alike.
+//! validates it in full; `tests/mcp_modern.rs` checks that both ways answer alike.
 
 use super::call_tool::{Asking, Prepared, Rpc};
 use super::declared::OnRequest;

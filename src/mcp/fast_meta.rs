@@ -28,7 +28,7 @@ pub(super) struct FastMeta {
     /// `io.modelcontextprotocol/clientCapabilities`.
     pub(super) capabilities: Option<ClientCapabilities>,
     /// `io.modelcontextprotocol/clientInfo` was there. Not decoded: nothing here reads it, and
-    /// rmcp answers a call alike whatever it holds (`tests/mcp.rs`).
+    /// rmcp answers a call alike whatever it holds (`tests/mcp_modern.rs`).
     pub(super) info: bool,
     /// The W3C `traceparent` (SEP-414).
     pub(super) traceparent: Option<String>,
