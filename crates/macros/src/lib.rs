@@ -29,15 +29,18 @@ use syn::{
 /// `Option`.
 #[proc_macro_attribute]
 pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
-    let mut options = Options::default();
-    let parser = syn::meta::parser(|meta| options.parse(meta));
-    if let Err(e) = parser.parse(args) {
-        return e.to_compile_error().into();
-    }
-    match syn::parse::<ItemFn>(item).and_then(|f| expand(options, f)) {
+    match tool_tokens(args.into(), item.into()) {
         Ok(tokens) => tokens.into(),
         Err(e) => e.to_compile_error().into(),
     }
+}
+
+/// [`tool`] over `proc_macro2`'s tokens, which a unit test can make: the expansion, or the
+/// error the tool's author reads.
+fn tool_tokens(args: TokenStream2, item: TokenStream2) -> Result<TokenStream2> {
+    let mut options = Options::default();
+    syn::meta::parser(|meta| options.parse(meta)).parse2(args)?;
+    expand(options, syn::parse2::<ItemFn>(item)?)
 }
 
 #[derive(Default)]
@@ -371,3 +374,6 @@ fn take_docs(attrs: &mut Vec<Attribute>) -> Result<Vec<String>> {
     *attrs = kept;
     Ok(docs)
 }
+
+#[cfg(test)]
+mod tests;
