@@ -8,7 +8,7 @@ use common::example_tools;
 use common::mcp::{post_mcp, rpc, text_json};
 use common::receiver::Receiver;
 use common::*;
-use oxp_lambda::{Content, Registry, Tool, ToolOutput};
+use oxp_lambda::{Content, NoInput, Registry, Tool, ToolContext, ToolError, ToolOutput};
 use serde_json::{Value, json};
 
 const PNG_SIGNATURE: &[u8] = b"\x89PNG\r\n\x1a\n";
@@ -39,6 +39,60 @@ async fn oxp_content_alone_is_the_value_as_content_blocks() {
     assert_eq!(value[1]["type"], "image");
     assert_eq!(value[1]["mimeType"], "image/png");
     assert!(is_png(&value[1]["data"]));
+}
+
+/// OXP carries content alone as its `value` in MCP's shape of content blocks (docs/oxp.md): of
+/// every kind, the same array as MCP's `content` for the same result, byte for byte.
+#[tokio::test]
+async fn oxp_content_of_every_kind_is_the_value_mcp_answers_as_its_content() {
+    let tool = Tool::builder("T.Kinds", "1.0.0").handler(|_: NoInput, _: ToolContext| async {
+        Ok::<_, ToolError>(ToolOutput::of([
+            Content::text("t"),
+            Content::image(PNG_SIGNATURE.to_vec(), "image/png"),
+            Content::audio(vec![1, 2, 3], "audio/wav"),
+            Content::resource_text("file:///a.txt", "text/plain", "a"),
+            Content::resource_blob("file:///b.bin", "application/octet-stream", vec![0, 255]),
+            Content::link("https://example.com/r", "report"),
+        ]))
+    });
+    let app = app_with(
+        Registry::builder().tool(tool).build().unwrap(),
+        test_config(),
+    );
+    let oxp = call(&app, json!({"request": {"tool_id": "T.Kinds"}})).await;
+    let value = &oxp.json["result"]["value"];
+    let kinds: Vec<&str> = value
+        .as_array()
+        .unwrap_or_else(|| panic!("{}", oxp.text))
+        .iter()
+        .map(|block| block["type"].as_str().unwrap())
+        .collect();
+    let every = [
+        "text",
+        "image",
+        "audio",
+        "resource",
+        "resource",
+        "resource_link",
+    ];
+    assert_eq!(kinds, every);
+    assert_eq!(
+        value[2],
+        json!({"type": "audio", "data": "AQID", "mimeType": "audio/wav"})
+    );
+    assert_eq!(
+        value[4]["resource"],
+        json!({"uri": "file:///b.bin", "mimeType": "application/octet-stream", "blob": "AP8="})
+    );
+    let message = rpc(1, "tools/call", json!({"name": "T_Kinds", "arguments": {}}));
+    let headers = [("mcp-protocol-version", "2025-06-18")];
+    let (status, _, text) = post_mcp(&app, &message.to_string(), &headers).await;
+    assert_eq!(status, 200, "{text}");
+    let mcp: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        value, &mcp["result"]["content"],
+        "the same blocks on both protocols"
+    );
 }
 
 #[tokio::test]
