@@ -169,7 +169,7 @@ fn inlined(
     }
     let target = resolve(reference, root).ok_or_else(|| {
         failure(
-            format!("the $ref '{reference}' (not a local definition)"),
+            format!("the $ref '{reference}' (only a '#/...' pointer into the schema is inlined)"),
             at,
         )
     })?;

@@ -195,3 +195,70 @@ fn the_client_context_is_read_as_json_or_as_the_emulators_base64() {
         assert_eq!(super::client_context_json(odd), None);
     }
 }
+
+/// The export of a tool whose input schema is `schema`, as written.
+fn export_of_schema(schema: Value) -> Result<Value, String> {
+    let tool = Tool::builder("Raw.Tool", "1.0.0")
+        .description("Raw.")
+        .raw_handler(schema, None, |_, _| async { Ok(Value::Null) });
+    export_of(tool).map(|s| s["inlinePayload"][0]["inputSchema"].clone())
+}
+
+#[test]
+fn hand_written_schemas_keep_their_meaning_or_fail_naming_the_keyword() {
+    // An optional value written as a type list or as `anyOf` with null is its one type; an
+    // `enum` or a `const` without a type gets the type its values share and moves into the
+    // description; `true` is any value, an empty schema.
+    let input = export_of_schema(json!({"type": "object", "properties": {
+        "a": {"type": ["string", "null"]},
+        "b": {"anyOf": [{"type": "integer"}, {"type": "null"}], "description": "B."},
+        "c": {"enum": [1, 2, 3]},
+        "d": {"const": true},
+        "e": {"enum": [1, "one"]},
+        "f": true,
+    }}))
+    .unwrap();
+    let properties = &input["properties"];
+    assert_eq!(properties["a"], json!({"type": "string"}));
+    assert_eq!(
+        properties["b"],
+        json!({"type": "integer", "description": "B."})
+    );
+    assert_eq!(
+        properties["c"],
+        json!({"type": "integer", "description": "One of: 1, 2, 3."})
+    );
+    assert_eq!(
+        properties["d"],
+        json!({"type": "boolean", "description": "Always: true."})
+    );
+    assert_eq!(
+        properties["e"],
+        json!({"description": "One of: 1, \"one\"."})
+    );
+    assert_eq!(properties["f"], json!({}));
+    for (property, keyword) in [
+        (
+            json!({"type": ["string", "integer"]}),
+            "the type list [\"string\",\"integer\"]",
+        ),
+        (
+            json!({"$ref": "#name"}),
+            "the $ref '#name' (only a '#/...' pointer into the schema is inlined)",
+        ),
+        (
+            json!({"items": [{"type": "string"}]}),
+            "the keyword 'items' as a list (a tuple)",
+        ),
+    ] {
+        // A draft-07 schema, where `items` may still be a list.
+        let schema = json!({"$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object", "properties": {"x": property},
+            "definitions": {"Name": {"$id": "#name", "type": "string"}}});
+        let error = export_of_schema(schema).unwrap_err();
+        assert!(
+            error.starts_with(&format!("tool Raw_Tool: {keyword} at '/properties/x'")),
+            "{property}: {error}"
+        );
+    }
+}
