@@ -161,6 +161,69 @@ async fn rap_content_items_and_display_segments_are_delivered() {
     );
 }
 
+/// What RAP's content cannot carry (audio, resources, links) reaches the runtime as text items
+/// (docs/rap.md), an image display segment as the published types read it, and `text`, with
+/// content alone, is its items' text joined.
+#[tokio::test]
+async fn rap_content_of_every_kind_reaches_the_runtime_as_the_published_types_read_it() {
+    let tool = Tool::builder("T.Kinds", "1.0.0").handler(|_: NoInput, _: ToolContext| async {
+        Ok::<_, ToolError>(
+            ToolOutput::of([
+                Content::text("t"),
+                Content::image(PNG_SIGNATURE.to_vec(), "image/png"),
+                Content::audio(vec![1, 2, 3], "audio/wav"),
+                Content::resource_text("file:///a.txt", "text/plain", "a"),
+                Content::resource_blob("file:///b.bin", "application/octet-stream", vec![0, 255]),
+                Content::link("https://example.com/r", "report"),
+            ])
+            .display(oxp_lambda::DisplaySegment::Image {
+                data: PNG_SIGNATURE.to_vec(),
+                media_type: "image/png".into(),
+            }),
+        )
+    });
+    let app = app_with(
+        Registry::builder().tool(tool).build().unwrap(),
+        test_config(),
+    );
+    let receiver = Receiver::ok().await;
+    let invocation = json!({"operation": "T_Kinds", "arguments": {}, "id": "k1",
+                            "callback_url": receiver.url, "group_id": "t1"});
+    let reply = post(&app, "/invoke", invocation.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    let sent = receiver.result().await;
+    let Ok(rap_protocol::RapCallback::ToolResult(result)) = serde_json::from_value(sent.clone())
+    else {
+        panic!("not a tool_result of the published types: {sent}");
+    };
+    let png = base64::engine::general_purpose::STANDARD.encode(PNG_SIGNATURE);
+    let texts = [
+        "[audio: audio/wav, 3 bytes]",
+        "Resource file:///a.txt (text/plain):\na",
+        "[resource file:///b.bin: application/octet-stream, 2 bytes]",
+        "[report](https://example.com/r)",
+    ];
+    let mut expected = vec![
+        json!({"type": "text", "text": "t"}),
+        json!({"type": "image", "data": png, "mediaType": "image/png"}),
+    ];
+    expected.extend(texts.iter().map(|t| json!({"type": "text", "text": t})));
+    assert_eq!(sent["content"], Value::Array(expected));
+    assert_eq!(result.content.map(|c| c.len()), Some(6));
+    let joined = format!(
+        "t\n[image: image/png, {} base64 characters]\n{}",
+        png.len(),
+        texts.join("\n")
+    );
+    assert_eq!(result.text.as_deref(), Some(joined.as_str()));
+    let display = result.display_as.unwrap();
+    assert!(
+        matches!(&display[..], [rap_protocol::DisplaySegment::Image(image)]
+            if image.data == png && image.media_type == "image/png"),
+        "{display:?}"
+    );
+}
+
 #[tokio::test]
 async fn agentcore_content_items_are_the_call_tool_results() {
     let context = json!({"custom": {"bedrockAgentCoreToolName": "t___Demo_Image"}}).to_string();
