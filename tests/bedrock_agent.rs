@@ -290,3 +290,48 @@ async fn an_unknown_functions_name_is_shown_bounded_without_control_characters()
     let shown = format!("NoSuch{}…", "x".repeat(58));
     assert_eq!(body(&answer), format!("Error: unknown function {shown}"));
 }
+
+/// TEXT carries text only: the body is the value, then each text item (a text resource's
+/// contents among them) on its own line, and every other item named (docs/bedrock-agents.md).
+#[tokio::test]
+async fn the_body_is_the_value_then_the_text_items_and_every_other_item_named() {
+    use oxp_lambda::{Content, ToolOutput};
+    let tool = Tool::builder("T.Kinds", "1.0.0").raw_output_handler(
+        json!({"type": "object"}),
+        Some(json!({"type": "object"})),
+        |_, _| async {
+            Ok(ToolOutput::new(json!({"n": 1}))
+                .content(Content::text("t"))
+                .content(Content::image(vec![1], "image/png"))
+                .content(Content::audio(vec![1], "audio/wav"))
+                .content(Content::resource_text("file:///a.txt", "text/plain", "a"))
+                .content(Content::resource_blob(
+                    "file:///b.bin",
+                    "application/octet-stream",
+                    vec![0],
+                ))
+                .content(Content::link("https://example.com/r", "report")))
+        },
+    );
+    let app = app_with(
+        Registry::builder().tool(tool).build().unwrap(),
+        test_config(),
+    );
+    let answer = app.handle_bedrock_agent(&event("T_Kinds", json!([]))).await;
+    assert!(
+        answer["response"]["functionResponse"]
+            .get("responseState")
+            .is_none(),
+        "{answer}"
+    );
+    let lines = [
+        r#"{"n":1}"#,
+        "t",
+        "[image: image/png]",
+        "[audio: audio/wav]",
+        "a",
+        "[resource: file:///b.bin]",
+        "[resource: https://example.com/r]",
+    ];
+    assert_eq!(body(&answer), lines.join("\n"));
+}
