@@ -187,3 +187,7 @@ pub(crate) fn sample_params(sample: &Sample) -> Value {
     }
     params
 }
+
+#[cfg(test)]
+#[path = "sampling_tests.rs"]
+mod tests;
