@@ -396,3 +396,71 @@ fn a_tool_may_not_declare_the_state_key() {
         .expect_err("the start refuses it");
     assert!(error.to_string().contains("MCP_STATE_KEY"), "{error}");
 }
+
+/// A tool that asks for a profile in a form and answers what it was given.
+fn profile_tool() -> oxp_lambda::Tool {
+    use oxp_lambda::{Filled, Form, NoInput, ToolContext, ToolError};
+    oxp_lambda::Tool::builder("T.Profile", "1.0.0")
+        .description("Asks who you are.")
+        .handler(|_: NoInput, ctx: ToolContext| async move {
+            match ctx
+                .fill(Form::new("profile", "Who are you?", profile_schema()))
+                .await?
+            {
+                Filled::Accepted(values) => Ok::<_, ToolError>(Value::Object(values)),
+                Filled::Declined | Filled::Cancelled => Ok(json!("no answer")),
+            }
+        })
+}
+
+fn profile_schema() -> Value {
+    json!({"type": "object", "required": ["name"], "properties": {
+        "name": {"type": "string", "maxLength": 32},
+        "age": {"type": "integer", "minimum": 0},
+        "colours": {"type": "array", "items": {"type": "string", "enum": ["red", "green"]}},
+    }})
+}
+
+/// A form is asked under its own key with its schema as `requestedSchema`; what the client
+/// submits reaches the tool when it fits the form ("Servers SHOULD validate received data
+/// matches the requested schema"), and when it does not the call fails saying so, naming the
+/// field and never the value.
+#[tokio::test]
+async fn a_form_is_asked_with_its_schema_and_only_an_answer_that_fits_it_reaches_the_tool() {
+    let app = app_with(
+        oxp_lambda::Registry::builder()
+            .tool(profile_tool())
+            .build()
+            .unwrap(),
+        test_config(),
+    );
+    let mut id = 0;
+    let mut round = |responses: Option<Value>, state: Option<String>| {
+        id += 1;
+        let continued = state.as_deref().zip(responses);
+        call(id, "T_Profile", json!({}), Some(json!({})), continued)
+    };
+    let first = post(&app, &round(None, None), None).await;
+    let result = &first["result"];
+    assert_eq!(result["resultType"], "input_required", "{first}");
+    let request = &result["inputRequests"]["profile"];
+    assert_eq!(request["method"], "elicitation/create");
+    assert_eq!(request["params"]["message"], "Who are you?");
+    assert_eq!(request["params"]["requestedSchema"], profile_schema());
+    let state = result["requestState"].as_str().unwrap().to_owned();
+
+    let fits = json!({"name": "Ada", "age": 36, "colours": ["red"]});
+    let answer = json!({"profile": {"action": "accept", "content": fits}});
+    let done = post(&app, &round(Some(answer), Some(state)), None).await;
+    assert_eq!(chosen(&done), fits);
+
+    let first = post(&app, &round(None, None), None).await;
+    let state = first["result"]["requestState"].as_str().unwrap().to_owned();
+    let unfit = json!({"name": "Ada", "age": "SECRET-AGE", "colours": ["blue"]});
+    let answer = json!({"profile": {"action": "accept", "content": unfit}});
+    let failed = post(&app, &round(Some(answer), Some(state)), None).await;
+    assert_eq!(failed["result"]["isError"], true, "{failed}");
+    let text = failed["result"]["content"][0]["text"].as_str().unwrap();
+    assert!(text.contains("not what the form asks for"), "{text}");
+    assert!(!failed.to_string().contains("SECRET-AGE"), "{failed}");
+}

@@ -192,6 +192,9 @@ pub enum TalkError {
     Invalid(String),
     /// The user's answer is not one of the choices (or not the answer asked for).
     InvalidAnswer,
+    /// The answer to a form does not fit the form's schema: each field and what the schema asks
+    /// of it (never the value sent).
+    UnfitAnswer(crate::schema::ParameterErrors),
     /// The client declined to answer (its model or its roots).
     Declined,
     /// No answer came in time.
@@ -219,6 +222,13 @@ impl fmt::Display for TalkError {
             }
             Self::Invalid(why) => write!(f, "invalid request: {why}"),
             Self::InvalidAnswer => f.write_str("the answer is not one of the choices"),
+            Self::UnfitAnswer(fields) => {
+                f.write_str("the answer does not fit the form:")?;
+                for (field, asked) in fields {
+                    write!(f, " {field}: {asked};")?;
+                }
+                Ok(())
+            }
             Self::Declined => f.write_str("the client declined to answer"),
             Self::TimedOut => f.write_str("no answer in time"),
             Self::Cancelled => f.write_str("the call was cancelled"),
@@ -373,12 +383,25 @@ impl TalkBack {
         self.channel.ask(ask, seq).await
     }
 
-    /// Asks the user to fill in a form and waits for it.
+    /// Asks the user to fill in a form and waits for it. What the client submits is checked
+    /// against the form's schema, as MCP asks of a server ("Servers SHOULD validate received
+    /// data matches the requested schema"): an answer that does not fit is
+    /// [`TalkError::UnfitAnswer`], never the tool's to read.
     pub async fn fill(&self, form: Form) -> Result<Filled, TalkError> {
         form.check().map_err(TalkError::Invalid)?;
+        let schema = crate::schema::CompiledSchema::compile(&form.schema)
+            .map_err(|e| TalkError::Invalid(format!("a form's schema does not compile: {e}")))?;
         // Numbered with the questions: a call's asks keep one order over its rounds.
         let seq = self.asked.fetch_add(1, Ordering::Relaxed);
-        self.channel.fill(form, seq).await
+        let filled = self.channel.fill(form, seq).await?;
+        if let Filled::Accepted(values) = &filled {
+            // A copy for the check: an answer is small (MCP bounds each at 32 KiB), asking rare.
+            let values = Value::Object(values.clone());
+            schema
+                .check_input(&values)
+                .map_err(TalkError::UnfitAnswer)?;
+        }
+        Ok(filled)
     }
 
     /// Asks the client's model and waits for its answer.

@@ -49,3 +49,73 @@ async fn a_malformed_question_is_refused_before_the_protocol_sees_it() {
         Err(TalkError::Invalid(_))
     ));
 }
+
+/// A client whose user submits `values` for every form.
+#[derive(Debug)]
+struct Submits(Value);
+
+impl Talk for Submits {
+    fn protocol(&self) -> &'static str {
+        "mcp"
+    }
+
+    fn fill(&self, _: Form, _: u32) -> TalkFuture<'_, Result<Filled, TalkError>> {
+        let values = self.0.as_object().cloned().unwrap_or_default();
+        Box::pin(std::future::ready(Ok(Filled::Accepted(values))))
+    }
+}
+
+fn profile_form() -> Form {
+    Form::new(
+        "profile",
+        "Who are you?",
+        serde_json::json!({"type": "object", "required": ["name"], "properties": {
+            "name": {"type": "string", "maxLength": 32},
+            "age": {"type": "integer", "minimum": 0},
+        }}),
+    )
+}
+
+/// MCP: "Servers SHOULD validate received data matches the requested schema".
+#[tokio::test]
+async fn what_a_client_submits_for_a_form_reaches_the_tool_only_if_it_fits_the_form() {
+    let submits = |values: Value| TalkBack::new(Arc::new(Submits(values)));
+    let fits = serde_json::json!({"name": "Ada", "age": 36});
+    let filled = submits(fits.clone()).fill(profile_form()).await.unwrap();
+    assert_eq!(filled, Filled::Accepted(fits.as_object().unwrap().clone()));
+    let unfit = serde_json::json!({"name": "SECRET-VALUE".repeat(10), "age": -4});
+    let refused = submits(unfit).fill(profile_form()).await.unwrap_err();
+    let TalkError::UnfitAnswer(fields) = &refused else {
+        panic!("{refused:?}");
+    };
+    assert_eq!(fields["name"], "Must be at most 32 characters long");
+    assert_eq!(fields["age"], "Must be at least 0");
+    let missing = submits(serde_json::json!({"age": 1}))
+        .fill(profile_form())
+        .await;
+    assert!(matches!(missing, Err(TalkError::UnfitAnswer(f)) if f["name"] == "Is required"));
+    // The tool's error names the fields and what the form asks, never what was sent.
+    let error = ToolError::from(refused);
+    assert!(
+        error.message.contains("not what the form asks for"),
+        "{}",
+        error.message
+    );
+    let detail = error.developer_message.unwrap_or_default();
+    assert!(detail.contains("age: Must be at least 0"), "{detail}");
+    assert!(
+        !detail.contains("SECRET-VALUE") && !detail.contains("-4"),
+        "{detail}"
+    );
+}
+
+#[tokio::test]
+async fn a_form_whose_schema_does_not_compile_is_refused_before_the_client_sees_it() {
+    let talk = TalkBack::new(Arc::new(Submits(serde_json::json!({"name": "Ada"}))));
+    let form = Form::new(
+        "profile",
+        "Who?",
+        serde_json::json!({"type": "object", "properties": {"name": {"type": "string", "pattern": "("}}}),
+    );
+    assert!(matches!(talk.fill(form).await, Err(TalkError::Invalid(_))));
+}

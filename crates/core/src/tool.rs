@@ -408,6 +408,9 @@ impl From<TalkError> for ToolError {
             TalkError::InvalidAnswer => ToolError::new(
                 "User choice flow failed: the selection is not one of the choices. Please try again.",
             ),
+            TalkError::UnfitAnswer(_) => ToolError::new(
+                "The answer to the tool's form is not what the form asks for. Please try again.",
+            ),
             TalkError::TimedOut => ToolError::new("The user did not answer in time"),
             TalkError::Cancelled => {
                 ToolError::new("The call was cancelled while it waited for the user")
