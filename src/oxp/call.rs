@@ -343,4 +343,23 @@ mod tests {
                 .contains("missing field `tool_id`")
         );
     }
+
+    #[test]
+    fn a_parsed_requests_debug_form_never_shows_a_secret_or_a_token() {
+        let body = br#"{"request": {"tool_id": "T", "context": {
+            "secrets": [{"id": "TWILIO_API_KEY", "value": "sk_live_SECRET"}],
+            "authorization": [{"id": "google", "token": "ya29.TOKEN"}]}}}"#;
+        let Ok(request) = parse_call(body) else {
+            panic!("parses");
+        };
+        let shown = format!("{request:?}");
+        assert!(
+            shown.contains("TWILIO_API_KEY") && shown.contains("google"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("sk_live_SECRET") && !shown.contains("ya29.TOKEN"),
+            "{shown}"
+        );
+    }
 }
