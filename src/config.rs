@@ -14,7 +14,7 @@ pub use crate::observe::MetricsConfig;
 #[cfg(feature = "rap")]
 pub use crate::rap::callback::CallbackPolicy;
 #[cfg(feature = "rap")]
-pub use crate::rap::config::{RapConfig, RateLimit};
+pub use crate::rap::config::RapConfig;
 #[cfg(feature = "rap")]
 pub use crate::rap::deliver::RetryPolicy;
 pub use crate::secrets::{SecretSourceKind, SecretsConfig};
@@ -22,6 +22,7 @@ pub use crate::settings::{ConfigError, Env, Vars};
 pub use crate::state::{DEFAULT_CACHE_BYTES, StateConfig};
 #[cfg(feature = "webhooks")]
 pub use crate::webhooks::{Kind as WebhookKind, Source as WebhookSource, WebhooksConfig};
+pub use oxp_lambda_core::invoke::rate::RateLimit;
 pub use oxp_lambda_core::secrets::ClientSecrets;
 
 use crate::settings::invalid;
@@ -84,6 +85,10 @@ pub struct Config {
     /// anonymous caller's): of those, how many one caller's may be; its calls past it wait for
     /// one of its own to end, holding no slot.
     pub max_concurrent_calls_per_caller: usize,
+    /// `OXP_RATE_LIMIT` (`N/s`, `N/min` or `N/h`; unset: none): calls one caller may make per
+    /// period, every protocol's synchronous calls and MCP task runs together (RAP's
+    /// invocations are counted as they are accepted, `OXP_RAP_RATE_LIMIT`).
+    pub rate_limit: Option<RateLimit>,
     /// `OXP_DEADLINE_MARGIN_MS` (default 500): in Lambda, tools must finish this long before the
     /// invocation deadline so the caller gets an answer before Lambda stops the function.
     pub deadline_margin: Duration,
@@ -222,6 +227,7 @@ impl Default for Config {
             idempotency: IdempotencyConfig::default(),
             max_concurrent_calls: 256,
             max_concurrent_calls_per_caller: 256,
+            rate_limit: None,
             deadline_margin: Duration::from_millis(500),
             oauth: OAuthConfig::default(),
             state: StateConfig::default(),
@@ -309,6 +315,14 @@ impl Config {
                 None if anonymous => config.max_concurrent_calls,
                 None => (config.max_concurrent_calls / 4).max(1),
             };
+        if let Some(v) = env.get("OXP_RATE_LIMIT") {
+            config.rate_limit = Some(RateLimit::parse(&v).ok_or_else(|| {
+                crate::settings::invalid(
+                    "OXP_RATE_LIMIT",
+                    "must be N/s, N/min or N/h with N greater than 0",
+                )
+            })?);
+        }
         config.metrics = MetricsConfig::from_env(&env)?;
         config.otel_endpoint = crate::observe::otel_endpoint(&env)?;
         config.oauth = OAuthConfig::from_env(&env)?;

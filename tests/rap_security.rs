@@ -402,3 +402,30 @@ async fn with_user_binding_a_caller_can_only_act_for_itself() {
     let seen: Value = serde_json::from_str(hits[1].body["text"].as_str().unwrap()).unwrap();
     assert_eq!(seen["user_id"], "alice", "the user defaults to the caller");
 }
+
+/// An acknowledged invocation is counted where it was accepted (`OXP_RAP_RATE_LIMIT`), never by
+/// the calls' rate (`OXP_RATE_LIMIT`) when it runs: one the caller was told is accepted does not
+/// end as rate limited.
+#[tokio::test]
+async fn an_accepted_invocation_is_not_counted_again_by_the_calls_rate_when_it_runs() {
+    let rig = Rig::with(|c| c.rate_limit = oxp_lambda::config::RateLimit::parse("1/min")).await;
+    let receiver = Receiver::ok().await;
+    for id in ["call_1", "call_2", "call_3"] {
+        rig.accept(with_id(add(&receiver.url), id)).await;
+    }
+    rig.settle().await;
+    let hits = receiver.wait_for(3).await;
+    for hit in &hits {
+        assert_eq!(hit.body["text"], "3", "{:?}", hit.body);
+    }
+    // The same server's synchronous calls are counted: the first passes, the second is over.
+    let call = json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}});
+    let first = common::call(&rig.app, call.clone()).await;
+    assert_eq!(first.json["result"]["success"], true, "{}", first.text);
+    let second = common::call(&rig.app, call).await;
+    assert_eq!(
+        second.json["result"]["error"]["can_retry"], true,
+        "{}",
+        second.text
+    );
+}

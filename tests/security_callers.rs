@@ -32,6 +32,17 @@ fn counter() -> (Tool, Arc<AtomicUsize>) {
     (tool, runs)
 }
 
+/// `T.Tick`: counts its runs and answers the run number, needing nothing.
+fn ticks() -> (Tool, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let counted = runs.clone();
+    let tool = Tool::builder("T.Tick", "1.0.0").handler(move |_: NoInput, _: ToolContext| {
+        let runs = counted.clone();
+        async move { Ok::<_, ToolError>(runs.fetch_add(1, Ordering::SeqCst) + 1) }
+    });
+    (tool, runs)
+}
+
 fn token(sub: &str) -> String {
     signed(json!({"sub": sub}))
 }
@@ -113,12 +124,7 @@ async fn another_caller_replaying_a_call_id_neither_gets_the_result_nor_learns_i
 
 #[tokio::test]
 async fn one_callers_many_calls_never_evict_another_callers_stored_outcome() {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let counted = runs.clone();
-    let tool = Tool::builder("T.Tick", "1.0.0").handler(move |_: NoInput, _: ToolContext| {
-        let runs = counted.clone();
-        async move { Ok::<_, ToolError>(runs.fetch_add(1, Ordering::SeqCst) + 1) }
-    });
+    let (tool, runs) = ticks();
     let mut config = jwt_config();
     // About 2,000 outcomes in all, at most about 150 of one caller's.
     config.idempotency.max_bytes = 1 << 20;
@@ -331,4 +337,58 @@ async fn one_callers_dead_letters_never_rotate_another_callers_letters_away() {
     let rotated = file.with_extension("jsonl.1");
     assert!(!rotated.exists(), "nothing was rotated");
     let _ = std::fs::remove_file(&file);
+}
+
+/// MCP's "Servers MUST rate limit tool invocations": each caller has its own allowance of calls
+/// (`OXP_RATE_LIMIT`), counted over every protocol together; past it a call is refused as
+/// retryable with the wait and runs nothing, while another caller's calls go on.
+#[tokio::test]
+async fn each_caller_makes_at_most_its_rate_of_calls_over_every_protocol_and_others_go_on() {
+    let (tool, runs) = ticks();
+    let mut config = jwt_config();
+    config.rate_limit = oxp_lambda::config::RateLimit::parse("2/min");
+    let app = jwt_app_with(vec![tool], config);
+    let oxp = json!({"request": {"tool_id": "T.Tick"}});
+    let mcp = |caller: &str| {
+        let bearer = format!("Bearer {}", token(caller));
+        let app = app.clone();
+        async move {
+            let message = common::mcp::rpc(1, "tools/call", json!({"name": "T_Tick"}));
+            let headers = [
+                ("mcp-protocol-version", "2025-06-18"),
+                ("authorization", bearer.as_str()),
+            ];
+            let (status, _, text) =
+                common::mcp::post_mcp(&app, &message.to_string(), &headers).await;
+            assert_eq!(status, 200, "{text}");
+            serde_json::from_str::<Value>(&text).unwrap()["result"].clone()
+        }
+    };
+    let first = call_as(&app, "alice", &oxp).await;
+    assert_eq!(first.json["result"]["success"], true, "{}", first.text);
+    assert_eq!(mcp("alice").await["isError"], false);
+
+    let refused = call_as(&app, "alice", &oxp).await;
+    assert_eq!(refused.status, 200, "{}", refused.text);
+    let error = &refused.json["result"]["error"];
+    assert_eq!(refused.json["result"]["success"], false);
+    assert_eq!(error["can_retry"], true);
+    let wait = error["retry_after_ms"].as_u64().unwrap();
+    assert!((20_000..=30_000).contains(&wait), "{wait}");
+    let over_mcp = mcp("alice").await;
+    assert_eq!(over_mcp["isError"], true, "{over_mcp}");
+    let told: Value =
+        serde_json::from_str(over_mcp["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(told["can_retry"], true, "{told}");
+    assert_eq!(
+        runs.load(Ordering::SeqCst),
+        2,
+        "a refused call runs nothing"
+    );
+
+    let bob = call_as(&app, "bob", &oxp).await;
+    assert_eq!(
+        bob.json["result"]["success"], true,
+        "another caller's allowance is its own"
+    );
 }

@@ -323,6 +323,9 @@ fn invoker(
         config.tool_timeout,
     )
     .with_calls_per_caller(config.max_concurrent_calls_per_caller);
+    if let Some(limit) = config.rate_limit {
+        invoker = invoker.with_rate_limit(limit);
+    }
     if let Some(tokens) = user_tokens {
         invoker = invoker.with_user_tokens(tokens.clone());
     }

@@ -3,6 +3,7 @@
 use crate::rap::callback::CallbackPolicy;
 use crate::rap::deliver::RetryPolicy;
 use crate::settings::{ConfigError, Env, invalid};
+use oxp_lambda_core::invoke::rate::RateLimit;
 use std::time::Duration;
 
 /// Settings of the async tool invocation (RAP) adapter.
@@ -61,15 +62,6 @@ pub struct RapConfig {
     /// call's own time limit (`OXP_RAP_TOOL_TIMEOUT_MS`) bounds it too; in Lambda a call still
     /// waiting when its worker's time is up waits on in a later delivery of the job.
     pub choice_timeout: Duration,
-}
-
-/// A number of invocations per period.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RateLimit {
-    /// Invocations allowed per period (also the burst).
-    pub invocations: u32,
-    /// The period.
-    pub per: Duration,
 }
 
 impl Default for RapConfig {
@@ -153,7 +145,7 @@ impl RapConfig {
         };
         retry_from_env(env, &mut c.retry)?;
         if let Some(v) = env.get("OXP_RAP_RATE_LIMIT") {
-            c.rate_limit = Some(rate_limit(&v).ok_or_else(|| {
+            c.rate_limit = Some(RateLimit::parse(&v).ok_or_else(|| {
                 invalid(
                     "OXP_RAP_RATE_LIMIT",
                     "must be N/s, N/min or N/h with N greater than 0",
@@ -249,18 +241,6 @@ fn refuse_retired(env: &Env<'_>) -> Result<(), ConfigError> {
         }
     }
     Ok(())
-}
-
-fn rate_limit(value: &str) -> Option<RateLimit> {
-    let (count, per) = value.trim().split_once('/')?;
-    let invocations: u32 = count.trim().parse().ok().filter(|n| *n > 0)?;
-    let per = match per.trim() {
-        "s" | "sec" | "second" => Duration::from_secs(1),
-        "m" | "min" | "minute" => Duration::from_secs(60),
-        "h" | "hour" => Duration::from_secs(3600),
-        _ => return None,
-    };
-    Some(RateLimit { invocations, per })
 }
 
 #[cfg(test)]

@@ -41,14 +41,11 @@ pub(crate) mod worker;
 
 use callback::CallbackPolicy;
 use config::RapConfig;
-use governor::clock::{Clock, DefaultClock};
-use governor::{DefaultKeyedRateLimiter, Quota};
+use governor::DefaultKeyedRateLimiter;
 use oxp_lambda_core::invoke::Invoker;
 use oxp_lambda_core::principal::Principal;
 use queue::Jobs;
-use std::num::NonZeroU32;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use toolset::ServedToolset;
 use worker::Worker;
@@ -77,7 +74,7 @@ pub(crate) struct Rap {
     toolset: Arc<ServedToolset>,
     queue: Jobs,
     policy: CallbackPolicy,
-    limiter: Option<Limiter>,
+    limiter: Option<oxp_lambda_core::invoke::rate::CallRate>,
     /// Invocations running in this process (none in Lambda's HTTP function: the worker runs
     /// them).
     running: Arc<oxp_lambda_core::running::Running>,
@@ -85,26 +82,6 @@ pub(crate) struct Rap {
     talk: Arc<talk::Talkback>,
     /// Status checks (`/tool_call_status`) per caller.
     status_limiter: DefaultKeyedRateLimiter<String>,
-}
-
-#[derive(Debug)]
-struct Limiter {
-    per_user: DefaultKeyedRateLimiter<String>,
-    checks: AtomicU64,
-}
-
-/// The rate limit per caller `config` sets, if any.
-fn limiter(config: &RapConfig) -> Option<Limiter> {
-    config.rate_limit.map(|limit| {
-        let burst = NonZeroU32::new(limit.invocations).unwrap_or(NonZeroU32::MIN);
-        let quota = Quota::with_period(limit.per / burst.get())
-            .unwrap_or_else(|| Quota::per_second(burst))
-            .allow_burst(burst);
-        Limiter {
-            per_user: DefaultKeyedRateLimiter::keyed(quota),
-            checks: AtomicU64::new(0),
-        }
-    })
 }
 
 impl Rap {
@@ -128,18 +105,10 @@ impl Rap {
     /// subject: a `user_id` is the caller's say-so, and varying it must not reset the limit.
     /// Without authentication every caller shares one allowance.
     fn check_rate(&self, principal: &Principal) -> Result<(), Duration> {
-        let user = principal.subject.as_deref();
-        let Some(limiter) = &self.limiter else {
-            return Ok(());
-        };
-        // Forget users idle for a full period now and then, so memory stays bounded.
-        if limiter.checks.fetch_add(1, Ordering::Relaxed) % 1024 == 1023 {
-            limiter.per_user.retain_recent();
+        match &self.limiter {
+            Some(limiter) => limiter.check(principal.subject.as_deref()),
+            None => Ok(()),
         }
-        limiter
-            .per_user
-            .check_key(&user.unwrap_or_default().to_owned())
-            .map_err(|not_until| not_until.wait_time_from(DefaultClock::default().now()))
     }
 }
 
@@ -250,7 +219,9 @@ pub(crate) fn build(
         toolset,
         queue: Jobs::new(runner.clone(), worker, config.max_pending),
         policy: config.callbacks.clone(),
-        limiter: limiter(config),
+        limiter: config
+            .rate_limit
+            .map(oxp_lambda_core::invoke::rate::CallRate::new),
         running,
         talk: shared.talk.clone(),
         status_limiter: status::limiter(),

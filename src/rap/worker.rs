@@ -280,6 +280,9 @@ impl Worker {
             return Ok(Err(unknown_operation(operation, self.toolset.operations())));
         };
         let mut call = Call::new("rap", Target::Tool(tool.clone()), job.arguments.clone());
+        // Acknowledged, so counted where it was accepted (`OXP_RAP_RATE_LIMIT`): refused now,
+        // an invocation the caller was told is accepted would end by the rate of its caller.
+        call.rate_counted = true;
         // The invocation id is the idempotency key: a redelivered job never runs twice. Ids
         // are the thread's (the runtime makes them unique in it, often `call_1`, `call_2`...):
         // the same id in another thread is another invocation.

@@ -128,6 +128,12 @@ pub enum Rejection {
     /// The tool's input schema, compiled at its first call, is not a valid JSON Schema
     /// ([`crate::RegistryBuilder::build`]): the server's fault, refused on every call.
     InvalidSchema(RegistryError),
+    /// The caller is over its allowance of calls (`OXP_RATE_LIMIT`); its next comes after
+    /// `retry_after`.
+    RateLimited {
+        /// How long until the caller may call again.
+        retry_after: Duration,
+    },
 }
 
 impl Rejection {
@@ -153,12 +159,16 @@ impl Rejection {
             Self::Store(_) => ErrorClass::Unavailable,
             Self::Busy { .. } => ErrorClass::Busy,
             Self::InvalidSchema(_) => ErrorClass::Internal,
+            Self::RateLimited { .. } => ErrorClass::RateLimited,
         }
     }
 
     /// How long to wait before retrying, for a retryable refusal.
     pub fn retry_after(&self) -> Option<Duration> {
-        self.class().retryable().then_some(RETRY_AFTER)
+        match self {
+            Self::RateLimited { retry_after } => Some(*retry_after),
+            _ => self.class().retryable().then_some(RETRY_AFTER),
+        }
     }
 
     /// The message for the user and the model: names ids and kinds, never a value or an
@@ -174,6 +184,9 @@ impl Rejection {
             Self::Busy { .. } => "The tool server is busy; try again shortly".into(),
             Self::InvalidSchema(_) => {
                 "This tool cannot be called: its definition is invalid".into()
+            }
+            Self::RateLimited { .. } => {
+                "Too many calls to the tool server; try again after a short wait".into()
             }
         }
     }
@@ -197,6 +210,9 @@ impl Rejection {
                 "no free execution slot within the time limit (OXP_MAX_CONCURRENT_CALLS)".into()
             }
             Self::InvalidSchema(e) => e.to_string(),
+            Self::RateLimited { .. } => {
+                "the caller is over its allowance of calls (OXP_RATE_LIMIT)".into()
+            }
         }
     }
 }

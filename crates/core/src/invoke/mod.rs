@@ -9,6 +9,7 @@ mod claim;
 mod local;
 pub mod metrics;
 mod prepare;
+pub mod rate;
 mod requirements;
 mod run;
 mod slots;
@@ -113,6 +114,9 @@ pub struct Call {
     pub extensions: Extensions,
     /// How the call talks back ([`crate::talk`]); `None`: its protocol carries nothing back.
     pub talk: Option<Arc<dyn Talk>>,
+    /// The call was counted against its caller's rate where its protocol accepted it (a RAP
+    /// invocation, acknowledged before it runs): the invoker does not count it again.
+    pub rate_counted: bool,
 }
 
 impl Call {
@@ -135,6 +139,7 @@ impl Call {
             cancellation: None,
             extensions: Extensions::new(),
             talk: None,
+            rate_counted: false,
         }
     }
 }
@@ -186,6 +191,7 @@ pub struct Invoker {
     slots: Slots,
     timeout: Option<Duration>,
     tokens: Option<Arc<dyn UserTokens>>,
+    rate: Option<rate::CallRate>,
 }
 
 impl Invoker {
@@ -205,7 +211,17 @@ impl Invoker {
             slots: Slots::new(max_concurrent),
             timeout,
             tokens: None,
+            rate: None,
         }
+    }
+
+    /// At most `limit` calls per caller per period (its principal's subject; calls without one
+    /// are one anonymous caller's): a call past it is refused before anything else is read
+    /// ([`Rejection::RateLimited`], with the wait), whatever protocol it came over.
+    #[must_use]
+    pub fn with_rate_limit(mut self, limit: rate::RateLimit) -> Self {
+        self.rate = Some(rate::CallRate::new(limit));
+        self
     }
 
     /// At most `per_caller` of the calls running at once one caller's (its principal's subject;
@@ -251,8 +267,19 @@ impl Invoker {
         result
     }
 
+    /// Counts `call` against its caller's rate, first of all: one over it reads nothing more.
+    fn admit(&self, call: &Call) -> Result<(), Rejection> {
+        match self.rate.as_ref().filter(|_| !call.rate_counted) {
+            Some(rate) => rate
+                .check(call.principal.subject.as_deref())
+                .map_err(|retry_after| Rejection::RateLimited { retry_after }),
+            None => Ok(()),
+        }
+    }
+
     async fn run(&self, mut call: Call, watch: &mut Watch) -> Result<Outcome, Rejection> {
         let arrived = Instant::now();
+        self.admit(&call)?;
         let tool = self.tool_of(&call.target)?;
         watch.resolved(&tool);
         let deadline = self.deadline(&call, arrived, &tool);
