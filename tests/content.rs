@@ -41,19 +41,24 @@ async fn oxp_content_alone_is_the_value_as_content_blocks() {
     assert!(is_png(&value[1]["data"]));
 }
 
+/// A content item of every kind: text, an image, audio, a text and a binary resource, a link.
+fn every_kind() -> [Content; 6] {
+    [
+        Content::text("t"),
+        Content::image(PNG_SIGNATURE.to_vec(), "image/png"),
+        Content::audio(vec![1, 2, 3], "audio/wav"),
+        Content::resource_text("file:///a.txt", "text/plain", "a"),
+        Content::resource_blob("file:///b.bin", "application/octet-stream", vec![0, 255]),
+        Content::link("https://example.com/r", "report"),
+    ]
+}
+
 /// OXP carries content alone as its `value` in MCP's shape of content blocks (docs/oxp.md): of
 /// every kind, the same array as MCP's `content` for the same result, byte for byte.
 #[tokio::test]
 async fn oxp_content_of_every_kind_is_the_value_mcp_answers_as_its_content() {
     let tool = Tool::builder("T.Kinds", "1.0.0").handler(|_: NoInput, _: ToolContext| async {
-        Ok::<_, ToolError>(ToolOutput::of([
-            Content::text("t"),
-            Content::image(PNG_SIGNATURE.to_vec(), "image/png"),
-            Content::audio(vec![1, 2, 3], "audio/wav"),
-            Content::resource_text("file:///a.txt", "text/plain", "a"),
-            Content::resource_blob("file:///b.bin", "application/octet-stream", vec![0, 255]),
-            Content::link("https://example.com/r", "report"),
-        ]))
+        Ok::<_, ToolError>(ToolOutput::of(every_kind()))
     });
     let app = app_with(
         Registry::builder().tool(tool).build().unwrap(),
@@ -114,6 +119,20 @@ async fn mcp_content_items_are_content_blocks() {
     assert!(reply["result"].get("structuredContent").is_none());
 }
 
+/// The `tool_result` a RAP invocation of `tool` (listed as `operation`) delivers.
+async fn delivered(tool: Tool, operation: &str) -> Value {
+    let app = app_with(
+        Registry::builder().tool(tool).build().unwrap(),
+        test_config(),
+    );
+    let receiver = Receiver::ok().await;
+    let invocation = json!({"operation": operation, "arguments": {}, "id": "c1",
+                            "callback_url": receiver.url, "group_id": "t1"});
+    let reply = post(&app, "/invoke", invocation.to_string()).await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    receiver.result().await
+}
+
 #[tokio::test]
 async fn rap_content_items_and_display_segments_are_delivered() {
     let tool = Tool::builder("T.Edit", "1.0.0").raw_output_handler(
@@ -132,18 +151,7 @@ async fn rap_content_items_and_display_segments_are_delivered() {
                 }))
         },
     );
-    let app = app_with(
-        Registry::builder().tool(tool).build().unwrap(),
-        test_config(),
-    );
-    let receiver = Receiver::ok().await;
-    let invocation = json!({"operation": "T_Edit", "arguments": {}, "id": "c3",
-                            "callback_url": receiver.url, "group_id": "t1"});
-    assert_eq!(
-        post(&app, "/invoke", invocation.to_string()).await.status,
-        200
-    );
-    let result = receiver.result().await;
+    let result = delivered(tool, "T_Edit").await;
     assert_eq!(result["text"], r#"{"changed":1}"#);
     assert_eq!(
         result["content"][0],
@@ -167,31 +175,14 @@ async fn rap_content_items_and_display_segments_are_delivered() {
 #[tokio::test]
 async fn rap_content_of_every_kind_reaches_the_runtime_as_the_published_types_read_it() {
     let tool = Tool::builder("T.Kinds", "1.0.0").handler(|_: NoInput, _: ToolContext| async {
-        Ok::<_, ToolError>(
-            ToolOutput::of([
-                Content::text("t"),
-                Content::image(PNG_SIGNATURE.to_vec(), "image/png"),
-                Content::audio(vec![1, 2, 3], "audio/wav"),
-                Content::resource_text("file:///a.txt", "text/plain", "a"),
-                Content::resource_blob("file:///b.bin", "application/octet-stream", vec![0, 255]),
-                Content::link("https://example.com/r", "report"),
-            ])
-            .display(oxp_lambda::DisplaySegment::Image {
+        Ok::<_, ToolError>(ToolOutput::of(every_kind()).display(
+            oxp_lambda::DisplaySegment::Image {
                 data: PNG_SIGNATURE.to_vec(),
                 media_type: "image/png".into(),
-            }),
-        )
+            },
+        ))
     });
-    let app = app_with(
-        Registry::builder().tool(tool).build().unwrap(),
-        test_config(),
-    );
-    let receiver = Receiver::ok().await;
-    let invocation = json!({"operation": "T_Kinds", "arguments": {}, "id": "k1",
-                            "callback_url": receiver.url, "group_id": "t1"});
-    let reply = post(&app, "/invoke", invocation.to_string()).await;
-    assert_eq!(reply.status, 200, "{}", reply.text);
-    let sent = receiver.result().await;
+    let sent = delivered(tool, "T_Kinds").await;
     let Ok(rap_protocol::RapCallback::ToolResult(result)) = serde_json::from_value(sent.clone())
     else {
         panic!("not a tool_result of the published types: {sent}");

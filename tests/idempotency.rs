@@ -86,20 +86,16 @@ fn body(tool: &str, call_id: Option<&str>, n: i64) -> Value {
     json!({"request": request})
 }
 
+/// An app of `T.Count` (idempotent, answering at once) over `store` with `config`, and its runs.
+fn counted_app(store: Store, config: Config) -> (App, Arc<AtomicUsize>) {
+    let runs = Arc::new(AtomicUsize::new(0));
+    let tool = counter_tool("T.Count", runs.clone(), Duration::ZERO, 0, true);
+    (app_with_store(vec![tool], store, config), runs)
+}
+
 /// The idempotency behaviour every store must have, checked through the HTTP adapter.
 async fn idempotency_contract(store: Store) {
-    let runs = Arc::new(AtomicUsize::new(0));
-    let app = app_with_store(
-        vec![counter_tool(
-            "T.Count",
-            runs.clone(),
-            Duration::ZERO,
-            0,
-            true,
-        )],
-        store.clone(),
-        Config::default(),
-    );
+    let (app, runs) = counted_app(store.clone(), Config::default());
     let key = format!("call-{}", uuid::Uuid::new_v4());
     let first = call(&app, body("T.Count", Some(&key), 1)).await;
     assert_eq!(first.json["result"]["value"], 11);
@@ -195,20 +191,9 @@ async fn tools_can_opt_out_of_idempotency() {
 
 #[tokio::test]
 async fn idempotency_can_be_turned_off() {
-    let runs = Arc::new(AtomicUsize::new(0));
     let mut config = Config::default();
     config.idempotency.mode = oxp_lambda::config::IdempotencyMode::Off;
-    let app = app_with_store(
-        vec![counter_tool(
-            "T.Count",
-            runs.clone(),
-            Duration::ZERO,
-            0,
-            true,
-        )],
-        Store::Memory,
-        config,
-    );
+    let (app, runs) = counted_app(Store::Memory, config);
     call(&app, body("T.Count", Some("k"), 1)).await;
     call(&app, body("T.Count", Some("k"), 1)).await;
     assert_eq!(runs.load(Ordering::SeqCst), 2);
@@ -286,18 +271,7 @@ async fn an_unreachable_store_is_a_retryable_failure_and_the_tool_does_not_run()
         .unwrap()
         .port();
     let sdk = sdk_config(&format!("http://127.0.0.1:{port}")).await;
-    let runs = Arc::new(AtomicUsize::new(0));
-    let app = app_with_store(
-        vec![counter_tool(
-            "T.Count",
-            runs.clone(),
-            Duration::ZERO,
-            0,
-            true,
-        )],
-        Store::Dynamo(Box::new(sdk), "t".into()),
-        Config::default(),
-    );
+    let (app, runs) = counted_app(Store::Dynamo(Box::new(sdk), "t".into()), Config::default());
     let reply = call(&app, body("T.Count", Some("k"), 1)).await;
     // The call was well-formed and may pass unchanged later: the same answer as "busy".
     assert_eq!(reply.status, 200);
