@@ -315,14 +315,7 @@ impl Config {
                 None if anonymous => config.max_concurrent_calls,
                 None => (config.max_concurrent_calls / 4).max(1),
             };
-        if let Some(v) = env.get("OXP_RATE_LIMIT") {
-            config.rate_limit = Some(RateLimit::parse(&v).ok_or_else(|| {
-                crate::settings::invalid(
-                    "OXP_RATE_LIMIT",
-                    "must be N/s, N/min or N/h with N greater than 0",
-                )
-            })?);
-        }
+        config.rate_limit = env.rate("OXP_RATE_LIMIT")?;
         config.metrics = MetricsConfig::from_env(&env)?;
         config.otel_endpoint = crate::observe::otel_endpoint(&env)?;
         config.oauth = OAuthConfig::from_env(&env)?;

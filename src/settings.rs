@@ -96,6 +96,19 @@ impl<'a> Env<'a> {
             .map(|ms| (ms > 0).then(|| Duration::from_millis(ms))))
     }
 
+    /// `name` as a rate per caller, `N/s`, `N/min` or `N/h`, when set.
+    pub fn rate(
+        &self,
+        name: &'static str,
+    ) -> Result<Option<oxp_lambda_core::invoke::rate::RateLimit>, ConfigError> {
+        self.get(name)
+            .map(|v| {
+                oxp_lambda_core::invoke::rate::RateLimit::parse(&v)
+                    .ok_or_else(|| invalid(name, "must be N/s, N/min or N/h with N greater than 0"))
+            })
+            .transpose()
+    }
+
     /// `name` as `true` or `false` (default `false`).
     pub fn flag(&self, name: &'static str) -> Result<bool, ConfigError> {
         match self.get(name).as_deref().map(str::trim) {

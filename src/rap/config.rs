@@ -144,14 +144,7 @@ impl RapConfig {
                 || (!lambda && host.is_loopback()),
         };
         retry_from_env(env, &mut c.retry)?;
-        if let Some(v) = env.get("OXP_RAP_RATE_LIMIT") {
-            c.rate_limit = Some(RateLimit::parse(&v).ok_or_else(|| {
-                invalid(
-                    "OXP_RAP_RATE_LIMIT",
-                    "must be N/s, N/min or N/h with N greater than 0",
-                )
-            })?);
-        }
+        c.rate_limit = env.rate("OXP_RAP_RATE_LIMIT")?;
         if let Some(limit) = env.limit_ms("OXP_RAP_TOOL_TIMEOUT_MS")? {
             c.tool_timeout = limit;
         }
