@@ -206,6 +206,43 @@ async fn a_tool_that_crashes_ends_its_task_failed_with_a_json_rpc_error_and_no_p
     assert!(text.contains("The job refused"), "{done}");
 }
 
+/// "Servers MUST rate limit tool invocations" (`OXP_RATE_LIMIT`): a task is counted where
+/// `tools/call` makes it, so a call past the rate is refused there (retryable, no task kept),
+/// and a task the caller was told is accepted never ends by its caller's rate when it runs.
+#[tokio::test]
+async fn a_task_counts_against_its_callers_rate_where_it_is_made_and_never_again_as_it_runs() {
+    let config = oxp_lambda::Config {
+        rate_limit: oxp_lambda::config::RateLimit::parse("2/min"),
+        ..test_config()
+    };
+    let mut tools = common::example_tools::tools();
+    tools.push(asking());
+    let app = app_with(Registry::builder().tools(tools).build().unwrap(), config);
+    let created = call(&app, "Demo_Sleep", json!({"ms": 10}), true).await;
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    until(&app, &id, "completed").await;
+    let created = call(&app, "Job_Deploy", json!({}), true).await;
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    until(&app, &id, "input_required").await;
+    let answer = json!({"ask_0": {"action": "accept", "content": {"choice": "Yes"}}});
+    assert_eq!(update(&app, &id, answer).await.status, 200);
+    let done = until(&app, &id, "completed").await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "deploy: Yes",
+        "{done}"
+    );
+
+    let refused = call(&app, "Demo_Sleep", json!({"ms": 10}), true).await;
+    assert!(
+        refused.get("taskId").is_none(),
+        "no task is made: {refused}"
+    );
+    assert_eq!(refused["isError"], true, "{refused}");
+    let told: Value =
+        serde_json::from_str(refused["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(told["can_retry"], true, "{told}");
+}
+
 #[tokio::test]
 async fn tasks_cancel_stops_the_tool_and_the_task_stays_cancelled() {
     let config = oxp_lambda::Config {

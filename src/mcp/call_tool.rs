@@ -204,8 +204,8 @@ impl McpServer {
 }
 
 /// A call of `tool` (named `name`) made a task at once (its answer is the task's handle),
-/// its arguments checked before anything is kept: invalid ones are the tool's error, never a
-/// stored task.
+/// counted against its caller's rate and its arguments checked before anything is kept: a call
+/// over the rate or with invalid arguments is the tool's error, never a stored task.
 async fn create_task(
     tasks: &Arc<super::task::Tasks>,
     tool: &Arc<RegisteredTool>,
@@ -215,7 +215,8 @@ async fn create_task(
     offers: Option<Offers>,
 ) -> Result<CallToolResponse, ErrorData> {
     let input = Value::Object(arguments);
-    if let Err(refused) = tool.check_input(&input) {
+    let caller = context.principal.subject.as_deref();
+    if let Err(refused) = tasks.count(caller).and_then(|()| tool.check_input(&input)) {
         return Ok(result::from_invoke(Err(refused), result::Revision::ALL).into());
     }
     let arguments = match input {

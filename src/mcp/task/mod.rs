@@ -106,6 +106,12 @@ impl std::fmt::Debug for Tasks {
 }
 
 impl Tasks {
+    /// Counts a task of `caller` against its rate where the task is made (its runs are not
+    /// counted again): over it, no task is made.
+    pub(crate) fn count(&self, caller: Option<&str>) -> Result<(), Rejection> {
+        self.invoker.count_call(caller)
+    }
+
     /// The tasks over the store of `questions`, their runs `runner`'s work (the handler of
     /// [`TASK_RUN`] is registered with it by [`runs::register`]).
     pub(crate) fn new(
@@ -266,6 +272,9 @@ impl Tasks {
             Value::Object(record.arguments.clone()),
         );
         call.user_id = call.principal.subject.clone();
+        // Counted where the task was made (a call the caller was told is accepted never ends
+        // by its caller's rate), or by the call it detached from: none of its runs again.
+        call.rate_counted = true;
         call.cancellation = Some(signal.clone());
         call.talk = Some(talk.clone());
         let watch = self.watch_cancel(id, signal);

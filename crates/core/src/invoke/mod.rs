@@ -115,7 +115,8 @@ pub struct Call {
     /// How the call talks back ([`crate::talk`]); `None`: its protocol carries nothing back.
     pub talk: Option<Arc<dyn Talk>>,
     /// The call was counted against its caller's rate where its protocol accepted it (a RAP
-    /// invocation, acknowledged before it runs): the invoker does not count it again.
+    /// invocation acknowledged before it runs, an MCP task's run: [`Invoker::count_call`]):
+    /// the invoker does not count it again.
     pub rate_counted: bool,
 }
 
@@ -267,13 +268,24 @@ impl Invoker {
         result
     }
 
-    /// Counts `call` against its caller's rate, first of all: one over it reads nothing more.
-    fn admit(&self, call: &Call) -> Result<(), Rejection> {
-        match self.rate.as_ref().filter(|_| !call.rate_counted) {
+    /// Counts one call of `caller` (a principal's subject) against its rate
+    /// ([`Self::with_rate_limit`]) now, for a protocol that accepts a call to run it later (an
+    /// MCP task): its runs are then [`Call::rate_counted`], so a call the caller was told is
+    /// accepted never ends by its caller's rate.
+    pub fn count_call(&self, caller: Option<&str>) -> Result<(), Rejection> {
+        match &self.rate {
             Some(rate) => rate
-                .check(call.principal.subject.as_deref())
+                .check(caller)
                 .map_err(|retry_after| Rejection::RateLimited { retry_after }),
             None => Ok(()),
+        }
+    }
+
+    /// Counts `call` against its caller's rate, first of all: one over it reads nothing more.
+    fn admit(&self, call: &Call) -> Result<(), Rejection> {
+        match call.rate_counted {
+            true => Ok(()),
+            false => self.count_call(call.principal.subject.as_deref()),
         }
     }
 
