@@ -1,7 +1,8 @@
 //! A subscription's lifetime and share (the third security read): it lives on while its events
 //! come, however long past `OXP_SUBSCRIPTION_TTL_SECS` from its opening; one that takes no event
 //! for that long ends, and a last `final` event tells its caller; a caller holds at most
-//! `OXP_SUBSCRIPTION_MAX_PER_CALLER` live subscriptions.
+//! `OXP_SUBSCRIPTION_MAX_PER_CALLER` live subscriptions. An event its callback does not take is
+//! never dropped: retried as a result is, else kept whole in the dead letters.
 
 use crate::talk_back::{app_with, event, invocation, status_of, subscribe};
 
@@ -131,4 +132,140 @@ async fn a_caller_holds_at_most_its_share_of_live_subscriptions() {
     assert_eq!(crate::common::post(&app, "/invoke", body).await.status, 200);
     let again = result_of(&receiver, "call-s4").await;
     assert_eq!(again["subscription"], true, "{again}");
+}
+
+/// An app whose dead letters go to a file of its own (`vars` set too), and that file.
+fn with_dead_letters(vars: &[(&str, &str)]) -> (crate::common::App, std::path::PathBuf) {
+    let file = std::env::temp_dir().join(format!("oxp-dead-{}.jsonl", uuid::Uuid::new_v4()));
+    let path = file.display().to_string();
+    let mut all = vec![("OXP_RAP_DEAD_LETTER_FILE", path.as_str())];
+    all.extend_from_slice(vars);
+    (app_with(&all, |_| {}), file)
+}
+
+/// The dead letters in `file` once there are `n` (5 s at most).
+async fn letters(file: &std::path::Path, n: usize) -> Vec<Value> {
+    let end = Instant::now() + Duration::from_secs(5);
+    loop {
+        let letters: Vec<Value> = std::fs::read_to_string(file)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        if letters.len() >= n {
+            return letters;
+        }
+        assert!(
+            Instant::now() < end,
+            "{} dead letters of {n}",
+            letters.len()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The number an event sent by [`event`] carries.
+fn n_of(event: &Value) -> u64 {
+    let text: Value = serde_json::from_str(event["text"].as_str().unwrap()).unwrap();
+    text["n"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn an_event_its_callback_refuses_is_dead_lettered_whole_and_the_next_one_still_goes_out() {
+    let (app, file) = with_dead_letters(&[]);
+    // The confirmation taken, the first event refused for good (a 4xx is not retried).
+    let receiver = Receiver::start(&[(200, None), (400, None)], 200).await;
+    subscribe(&app, &receiver, "call-refused", json!({"topic": "refused"})).await;
+    for n in 1..=2 {
+        assert_eq!(event(&app, "refused", n).await.status, 202);
+    }
+    let events = receiver.wait_kind("subscription_event", 2).await;
+    assert_eq!(
+        events.iter().map(n_of).collect::<Vec<_>>(),
+        [1, 2],
+        "in order"
+    );
+    let letters = letters(&file, 1).await;
+    assert_eq!(letters.len(), 1, "{letters:?}");
+    let reason = letters[0]["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("400") && reason.contains("not retried"),
+        "{reason}"
+    );
+    assert_eq!(letters[0]["message"], events[0], "the event kept whole");
+    assert_eq!(letters[0]["callback_url"], receiver.url.as_str());
+    let _ = std::fs::remove_file(file);
+}
+
+#[tokio::test]
+async fn an_event_whose_callback_asks_for_time_is_sent_again_after_it_and_once_taken_not_again() {
+    let (app, file) = with_dead_letters(&[("OXP_RAP_DELIVERY_ATTEMPTS", "3")]);
+    let receiver = Receiver::start(&[(200, None), (503, Some("1"))], 200).await;
+    subscribe(&app, &receiver, "call-later", json!({"topic": "later"})).await;
+    assert_eq!(event(&app, "later", 1).await.status, 202);
+    let events = receiver.wait_kind("subscription_event", 2).await;
+    assert_eq!(events[0], events[1], "the same event again");
+    let at: Vec<Instant> = receiver
+        .hits()
+        .into_iter()
+        .filter(|h| h.body["type"] == "subscription_event")
+        .map(|h| h.at)
+        .collect();
+    let waited = at[1] - at[0];
+    assert!(
+        waited >= Duration::from_millis(900),
+        "Retry-After: 1 kept: {waited:?}"
+    );
+    assert!(waited < Duration::from_secs(4), "{waited:?}");
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        receiver.of_kind("subscription_event").len(),
+        2,
+        "taken: not sent again"
+    );
+    assert!(!file.exists(), "nothing dead-lettered");
+}
+
+#[tokio::test]
+async fn events_a_callback_never_takes_are_dead_lettered_each_whole_after_the_last_attempt() {
+    let (app, file) = with_dead_letters(&[
+        ("OXP_RAP_DELIVERY_ATTEMPTS", "2"),
+        ("OXP_RAP_RETRY_BASE_MS", "50"),
+    ]);
+    let receiver = Receiver::start(&[(200, None)], 503).await;
+    subscribe(&app, &receiver, "call-down", json!({"topic": "down"})).await;
+    let sent = Instant::now();
+    for n in 1..=2 {
+        assert_eq!(event(&app, "down", n).await.status, 202);
+    }
+    let letters = letters(&file, 2).await;
+    // Each event's two attempts 40-50 ms apart: not the sweep's 5 s (the second event's retry
+    // waited for it when the first's had woken the process's first sweep).
+    assert!(
+        sent.elapsed() < Duration::from_secs(2),
+        "{:?}",
+        sent.elapsed()
+    );
+    let kept: Vec<u64> = letters.iter().map(|l| n_of(&l["message"])).collect();
+    assert_eq!(kept, [1, 2], "each event kept, in order: {letters:?}");
+    for letter in &letters {
+        assert_eq!(letter["message"]["tool_call_id"], "call-down");
+        assert_eq!(
+            letter["reason"],
+            "callback answered 503 Service Unavailable; gave up after 2 attempts"
+        );
+    }
+    // The callback back, the subscription lives on: the next event is delivered.
+    receiver.answer_from_now(200);
+    assert_eq!(event(&app, "down", 3).await.status, 202);
+    let end = Instant::now() + Duration::from_secs(10);
+    while !receiver
+        .of_kind("subscription_event")
+        .iter()
+        .any(|e| n_of(e) == 3)
+    {
+        assert!(Instant::now() < end, "event 3 never delivered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let _ = std::fs::remove_file(file);
 }

@@ -88,7 +88,7 @@ impl Runner {
                     now + wait.as_millis() as u64 > since + total.as_millis() as u64
                 });
         let gave_up = if failures >= retries.max_attempts {
-            Some(format!("{why}; gave up after {failures} attempts"))
+            Some(format!("{why}; gave up after {}", attempts(failures)))
         } else if at_least.is_some_and(|w| w > retries.max_delay) {
             Some(format!(
                 "{why} with Retry-After {} s, beyond the longest wait",
@@ -96,7 +96,8 @@ impl Runner {
             ))
         } else if out_of_time {
             Some(format!(
-                "{why}; delivery time ran out after {failures} attempts"
+                "{why}; delivery time ran out after {}",
+                attempts(failures)
             ))
         } else {
             None
@@ -222,5 +223,13 @@ impl Runner {
             }
         );
         record.and(slot).and(parts)
+    }
+}
+
+/// `n` attempts, as a reason says it ("1 attempt", "3 attempts").
+fn attempts(n: u32) -> String {
+    match n {
+        1 => "1 attempt".to_owned(),
+        n => format!("{n} attempts"),
     }
 }

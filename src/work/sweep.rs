@@ -46,7 +46,7 @@ impl Runner {
                 });
             }
         }
-        self.next_sweep(first).await;
+        self.next_sweep().await;
         count
     }
 
@@ -66,9 +66,11 @@ impl Runner {
     }
 
     /// When the sweeper wakes next: for the soonest work due before the next tick (a retry, a
-    /// lease that lapses), else at the tick.
-    async fn next_sweep(&self, first: bool) {
-        if !self.local() || first {
+    /// lease that lapses), else at the tick. After every sweep, the first too: a retry put off
+    /// while the sweeper waited for an earlier one is known only to the store's index once
+    /// the sweeper has woken.
+    async fn next_sweep(&self) {
+        if !self.local() {
             return;
         }
         let until = SystemTime::now() + self.settings.tick;

@@ -1,7 +1,8 @@
 //! A sweep reads what is due, by the store's index of due work, never every record: among
 //! 10,000 live records not yet due, a sweep reads the few that are (a process's first sweep
 //! alone reads them all, for what a dead holder or an earlier version left). A queued message
-//! whose work could not be claimed is delivered again.
+//! whose work could not be claimed is delivered again. A retry is run when it comes due, not at
+//! the next tick, whichever sweep came before it.
 
 use super::queue::queued_work;
 use super::*;
@@ -102,4 +103,77 @@ async fn a_queued_message_whose_work_the_store_could_not_claim_is_delivered_agai
     let again = records.handle(&message, CallContext::default()).await;
     assert!(matches!(again, Handled::Done), "{again:?}");
     assert_eq!(runs.0.load(Relaxed), 1);
+}
+
+/// A handler whose first run of each piece of work fails (to be retried) and whose next ends
+/// it, each run's time kept.
+#[derive(Default)]
+struct FailsOnce(Mutex<Vec<(String, Instant)>>);
+
+impl Handler for FailsOnce {
+    fn run<'a>(&'a self, id: &'a str, work: &'a Work, _: Run) -> BoxFuture<'a, Outcome> {
+        self.0.lock().unwrap().push((id.to_owned(), Instant::now()));
+        let first = work.attempts == 1;
+        Box::pin(async move {
+            match first {
+                true => Outcome::Retry("refused".into()),
+                false => Outcome::Done,
+            }
+        })
+    }
+
+    fn give_up<'a>(
+        &'a self,
+        _: &'a str,
+        _: &'a Work,
+        _: &'a str,
+        _: Option<&'a [u8]>,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async { false })
+    }
+}
+
+#[tokio::test]
+async fn a_retry_due_just_after_a_processs_first_sweep_runs_when_due_not_at_the_next_tick() {
+    let settings = Settings {
+        tick: Duration::from_secs(30),
+        retries: Retries {
+            base: Duration::from_millis(300),
+            ..Settings::default().retries
+        },
+        ..Settings::default()
+    };
+    let runner = Runner::new(crate::state::embedded::store(None).unwrap(), settings);
+    let runs = Arc::new(FailsOnce::default());
+    runner.register("test", runs.clone());
+    runner.sweep_every_tick(false);
+    // Two retries due a moment apart: the sweeper wakes for the first, which is this
+    // process's first sweep, and must wake again for the second.
+    let started = Instant::now();
+    for id in ["first", "second"] {
+        let body = serde_json::json!({});
+        assert!(
+            runner
+                .submit("test", id, Some("alice"), body)
+                .await
+                .unwrap()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let end = started + Duration::from_secs(5);
+    while runs.0.lock().unwrap().len() < 4 {
+        assert!(Instant::now() < end, "{:?}", runs.0.lock().unwrap());
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for id in ["first", "second"] {
+        let at: Vec<Instant> = (runs.0.lock().unwrap().iter())
+            .filter(|(i, _)| i == id)
+            .map(|(_, at)| *at)
+            .collect();
+        let waited = at[1] - at[0];
+        assert!(
+            waited >= Duration::from_millis(230) && waited < Duration::from_secs(1),
+            "{id}: retried {waited:?} after its failure (its backoff 240-300 ms)"
+        );
+    }
 }
