@@ -124,6 +124,23 @@ async fn too_many_requests_is_retried_after_the_retry_after_delay() {
 }
 
 #[tokio::test]
+async fn a_retry_after_beyond_the_longest_wait_gives_up_at_once_with_a_dead_letter_saying_so() {
+    let rig = Rig::with_rap(|r| r.retry.max_delay = Duration::from_secs(2)).await;
+    // An hour: waited out, the result would reach a runtime that gave the call up long ago.
+    let receiver = Receiver::start(&[(503, Some("3600"))], 200).await;
+    rig.accept(add(&receiver.url)).await;
+    rig.settle().await;
+    assert_eq!(receiver.hits().len(), 1, "not tried again");
+    let letters = rig.dead_letters();
+    assert_eq!(letters.len(), 1);
+    assert_eq!(
+        letters[0]["reason"],
+        "callback answered 503 Service Unavailable with Retry-After 3600 s, beyond the longest wait"
+    );
+    assert_eq!(letters[0]["message"], receiver.hits()[0].body);
+}
+
+#[tokio::test]
 async fn at_shutdown_running_tools_are_cancelled_and_their_results_delivered() {
     let rig = Rig::new().await;
     let receiver = Receiver::ok().await;
