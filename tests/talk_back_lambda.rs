@@ -28,27 +28,30 @@ struct Functions {
 }
 
 async fn functions() -> Functions {
+    functions_with(&[]).await
+}
+
+/// The two functions with the settings `vars` too.
+async fn functions_with(vars: &[(&str, &str)]) -> Functions {
     let sdk = sdk_config(&moto_url()).await;
     let sqs = aws_sdk_sqs::Client::new(&sdk);
     let (queue_url, dead_letters) = common::queue::queues(&sqs, "oxp-talk").await;
     let urls = [queue_url, dead_letters];
     let (_, table) = state_table().await;
     let function = |role: &str| {
-        let mut config = Config::from_vars(
-            true,
-            [
-                ("OXP_AUTH", "none"),
-                ("OXP_RAP_QUEUE_URL", urls[0].as_str()),
-                ("OXP_RAP_DEAD_LETTER_QUEUE_URL", urls[1].as_str()),
-                ("OXP_RAP_ALLOW_HTTP", "true"),
-                ("OXP_RAP_ALLOW_LOOPBACK_CALLBACKS", "true"),
-                ("OXP_RAP_DELIVERY_ATTEMPTS", "2"),
-                ("OXP_RAP_ENDPOINT", "https://tools.example.com/invoke"),
-                ("OXP_STATE_TABLE", table.as_str()),
-                ("OXP_METRICS", "off"),
-            ],
-        )
-        .unwrap();
+        let mut all = vec![
+            ("OXP_AUTH", "none"),
+            ("OXP_RAP_QUEUE_URL", urls[0].as_str()),
+            ("OXP_RAP_DEAD_LETTER_QUEUE_URL", urls[1].as_str()),
+            ("OXP_RAP_ALLOW_HTTP", "true"),
+            ("OXP_RAP_ALLOW_LOOPBACK_CALLBACKS", "true"),
+            ("OXP_RAP_DELIVERY_ATTEMPTS", "2"),
+            ("OXP_RAP_ENDPOINT", "https://tools.example.com/invoke"),
+            ("OXP_STATE_TABLE", table.as_str()),
+            ("OXP_METRICS", "off"),
+        ];
+        all.extend_from_slice(vars);
+        let mut config = Config::from_vars(true, all).unwrap();
         config.lambda_role = role.into();
         build(
             App::builder(common::example_tools::registry().unwrap())
@@ -78,6 +81,20 @@ impl Functions {
             async move { serde_json::to_value(worker.handle_sqs_batch(event).await).unwrap() },
         )
     }
+}
+
+/// `event` sent to the demo event source's webhook of `app`, signed.
+async fn webhook(app: &App, event: Value) -> Reply {
+    let event = event.to_string();
+    let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(event.as_bytes());
+    let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    let request = axum::http::Request::post("/webhooks/demo")
+        .header("content-type", "application/json")
+        .header("x-hub-signature-256", signature)
+        .body(axum::body::Body::from(event))
+        .unwrap();
+    send(app, request).await
 }
 
 fn invocation(receiver: &Receiver, id: &str, operation: &str, arguments: Value) -> String {
@@ -172,16 +189,7 @@ async fn an_event_the_http_function_accepts_is_delivered_by_the_worker() {
     f.pump(1).await.await.unwrap();
     let confirmation = receiver.wait_kind("tool_result", 1).await.remove(0);
     assert_eq!(confirmation["subscription"], true, "{confirmation}");
-    let event = json!({"topic": "orders", "event": {"order": 7}}).to_string();
-    let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
-    mac.update(event.as_bytes());
-    let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
-    let request = axum::http::Request::post("/webhooks/demo")
-        .header("content-type", "application/json")
-        .header("x-hub-signature-256", signature)
-        .body(axum::body::Body::from(event))
-        .unwrap();
-    let reply = send(&f.http, request).await;
+    let reply = webhook(&f.http, json!({"topic": "orders", "event": {"order": 7}})).await;
     assert_eq!(reply.status, 202, "{}", reply.text);
     assert_eq!(reply.json["accepted"], 1);
     // Nothing is sent by the HTTP function: the worker delivers it from its queue.
@@ -368,4 +376,57 @@ async fn a_call_waiting_for_its_user_past_the_workers_deadline_parks_and_the_ans
     let value: Value = serde_json::from_str(result["text"].as_str().unwrap()).unwrap();
     assert_eq!(value, json!({"selected": 0, "choice": "Yes"}), "{result}");
     assert_eq!(receiver.of_kind("user_choice").len(), 1, "asked once");
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn events_left_when_the_workers_time_is_up_go_on_from_the_queue_at_once_each_sent_once() {
+    let f = functions_with(&[("OXP_SUBSCRIPTION_EVENTS_PER_MINUTE", "60")]).await;
+    let receiver = Receiver::ok().await;
+    let body = invocation(
+        &receiver,
+        "l-burst",
+        "Demo_Watch",
+        json!({"topic": "burst"}),
+    );
+    assert_eq!(post(&f.http, "/invoke", body).await.status, 200);
+    f.pump(1).await.await.unwrap();
+    receiver.wait_kind("tool_result", 1).await;
+    for n in 1..=3 {
+        let reply = webhook(&f.http, json!({"topic": "burst", "event": {"n": n}})).await;
+        assert_eq!(reply.json["accepted"], 1, "{}", reply.text);
+    }
+    // A message per event accepted, for the one piece of work that delivers them. At one event
+    // a second (the subscription's pace), a worker invocation of 1.5 s sends two.
+    let event = common::queue::receive_batch(&f.sqs, &f.queue_url, 3).await;
+    let deadline = Instant::now() + Duration::from_millis(1500);
+    let batch = f.worker.handle_sqs_batch_within(event, deadline).await;
+    assert_eq!(
+        serde_json::to_value(batch).unwrap(),
+        json!({"batchItemFailures": []})
+    );
+    assert_eq!(receiver.of_kind("subscription_event").len(), 2);
+    // The rest is on the queue at once, for whichever worker takes it.
+    let ended = Instant::now();
+    let event = common::queue::receive_batch(&f.sqs, &f.queue_url, 1).await;
+    assert!(
+        ended.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        ended.elapsed()
+    );
+    let batch = f.worker.handle_sqs_batch(event).await;
+    assert_eq!(
+        serde_json::to_value(batch).unwrap(),
+        json!({"batchItemFailures": []})
+    );
+    let events = receiver.wait_kind("subscription_event", 3).await;
+    let texts: Vec<Value> = events
+        .iter()
+        .map(|e| serde_json::from_str(e["text"].as_str().unwrap()).unwrap())
+        .collect();
+    assert_eq!(
+        texts,
+        [json!({"n": 1}), json!({"n": 2}), json!({"n": 3})],
+        "in order, once each"
+    );
 }
