@@ -189,6 +189,39 @@ async fn a_question_goes_on_the_calls_stream_and_the_sessions_answer_reaches_the
     assert_eq!(again.0, 400, "{}", again.1);
 }
 
+/// A client that could not show the question answers its request with a JSON-RPC error: the
+/// user said nothing, so the tool hears a dismissal (`Demo.Confirm` takes its default).
+#[tokio::test]
+async fn a_client_answering_the_question_with_an_error_is_a_dismissal_for_the_tool() {
+    let app = example_app();
+    let session = initialize(&app, VERSION, json!({"elicitation": {}}), None)
+        .await
+        .unwrap();
+    let call = message(2, "tools/call", confirm());
+    let response = app
+        .clone()
+        .oneshot(request(&call, Some(&session), None))
+        .await
+        .unwrap();
+    let mut body = response.into_body();
+    let mut buffer = String::new();
+    let asked = next_message(&mut body, &mut buffer).await;
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    let error = json!({"jsonrpc": "2.0", "id": asked["id"],
+                       "error": {"code": -32603, "message": "no way to show a form here"}});
+    let answered = post(&app, request(&error, Some(&session), None)).await;
+    assert_eq!(answered, (202, String::new()));
+    let result = next_message(&mut body, &mut buffer).await;
+    assert_eq!(result["result"]["isError"], false, "{result}");
+    let chosen: Value =
+        serde_json::from_str(result["result"]["content"][0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(
+        chosen,
+        json!({"selected": 0, "choice": "Yes"}),
+        "the default"
+    );
+}
+
 #[tokio::test]
 async fn an_answer_to_one_calls_question_is_never_taken_by_the_next_calls_question() {
     let app = example_app();
