@@ -280,6 +280,23 @@ async fn an_event_that_is_not_an_action_group_event_is_answered_not_crashed() {
     }
 }
 
+#[tokio::test]
+async fn an_event_over_the_body_limit_is_a_failure_in_the_documented_shape_as_on_every_transport() {
+    let config = oxp_lambda::Config {
+        max_body_bytes: 1024,
+        ..test_config()
+    };
+    let app = app_with(common::example_tools::registry().unwrap(), config);
+    let pad = json!([{"name": "pad", "type": "string", "value": "x".repeat(2048)}]);
+    let answer = app
+        .handle_bedrock_agent(&event("Calculator_Add", pad))
+        .await;
+    assert_eq!(answer["messageVersion"], "1.0");
+    let response = &answer["response"]["functionResponse"];
+    assert_eq!(response["responseState"], "FAILURE", "{answer}");
+    assert_eq!(body(&answer), "Error: the event is too large");
+}
+
 /// An unknown function's name is shown as every protocol shows a caller's name: at most 64
 /// characters, without control characters, marked when cut.
 #[tokio::test]
