@@ -58,6 +58,15 @@ impl UserTokens for Broker {
     fn when_completed(&self, _hook: oxp_lambda_core::tokens::Completed) {
         match *self {}
     }
+
+    fn forget_refused<'a>(
+        &'a self,
+        _provider: &'a str,
+        _user: &'a str,
+        _refused: &'a oxp_lambda_core::Secret,
+    ) -> TokenFuture<'a, Result<(), TokenError>> {
+        match *self {}
+    }
 }
 
 /// The flow's routes, which no broker of this build serves.

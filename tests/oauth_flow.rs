@@ -16,9 +16,18 @@ use std::process::Command;
 use std::time::Duration;
 
 /// A browser: follows redirects by hand (so each hop is visible), keeps cookies per host.
+#[derive(Clone)]
 struct Browser {
     http: reqwest::Client,
     cookies: HashMap<String, String>,
+}
+
+/// Where one request of a [`Browser`] led.
+enum Hop {
+    /// A redirect to this URL.
+    To(String),
+    /// A page: its status and body.
+    Page(u16, String),
 }
 
 impl Browser {
@@ -38,46 +47,71 @@ impl Browser {
         let mut url = url.to_owned();
         let mut visited = Vec::new();
         for _ in 0..12 {
-            // At the provider's authorization endpoint the user says who they are.
-            if url.contains("/auth?") && !url.contains("login_hint") {
-                url.push_str(&format!("&login_hint={account}"));
-            }
+            url = self.as_account(url, account);
             visited.push(url.clone());
-            let cookie: Vec<String> = self
-                .cookies
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            let answer = self
-                .http
-                .get(&url)
-                .header("cookie", cookie.join("; "))
-                .send()
-                .await
-                .unwrap();
-            for set in answer.headers().get_all("set-cookie") {
-                let pair = set.to_str().unwrap().split(';').next().unwrap();
-                if let Some((k, v)) = pair.split_once('=') {
-                    self.cookies.insert(k.trim().into(), v.trim().into());
-                }
-            }
-            let status = answer.status().as_u16();
-            let location = answer
-                .headers()
-                .get("location")
-                .map(|l| l.to_str().unwrap().to_owned());
-            match location {
-                Some(next) if (300..400).contains(&status) => {
-                    url = reqwest::Url::parse(&url)
-                        .unwrap()
-                        .join(&next)
-                        .unwrap()
-                        .to_string();
-                }
-                _ => return (status, answer.text().await.unwrap(), visited),
+            match self.hop(&url).await {
+                Hop::To(next) => url = next,
+                Hop::Page(status, page) => return (status, page, visited),
             }
         }
         panic!("too many redirects: {visited:?}");
+    }
+
+    /// Follows `url` as [`Self::open`] does up to the first URL holding `before`, which it
+    /// returns unvisited.
+    async fn open_until(&mut self, url: &str, account: &str, before: &str) -> String {
+        let mut url = url.to_owned();
+        for _ in 0..12 {
+            url = self.as_account(url, account);
+            match self.hop(&url).await {
+                Hop::To(next) if next.contains(before) => return next,
+                Hop::To(next) => url = next,
+                Hop::Page(status, page) => panic!("never reached {before}: {status} {page}"),
+            }
+        }
+        panic!("too many redirects");
+    }
+
+    /// At the provider's authorization endpoint the user says who they are.
+    fn as_account(&self, mut url: String, account: &str) -> String {
+        if url.contains("/auth?") && !url.contains("login_hint") {
+            url.push_str(&format!("&login_hint={account}"));
+        }
+        url
+    }
+
+    /// One request of `url`, its cookies kept.
+    async fn hop(&mut self, url: &str) -> Hop {
+        let cookie: Vec<String> = self
+            .cookies
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let answer = self
+            .http
+            .get(url)
+            .header("cookie", cookie.join("; "))
+            .send()
+            .await
+            .unwrap();
+        for set in answer.headers().get_all("set-cookie") {
+            let pair = set.to_str().unwrap().split(';').next().unwrap();
+            if let Some((k, v)) = pair.split_once('=') {
+                self.cookies.insert(k.trim().into(), v.trim().into());
+            }
+        }
+        let status = answer.status().as_u16();
+        let location = answer
+            .headers()
+            .get("location")
+            .map(|l| l.to_str().unwrap().to_owned());
+        match location {
+            Some(next) if (300..400).contains(&status) => {
+                let next = reqwest::Url::parse(url).unwrap().join(&next).unwrap();
+                Hop::To(next.to_string())
+            }
+            _ => Hop::Page(status, answer.text().await.unwrap()),
+        }
     }
 }
 
@@ -282,6 +316,43 @@ async fn a_link_forwarded_to_someone_else_links_nothing_and_stays_the_users() {
     // Completed once: opening it again completes nothing more.
     let (status, _, _) = Browser::new().open(&url, "alice").await;
     assert_eq!(status, 400);
+}
+
+/// Someone who copied the user's callback, its code and the browser's cookie, replays it after
+/// the user: the provider refuses the used code and, as OAuth asks of it, revokes the tokens
+/// that code gave. Nothing is linked to anyone; the user's next call finds its token refused,
+/// and is asked to authorize again (the held token forgotten), not failed for good.
+#[tokio::test]
+#[ignore = "needs Node 22 and oidc-provider: scripts/test installs them (OXP_TEST_NODE) and runs this"]
+async fn a_callback_replayed_with_its_code_links_nothing_and_the_revoked_token_is_asked_for_again()
+{
+    let s = setup().await;
+    let (_, refused) = oxp_call(&s.base, "alice").await;
+    let url = refused["missing_requirements"]["authorization"][0]["url"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut browser = Browser::new();
+    let callback = browser.open_until(&url, "alice", "/callback?").await;
+    let copied = browser.clone();
+    let (status, page, _) = browser.open(&callback, "alice").await;
+    assert_eq!(status, 200, "{page}");
+    assert_eq!(oxp_call(&s.base, "alice").await.0, 200);
+    let (status, page, _) = copied.clone().open(&callback, "alice").await;
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("not valid or has expired"), "{page}");
+    // The provider revoked the grant: the call asks for a new one, with a new link.
+    let (status, asked) = oxp_call(&s.base, "alice").await;
+    assert_eq!(status, 400, "{asked}");
+    let again = asked["missing_requirements"]["authorization"][0]["url"]
+        .as_str()
+        .unwrap();
+    assert_ne!(again, url, "a new link");
+    let (status, page, _) = Browser::new().open(again, "alice").await;
+    assert_eq!(status, 200, "{page}");
+    let (status, answer) = oxp_call(&s.base, "alice").await;
+    assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["result"]["value"]["sub"], "alice");
 }
 
 #[tokio::test]

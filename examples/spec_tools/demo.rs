@@ -235,8 +235,13 @@ pub async fn profile(_input: NoInput, ctx: ToolContext) -> Result<serde_json::Va
                 .developer_message(e.without_url().to_string())
                 .retry_after(Duration::from_secs(1))
         })?;
+    // Refused (the user revoked the access, the provider ended the grant): the server forgets
+    // the token and asks the user to authorize again, as a first call does.
+    if answer.status() == reqwest::StatusCode::UNAUTHORIZED {
+        return Err(ToolError::token_refused("demo").developer_message("userinfo answered 401"));
+    }
     if !answer.status().is_success() {
-        return Err(ToolError::new("The profile service refused the token")
+        return Err(ToolError::new("The profile service failed")
             .developer_message(format!("userinfo answered {}", answer.status())));
     }
     let body = answer.bytes().await.map_err(ToolError::internal)?;

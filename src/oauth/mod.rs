@@ -79,6 +79,11 @@ pub(crate) struct Link {
     pub(crate) s: Vec<String>,
     /// Expiry, Unix seconds.
     pub(crate) e: u64,
+    /// What makes each link one of its own, so that it completes once (its spent mark is its
+    /// own): two links for one user, provider and scopes made within a second were one link,
+    /// and the second, asked for after the first completed, could never complete.
+    #[serde(default)]
+    pub(crate) n: String,
 }
 
 /// A user's tokens for a provider, as sealed in the vault.
@@ -221,6 +226,7 @@ impl Broker {
             u: user.to_owned(),
             s: scopes.to_vec(),
             e: unix(SystemTime::now() + self.link_ttl),
+            n: uuid::Uuid::new_v4().simple().to_string(),
         };
         let plain = serde_json::to_vec(&link).map_err(|e| TokenError(e.to_string()))?;
         Ok(self.keys().await?.seal_text("link", &plain))
@@ -422,6 +428,25 @@ impl UserTokens for Broker {
                 return Err(TokenError(format!("no provider '{provider}'")));
             };
             self.held(p, user, scopes).await
+        })
+    }
+
+    fn forget_refused<'a>(
+        &'a self,
+        provider: &'a str,
+        user: &'a str,
+        refused: &'a oxp_lambda_core::Secret,
+    ) -> TokenFuture<'a, Result<(), TokenError>> {
+        Box::pin(async move {
+            // The record as it is now: one that replaced the refused token stays.
+            let key = Self::vault_key(provider, user);
+            match self.record(&key).await? {
+                Some(record) if record.a == refused.expose() => {
+                    tracing::info!(target: "oxp::oauth", provider, "token refused by its service; the user must authorize again");
+                    self.store.delete(&key).await
+                }
+                _ => Ok(()),
+            }
         })
     }
 }

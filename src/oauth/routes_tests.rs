@@ -48,6 +48,7 @@ async fn sealed_state(broker: &Broker, provider: &str, expiry: SystemTime, nonce
             u: "alice".into(),
             s: vec![],
             e: unix(expiry),
+            n: "a-link".into(),
         },
         n: nonce.into(),
         v: "verifier".into(),
@@ -158,6 +159,7 @@ async fn one_link_starts_at_most_ten_flows_a_minute() {
         u: "alice".into(),
         s: vec![],
         e: unix(SystemTime::now() + Duration::from_secs(600)),
+        n: "a-link".into(),
     };
     let t = broker
         .keys()
@@ -188,6 +190,7 @@ async fn an_expired_link_starts_no_flow() {
         u: "alice".into(),
         s: vec![],
         e: unix(SystemTime::now() - Duration::from_secs(1)),
+        n: "a-link".into(),
     };
     let t = broker
         .keys()

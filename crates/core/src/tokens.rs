@@ -88,6 +88,16 @@ pub trait UserTokens: Send + Sync + fmt::Debug {
         user: &'a str,
         scopes: &'a [String],
     ) -> TokenFuture<'a, Result<Held, TokenError>>;
+
+    /// Forgets `user`'s token for `provider` if it is still `refused`, a token the service it
+    /// is for refused ([`ToolError::token_refused`](crate::ToolError::token_refused)): a token
+    /// that replaced it meanwhile (refreshed, authorized again) stays.
+    fn forget_refused<'a>(
+        &'a self,
+        provider: &'a str,
+        user: &'a str,
+        refused: &'a Secret,
+    ) -> TokenFuture<'a, Result<(), TokenError>>;
 }
 
 /// One sealed record of a [`TokenStore`]: opaque bytes (the store never sees a token in clear)

@@ -257,6 +257,8 @@ pub struct ToolError {
     /// that asked for something its protocol cannot carry fails as
     /// [`ErrorClass::Unsupported`] ([`TalkError`] converts so).
     pub class: Option<ErrorClass>,
+    /// The provider whose token the service it is for refused ([`Self::token_refused`]).
+    pub refused_token: Option<String>,
 }
 
 impl ToolError {
@@ -269,7 +271,19 @@ impl ToolError {
             additional_prompt_content: None,
             retry_after_ms: None,
             class: None,
+            refused_token: None,
         }
+    }
+
+    /// The service the token of `provider` is for refused it (the user revoked the access, or
+    /// it ended early): for a token the tool declared
+    /// ([`ToolBuilder::authorization`](crate::ToolBuilder::authorization)), the call ends as
+    /// a call without one does, asking the user to authorize again; the server forgets a token
+    /// it held. A provider the tool did not declare leaves this a plain tool error.
+    pub fn token_refused(provider: impl Into<String>) -> Self {
+        let mut error = Self::new("The authorization was refused; it must be given again");
+        error.refused_token = Some(provider.into());
+        error
     }
 
     /// A generic user-facing message with `err` as the developer message.

@@ -104,6 +104,7 @@ impl StoredOutcome {
                 additional_prompt_content: e.additional_prompt_content.clone(),
                 retry_after_ms: None,
                 class: None,
+                refused_token: None,
             }),
         }
     }

@@ -10,6 +10,7 @@ mod local;
 pub mod metrics;
 mod prepare;
 pub mod rate;
+mod refused;
 mod requirements;
 mod run;
 mod slots;
@@ -333,7 +334,7 @@ impl Invoker {
             (Ok(granted), Ok(()), Ok(None | Some(Claim::Acquired))) => Ok(granted),
             (Ok(_), Ok(()), Ok(Some(other))) => return claimed_before(other, call_id, tool),
         };
-        let (authorization, secrets) = match granted {
+        let (authorization, secrets, vaulted) = match granted {
             Ok(granted) => granted,
             Err(refused) => return release(watch, refused).await,
         };
@@ -361,7 +362,23 @@ impl Invoker {
             state: self.registry.state().clone(),
             talk: TalkBack::new(call.talk.unwrap_or_else(|| Arc::new(Silent(call.protocol)))),
         };
+        let owner = (!vaulted.is_empty())
+            .then(|| {
+                call.principal
+                    .token_owner(ctx.user_id.as_deref())
+                    .map(str::to_owned)
+            })
+            .flatten();
         let executed = run::execute(tool, call.input, ctx, deadline).await;
+        let executed = match executed {
+            Ok(Outcome {
+                result: Err(ref e), ..
+            }) if e.refused_token.is_some() => {
+                let held = (owner.as_deref(), vaulted);
+                refused::reauthorize(executed, self.tokens.as_deref(), held).await
+            }
+            executed => executed,
+        };
         // Held until the outcome is stored: a call dropped meanwhile still lets its claim go.
         let (Some(idem), Some(held)) = (&self.idempotency, &watch.claim) else {
             return executed;

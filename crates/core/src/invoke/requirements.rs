@@ -11,8 +11,13 @@ use crate::tokens::{Held, UserTokens};
 use crate::tool::Secret;
 use std::collections::HashMap;
 
-/// Tokens and secrets by id, exactly those the tool declared.
-type Granted = (HashMap<String, Secret>, HashMap<String, Secret>);
+/// Tokens and secrets by id, exactly those the tool declared, and the tokens among them the
+/// server held (not the caller's), by provider.
+type Granted = (HashMap<String, Secret>, HashMap<String, Secret>, Vaulted);
+
+/// The tokens of a call the server held for its user, by provider (what it forgets when the
+/// service refuses one); none for most calls, and then no allocation.
+pub(super) type Vaulted = Vec<(String, Secret)>;
 
 /// What the server holds for a call: its secrets and, when it runs OAuth flows, users' tokens.
 pub(super) struct Holdings<'a> {
@@ -39,6 +44,7 @@ pub(super) async fn check(
         return Err(Missing::UserId);
     }
     let mut authorization = HashMap::with_capacity(required.authorization.len());
+    let mut vaulted = Vaulted::new();
     for provider in &required.authorization {
         let sent = offered
             .iter()
@@ -60,6 +66,7 @@ pub(super) async fn check(
         let owner = principal.token_owner(user_id).ok_or(Missing::UserId)?;
         match tokens.token(&provider.id, owner, &provider.scopes).await {
             Ok(Held::Token(token)) => {
+                vaulted.push((provider.id.clone(), token.clone()));
                 authorization.insert(provider.id.clone(), token);
             }
             Ok(Held::Authorize(challenge)) => {
@@ -72,7 +79,7 @@ pub(super) async fn check(
         }
     }
     if required.secrets.is_empty() {
-        return Ok((authorization, HashMap::new()));
+        return Ok((authorization, HashMap::new(), vaulted));
     }
     let values = held
         .secrets
@@ -85,5 +92,5 @@ pub(super) async fn check(
             } => Missing::Secret(id, refused_from_client),
             SecretsRejection::Source(e) => Missing::Unavailable(e),
         })?;
-    Ok((authorization, values))
+    Ok((authorization, values, vaulted))
 }

@@ -1,0 +1,64 @@
+//! A token the service it is for refused ([`ToolError::token_refused`]): the call ends as a
+//! call without the token does, asking the user to authorize again. A token the server held
+//! is forgotten first (unless another replaced it meanwhile), so the next call does not hand
+//! the tool the same refused token; a caller's own token is the caller's to replace.
+
+use super::requirements::Vaulted;
+use super::{Outcome, Rejection};
+use crate::refusal::Missing;
+use crate::tokens::{Held, UserTokens};
+
+/// `executed` as the call ends: a tool error naming a refused token of a provider its tool
+/// declared becomes the authorization its protocol asks the user for; anything else is as it
+/// was. `owner`: whose tokens `vaulted` are.
+pub(super) async fn reauthorize(
+    executed: Result<Outcome, Rejection>,
+    tokens: Option<&dyn UserTokens>,
+    (owner, vaulted): (Option<&str>, Vaulted),
+) -> Result<Outcome, Rejection> {
+    let declared = match &executed {
+        Ok(Outcome {
+            result: Err(error),
+            tool,
+            ..
+        }) => error.refused_token.as_deref().and_then(|provider| {
+            (tool.requirements.authorization.iter()).find(|declared| declared.id == provider)
+        }),
+        _ => None,
+    };
+    let Some(declared) = declared else {
+        return executed;
+    };
+    let provider = declared.id.clone();
+    let held = vaulted.iter().find(|(id, _)| *id == provider);
+    let (Some(tokens), Some((_, token)), Some(owner)) = (tokens, held, owner) else {
+        // The caller's token: it sends another, or the server's flow runs for the user.
+        return Err(Rejection::Missing(Missing::Authorization {
+            provider,
+            challenge: None,
+        }));
+    };
+    let unavailable = |e| {
+        Err(Rejection::Missing(Missing::TokenUnavailable(
+            provider.clone(),
+            e,
+        )))
+    };
+    if let Err(e) = tokens.forget_refused(&provider, owner, token).await {
+        return unavailable(e);
+    }
+    match tokens.token(&provider, owner, &declared.scopes).await {
+        Ok(Held::Authorize(challenge)) => Err(Rejection::Missing(Missing::Authorization {
+            provider,
+            challenge: Some(Box::new(challenge)),
+        })),
+        // Another token replaced the refused one meanwhile: the tool's error stands, and the
+        // next call has the new token.
+        Ok(Held::Token(_)) => executed,
+        Err(e) => unavailable(e),
+    }
+}
+
+#[cfg(test)]
+#[path = "refused_tests.rs"]
+mod tests;
