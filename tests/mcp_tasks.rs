@@ -243,6 +243,37 @@ async fn a_task_counts_against_its_callers_rate_where_it_is_made_and_never_again
     assert_eq!(told["can_retry"], true, "{told}");
 }
 
+/// Two forms asked at once under one key could not be told apart by their answers: the second
+/// is the tool's mistake, refused to it (`share the key`, in the developer's detail), and the
+/// task ends with the tool's error.
+#[tokio::test]
+async fn two_forms_a_task_asks_at_once_under_one_key_are_refused_to_the_tool() {
+    use oxp_lambda::{Form, ToolError};
+    let form = || {
+        let schema = json!({"type": "object", "properties": {"name": {"type": "string"}}});
+        Form::new("who", "Who are you?", schema)
+    };
+    let tool = oxp_lambda::Tool::builder("Job.Twice", "1.0.0")
+        .long_running()
+        .handler(move |_: Nothing, ctx: oxp_lambda::ToolContext| async move {
+            tokio::try_join!(ctx.fill(form()), ctx.fill(form()))?;
+            Ok::<_, ToolError>("both")
+        });
+    let mut tools = common::example_tools::tools();
+    tools.push(tool);
+    let app = app_with(
+        Registry::builder().tools(tools).build().unwrap(),
+        test_config(),
+    );
+    let created = call(&app, "Job_Twice", json!({}), true).await;
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    let done = until(&app, &id, "completed").await;
+    assert_eq!(done["result"]["isError"], true, "{done}");
+    let text = done["result"]["content"][0]["text"].as_str().unwrap();
+    let told: serde_json::Value = serde_json::from_str(text).unwrap();
+    assert_eq!(told["message"], "The tool asked something it cannot ask");
+}
+
 #[tokio::test]
 async fn tasks_cancel_stops_the_tool_and_the_task_stays_cancelled() {
     let config = oxp_lambda::Config {

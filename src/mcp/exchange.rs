@@ -4,7 +4,7 @@
 //! A tool that asks first may detach here: the call then goes on as a task.
 
 use super::declared::{Needs, Offers};
-use super::questions::{Answers, Carrier, MAX_ASKS, Question};
+use super::questions::{Answers, Carrier, Question, may_ask, shared_key};
 use oxp_lambda_core::talk::{TalkError, TalkFuture};
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
@@ -122,11 +122,7 @@ impl Exchange {
         if let Some(answer) = answers.get(seq) {
             return Ok(answer.clone());
         }
-        if seq as usize >= MAX_ASKS {
-            return Err(TalkError::Invalid(format!(
-                "a call asks at most {MAX_ASKS} questions"
-            )));
-        }
+        may_ask(seq)?;
         let key = question.key(seq);
         let open = match &self.open {
             Some(open) => open.contains(&seq),
@@ -139,9 +135,7 @@ impl Exchange {
         drop(answers);
         let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
         if asked.iter().any(|(s, q)| *s != seq && q.key(*s) == key) {
-            return Err(TalkError::Invalid(format!(
-                "two questions asked at once share the key `{key}`"
-            )));
+            return Err(shared_key(&key));
         }
         asked.insert(seq, question);
         Err(TalkError::Parked)

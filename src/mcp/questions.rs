@@ -19,6 +19,21 @@ use serde_json::{Value, json};
 /// Most questions one call may ask over its rounds.
 pub(crate) const MAX_ASKS: usize = 16;
 
+/// Question `seq` may be asked (a call asks at most [`MAX_ASKS`]), whatever carries it.
+pub(crate) fn may_ask(seq: u32) -> Result<(), TalkError> {
+    match seq as usize {
+        n if n < MAX_ASKS => Ok(()),
+        _ => Err(TalkError::Invalid(format!(
+            "a call asks at most {MAX_ASKS} questions"
+        ))),
+    }
+}
+
+/// Two questions asked at once share `key`, which names one: the second is the tool's mistake.
+pub(crate) fn shared_key(key: &str) -> TalkError {
+    TalkError::Invalid(format!("two questions asked at once share the key `{key}`"))
+}
+
 /// A call's answers by question number, as [`read_response`] keeps them; a question asked but
 /// not answered yet (another was answered first) is a hole. Stored and sealed as a JSON array,
 /// a hole as `null` (an answer is always an object), so a list of answers in order reads as one.

@@ -9,7 +9,7 @@
 
 use super::store::{TASK_TTL, TaskStore};
 use crate::mcp::declared::Offers;
-use crate::mcp::questions::{Answers, Carrier, MAX_ASKS, Question, request_of};
+use crate::mcp::questions::{Answers, Carrier, Question, may_ask, request_of, shared_key};
 use crate::work::Questions;
 use crate::work::questions::Refused as NotAnswered;
 use crate::work::questions::Waited;
@@ -78,14 +78,14 @@ impl TaskTalk {
     /// Question `seq` (`key`, asking `request`) open in the task's record: the task's status
     /// says the user is asked. Two questions asked at once may not share a key.
     async fn open(&self, seq: u32, key: &str, request: Value) -> Result<(), TalkError> {
-        let shared_key = AtomicBool::new(false);
+        let shared = AtomicBool::new(false);
         self.store
             .update(&self.id, |r| {
                 if r.status.is_terminal() {
                     return false;
                 }
                 if r.inputs.get(key).is_some_and(|(s, _)| *s != seq) {
-                    shared_key.store(true, Ordering::Relaxed);
+                    shared.store(true, Ordering::Relaxed);
                     return false;
                 }
                 r.status = TaskStatus::InputRequired;
@@ -95,10 +95,8 @@ impl TaskTalk {
             })
             .await
             .map_err(|e| TalkError::Unavailable(e.0))?;
-        if shared_key.load(Ordering::Relaxed) {
-            return Err(TalkError::Invalid(format!(
-                "two questions asked at once share the key `{key}`"
-            )));
+        if shared.load(Ordering::Relaxed) {
+            return Err(shared_key(key));
         }
         Ok(())
     }
@@ -132,11 +130,7 @@ impl TaskTalk {
         if !self.offers.takes(question.needs()) {
             return Err(question.needs().not_carried());
         }
-        if seq as usize >= MAX_ASKS {
-            return Err(TalkError::Invalid(format!(
-                "a call asks at most {MAX_ASKS} questions"
-            )));
-        }
+        may_ask(seq)?;
         let key = question.key(seq);
         let request = request_of(&question).map_err(TalkError::Invalid)?;
         let request =
