@@ -362,22 +362,11 @@ impl Invoker {
             state: self.registry.state().clone(),
             talk: TalkBack::new(call.talk.unwrap_or_else(|| Arc::new(Silent(call.protocol)))),
         };
-        let owner = (!vaulted.is_empty())
-            .then(|| {
-                call.principal
-                    .token_owner(ctx.user_id.as_deref())
-                    .map(str::to_owned)
-            })
-            .flatten();
         let executed = run::execute(tool, call.input, ctx, deadline).await;
-        let executed = match executed {
-            Ok(Outcome {
-                result: Err(ref e), ..
-            }) if e.refused_token.is_some() => {
-                let held = (owner.as_deref(), vaulted);
-                refused::reauthorize(executed, self.tokens.as_deref(), held).await
-            }
-            executed => executed,
+        let tokens = self.tokens.as_deref();
+        let executed = match refused::names_one(&executed) {
+            true => Box::pin(refused::reauthorize(executed, tokens, vaulted)).await,
+            false => executed,
         };
         // Held until the outcome is stored: a call dropped meanwhile still lets its claim go.
         let (Some(idem), Some(held)) = (&self.idempotency, &watch.claim) else {

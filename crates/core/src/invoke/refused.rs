@@ -8,13 +8,18 @@ use super::{Outcome, Rejection};
 use crate::refusal::Missing;
 use crate::tokens::{Held, UserTokens};
 
+/// Whether `executed` is a tool error naming a refused token (what [`reauthorize`] looks at).
+pub(super) fn names_one(executed: &Result<Outcome, Rejection>) -> bool {
+    matches!(executed, Ok(Outcome { result: Err(e), .. }) if e.refused_token.is_some())
+}
+
 /// `executed` as the call ends: a tool error naming a refused token of a provider its tool
 /// declared becomes the authorization its protocol asks the user for; anything else is as it
-/// was. `owner`: whose tokens `vaulted` are.
+/// was. `vaulted`: the tokens the server held for the call, and whose.
 pub(super) async fn reauthorize(
     executed: Result<Outcome, Rejection>,
     tokens: Option<&dyn UserTokens>,
-    (owner, vaulted): (Option<&str>, Vaulted),
+    vaulted: Vaulted,
 ) -> Result<Outcome, Rejection> {
     let declared = match &executed {
         Ok(Outcome {
@@ -30,8 +35,9 @@ pub(super) async fn reauthorize(
         return executed;
     };
     let provider = declared.id.clone();
-    let held = vaulted.iter().find(|(id, _)| *id == provider);
-    let (Some(tokens), Some((_, token)), Some(owner)) = (tokens, held, owner) else {
+    let held = vaulted.tokens.iter().find(|(id, _)| *id == provider);
+    let owner = vaulted.owner.as_str();
+    let (Some(tokens), Some((_, token))) = (tokens, held) else {
         // The caller's token: it sends another, or the server's flow runs for the user.
         return Err(Rejection::Missing(Missing::Authorization {
             provider,

@@ -15,9 +15,13 @@ use std::collections::HashMap;
 /// server held (not the caller's), by provider.
 type Granted = (HashMap<String, Secret>, HashMap<String, Secret>, Vaulted);
 
-/// The tokens of a call the server held for its user, by provider (what it forgets when the
-/// service refuses one); none for most calls, and then no allocation.
-pub(super) type Vaulted = Vec<(String, Secret)>;
+/// The tokens of a call the server held for its user (`owner`), by provider: what it forgets
+/// when the service refuses one. None for most calls, and then no allocation.
+#[derive(Default)]
+pub(super) struct Vaulted {
+    pub(super) owner: String,
+    pub(super) tokens: Vec<(String, Secret)>,
+}
 
 /// What the server holds for a call: its secrets and, when it runs OAuth flows, users' tokens.
 pub(super) struct Holdings<'a> {
@@ -44,7 +48,7 @@ pub(super) async fn check(
         return Err(Missing::UserId);
     }
     let mut authorization = HashMap::with_capacity(required.authorization.len());
-    let mut vaulted = Vaulted::new();
+    let mut vaulted = Vaulted::default();
     for provider in &required.authorization {
         let sent = offered
             .iter()
@@ -66,7 +70,10 @@ pub(super) async fn check(
         let owner = principal.token_owner(user_id).ok_or(Missing::UserId)?;
         match tokens.token(&provider.id, owner, &provider.scopes).await {
             Ok(Held::Token(token)) => {
-                vaulted.push((provider.id.clone(), token.clone()));
+                if vaulted.tokens.is_empty() {
+                    owner.clone_into(&mut vaulted.owner);
+                }
+                vaulted.tokens.push((provider.id.clone(), token.clone()));
                 authorization.insert(provider.id.clone(), token);
             }
             Ok(Held::Authorize(challenge)) => {
