@@ -19,7 +19,7 @@ pub(super) fn names_one(executed: &Result<Outcome, Rejection>) -> bool {
 pub(super) async fn reauthorize(
     executed: Result<Outcome, Rejection>,
     tokens: Option<&dyn UserTokens>,
-    vaulted: Vaulted,
+    vaulted: Option<Box<Vaulted>>,
 ) -> Result<Outcome, Rejection> {
     let declared = match &executed {
         Ok(Outcome {
@@ -35,9 +35,11 @@ pub(super) async fn reauthorize(
         return executed;
     };
     let provider = declared.id.clone();
-    let held = vaulted.tokens.iter().find(|(id, _)| *id == provider);
-    let owner = vaulted.owner.as_str();
-    let (Some(tokens), Some((_, token))) = (tokens, held) else {
+    let held = vaulted.as_deref().and_then(|v| {
+        let token = v.tokens.iter().find(|(id, _)| *id == provider)?;
+        Some((v.owner.as_str(), &token.1))
+    });
+    let (Some(tokens), Some((owner, token))) = (tokens, held) else {
         // The caller's token: it sends another, or the server's flow runs for the user.
         return Err(Rejection::Missing(Missing::Authorization {
             provider,

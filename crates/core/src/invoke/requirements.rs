@@ -13,11 +13,15 @@ use std::collections::HashMap;
 
 /// Tokens and secrets by id, exactly those the tool declared, and the tokens among them the
 /// server held (not the caller's), by provider.
-type Granted = (HashMap<String, Secret>, HashMap<String, Secret>, Vaulted);
+type Granted = (
+    HashMap<String, Secret>,
+    HashMap<String, Secret>,
+    Option<Box<Vaulted>>,
+);
 
 /// The tokens of a call the server held for its user (`owner`), by provider: what it forgets
-/// when the service refuses one. None for most calls, and then no allocation.
-#[derive(Default)]
+/// when the service refuses one. None for most calls (boxed: the call's future carries a
+/// pointer, and no allocation without it).
 pub(super) struct Vaulted {
     pub(super) owner: String,
     pub(super) tokens: Vec<(String, Secret)>,
@@ -48,7 +52,7 @@ pub(super) async fn check(
         return Err(Missing::UserId);
     }
     let mut authorization = HashMap::with_capacity(required.authorization.len());
-    let mut vaulted = Vaulted::default();
+    let mut vaulted: Option<Box<Vaulted>> = None;
     for provider in &required.authorization {
         let sent = offered
             .iter()
@@ -70,9 +74,10 @@ pub(super) async fn check(
         let owner = principal.token_owner(user_id).ok_or(Missing::UserId)?;
         match tokens.token(&provider.id, owner, &provider.scopes).await {
             Ok(Held::Token(token)) => {
-                if vaulted.tokens.is_empty() {
-                    owner.clone_into(&mut vaulted.owner);
-                }
+                let vaulted = vaulted.get_or_insert_with(|| {
+                    let (owner, tokens) = (owner.to_owned(), Vec::new());
+                    Box::new(Vaulted { owner, tokens })
+                });
                 vaulted.tokens.push((provider.id.clone(), token.clone()));
                 authorization.insert(provider.id.clone(), token);
             }
