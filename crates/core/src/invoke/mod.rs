@@ -362,12 +362,11 @@ impl Invoker {
             state: self.registry.state().clone(),
             talk: TalkBack::new(call.talk.unwrap_or_else(|| Arc::new(Silent(call.protocol)))),
         };
-        let executed = run::execute(tool, call.input, ctx, deadline).await;
-        let tokens = self.tokens.as_deref();
-        let executed = match refused::names_one(&executed) {
-            true => Box::pin(refused::reauthorize(executed, tokens, vaulted)).await,
-            false => executed,
-        };
+        let mut executed = run::execute(tool, call.input, ctx, deadline).await;
+        if refused::names_one(&executed) {
+            let tokens = self.tokens.as_deref();
+            executed = Box::pin(refused::reauthorize(executed, tokens, vaulted)).await;
+        }
         // Held until the outcome is stored: a call dropped meanwhile still lets its claim go.
         let (Some(idem), Some(held)) = (&self.idempotency, &watch.claim) else {
             return executed;
