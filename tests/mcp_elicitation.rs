@@ -143,18 +143,20 @@ async fn a_session_is_given_only_to_a_handshake_client_that_declares_elicitation
     );
 }
 
-#[tokio::test]
-async fn a_question_goes_on_the_calls_stream_and_the_sessions_answer_reaches_the_tool() {
-    let app = example_app();
-    let session = initialize(&app, VERSION, json!({"elicitation": {}}), None)
+/// A session of a client that takes forms, and the response to its call of `Demo_Confirm`.
+async fn confirming(app: &App) -> (String, axum::response::Response) {
+    let session = initialize(app, VERSION, json!({"elicitation": {}}), None)
         .await
         .unwrap();
     let call = message(2, "tools/call", confirm());
-    let response = app
-        .clone()
-        .oneshot(request(&call, Some(&session), None))
-        .await
-        .unwrap();
+    let request = request(&call, Some(&session), None);
+    (session, app.clone().oneshot(request).await.unwrap())
+}
+
+#[tokio::test]
+async fn a_question_goes_on_the_calls_stream_and_the_sessions_answer_reaches_the_tool() {
+    let app = example_app();
+    let (session, response) = confirming(&app).await;
     assert_eq!(response.headers()["content-type"], "text/event-stream");
     let mut body = response.into_body();
     let mut buffer = String::new();
@@ -194,15 +196,7 @@ async fn a_question_goes_on_the_calls_stream_and_the_sessions_answer_reaches_the
 #[tokio::test]
 async fn a_client_answering_the_question_with_an_error_is_a_dismissal_for_the_tool() {
     let app = example_app();
-    let session = initialize(&app, VERSION, json!({"elicitation": {}}), None)
-        .await
-        .unwrap();
-    let call = message(2, "tools/call", confirm());
-    let response = app
-        .clone()
-        .oneshot(request(&call, Some(&session), None))
-        .await
-        .unwrap();
+    let (session, response) = confirming(&app).await;
     let mut body = response.into_body();
     let mut buffer = String::new();
     let asked = next_message(&mut body, &mut buffer).await;
