@@ -81,8 +81,9 @@ pub(crate) struct Link {
     pub(crate) e: u64,
     /// What makes each link one of its own, so that it completes once (its spent mark is its
     /// own): two links for one user, provider and scopes made within a second were one link,
-    /// and the second, asked for after the first completed, could never complete.
-    #[serde(default)]
+    /// and the second, asked for after the first completed, could never complete. (A link
+    /// made before it had one keeps its spent mark's key: none is written for it.)
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub(crate) n: String,
 }
 
