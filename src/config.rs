@@ -86,8 +86,8 @@ pub struct Config {
     /// one of its own to end, holding no slot.
     pub max_concurrent_calls_per_caller: usize,
     /// `OXP_RATE_LIMIT` (`N/s`, `N/min` or `N/h`; unset: none): calls one caller may make per
-    /// period, every protocol's synchronous calls and MCP task runs together (RAP's
-    /// invocations are counted as they are accepted, `OXP_RAP_RATE_LIMIT`).
+    /// period, every protocol's calls together, an MCP task counted where `tools/call` makes
+    /// it (RAP's invocations are counted as they are accepted, `OXP_RAP_RATE_LIMIT`).
     pub rate_limit: Option<RateLimit>,
     /// `OXP_DEADLINE_MARGIN_MS` (default 500): in Lambda, tools must finish this long before the
     /// invocation deadline so the caller gets an answer before Lambda stops the function.
