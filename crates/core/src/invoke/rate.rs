@@ -4,6 +4,7 @@
 
 use governor::clock::{Clock, DefaultClock};
 use governor::{DefaultKeyedRateLimiter, Quota};
+use std::hash::{BuildHasher, RandomState};
 use std::num::NonZeroU32;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -35,9 +36,14 @@ impl RateLimit {
 /// Each caller's allowance under one [`RateLimit`]: a burst of `invocations`, refilled evenly
 /// over the period. Callers idle for a whole period are forgotten now and then, so the table
 /// stays bounded by the callers of one period.
+///
+/// A caller is keyed by a 64-bit hash of its subject under this process's random keys, so a
+/// check copies nothing: two callers share an allowance only if their hashes collide, which
+/// no caller can aim at without the keys.
 #[derive(Debug)]
 pub struct CallRate {
-    per_caller: DefaultKeyedRateLimiter<String>,
+    per_caller: DefaultKeyedRateLimiter<u64>,
+    keys: RandomState,
     checks: AtomicU64,
 }
 
@@ -50,6 +56,7 @@ impl CallRate {
             .allow_burst(burst);
         Self {
             per_caller: DefaultKeyedRateLimiter::keyed(quota),
+            keys: RandomState::new(),
             checks: AtomicU64::new(0),
         }
     }
@@ -62,7 +69,7 @@ impl CallRate {
             self.per_caller.retain_recent();
         }
         self.per_caller
-            .check_key(&caller.unwrap_or_default().to_owned())
+            .check_key(&self.keys.hash_one(caller.unwrap_or_default()))
             .map_err(|not_until| {
                 let wait = not_until.wait_time_from(DefaultClock::default().now());
                 wait.max(Duration::from_millis(1))
