@@ -172,6 +172,69 @@ async fn its_lambda_role_answers_direct_invocations() {
     assert!(error.to_string().contains("OXP_AUTH"), "{error}");
 }
 
+/// A second protocol claiming the example's direct role: one invocation, two handlers.
+struct Twin;
+
+impl oxp_lambda::protocol::Protocol for Twin {
+    type Settings = ();
+
+    fn name(&self) -> &'static str {
+        "twin"
+    }
+
+    fn settings(
+        &self,
+        _: &oxp_lambda::config::Env<'_>,
+        _: &Config,
+    ) -> Result<(), oxp_lambda::config::ConfigError> {
+        Ok(())
+    }
+
+    fn build(
+        &self,
+        _: (),
+        _: &oxp_lambda::protocol::Assembly<'_>,
+    ) -> Result<oxp_lambda::protocol::Contribution, String> {
+        let role = oxp_lambda::protocol::LambdaRole::direct("sfn", std::sync::Arc::new(Twin));
+        Ok(oxp_lambda::protocol::Contribution::default().lambda_role(role))
+    }
+}
+
+impl oxp_lambda::protocol::DirectHandler for Twin {
+    fn handle<'a>(
+        &'a self,
+        _: &'a [u8],
+        _: Option<&'a [u8]>,
+        _: oxp_lambda::protocol::CallContext,
+    ) -> oxp_lambda::protocol::BoxFuture<'a, Value> {
+        Box::pin(async { json!({"twin": true}) })
+    }
+
+    fn too_large(&self) -> Value {
+        json!({"twin": "too large"})
+    }
+}
+
+#[tokio::test]
+async fn two_protocols_answering_one_direct_role_stop_the_start_naming_it() {
+    let mut config = test_config_with(&[]);
+    config.lambda_role = "sfn".into();
+    let built = App::builder(common::example_tools::registry().unwrap())
+        .config(config)
+        .protocol(StepFunctions)
+        .protocol(Twin)
+        .build()
+        .now_or_never_built();
+    let error = built.err().expect("two handlers of one direct role");
+    assert!(
+        error.to_string().contains("OXP_LAMBDA_ROLE")
+            && error
+                .to_string()
+                .contains("two protocols answer the direct invocations of role 'sfn'"),
+        "{error}"
+    );
+}
+
 /// The example's binary, which `cargo test` builds beside the tests.
 fn example_binary() -> std::path::PathBuf {
     let bin = std::path::Path::new(env!("CARGO_BIN_EXE_oxp-lambda"));

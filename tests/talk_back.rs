@@ -388,6 +388,60 @@ async fn a_question_is_answered_only_by_the_caller_that_invoked() {
 }
 
 #[tokio::test]
+async fn a_question_is_answered_at_the_host_invoked_and_without_a_host_fails_at_once() {
+    // No OXP_RAP_ENDPOINT: the answer's URL is the one the invocation reached.
+    let app = build(
+        App::builder(common::example_tools::registry().unwrap()).config(test_config_with(&[])),
+    );
+    let receiver = Receiver::ok().await;
+    let arguments = json!({"prompt": "Go?", "choices": ["Yes", "No"], "default": 0});
+    let invoke = |id: &str, host: Option<&str>| {
+        let mut request =
+            axum::http::Request::post("/invoke").header("content-type", "application/json");
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        let body = invocation(&receiver, id, "Demo_Confirm", arguments.clone());
+        request.body(axum::body::Body::from(body)).unwrap()
+    };
+    assert_eq!(
+        send(&app, invoke("call-h", Some("localhost:8443")))
+            .await
+            .status,
+        200
+    );
+    let choice = receiver.wait_kind("user_choice", 1).await.remove(0);
+    let url = choice["response_url"].as_str().unwrap();
+    assert!(
+        url.starts_with("http://localhost:8443/user_choice_response/"),
+        "{url}"
+    );
+    let path = url.trim_start_matches("http://localhost:8443").to_owned();
+    let answer = json!({"id": "call-h", "selected": 1}).to_string();
+    assert_eq!(post(&app, &path, answer).await.status, 200);
+    let result = receiver.wait_kind("tool_result", 1).await.remove(0);
+    assert!(
+        result["text"].as_str().unwrap().contains("\"No\""),
+        "{result}"
+    );
+    // A request without a Host (HTTP/1.0) leaves no URL to answer at: the tool is told at once
+    // and the runtime gets its error, not a question it could not answer.
+    assert_eq!(send(&app, invoke("call-n", None)).await.status, 200);
+    let result = receiver.wait_kind("tool_result", 2).await.remove(1);
+    assert_eq!(result["id"], "call-n");
+    let text = result["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("Error: The tool server could not keep the exchange"),
+        "{text}"
+    );
+    assert_eq!(
+        receiver.of_kind("user_choice").len(),
+        1,
+        "only the first call asked"
+    );
+}
+
+#[tokio::test]
 async fn progress_and_views_reach_the_runtime_before_the_result() {
     let app = app();
     let receiver = Receiver::ok().await;

@@ -45,8 +45,7 @@ impl Protocol for StepFunctions {
 
     fn settings(&self, env: &Env<'_>, _server: &Config) -> Result<Settings, ConfigError> {
         let tools = env.list("OXP_SFN_TOOLS");
-        if let Some(bad) = tools.iter().find(|t| t.contains(char::is_whitespace)) {
-            let _ = bad;
+        if tools.iter().any(|t| t.contains(char::is_whitespace)) {
             return Err(ConfigError::new(
                 "OXP_SFN_TOOLS",
                 "must be comma-separated tool ids",

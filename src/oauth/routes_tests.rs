@@ -1,7 +1,8 @@
 //! The callback refuses what it did not seal, what expired and what another browser started,
 //! all before anything is stored or exchanged (the provider here is an unreachable address:
 //! reaching it would fail the test with a 502, not a 400); nothing is spent before a code
-//! exchange succeeds, and one link starts a bounded number of flows.
+//! exchange succeeds, one link starts a bounded number of flows, and a provider that does not
+//! answer is a page to try again that names nothing of what failed.
 
 use super::super::config::{ClientAuth, OAuthConfig, ProviderConfig};
 use super::super::memory::MemoryVault;
@@ -12,7 +13,11 @@ use oxp_lambda_core::secrets::{ClientSecrets, Secrets};
 use tower::ServiceExt;
 
 fn broker() -> (Arc<Broker>, Arc<MemoryVault>) {
-    let provider = ProviderConfig {
+    broker_with(|_| {})
+}
+
+fn broker_with(edit: impl FnOnce(&mut ProviderConfig)) -> (Arc<Broker>, Arc<MemoryVault>) {
+    let mut provider = ProviderConfig {
         id: "demo".into(),
         issuer: None,
         authorize_url: Some("https://idp.invalid/authorize".into()),
@@ -25,6 +30,7 @@ fn broker() -> (Arc<Broker>, Arc<MemoryVault>) {
         extra_params: vec![],
         identity: vec![],
     };
+    edit(&mut provider);
     let config = OAuthConfig {
         providers: vec![provider],
         ..OAuthConfig::default()
@@ -151,9 +157,8 @@ async fn nothing_is_spent_before_a_code_exchange_succeeds() {
     assert_eq!(vault.sizes(), (0, 0), "nothing stored, nothing spent");
 }
 
-#[tokio::test]
-async fn one_link_starts_at_most_ten_flows_a_minute() {
-    let (broker, _) = broker();
+/// A link of alice's for the demo provider, valid ten minutes: its `t`.
+async fn link_token(broker: &Broker) -> String {
     let link = Link {
         p: "demo".into(),
         u: "alice".into(),
@@ -161,25 +166,58 @@ async fn one_link_starts_at_most_ten_flows_a_minute() {
         e: unix(SystemTime::now() + Duration::from_secs(600)),
         n: "a-link".into(),
     };
-    let t = broker
+    broker
         .keys()
         .await
         .unwrap()
-        .seal_text("link", &serde_json::to_vec(&link).unwrap());
-    let start = || async {
-        let request = Request::get(format!("/oauth/demo/start?t={t}"))
-            .body(Body::empty())
-            .unwrap();
-        router(broker.clone(), |r| r)
-            .oneshot(request)
-            .await
-            .unwrap()
-            .status()
-    };
+        .seal_text("link", &serde_json::to_vec(&link).unwrap())
+}
+
+/// Opens `/oauth/demo/start?t=<t>`: the status and the page.
+async fn start(broker: &Arc<Broker>, t: &str) -> (StatusCode, String) {
+    let request = Request::get(format!("/oauth/demo/start?t={t}"))
+        .body(Body::empty())
+        .unwrap();
+    let response = router(broker.clone(), |r| r)
+        .oneshot(request)
+        .await
+        .unwrap();
+    let status = response.status();
+    let body = axum::body::to_bytes(response.into_body(), 1 << 20)
+        .await
+        .unwrap();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+#[tokio::test]
+async fn one_link_starts_at_most_ten_flows_a_minute() {
+    let (broker, _) = broker();
+    let t = link_token(&broker).await;
     for _ in 0..10 {
-        assert_eq!(start().await, StatusCode::FOUND);
+        assert_eq!(start(&broker, &t).await.0, StatusCode::FOUND);
     }
-    assert_eq!(start().await, StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(start(&broker, &t).await.0, StatusCode::TOO_MANY_REQUESTS);
+}
+
+#[tokio::test]
+async fn a_provider_that_does_not_answer_is_a_page_to_try_again_and_the_link_stays_good() {
+    // Discovery is needed (an issuer, no configured URLs) and nothing listens at the issuer.
+    let (broker, vault) = broker_with(|p| {
+        p.issuer = Some("https://127.0.0.1:9".into());
+        p.authorize_url = None;
+        p.token_url = None;
+    });
+    let t = link_token(&broker).await;
+    for _ in 0..2 {
+        let (status, page) = start(&broker, &t).await;
+        assert_eq!(status, StatusCode::SERVICE_UNAVAILABLE, "{page}");
+        assert!(page.contains("Try again in a moment"), "{page}");
+        assert!(
+            !page.contains("127.0.0.1") && !page.contains("openid-configuration"),
+            "what failed is the log's, not the page's: {page}"
+        );
+    }
+    assert_eq!(vault.sizes(), (0, 0), "nothing stored, nothing spent");
 }
 
 #[tokio::test]
@@ -197,13 +235,5 @@ async fn an_expired_link_starts_no_flow() {
         .await
         .unwrap()
         .seal_text("link", &serde_json::to_vec(&link).unwrap());
-    let request = Request::get(format!("/oauth/demo/start?t={t}"))
-        .body(Body::empty())
-        .unwrap();
-    let status = router(broker.clone(), |r| r)
-        .oneshot(request)
-        .await
-        .unwrap()
-        .status();
-    assert_eq!(status, StatusCode::BAD_REQUEST);
+    assert_eq!(start(&broker, &t).await.0, StatusCode::BAD_REQUEST);
 }
