@@ -94,18 +94,26 @@ fn bench(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap();
+    by_registry_size(c, &rt);
+    idempotent(c, &rt);
+    invoker_alone(c, &rt);
+}
+
+/// Each protocol's call, the refusal of invalid input and the listing, with 1, 100 and 10,000
+/// tools registered; then the 2026-07-28 call from a client that takes forms.
+fn by_registry_size(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     for tools in [1usize, 100, 10_000] {
         let app = app(tools);
         let mut group = c.benchmark_group("call_path");
         group.bench_with_input(BenchmarkId::new("calculator_add", tools), &app, |b, app| {
-            b.to_async(&rt)
+            b.to_async(rt)
                 .iter(|| async { black_box(roundtrip(app, "POST", "/tools/call", ADD).await) })
         });
         group.bench_with_input(
             BenchmarkId::new("mcp_calculator_add", tools),
             &app,
             |b, app| {
-                b.to_async(&rt)
+                b.to_async(rt)
                     .iter(|| async { black_box(roundtrip(app, "POST", "/mcp", MCP_ADD).await) })
             },
         );
@@ -113,16 +121,16 @@ fn bench(c: &mut Criterion) {
             BenchmarkId::new("mcp_modern_calculator_add", tools),
             &app,
             |b, app| {
-                b.to_async(&rt)
+                b.to_async(rt)
                     .iter(|| async { black_box(modern(app, MODERN_ADD).await) })
             },
         );
         group.bench_with_input(BenchmarkId::new("validation_422", tools), &app, |b, app| {
-            b.to_async(&rt)
+            b.to_async(rt)
                 .iter(|| async { black_box(roundtrip(app, "POST", "/tools/call", INVALID).await) })
         });
         group.bench_with_input(BenchmarkId::new("list_tools", tools), &app, |b, app| {
-            b.to_async(&rt)
+            b.to_async(rt)
                 .iter(|| async { black_box(roundtrip(app, "GET", "/tools", &b""[..]).await) })
         });
         group.finish();
@@ -130,9 +138,13 @@ fn bench(c: &mut Criterion) {
     // The 2026-07-28 call from a client that takes forms (so it may be asked).
     let forms = app(1);
     c.bench_function("call_path/mcp_modern_form_client_calculator_add/1", |b| {
-        b.to_async(&rt)
+        b.to_async(rt)
             .iter(|| async { black_box(modern(&forms, MODERN_FORM_ADD).await) })
     });
+}
+
+/// The OXP call with a `call_id`: replayed, new at each call, and new within a share per caller.
+fn idempotent(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     // The same successful call with the default in-memory idempotency store and a call_id.
     let registry = example_tools::registry().unwrap();
     let idempotent = App::builder(registry)
@@ -141,14 +153,14 @@ fn bench(c: &mut Criterion) {
         .expect("builds without waiting")
         .expect("the app builds");
     c.bench_function("call_path/calculator_add_idempotent_replay", |b| {
-        b.to_async(&rt)
+        b.to_async(rt)
             .iter(|| async { black_box(roundtrip(&idempotent, "POST", "/tools/call", ADD).await) })
     });
     // Every call with a call_id of its own, as under load: each claims its key and stores its
     // outcome (the store fills to its bound, then evicts). The body is formatted per call.
     let mut n = 0u64;
     c.bench_function("call_path/calculator_add_idempotent_new", |b| {
-        b.to_async(&rt).iter(|| {
+        b.to_async(rt).iter(|| {
             n += 1;
             let (app, body) = (&idempotent, numbered(n));
             async move { black_box(roundtrip(app, "POST", "/tools/call", body).await) }
@@ -166,12 +178,16 @@ fn bench(c: &mut Criterion) {
         .expect("builds without waiting")
         .expect("the app builds");
     c.bench_function("call_path/calculator_add_idempotent_new_per_caller", |b| {
-        b.to_async(&rt).iter(|| {
+        b.to_async(rt).iter(|| {
             n += 1;
             let (app, body) = (&shared, numbered(n));
             async move { black_box(roundtrip(app, "POST", "/tools/call", body).await) }
         })
     });
+}
+
+/// The invoker alone (no protocol).
+fn invoker_alone(c: &mut Criterion, rt: &tokio::runtime::Runtime) {
     // The invoker alone (no protocol), for a caller with a subject: with one pool, and with a
     // share of it per caller (the default where callers authenticate), its own slot taken
     // beside the pool's.
@@ -183,11 +199,11 @@ fn bench(c: &mut Criterion) {
         call
     };
     c.bench_function("call_path/invoker_calculator_add", |b| {
-        b.to_async(&rt)
+        b.to_async(rt)
             .iter(|| async { black_box(alone.invoke(alice()).await.is_ok()) })
     });
     c.bench_function("call_path/invoker_calculator_add_slot_per_caller", |b| {
-        b.to_async(&rt)
+        b.to_async(rt)
             .iter(|| async { black_box(shared.invoke(alice()).await.is_ok()) })
     });
 }

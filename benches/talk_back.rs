@@ -184,6 +184,18 @@ async fn subscribe(app: &App, runtime: &Runtime, url: &str, topic: &str, n: usiz
     }
 }
 
+/// What every bench of one store shares: the runtime on loopback, the app, the count of calls.
+struct Rig<'a> {
+    rt: &'a tokio::runtime::Runtime,
+    runtime: &'a Runtime,
+    url: &'a str,
+    app: &'a App,
+    calls: &'a AtomicUsize,
+    store: &'a stores::Store,
+}
+
+type Group<'a> = criterion::BenchmarkGroup<'a, criterion::measurement::WallTime>;
+
 fn bench(c: &mut Criterion) {
     // Two workers, as the machine the figures come from has two cores.
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -197,101 +209,134 @@ fn bench(c: &mut Criterion) {
     for store in stores::stores(&rt, full) {
         let app = rt.block_on(async { app(&store.vars, store.aws.clone()) });
         let mut group = c.benchmark_group(format!("talk_back_{}", store.name));
-        group.bench_function("subscribe_round_trip", |b| {
-            // Each subscription cancelled once its round trip is timed: the caller holds one
-            // at a time, as opening one lists the caller's live ones (its share).
-            let (calls, runtime, url, app, name) = (&calls, &runtime, &url, &app, store.name);
-            b.to_async(&rt).iter_custom(|iters| async move {
-                let mut took = Duration::ZERO;
-                for _ in 0..iters {
-                    let n = calls.fetch_add(1, Ordering::SeqCst);
-                    let before = runtime.results.load(Ordering::SeqCst);
-                    let id = format!("rt-{name}-{n}");
-                    let body = invocation(url, &id, "Demo_Watch", json!({"topic": id}));
-                    let started = Instant::now();
-                    assert_eq!(post(app, "/invoke", body, None).await, 200);
-                    runtime
-                        .wait(|r| r.results.load(Ordering::SeqCst), before + 1)
-                        .await;
-                    took += started.elapsed();
-                    let cancel = json!({"thread_id": "bench", "tool_call_id": id}).to_string();
-                    assert_eq!(post(app, "/cancel_tool_call", cancel, None).await, 200);
-                }
-                took
-            })
-        });
-        group.bench_function("choice_round_trip", |b| {
-            b.to_async(&rt).iter(|| async {
+        let rig = Rig {
+            rt: &rt,
+            runtime: &runtime,
+            url: &url,
+            app: &app,
+            calls: &calls,
+            store: &store,
+        };
+        round_trips(&mut group, &rig);
+        fan_out(&mut group, &rig);
+        group.finish();
+    }
+}
+
+/// `subscribe_round_trip` and `choice_round_trip`.
+fn round_trips(group: &mut Group<'_>, rig: &Rig<'_>) {
+    let Rig {
+        rt,
+        runtime,
+        url,
+        app,
+        calls,
+        store,
+    } = *rig;
+    group.bench_function("subscribe_round_trip", |b| {
+        // Each subscription cancelled once its round trip is timed: the caller holds one at a
+        // time, well within its share of live subscriptions.
+        b.to_async(rt).iter_custom(|iters| async move {
+            let mut took = Duration::ZERO;
+            for _ in 0..iters {
                 let n = calls.fetch_add(1, Ordering::SeqCst);
                 let before = runtime.results.load(Ordering::SeqCst);
-                let id = format!("q-{}-{n}", store.name);
-                let arguments = json!({"prompt": "Go?", "choices": ["Yes", "No"], "default": 0});
-                let body = invocation(&url, &id, "Demo_Confirm", arguments);
-                assert_eq!(post(&app, "/invoke", body, None).await, 200);
-                let choice = loop {
-                    let notified = runtime.arrived.notified();
-                    if let Some(choice) = runtime.choices.lock().await.pop() {
-                        break choice;
-                    }
-                    let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
-                };
-                let response = choice["response_url"].as_str().unwrap();
-                let path = response.trim_start_matches("http://127.0.0.1:9").to_owned();
-                let answer = json!({"id": id, "selected": 0}).to_string();
-                assert_eq!(post(&app, &path, answer, None).await, 200);
+                let id = format!("rt-{}-{n}", store.name);
+                let body = invocation(url, &id, "Demo_Watch", json!({"topic": id}));
+                let started = Instant::now();
+                assert_eq!(post(app, "/invoke", body, None).await, 200);
                 runtime
                     .wait(|r| r.results.load(Ordering::SeqCst), before + 1)
                     .await;
+                took += started.elapsed();
+                let cancel = json!({"thread_id": "bench", "tool_call_id": id}).to_string();
+                assert_eq!(post(app, "/cancel_tool_call", cancel, None).await, 200);
+            }
+            took
+        })
+    });
+    group.bench_function("choice_round_trip", |b| {
+        b.to_async(rt).iter(|| async {
+            let n = calls.fetch_add(1, Ordering::SeqCst);
+            let before = runtime.results.load(Ordering::SeqCst);
+            let id = format!("q-{}-{n}", store.name);
+            let arguments = json!({"prompt": "Go?", "choices": ["Yes", "No"], "default": 0});
+            let body = invocation(url, &id, "Demo_Confirm", arguments);
+            assert_eq!(post(app, "/invoke", body, None).await, 200);
+            let choice = loop {
+                let notified = runtime.arrived.notified();
+                if let Some(choice) = runtime.choices.lock().await.pop() {
+                    break choice;
+                }
+                let _ = tokio::time::timeout(Duration::from_millis(50), notified).await;
+            };
+            let response = choice["response_url"].as_str().unwrap();
+            let path = response.trim_start_matches("http://127.0.0.1:9").to_owned();
+            let answer = json!({"id": id, "selected": 0}).to_string();
+            assert_eq!(post(app, &path, answer, None).await, 200);
+            runtime
+                .wait(|r| r.results.load(Ordering::SeqCst), before + 1)
+                .await;
+        })
+    });
+}
+
+/// `fan_out_accepted/N` and `fan_out_delivered/N` for each of the store's sizes.
+fn fan_out(group: &mut Group<'_>, rig: &Rig<'_>) {
+    let Rig {
+        rt,
+        runtime,
+        url,
+        app,
+        store,
+        ..
+    } = *rig;
+    group.sampling_mode(SamplingMode::Flat);
+    for &size in &store.sizes {
+        let topic = format!("fan-{}-{size}", store.name);
+        rt.block_on(subscribe(app, runtime, url, &topic, size));
+        // Seconds per iteration: ten samples (moto takes milliseconds per write).
+        if size >= 10_000 || (store.aws.is_some() && size >= 100) {
+            group.sample_size(10);
+            group.measurement_time(Duration::from_secs(60));
+        }
+        let event = AtomicUsize::new(0);
+        let (topic, event) = (topic.as_str(), &event);
+        group.bench_with_input(BenchmarkId::new("fan_out_accepted", size), &size, |b, _| {
+            b.to_async(rt).iter_custom(|iters| async move {
+                let mut spent = Duration::ZERO;
+                for _ in 0..iters {
+                    let n = event.fetch_add(1, Ordering::SeqCst) as u64;
+                    let before = runtime.events.load(Ordering::SeqCst);
+                    let start = Instant::now();
+                    assert_eq!(publish(app, topic, n).await, 202);
+                    spent += start.elapsed();
+                    // Delivered before the next, so each event meets an empty backlog.
+                    runtime
+                        .wait(|r| r.events.load(Ordering::SeqCst), before + size)
+                        .await;
+                }
+                spent
             })
         });
-        group.sampling_mode(SamplingMode::Flat);
-        for &size in &store.sizes {
-            let topic = format!("fan-{}-{size}", store.name);
-            rt.block_on(subscribe(&app, &runtime, &url, &topic, size));
-            // Seconds per iteration: ten samples (moto takes milliseconds per write).
-            if size >= 10_000 || (store.aws.is_some() && size >= 100) {
-                group.sample_size(10);
-                group.measurement_time(Duration::from_secs(60));
-            }
-            let event = AtomicUsize::new(0);
-            let (app, runtime, topic, event) = (&app, &runtime, topic.as_str(), &event);
-            group.bench_with_input(BenchmarkId::new("fan_out_accepted", size), &size, |b, _| {
-                b.to_async(&rt).iter_custom(|iters| async move {
-                    let mut spent = Duration::ZERO;
+        group.bench_with_input(
+            BenchmarkId::new("fan_out_delivered", size),
+            &size,
+            |b, _| {
+                b.to_async(rt).iter_custom(|iters| async move {
+                    let start = Instant::now();
                     for _ in 0..iters {
                         let n = event.fetch_add(1, Ordering::SeqCst) as u64;
                         let before = runtime.events.load(Ordering::SeqCst);
-                        let start = Instant::now();
                         assert_eq!(publish(app, topic, n).await, 202);
-                        spent += start.elapsed();
-                        // Delivered before the next, so each event meets an empty backlog.
                         runtime
                             .wait(|r| r.events.load(Ordering::SeqCst), before + size)
                             .await;
                     }
-                    spent
+                    start.elapsed()
                 })
-            });
-            group.bench_with_input(
-                BenchmarkId::new("fan_out_delivered", size),
-                &size,
-                |b, _| {
-                    b.to_async(&rt).iter_custom(|iters| async move {
-                        let start = Instant::now();
-                        for _ in 0..iters {
-                            let n = event.fetch_add(1, Ordering::SeqCst) as u64;
-                            let before = runtime.events.load(Ordering::SeqCst);
-                            assert_eq!(publish(app, topic, n).await, 202);
-                            runtime
-                                .wait(|r| r.events.load(Ordering::SeqCst), before + size)
-                                .await;
-                        }
-                        start.elapsed()
-                    })
-                },
-            );
-        }
-        group.finish();
+            },
+        );
     }
 }
 

@@ -10,7 +10,8 @@ mod client_asks;
 
 use base64::Engine;
 use oxp_lambda::{
-    Content, Filled, Form, NoInput, Registry, TaskSupport, Tool, ToolContext, ToolError, ToolOutput,
+    Content, Filled, Form, NoInput, Registry, RegistryBuilder, TaskSupport, Tool, ToolBuilder,
+    ToolContext, ToolError, ToolOutput,
 };
 use serde_json::{Value, json};
 
@@ -373,12 +374,25 @@ async fn protocol_error_job(_: NoInput, _: ToolContext) -> Result<(), ToolError>
 
 /// Every fixture tool the suite calls that a stateless server can serve.
 fn registry() -> Registry {
-    let tool = |name: &str, description: &str| {
-        Tool::builder(name, "1.0.0")
-            .description(description)
-            .read_only()
-    };
-    client_asks::tools(Registry::builder())
+    let registry = client_asks::tools(Registry::builder());
+    task_tools(asking_tools(content_tools(registry)))
+        .build()
+        .expect("the fixture tools are valid")
+}
+
+/// A read-only fixture tool.
+fn tool(name: &str, description: &str) -> ToolBuilder {
+    Tool::builder(name, "1.0.0")
+        .description(description)
+        .read_only()
+}
+
+/// The tools that answer: each kind of content, an error, progress, schemas and headers, and
+/// the stateless scenario's diagnostics (a tool that logs nothing to a request that did not ask
+/// for log messages; `test_missing_capability`, which needs the client's model, is in
+/// client_asks.rs).
+fn content_tools(registry: RegistryBuilder) -> RegistryBuilder {
+    registry
         .tool(tool("test_simple_text", "Returns simple text content").handler(simple_text))
         .tool(tool("test_image_content", "Returns image content").handler(image))
         .tool(tool("test_audio_content", "Returns audio content").handler(audio))
@@ -394,6 +408,16 @@ fn registry() -> Registry {
         .tool(tool("test_tool_with_progress", "Reports its progress").handler(with_progress))
         .tool(json_schema_2020_12())
         .tool(custom_header())
+        .tool(
+            tool("test_logging_tool", "Answers without logging to the client").handler(simple_text),
+        )
+}
+
+/// The tools that ask the user: at 2026-07-28 in `input_required` rounds (a question on the
+/// response, never a request of the server's own), at the handshake revisions on the call's
+/// stream, to a client whose session says it shows forms.
+fn asking_tools(registry: RegistryBuilder) -> RegistryBuilder {
+    registry
         .tool(
             tool(
                 "test_input_required_result_elicitation",
@@ -422,8 +446,7 @@ fn registry() -> Registry {
             )
             .handler(multi_round),
         )
-        // The handshake revisions' elicitation: on the call's stream, to a client whose session
-        // says it shows forms.
+        .tool(tool("test_streaming_elicitation", "Asks the user's name").handler(elicitation))
         .tool(
             tool("test_elicitation", "Asks the user for information")
                 .handler(elicitation_handshake),
@@ -439,59 +462,39 @@ fn registry() -> Registry {
             tool("test_elicitation_sep1330_enums", "Asks a form of enums")
                 .handler(elicitation_enums),
         )
-        // The tasks extension's fixtures: a synchronous tool and a long-running one, which a
-        // client declaring the extension gets as a task.
+}
+
+/// The tasks extension's fixtures: a synchronous tool and long-running ones, which a client
+/// declaring the extension gets as tasks.
+fn task_tools(registry: RegistryBuilder) -> RegistryBuilder {
+    let long = |name: &str, description: &str| {
+        Tool::builder(name, "1.0.0")
+            .description(description)
+            .long_running()
+    };
+    registry
         .tool(tool("greet", "Greets by name").handler(greet))
+        .tool(long("slow_compute", "Computes for a number of seconds").handler(slow_compute))
         .tool(
-            Tool::builder("slow_compute", "1.0.0")
-                .description("Computes for a number of seconds")
-                .long_running()
-                .handler(slow_compute),
+            long("confirm_delete", "Deletes a file once the user confirms").handler(confirm_delete),
         )
+        .tool(long("multi_input", "Asks two questions at once").handler(multi_input))
         .tool(
-            Tool::builder("confirm_delete", "1.0.0")
-                .description("Deletes a file once the user confirms")
-                .long_running()
-                .handler(confirm_delete),
+            long(
+                "test_tool_with_task",
+                "Asks a name, then greets it as a task",
+            )
+            .asks_first()
+            // The suite's "task support required" fixtures: served only as tasks.
+            .task_support(TaskSupport::Required)
+            .handler(named_task),
         )
+        .tool(long("protocol_error_job", "Crashes after a moment").handler(protocol_error_job))
         .tool(
-            Tool::builder("multi_input", "1.0.0")
-                .description("Asks two questions at once")
-                .long_running()
-                .handler(multi_input),
-        )
-        .tool(
-            Tool::builder("test_tool_with_task", "1.0.0")
-                .description("Asks a name, then greets it as a task")
-                .long_running()
-                .asks_first()
-                // The suite's "task support required" fixtures: served only as tasks.
-                .task_support(TaskSupport::Required)
-                .handler(named_task),
-        )
-        .tool(
-            Tool::builder("protocol_error_job", "1.0.0")
-                .description("Crashes after a moment")
-                .long_running()
-                .handler(protocol_error_job),
-        )
-        .tool(
-            Tool::builder("failing_job", "1.0.0")
-                .description("Fails after a moment")
-                .long_running()
+            long("failing_job", "Fails after a moment")
                 .task_support(TaskSupport::Required)
                 .handler(failing_job),
         )
-        // The stateless scenario's diagnostics: a question on the response (an input_required
-        // result, never a request of the server's own), and a tool that logs nothing to a
-        // request that did not ask for log messages (`test_missing_capability`, which needs the
-        // client's model, is in client_asks.rs).
-        .tool(tool("test_streaming_elicitation", "Asks the user's name").handler(elicitation))
-        .tool(
-            tool("test_logging_tool", "Answers without logging to the client").handler(simple_text),
-        )
-        .build()
-        .expect("the fixture tools are valid")
 }
 
 #[tokio::main]

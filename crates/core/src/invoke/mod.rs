@@ -338,13 +338,8 @@ impl Invoker {
             Ok(granted) => granted,
             Err(refused) => return release(watch, refused).await,
         };
-        // The wait, when there is one, boxed: the call's future keeps no room for it.
         let caller = call.principal.subject.as_deref();
-        let slot = match self.slots.try_take(caller) {
-            Some(slot) => Some(slot),
-            None => Box::pin(self.slots.take(caller, deadline)).await,
-        };
-        let Some(_slot) = slot else {
+        let Some(_slot) = self.slots.take_or_wait(caller, deadline).await else {
             return release(watch, Rejection::Busy { call_id }).await;
         };
         let cancellation = call.cancellation.unwrap_or_default();

@@ -99,6 +99,19 @@ impl Slots {
         })
     }
 
+    /// A slot for a call of `caller`: [`Slots::try_take`]'s, else [`Slots::take`]'s wait,
+    /// boxed where it is awaited (the call's future keeps no room for a wait it rarely has).
+    pub(super) async fn take_or_wait(
+        &self,
+        caller: Option<&str>,
+        deadline: Option<Instant>,
+    ) -> Option<Slot<'_>> {
+        match self.try_take(caller) {
+            Some(slot) => Some(slot),
+            None => Box::pin(self.take(caller, deadline)).await,
+        }
+    }
+
     /// A slot for a call of `caller`: at once when one is free, else until `deadline` (or
     /// [`MAX_SLOT_WAIT`] at most). The caller's own slot first, so a caller past its share
     /// waits holding none of the pool's. `None`: none came free in time.
