@@ -135,8 +135,8 @@ async fn sent_raw(addr: &str, head: &str, body: &str) -> (u16, Value) {
 
 #[tokio::test]
 async fn a_refusal_in_front_of_the_routes_is_answered_in_the_shape_of_the_protocol_asked() {
-    // A page's origin or a rebound name (403), another method (405), a body that never arrives
-    // whole (408) or does not read (400).
+    // A page's origin or a rebound name (403), another method (405), a request without one
+    // valid Host (400), a body that never arrives whole (408) or does not read (400).
     let config = Config {
         body_read_timeout: Duration::from_millis(300),
         ..test_config()
@@ -165,6 +165,14 @@ async fn a_refusal_in_front_of_the_routes_is_answered_in_the_shape_of_the_protoc
                 403,
             ),
             ("PATCH", format!("Host: {addr}\r\n{json}"), 405),
+            // HTTP/1.1's Host rule (RFC 9112, 3.2): none, two, or one that is no host.
+            ("POST", json.to_owned(), 400),
+            (
+                "POST",
+                format!("Host: {addr}\r\nHost: attacker.example\r\n{json}"),
+                400,
+            ),
+            ("POST", format!("Host: user@{addr}\r\n{json}"), 400),
         ] {
             let (got, body) = http_raw_with(&addr, method, path, &headers, "{}").await;
             assert_eq!(got, status, "{path} {headers:?}: {body}");

@@ -28,6 +28,9 @@ pub(crate) enum ServerError {
     RequestTimeout,
     /// 400: the body could not be read (a malformed chunk).
     BodyUnreadable,
+    /// 400: an HTTP/1.1 request without a `Host`, or any with two or an invalid one (RFC 9112,
+    /// section 3.2: the server MUST answer 400).
+    BadHost,
 }
 
 /// A protocol's answer to a [`ServerError`], in its own shape (OXP's error object, RAP's, a
@@ -43,7 +46,7 @@ impl ServerError {
             Self::MethodNotAllowed { .. } => StatusCode::METHOD_NOT_ALLOWED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
-            Self::BodyUnreadable => StatusCode::BAD_REQUEST,
+            Self::BodyUnreadable | Self::BadHost => StatusCode::BAD_REQUEST,
         }
     }
 
@@ -55,6 +58,7 @@ impl ServerError {
             Self::Forbidden(_) => "forbidden",
             Self::RequestTimeout => "request_timeout",
             Self::BodyUnreadable => "malformed_body",
+            Self::BadHost => "bad_request",
         }
     }
 
@@ -66,6 +70,7 @@ impl ServerError {
             Self::Forbidden(_) => "Forbidden",
             Self::RequestTimeout => "Request timeout",
             Self::BodyUnreadable => "The request body could not be read",
+            Self::BadHost => "Bad request",
         }
     }
 
@@ -79,6 +84,9 @@ impl ServerError {
                 "the request body did not arrive in time (OXP_BODY_READ_TIMEOUT_MS)".into()
             }
             Self::BodyUnreadable => "the request body is not well-formed HTTP".into(),
+            Self::BadHost => {
+                "an HTTP/1.1 request carries one valid Host header (RFC 9112, section 3.2)".into()
+            }
         }
     }
 
@@ -93,7 +101,7 @@ impl ServerError {
             Self::RequestTimeout => {
                 headers.insert(header::CONNECTION, HeaderValue::from_static("close"));
             }
-            Self::NotFound | Self::Forbidden(_) | Self::BodyUnreadable => {}
+            Self::NotFound | Self::Forbidden(_) | Self::BodyUnreadable | Self::BadHost => {}
         }
         response
     }

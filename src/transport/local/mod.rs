@@ -1,4 +1,6 @@
 //! The local HTTP server: the same app as in Lambda, on a TCP port, with graceful shutdown.
+//! Every request carries one valid `Host` (HTTP/1.1's rule; 400 otherwise, in the protocol's
+//! shape).
 //!
 //! On a loopback listener, and on any listener while authentication is off (a container
 //! listening on 0.0.0.0 and published on the host's 127.0.0.1 is reached from the same
@@ -193,7 +195,8 @@ pub(crate) async fn serve(
     Ok(())
 }
 
-/// Refuses, on a guarded listener, a `Host` and an `Origin` not allowed.
+/// Refuses a request without one valid `Host` and, on a guarded listener, a `Host` and an
+/// `Origin` not allowed.
 #[derive(Debug, Clone)]
 pub(crate) struct LoopbackGuard<S> {
     inner: S,
@@ -214,15 +217,49 @@ where
     }
 
     fn call(&mut self, request: Request<B>) -> Self::Future {
-        if self.active
-            && let Err(refusal) = check_browser(request.headers(), &self.rules)
-        {
-            tracing::info!(target: "oxp::server", outcome = "forbidden", reason = refusal.developer_message().as_str());
+        let refused = match one_host(request.version(), request.headers()) {
+            Err(refusal) => Some(refusal),
+            Ok(()) if self.active => check_browser(request.headers(), &self.rules).err(),
+            Ok(()) => None,
+        };
+        if let Some(refusal) = refused {
+            tracing::info!(target: "oxp::server", outcome = refusal.kind(), reason = refusal.developer_message().as_str());
             let answer = self.rules.shapes.answer(request.uri().path(), refusal);
             return Either::Left(ready(Ok(answer)));
         }
         Either::Right(self.inner.call(request))
     }
+}
+
+/// HTTP/1.1's rule for `Host` (RFC 9112, section 3.2): "A server MUST respond with a 400 (Bad
+/// Request) status code to any HTTP/1.1 request message that lacks a Host header field and to
+/// any request message that contains more than one Host header field line or a Host header
+/// field with an invalid field value." hyper leaves it to the server; the browser rules below
+/// read the one `Host` this lets through. A valid value is `host[:port]` (empty where the
+/// target has no authority).
+fn one_host(version: http::Version, headers: &HeaderMap) -> Result<(), ServerError> {
+    let mut hosts = headers.get_all(header::HOST).iter();
+    let valid = match (hosts.next(), hosts.next()) {
+        (None, _) => version != http::Version::HTTP_11,
+        (Some(host), None) => host.is_empty() || is_host(host.as_bytes()),
+        (Some(_), Some(_)) => false,
+    };
+    if valid {
+        Ok(())
+    } else {
+        Err(ServerError::BadHost)
+    }
+}
+
+/// `uri-host [":" port]`: an authority without user information, its port digits.
+fn is_host(value: &[u8]) -> bool {
+    let Ok(authority) = http::uri::Authority::try_from(value) else {
+        return false;
+    };
+    let text = authority.as_str();
+    let digits = |port: &str| port.bytes().all(|b| b.is_ascii_digit());
+    !text.contains('@')
+        && (text.ends_with(']') || text.rsplit_once(':').is_none_or(|(_, port)| digits(port)))
 }
 
 /// The `Host` and `Origin` rules of a guarded listener.
@@ -316,5 +353,48 @@ mod tests {
         assert!(check_browser(&with_host("localhost:8080"), &rules).is_ok());
         assert!(check_browser(&with_host("TOOLS.internal:8080"), &rules).is_ok());
         assert!(check_browser(&with_host("rebound.example:8080"), &rules).is_err());
+    }
+
+    #[test]
+    fn an_http_1_1_request_carries_one_valid_host_and_none_carries_two() {
+        use http::Version;
+        let hosts = |values: &[&str]| {
+            let mut h = HeaderMap::new();
+            for v in values {
+                h.append(header::HOST, v.parse().unwrap());
+            }
+            h
+        };
+        for good in [
+            "localhost:8080",
+            "127.0.0.1",
+            "[::1]:9000",
+            "tools.example",
+            "",
+        ] {
+            assert!(
+                one_host(Version::HTTP_11, &hosts(&[good])).is_ok(),
+                "{good}"
+            );
+        }
+        assert!(
+            one_host(Version::HTTP_10, &hosts(&[])).is_ok(),
+            "HTTP/1.0 needs none"
+        );
+        for bad in [
+            hosts(&[]),
+            hosts(&["localhost", "rebound.example"]),
+            hosts(&["localhost", "localhost"]),
+            hosts(&["user@localhost"]),
+            hosts(&["local host"]),
+            hosts(&["localhost:port"]),
+        ] {
+            assert!(
+                matches!(one_host(Version::HTTP_11, &bad), Err(ServerError::BadHost)),
+                "{bad:?}"
+            );
+        }
+        let two = hosts(&["localhost", "localhost"]);
+        assert!(one_host(Version::HTTP_10, &two).is_err(), "two never");
     }
 }
