@@ -225,7 +225,9 @@ async fn two_protocols_answering_one_direct_role_stop_the_start_naming_it() {
         .protocol(Twin)
         .build()
         .now_or_never_built();
-    let error = built.err().expect("two handlers of one direct role");
+    let Err(error) = built else {
+        panic!("two handlers of one direct role built");
+    };
     assert!(
         error.to_string().contains("OXP_LAMBDA_ROLE")
             && error
