@@ -73,8 +73,9 @@ pub(crate) fn error_response(
 }
 
 /// What the plumbing refuses on a RAP route (a browser's request, another method, a body that
-/// did not arrive), in RAP's error shape with the refusal's status and kind (`forbidden`,
-/// `method_not_allowed`, `request_timeout`, `malformed_body`).
+/// did not arrive, a request without one valid `Host`), in RAP's error shape with the refusal's
+/// status and kind (`forbidden`, `method_not_allowed`, `request_timeout`, `malformed_body`,
+/// `bad_request`).
 pub(crate) fn refused(refusal: &ServerError) -> Response {
     error_response(
         refusal.status(),

@@ -1,6 +1,6 @@
 //! The local HTTP server: the same app as in Lambda, on a TCP port, with graceful shutdown.
-//! Every request carries one valid `Host` (HTTP/1.1's rule; 400 otherwise, in the protocol's
-//! shape).
+//! An HTTP/1.1 request carries one valid `Host` and no request two (HTTP/1.1's rule; 400
+//! otherwise, in the protocol's shape).
 //!
 //! On a loopback listener, and on any listener while authentication is off (a container
 //! listening on 0.0.0.0 and published on the host's 127.0.0.1 is reached from the same
