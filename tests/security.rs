@@ -183,6 +183,13 @@ async fn a_refusal_in_front_of_the_routes_is_answered_in_the_shape_of_the_protoc
                 "{path} {status}: {body}"
             );
         }
+        // An absolute target is for its own host, whatever the Host says (RFC 9112, 3.2.2).
+        let target = format!("http://attacker.example:{port}{path}");
+        let headers = format!("Host: {addr}\r\n{json}");
+        let (got, body) = http_raw_with(&addr, "POST", &target, &headers, "{}").await;
+        assert_eq!(got, 403, "{target}: {body}");
+        let body: Value = serde_json::from_str(&body).unwrap();
+        assert!(shaped_as_its_protocol(path, &body), "{target}: {body}");
         let head = format!("POST {path} HTTP/1.1\r\n");
         let (status, body) = sent_raw(&addr, &format!("{head}Content-Length: 100\r\n"), "{").await;
         assert_eq!(status, 408, "{path}: {body}");

@@ -216,8 +216,8 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, request: Request<B>) -> Self::Future {
-        let refused = match one_host(request.version(), request.headers()) {
+    fn call(&mut self, mut request: Request<B>) -> Self::Future {
+        let refused = match one_host(&mut request) {
             Err(refusal) => Some(refusal),
             Ok(()) if self.active => check_browser(request.headers(), &self.rules).err(),
             Ok(()) => None,
@@ -234,21 +234,31 @@ where
 /// HTTP/1.1's rule for `Host` (RFC 9112, section 3.2): "A server MUST respond with a 400 (Bad
 /// Request) status code to any HTTP/1.1 request message that lacks a Host header field and to
 /// any request message that contains more than one Host header field line or a Host header
-/// field with an invalid field value." hyper leaves it to the server; the browser rules below
-/// read the one `Host` this lets through. A valid value is `host[:port]` (empty where the
-/// target has no authority).
-fn one_host(version: http::Version, headers: &HeaderMap) -> Result<(), ServerError> {
-    let mut hosts = headers.get_all(header::HOST).iter();
+/// field with an invalid field value." hyper leaves it to the server. A valid value is
+/// `host[:port]` (empty where the target has no authority). A request whose target is absolute
+/// (`POST http://localhost:8080/mcp`) is for the target's host, whatever its `Host` says
+/// (section 3.2.2: the server "MUST ignore the received Host header field"): the target's is
+/// put in its place, so that every later reader (the browser rules, the URLs a call gives out,
+/// rmcp's checks) reads the host the request was for.
+fn one_host<B>(request: &mut Request<B>) -> Result<(), ServerError> {
+    let mut hosts = request.headers().get_all(header::HOST).iter();
     let valid = match (hosts.next(), hosts.next()) {
-        (None, _) => version != http::Version::HTTP_11,
+        (None, _) => request.version() != http::Version::HTTP_11,
         (Some(host), None) => host.is_empty() || is_host(host.as_bytes()),
         (Some(_), Some(_)) => false,
     };
-    if valid {
-        Ok(())
-    } else {
-        Err(ServerError::BadHost)
+    if !valid {
+        return Err(ServerError::BadHost);
     }
+    if let Some(target) = request.uri().authority() {
+        let target = target.as_str();
+        let value = http::HeaderValue::from_str(target).map_err(|_| ServerError::BadHost)?;
+        if !is_host(target.as_bytes()) {
+            return Err(ServerError::BadHost);
+        }
+        request.headers_mut().insert(header::HOST, value);
+    }
+    Ok(())
 }
 
 /// `uri-host [":" port]`: an authority without user information, its port digits.
@@ -358,12 +368,16 @@ mod tests {
     #[test]
     fn an_http_1_1_request_carries_one_valid_host_and_none_carries_two() {
         use http::Version;
-        let hosts = |values: &[&str]| {
-            let mut h = HeaderMap::new();
-            for v in values {
-                h.append(header::HOST, v.parse().unwrap());
+        let request = |version: Version, target: &str, hosts: &[&str]| {
+            let mut request = Request::get(target).version(version).body(()).unwrap();
+            for host in hosts {
+                let value = host.parse().unwrap();
+                request.headers_mut().append(header::HOST, value);
             }
-            h
+            request
+        };
+        let host = |mut request: Request<()>| {
+            one_host(&mut request).map(|()| request.headers()[header::HOST].clone())
         };
         for good in [
             "localhost:8080",
@@ -372,29 +386,38 @@ mod tests {
             "tools.example",
             "",
         ] {
-            assert!(
-                one_host(Version::HTTP_11, &hosts(&[good])).is_ok(),
-                "{good}"
+            let sent = request(Version::HTTP_11, "/mcp", &[good]);
+            assert_eq!(
+                host(sent).ok().as_ref().map(|h| h.as_bytes()),
+                Some(good.as_bytes())
             );
         }
-        assert!(
-            one_host(Version::HTTP_10, &hosts(&[])).is_ok(),
-            "HTTP/1.0 needs none"
-        );
-        for bad in [
-            hosts(&[]),
-            hosts(&["localhost", "rebound.example"]),
-            hosts(&["localhost", "localhost"]),
-            hosts(&["user@localhost"]),
-            hosts(&["local host"]),
-            hosts(&["localhost:port"]),
+        let mut sent = request(Version::HTTP_10, "/mcp", &[]);
+        assert!(one_host(&mut sent).is_ok(), "HTTP/1.0 needs none");
+        for (version, hosts) in [
+            (Version::HTTP_11, &[][..]),
+            (Version::HTTP_11, &["localhost", "rebound.example"][..]),
+            (Version::HTTP_10, &["localhost", "localhost"][..]),
+            (Version::HTTP_11, &["user@localhost"][..]),
+            (Version::HTTP_11, &["local host"][..]),
+            (Version::HTTP_11, &["localhost:port"][..]),
         ] {
-            assert!(
-                matches!(one_host(Version::HTTP_11, &bad), Err(ServerError::BadHost)),
-                "{bad:?}"
-            );
+            let mut sent = request(version, "/mcp", hosts);
+            let refused = one_host(&mut sent);
+            assert!(matches!(refused, Err(ServerError::BadHost)), "{hosts:?}");
         }
-        let two = hosts(&["localhost", "localhost"]);
-        assert!(one_host(Version::HTTP_10, &two).is_err(), "two never");
+        // An absolute target names the host the request is for, whatever its Host says.
+        let sent = request(
+            Version::HTTP_11,
+            "http://rebound.example/mcp",
+            &["localhost"],
+        );
+        assert_eq!(host(sent).unwrap(), "rebound.example");
+        let sent = request(
+            Version::HTTP_11,
+            "http://user@localhost/mcp",
+            &["localhost"],
+        );
+        assert!(matches!(host(sent), Err(ServerError::BadHost)));
     }
 }
