@@ -425,15 +425,18 @@ async fn a_question_is_answered_at_the_host_invoked_and_without_a_host_fails_at_
         "{result}"
     );
     // A request without a Host (HTTP/1.0) leaves no URL to answer at: the tool is told at once
-    // and the runtime gets its error, not a question it could not answer.
+    // and the runtime gets its error, not a question it could not answer; not one to retry,
+    // since no retry brings a URL.
     assert_eq!(send(&app, invoke("call-n", None)).await.status, 200);
     let result = receiver.wait_kind("tool_result", 2).await.remove(1);
     assert_eq!(result["id"], "call-n");
     let text = result["text"].as_str().unwrap();
     assert!(
-        text.starts_with("Error: The tool server could not keep the exchange"),
+        text.starts_with("Error: The tool server is not set up for what the tool asked"),
         "{text}"
     );
+    assert!(text.contains(r#""kind":"unsupported""#), "{text}");
+    assert!(!text.contains(r#""can_retry":true"#), "{text}");
     assert_eq!(
         receiver.of_kind("user_choice").len(),
         1,
@@ -508,7 +511,7 @@ async fn oxp_cannot_ask_the_user_or_open_a_subscription_and_says_so_at_once() {
 }
 
 #[tokio::test]
-async fn without_durable_state_a_question_or_subscription_is_a_clear_retryable_failure() {
+async fn without_durable_state_a_subscription_fails_as_not_set_up_and_not_to_be_retried() {
     let app = app_with(&[("OXP_STATE", "off")], |_| {});
     let receiver = Receiver::ok().await;
     post(
@@ -519,7 +522,10 @@ async fn without_durable_state_a_question_or_subscription_is_a_clear_retryable_f
     .await;
     let result = receiver.wait_kind("tool_result", 1).await.remove(0);
     let error = rap_error(result["text"].as_str().unwrap()).unwrap();
-    assert_eq!(error["error"]["kind"], "unavailable", "{error}");
+    // Calling again cannot help until the operator turns state on: not retryable (it was, as
+    // if the server had failed for a moment).
+    assert_eq!(error["error"]["kind"], "unsupported", "{error}");
+    assert_eq!(error["error"]["can_retry"], false, "{error}");
     let body = json!({"topic": "t", "event": 1}).to_string();
     let reply = webhook(&app, "demo", &body, Some(&sign(body.as_bytes()))).await;
     assert_eq!(reply.status, 503);

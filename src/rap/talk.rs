@@ -258,12 +258,12 @@ impl RapTalk {
 
     async fn ask_user(&self, ask: Ask, seq: u32) -> Result<Choice, TalkError> {
         let Some(questions) = &self.parts.questions else {
-            return Err(TalkError::Unavailable(
+            return Err(TalkError::NotSetUp(
                 "asking the user needs durable state (OXP_STATE)".into(),
             ));
         };
         let Some(base) = &self.job.base_url else {
-            return Err(TalkError::Unavailable(
+            return Err(TalkError::NotSetUp(
                 "this server's URL is unknown (set OXP_RAP_ENDPOINT)".into(),
             ));
         };
@@ -348,7 +348,7 @@ impl Talk for RapTalk {
     ) -> TalkFuture<'_, Result<Subscription, TalkError>> {
         Box::pin(async move {
             let Some(subscriptions) = &self.parts.subscriptions else {
-                return Err(TalkError::Unavailable(
+                return Err(TalkError::NotSetUp(
                     "subscriptions need durable state (OXP_STATE)".into(),
                 ));
             };

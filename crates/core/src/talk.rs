@@ -203,6 +203,9 @@ pub enum TalkError {
     Cancelled,
     /// The state the exchange needs could not be read or written; it may work later.
     Unavailable(String),
+    /// The server is not set up for it (no durable state, no URL to be answered at): trying
+    /// again does not help until its operator sets it up; the detail names the setting.
+    NotSetUp(String),
     /// The caller holds as many of `what` (`"subscriptions"`) as it may: one of them ending
     /// makes room, asking again at once does not.
     Full {
@@ -233,6 +236,7 @@ impl fmt::Display for TalkError {
             Self::TimedOut => f.write_str("no answer in time"),
             Self::Cancelled => f.write_str("the call was cancelled"),
             Self::Unavailable(why) => write!(f, "unavailable: {why}"),
+            Self::NotSetUp(why) => write!(f, "not set up: {why}"),
             Self::Full { what } => write!(f, "the caller holds as many {what} as it may"),
             Self::Parked => f.write_str("parked until the queue hands the call over again"),
         }

@@ -119,3 +119,23 @@ async fn a_form_whose_schema_does_not_compile_is_refused_before_the_client_sees_
     );
     assert!(matches!(talk.fill(form).await, Err(TalkError::Invalid(_))));
 }
+
+#[test]
+fn a_server_not_set_up_for_it_fails_the_call_not_to_be_retried_naming_the_setting_to_the_developer()
+{
+    // No retry brings a setting; a server that failed for a moment is another error.
+    let error = ToolError::from(TalkError::NotSetUp("set OXP_RAP_ENDPOINT".into()));
+    assert_eq!(error.class, Some(ErrorClass::Unsupported));
+    assert!(!error.can_retry);
+    assert!(!error.message.contains("OXP_"), "{}", error.message);
+    assert!(
+        error
+            .developer_message
+            .as_deref()
+            .is_some_and(|d| d.contains("OXP_RAP_ENDPOINT")),
+        "{error:?}"
+    );
+    let failed = ToolError::from(TalkError::Unavailable("the store did not answer".into()));
+    assert_eq!(failed.class, Some(ErrorClass::Unavailable));
+    assert!(failed.can_retry);
+}

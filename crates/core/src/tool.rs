@@ -432,6 +432,9 @@ impl From<TalkError> for ToolError {
             TalkError::Unavailable(_) => {
                 ToolError::new("The tool server could not keep the exchange; try again").retryable()
             }
+            TalkError::NotSetUp(_) => {
+                ToolError::new("The tool server is not set up for what the tool asked")
+            }
             TalkError::Parked => ToolError::new("The call is waiting for the user").retryable(),
             TalkError::Full { what } => {
                 ToolError::new(format!("You hold as many {what} as you may"))
@@ -442,7 +445,7 @@ impl From<TalkError> for ToolError {
         };
         let mut error = error.developer_message(developer);
         error.class = match e {
-            TalkError::NotCarried { .. } => Some(ErrorClass::Unsupported),
+            TalkError::NotCarried { .. } | TalkError::NotSetUp(_) => Some(ErrorClass::Unsupported),
             TalkError::Unavailable(_) => Some(ErrorClass::Unavailable),
             TalkError::Full { .. } => Some(ErrorClass::RateLimited),
             TalkError::Cancelled => Some(ErrorClass::Cancelled),
