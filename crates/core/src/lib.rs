@@ -31,6 +31,7 @@ pub mod schema;
 pub mod secrets;
 pub mod state;
 pub mod talk;
+mod talk_error;
 pub mod tokens;
 pub mod tool;
 
