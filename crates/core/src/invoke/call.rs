@@ -61,7 +61,7 @@ pub struct Call {
     /// The caller's trace id.
     pub trace_id: Option<String>,
     /// The caller's W3C trace context (a `traceparent` header or MCP `_meta` entry), when it
-    /// is well-formed ([`traceparent`]).
+    /// is well-formed ([`traceparent`](super::traceparent)).
     pub traceparent: Option<String>,
     /// Who is calling.
     pub principal: Principal,
@@ -79,12 +79,12 @@ pub struct Call {
     /// The protocol's cancellation signal for this call (RAP `/cancel_tool_call`, MCP
     /// `notifications/cancelled`); `None`: the call gets a signal of its own.
     pub cancellation: Option<Cancellation>,
-    /// Protocol metadata for the tool ([`ToolContext::extension`]).
+    /// Protocol metadata for the tool ([`ToolContext::extension`](crate::ToolContext::extension)).
     pub extensions: Extensions,
     /// How the call talks back ([`crate::talk`]); `None`: its protocol carries nothing back.
     pub talk: Option<Arc<dyn Talk>>,
     /// The call was counted against its caller's rate where its protocol accepted it (a RAP
-    /// invocation acknowledged before it runs, an MCP task's run: [`Invoker::count_call`]):
+    /// invocation acknowledged before it runs, an MCP task's run: [`Invoker::count_call`](super::Invoker::count_call)):
     /// the invoker does not count it again.
     pub rate_counted: bool,
 }

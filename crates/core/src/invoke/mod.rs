@@ -96,7 +96,7 @@ impl Invoker {
     }
 
     /// The users' tokens the server holds: a tool's token the caller did not send comes from
-    /// there, for the call's user ([`Principal::token_owner`]).
+    /// there, for the call's user ([`Principal::token_owner`](crate::Principal::token_owner)).
     #[must_use]
     pub fn with_user_tokens(mut self, tokens: Arc<dyn UserTokens>) -> Self {
         self.tokens = Some(tokens);
