@@ -34,6 +34,7 @@ pub mod talk;
 mod talk_error;
 pub mod tokens;
 pub mod tool;
+mod tool_error;
 
 pub use content::{
     Content, DisplaySegment, IntoToolOutput, MAX_CONTENT_BYTES, MAX_CONTENT_ITEMS, ResourceBody,

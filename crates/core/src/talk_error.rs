@@ -1,8 +1,6 @@
-//! Why a question or a subscription did not go through ([`TalkError`]), and the tool error a
-//! call ends with when one did not (`?` in a tool): its message, whether to retry, its class.
+//! Why a question or a subscription did not go through ([`TalkError`]); the tool error a call
+//! ends with when one did not (`?` in a tool) is `tool_error.rs`'s conversion.
 
-use crate::class::ErrorClass;
-use crate::tool::ToolError;
 use std::fmt;
 
 /// What [`TalkError::NotCarried`] names when the tool asked the user.
@@ -75,65 +73,5 @@ impl fmt::Display for TalkError {
             Self::Full { what } => write!(f, "the caller holds as many {what} as it may"),
             Self::Parked => f.write_str("parked until the queue hands the call over again"),
         }
-    }
-}
-
-impl From<TalkError> for ToolError {
-    /// The tool error a call ends with when its question or subscription failed; `?` in a
-    /// tool does this.
-    fn from(e: TalkError) -> Self {
-        let developer = e.to_string();
-        let error = match &e {
-            TalkError::NotCarried { what, protocol } => {
-                // What the client offers (its model, its roots) only an MCP client that
-                // declares it can give; a question for the user RAP carries too.
-                let over = if matches!(*what, ASKING_THE_CLIENTS_MODEL | READING_THE_CLIENTS_ROOTS)
-                {
-                    "from an MCP client that offers it"
-                } else {
-                    "over a protocol that can (RAP)"
-                };
-                ToolError::new(format!(
-                    "This tool needs {what}, which the {protocol} protocol cannot carry; call it {over}"
-                ))
-            }
-            TalkError::Declined => {
-                ToolError::new("The client declined to answer the tool's request")
-            }
-            TalkError::Invalid(_) => ToolError::new("The tool asked something it cannot ask"),
-            TalkError::InvalidAnswer => ToolError::new(
-                "User choice flow failed: the selection is not one of the choices. Please try again.",
-            ),
-            TalkError::UnfitAnswer(_) => ToolError::new(
-                "The answer to the tool's form is not what the form asks for. Please try again.",
-            ),
-            TalkError::TimedOut => ToolError::new("The user did not answer in time"),
-            TalkError::Cancelled => {
-                ToolError::new("The call was cancelled while it waited for the user")
-            }
-            TalkError::Unavailable(_) => {
-                ToolError::new("The tool server could not keep the exchange; try again").retryable()
-            }
-            TalkError::NotSetUp(_) => {
-                ToolError::new("The tool server is not set up for what the tool asked")
-            }
-            TalkError::Parked => ToolError::new("The call is waiting for the user").retryable(),
-            TalkError::Full { what } => {
-                ToolError::new(format!("You hold as many {what} as you may"))
-                    .additional_prompt_content(format!(
-                        "Cancel a call that holds one of your {what}, then call this tool again."
-                    ))
-            }
-        };
-        let mut error = error.developer_message(developer);
-        error.class = match e {
-            TalkError::NotCarried { .. } | TalkError::NotSetUp(_) => Some(ErrorClass::Unsupported),
-            TalkError::Unavailable(_) => Some(ErrorClass::Unavailable),
-            TalkError::Full { .. } => Some(ErrorClass::RateLimited),
-            TalkError::Cancelled => Some(ErrorClass::Cancelled),
-            TalkError::TimedOut => Some(ErrorClass::Timeout),
-            _ => None,
-        };
-        error
     }
 }
