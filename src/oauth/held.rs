@@ -3,13 +3,14 @@
 //! fit for the call; and the broker as the core's [`UserTokens`].
 
 use super::flow::{Failed, Granted, Provider};
-use super::{Broker, REFRESH_AHEAD, unix};
-use oxp_lambda_core::idempotency::lower_hex;
+use super::{Broker, hashed, unix};
 use oxp_lambda_core::tokens::{Held, Sealed, TokenError, TokenFuture, UserTokens};
 use oxp_lambda_core::tool::Secret;
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// An access token this close to its expiry is refreshed before use.
+const REFRESH_AHEAD: Duration = Duration::from_secs(60);
 
 /// A user's tokens for a provider, as sealed in the vault.
 #[derive(Debug, Serialize, Deserialize)]
@@ -22,11 +23,6 @@ struct Record {
     x: Option<u64>,
     /// Scopes granted (as the provider said, else as asked).
     s: Vec<String>,
-}
-
-/// `text` as the vault's keys hold it: the first 160 bits of its SHA-256, in hex.
-pub(super) fn hashed(text: &str) -> String {
-    lower_hex(&Sha256::digest(text.as_bytes())[..20])
 }
 
 impl Broker {

@@ -20,21 +20,19 @@ pub(crate) mod vault;
 
 use config::OAuthConfig;
 use flow::Provider;
-use held::hashed;
+use oxp_lambda_core::idempotency::lower_hex;
 use oxp_lambda_core::secrets::Secrets;
 use oxp_lambda_core::tokens::{Authorized, Challenge, TokenError, TokenStore};
 use oxp_lambda_core::tool::Secret;
 use seal::Keys;
 use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::OnceCell;
 
 /// The secret id of the key that seals flow state and the vault's records.
 pub const KEY_SECRET_ID: &str = "OAUTH_KEY";
-
-/// An access token this close to its expiry is refreshed before use.
-const REFRESH_AHEAD: Duration = Duration::from_secs(60);
 
 /// The server's side of users' authorizations.
 #[derive(Debug)]
@@ -84,6 +82,11 @@ pub(crate) struct Link {
     /// made before it had one keeps its spent mark's key: none is written for it.)
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub(crate) n: String,
+}
+
+/// `text` as the vault's keys hold it: the first 160 bits of its SHA-256, in hex.
+fn hashed(text: &str) -> String {
+    lower_hex(&Sha256::digest(text.as_bytes())[..20])
 }
 
 pub(crate) fn unix(t: SystemTime) -> u64 {
