@@ -134,6 +134,16 @@ mod transport;
 mod webhooks;
 mod work;
 
+#[cfg(all(
+    test,
+    feature = "mcp",
+    feature = "rap",
+    feature = "subscriptions",
+    feature = "webhooks"
+))]
+#[path = "config_defaults_tests.rs"]
+mod config_defaults_tests;
+
 pub use app::protocols;
 pub use app::{App, AppBuilder, StartError};
 #[cfg(feature = "aws")]
