@@ -169,6 +169,14 @@ impl Handler for JobRuns {
         })
     }
 
+    fn not_kept<'a>(&'a self, _: &'a str, work: &'a Work, result: &'a [u8]) -> BoxFuture<'a, ()> {
+        Box::pin(async move {
+            if let Some(job) = job_of(work) {
+                self.worker.let_go(&job, result).await;
+            }
+        })
+    }
+
     fn deliver<'a>(
         &'a self,
         _: &'a str,

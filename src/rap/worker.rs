@@ -111,12 +111,20 @@ impl Worker {
     /// caller's earlier results are delivered, the invocation sent again replays its result).
     /// The delivery mark goes from the one answer to the other.
     pub(crate) async fn unkept(&self, job: &Job, kept: &[u8]) -> Result<Vec<u8>, Kept> {
+        self.let_go(job, kept).await;
+        let message = retryable(job, "busy", NO_ROOM);
+        self.claimed(job, "busy".into(), message, None).await
+    }
+
+    /// Lets go of the delivery mark `kept`, `job`'s answer, holds: it was not kept, so this
+    /// run does not deliver it, and the next run (which replays the call) must not find it
+    /// claimed by a copy that will never deliver (it would wait out the whole delivery's
+    /// bound, `OXP_RAP_DELIVERY_TIMEOUT_SECS`).
+    pub(crate) async fn let_go(&self, job: &Job, kept: &[u8]) {
         if let Ok(answer) = serde_json::from_slice::<Answer>(kept) {
             let mark = once::mark(job, answer.message.as_bytes());
             once::settle(&self.invoker, &mark, false).await;
         }
-        let message = retryable(job, "busy", NO_ROOM);
-        self.claimed(job, "busy".into(), message, None).await
     }
 
     /// The answer of `job` whose run ended unfinished (its process died) and whose tool may not

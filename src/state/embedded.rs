@@ -16,6 +16,7 @@
 //! outcome into the same flush.
 
 mod index;
+mod open;
 mod readers;
 mod reclaim;
 mod rows;
@@ -28,7 +29,7 @@ use rows::{TABLE, decode, encode, row, split};
 use std::fmt;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::{OnceCell, mpsc, oneshot};
 use writer::{GROUP, Pending, Waits, Write, write_groups};
@@ -49,7 +50,7 @@ pub(crate) fn store_cached(
     let lock = path.as_deref().map(take).transpose()?;
     let mut store = Embedded::new(path);
     store.lock = lock;
-    store.cache_bytes = cache_bytes;
+    store.opener.cache_bytes = cache_bytes;
     Ok(Arc::new(store))
 }
 
@@ -77,14 +78,13 @@ fn take(path: &Path) -> Result<File, String> {
 
 /// The embedded store.
 pub(crate) struct Embedded {
-    path: Option<PathBuf>,
+    /// Its file (or memory) and page cache.
+    opener: open::Opener,
     db: OnceCell<Opened>,
     /// The lock that takes the file for this process (see [`store_cached`]).
     lock: Option<File>,
     /// How often the writer deletes expired rows (`reclaim`).
     reclaim_every: Duration,
-    /// The most memory redb's page cache takes.
-    cache_bytes: usize,
 }
 
 /// The open database's writer and readers (each holds the database).
@@ -121,7 +121,7 @@ impl Drop for Embedded {
 impl fmt::Debug for Embedded {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Embedded")
-            .field("path", &self.path)
+            .field("path", &self.opener.path)
             .field("open", &self.db.initialized())
             .finish()
     }
@@ -129,12 +129,17 @@ impl fmt::Debug for Embedded {
 
 impl Embedded {
     pub(crate) fn new(path: Option<PathBuf>) -> Self {
-        Self {
+        let opener = open::Opener {
             path,
+            cache_bytes: super::DEFAULT_CACHE_BYTES,
+            #[cfg(test)]
+            faults: None,
+        };
+        Self {
+            opener,
             db: OnceCell::new(),
             lock: None,
             reclaim_every: reclaim::EVERY,
-            cache_bytes: super::DEFAULT_CACHE_BYTES,
         }
     }
 
@@ -143,31 +148,12 @@ impl Embedded {
     async fn opened(&self) -> Result<&Opened, StateError> {
         self.db
             .get_or_try_init(|| {
-                let path = self.path.clone();
-                let (reclaim_every, cache_bytes) = (self.reclaim_every, self.cache_bytes);
+                let (opener, reclaim_every) = (self.opener.clone(), self.reclaim_every);
                 blocking(move || {
-                    if let Some(path) = &path {
-                        private_file(path).map_err(|e| {
-                            StateError(format!("state store: open {}: {e}", path.display()))
-                        })?;
-                    }
-                    let mut builder = Database::builder();
-                    builder.set_cache_size(cache_bytes);
-                    let db = match &path {
-                        Some(path) => builder.create(path),
-                        None => builder.create_with_backend(redb::backends::InMemoryBackend::new()),
-                    }
-                    .map_err(|e| failed("open", e))?;
-                    // The tables exist from the start, so a read never finds one missing; a
-                    // file of an earlier version gets its indexes now.
-                    let txn = db.begin_write().map_err(|e| failed("open", e))?;
-                    txn.open_table(TABLE).map_err(|e| failed("open", e))?;
-                    index::cover(&txn)?;
-                    txn.commit().map_err(|e| failed("open", e))?;
-                    let db = Arc::new(db);
+                    let slot: open::Slot = Arc::new(Mutex::new(Some(Arc::new(opener.open()?))));
                     let (writes, queue) = mpsc::channel(GROUP * 4);
                     let writer = {
-                        let db = db.clone();
+                        let current = open::Current::new(slot.clone(), opener);
                         let schedule = reclaim::Schedule::new(reclaim_every);
                         // The writer's own clock: how long it holds writes nobody waits on.
                         let clock = tokio::runtime::Builder::new_current_thread()
@@ -176,10 +162,10 @@ impl Embedded {
                             .map_err(|e| StateError(format!("state store: writer: {e}")))?;
                         std::thread::Builder::new()
                             .name("oxp-state-writer".into())
-                            .spawn(move || write_groups(&db, queue, schedule, &clock))
+                            .spawn(move || write_groups(current, queue, schedule, &clock))
                             .map_err(|e| StateError(format!("state store: writer: {e}")))?
                     };
-                    let readers = readers::Readers::start(&db)?;
+                    let readers = readers::Readers::start(&slot)?;
                     Ok(Opened {
                         writes,
                         writer: Some(writer),
@@ -407,5 +393,7 @@ impl StateStore for Embedded {
     }
 }
 
+#[cfg(test)]
+mod reopen_tests;
 #[cfg(test)]
 mod tests;

@@ -153,11 +153,16 @@ impl Runner {
             let Outcome::Result(bytes) = outcome else {
                 return Some((outcome, work));
             };
-            let kept = match self.keep_value(id, &work, bytes, handler).await {
+            let (kept, bytes) = match self.keep_value(id, &work, bytes, handler).await {
                 Ok(kept) => kept,
                 Err(outcome) => return Some((outcome, work)),
             };
-            match self.keep_result(id, kept, last).await {
+            let written = self.keep_result(id, kept, last).await;
+            if !matches!(written, Ok(Some(_))) {
+                // Not delivered by this run: what its handler holds for the delivery goes.
+                handler.not_kept(id, &work, &bytes).await;
+            }
+            match written {
                 Ok(Some(kept)) => work = kept,
                 Ok(None) => return None,
                 // Not kept: the run is tried again (a RAP call's idempotency record answers it).
@@ -176,29 +181,36 @@ impl Runner {
     }
 
     /// Keeps `bytes`, work `id`'s result, in the store (its parts in its caller's room), or what
-    /// its handler answers instead when the room has no space for it; `Err`: what becomes of
-    /// the work, its result not kept.
+    /// its handler answers instead when the room has no space for it: what was kept, and its
+    /// bytes; `Err`: what becomes of the work, its result not kept (and let go by its handler).
     async fn keep_value(
         &self,
         id: &str,
         work: &Work,
         bytes: Vec<u8>,
         handler: &dyn Handler,
-    ) -> Result<Kept, Outcome> {
+    ) -> Result<(Kept, Vec<u8>), Outcome> {
         let room = self.room(work.caller.as_deref());
-        let not_kept = |full: Full| match full {
-            Full::Caller => Outcome::Retry(NO_ROOM.into()),
-            Full::Unavailable(e) => Outcome::Retry(format!("result not kept: {e}")),
+        let bytes = match large::keep(&*self.store, &bytes, self.expires(), room).await {
+            Ok(kept) => return Ok((kept, bytes)),
+            Err(Full::Caller) => match caught(&work.kind, handler.unkept(id, work, &bytes)).await {
+                Outcome::Result(instead) => instead,
+                other => return Err(other),
+            },
+            Err(Full::Unavailable(e)) => {
+                handler.not_kept(id, work, &bytes).await;
+                return Err(Outcome::Retry(format!("result not kept: {e}")));
+            }
         };
         match large::keep(&*self.store, &bytes, self.expires(), room).await {
-            Err(Full::Caller) => {}
-            kept => return kept.map_err(not_kept),
-        }
-        match caught(&work.kind, handler.unkept(id, work, &bytes)).await {
-            Outcome::Result(instead) => large::keep(&*self.store, &instead, self.expires(), room)
-                .await
-                .map_err(not_kept),
-            other => Err(other),
+            Ok(kept) => Ok((kept, bytes)),
+            Err(full) => {
+                handler.not_kept(id, work, &bytes).await;
+                Err(Outcome::Retry(match full {
+                    Full::Caller => NO_ROOM.into(),
+                    Full::Unavailable(e) => format!("result not kept: {e}"),
+                }))
+            }
         }
     }
 

@@ -76,6 +76,14 @@ pub(crate) trait Handler: Send + Sync {
         Box::pin(async { Outcome::Retry(execute::NO_ROOM.into()) })
     }
 
+    /// Work `id`'s `result` was not kept (the store did not answer, or the lease was lost):
+    /// the run that made it ends without delivering it, so what the handler holds for its
+    /// delivery (a mark that says a copy delivers it) is let go for the next run.
+    fn not_kept<'a>(&'a self, id: &'a str, work: &'a Work, result: &'a [u8]) -> BoxFuture<'a, ()> {
+        let _ = (id, work, result);
+        Box::pin(async {})
+    }
+
     /// Gives work `id` up after its last attempt (`reason`), with its kept result if it has
     /// one: dead-letter it, tell its caller. Whether the work goes on (the part that failed
     /// given up, more is left: a subscription's next events); else it ends.

@@ -334,6 +334,8 @@ impl Runner {
 #[cfg(test)]
 mod end_tests;
 #[cfg(test)]
+mod not_kept_tests;
+#[cfg(test)]
 mod result_tests;
 #[cfg(test)]
 mod room_tests;

@@ -4,6 +4,7 @@
 //! of their own from the allocator, and linger: measured with 2,000 subscriptions opened 32 at
 //! once, the blocking pool grew to 70 threads and the server to 365 MiB (docs/performance.md).
 
+use super::open::{Slot, current, reopening};
 use oxp_lambda_core::durable::StateError;
 use redb::Database;
 use std::sync::{Arc, Mutex};
@@ -13,7 +14,8 @@ use tokio::sync::{mpsc, oneshot};
 /// the writer's group commits.
 pub(super) const THREADS: usize = 4;
 
-type Job = Box<dyn FnOnce(&Database) + Send>;
+/// A read, given the database (`None` while it is opened again).
+type Job = Box<dyn FnOnce(Option<&Database>) + Send>;
 
 /// The reader threads and their queue; dropping it ends them once the queue is drained.
 pub(super) struct Readers {
@@ -22,13 +24,13 @@ pub(super) struct Readers {
 }
 
 impl Readers {
-    /// [`THREADS`] readers of `db`.
-    pub(super) fn start(db: &Arc<Database>) -> Result<Self, StateError> {
+    /// [`THREADS`] readers of the database in `slot`.
+    pub(super) fn start(slot: &Slot) -> Result<Self, StateError> {
         let (jobs, queue) = mpsc::channel::<Job>(THREADS * 64);
         let queue = Arc::new(Mutex::new(queue));
         let mut threads = Vec::with_capacity(THREADS);
         for n in 0..THREADS {
-            let (db, queue) = (db.clone(), queue.clone());
+            let (slot, queue) = (slot.clone(), queue.clone());
             let thread = std::thread::Builder::new()
                 .name(format!("oxp-state-reader-{n}"))
                 .spawn(move || {
@@ -39,7 +41,9 @@ impl Readers {
                             .unwrap_or_else(|p| p.into_inner())
                             .blocking_recv();
                         match job {
-                            Some(job) => job(&db),
+                            // Taken for this read alone: the writer may close it to open
+                            // it again (`open.rs`), once the reads under way end.
+                            Some(job) => job(current(&slot).as_deref()),
                             None => return,
                         }
                     }
@@ -58,7 +62,7 @@ impl Readers {
         let gone = || StateError("state store: the readers stopped".into());
         let (done, answer) = oneshot::channel();
         let job: Job = Box::new(move |db| {
-            let _ = done.send(f(db));
+            let _ = done.send(db.map_or_else(|| Err(reopening()), f));
         });
         self.jobs.send(job).await.map_err(|_| gone())?;
         answer.await.map_err(|_| gone())?

@@ -40,18 +40,23 @@ impl Schedule {
     }
 
     /// Reclaims if it is time, after a group of writes. A failure is left for the next pass:
-    /// reclaiming is housekeeping, and the writes it follows were already answered.
-    pub(super) fn after_writes(&mut self, db: &Database) {
+    /// reclaiming is housekeeping, and the writes it follows were already answered. Whether
+    /// it did not fail.
+    pub(super) fn after_writes(&mut self, db: &Database) -> bool {
         let due = self.more || self.last.is_none_or(|last| last.elapsed() >= self.every);
         if !due {
-            return;
+            return true;
         }
         self.last = Some(Instant::now());
         match reclaim(db, SystemTime::now(), BATCH) {
-            Ok(deleted) => self.more = deleted == BATCH,
+            Ok(deleted) => {
+                self.more = deleted == BATCH;
+                true
+            }
             Err(e) => {
                 self.more = false;
                 tracing::warn!(error = %e.0, "state store: reclaiming expired rows failed");
+                false
             }
         }
     }

@@ -2,6 +2,7 @@
 //! order, in one transaction with one flush to disk (a group commit), then each answered.
 
 use super::index::Indexes;
+use super::open::{Current, RETRY, reopening};
 use super::{TABLE, decode, failed, reclaim};
 use oxp_lambda_core::durable::{Decided, StateError};
 use redb::{Database, ReadableTable, Table};
@@ -68,17 +69,38 @@ impl Write {
 }
 
 /// The writer thread: each group of waiting writes in one transaction, one commit; expired rows
-/// reclaimed between groups when `schedule` says.
+/// reclaimed between groups when `schedule` says; the database opened again when a failed
+/// write stopped it (`open.rs`).
 pub(super) fn write_groups(
-    db: &Database,
+    mut db: Current,
     mut queue: mpsc::Receiver<Pending>,
     mut schedule: reclaim::Schedule,
     clock: &tokio::runtime::Runtime,
 ) {
-    while let Some(first) = queue.blocking_recv() {
+    loop {
+        let next = match db.open_now() {
+            Some(_) => queue.blocking_recv(),
+            // Closed after a failed write: opened again within a second whether or not a
+            // write comes (the readers wait for it too).
+            None => match clock.block_on(async { tokio::time::timeout(RETRY, queue.recv()).await })
+            {
+                Ok(next) => next,
+                Err(_) => {
+                    db.get();
+                    continue;
+                }
+            },
+        };
+        let Some(first) = next else {
+            return;
+        };
         let mut group = vec![first];
         take_waiting(&mut queue, &mut group);
-        match commit(db, &mut queue, &mut group, clock) {
+        let committed = match db.get() {
+            Some(open) => commit(open, &mut queue, &mut group, clock),
+            None => Err(reopening()),
+        };
+        match committed {
             Ok(answers) => {
                 for (pending, answer) in group.into_iter().zip(answers) {
                     let _ = pending.done.send(Ok(answer));
@@ -90,9 +112,14 @@ pub(super) fn write_groups(
                 for pending in group {
                     let _ = pending.done.send(Err(e.clone()));
                 }
+                db.after_failure();
             }
         }
-        schedule.after_writes(db);
+        if let Some(open) = db.open_now()
+            && !schedule.after_writes(open)
+        {
+            db.after_failure();
+        }
     }
 }
 
