@@ -125,6 +125,22 @@ fn invalid_configuration_fails_at_start_naming_the_variable() {
 }
 
 #[test]
+fn a_state_file_that_does_not_open_fails_the_start_naming_it() {
+    // Another file named (or one damaged past repair): the server served, and refused every
+    // invocation, answer and subscription as "retry later", its health answering ok.
+    let file = std::env::temp_dir().join(format!("oxp-not-a-db-{}.redb", uuid::Uuid::new_v4()));
+    std::fs::write(&file, vec![7u8; 64 * 1024]).unwrap();
+    let path = file.to_str().unwrap();
+    let stderr = refused_start(&[("OXP_STATE_PATH", path), ("OXP_PORT", "0")]);
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_file(format!("{path}.lock"));
+    assert!(
+        stderr.contains(&format!("OXP_STATE_PATH {path} does not open")),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_local_server_with_api_gateway_authentication_refuses_to_start_naming_oxp_auth() {
     // It would answer every request 401: the authorizer's claims come only in Lambda events.
     let stderr = refused_start(&[("OXP_AUTH", "apigateway"), ("OXP_PORT", "0")]);

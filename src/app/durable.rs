@@ -159,3 +159,27 @@ pub(super) fn start(
     }
     Some(Arc::new(LetGo(runner.clone())))
 }
+
+/// The state file an earlier run left (`recovering`), opened now rather than by the first
+/// request that needs it: one that does not open (no database: another file named, or one
+/// damaged past repair) fails the start naming it, where the server would otherwise serve and
+/// refuse every invocation, answer and subscription as "try again later".
+pub(super) async fn left_opens(durable: &Durable, config: &Config) -> Result<(), StartError> {
+    let (true, Some(state)) = (durable.recovering, &durable.state) else {
+        return Ok(());
+    };
+    let crate::state::StateConfig::Embedded {
+        path: Some(path), ..
+    } = &config.state
+    else {
+        return Ok(());
+    };
+    match state.get("oxp", "start").await {
+        Ok(_) => Ok(()),
+        Err(e) => Err(StartError::State(format!(
+            "OXP_STATE_PATH {} does not open: {}",
+            path.display(),
+            e.0
+        ))),
+    }
+}
