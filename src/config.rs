@@ -26,6 +26,8 @@ pub use oxp_lambda_core::invoke::rate::RateLimit;
 pub use oxp_lambda_core::secrets::ClientSecrets;
 
 use crate::settings::invalid;
+pub use runtime::Runtime;
+use runtime::process_vars;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -117,71 +119,6 @@ pub struct Config {
     pub vars: Vars,
 }
 
-/// Where the process runs: read from the environment once, at start, and nowhere else.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Runtime {
-    /// Whether the process runs inside AWS Lambda (`AWS_LAMBDA_RUNTIME_API` is set).
-    pub lambda: bool,
-    /// `AWS_LAMBDA_MAX_CONCURRENCY` (Lambda Managed Instances): invocations the Lambda transport
-    /// serves at once; 1 elsewhere.
-    pub max_concurrency: usize,
-    /// `AWS_LAMBDA_FUNCTION_NAME`, in Lambda.
-    pub function_name: Option<String>,
-    /// `AWS_LAMBDA_FUNCTION_VERSION`, in Lambda.
-    pub function_version: Option<String>,
-    /// Whether the Lambda environment was started for a call that waits for it
-    /// (`AWS_LAMBDA_INITIALIZATION_TYPE` `on-demand`, or unset): work its first call does not
-    /// need is left until after the first poll. False for provisioned concurrency, SnapStart
-    /// and Managed Instances, which start ahead of their calls, and outside Lambda.
-    pub on_demand: bool,
-}
-
-impl Runtime {
-    /// Where this process runs, from its environment (what [`Config::from_env`] reads).
-    pub fn of_process() -> Self {
-        Self::of(&process_vars())
-    }
-
-    /// Where a process with `vars` runs.
-    fn of(vars: &Vars) -> Self {
-        let lambda = Env::new(false, vars)
-            .get("AWS_LAMBDA_RUNTIME_API")
-            .is_some();
-        Self::within(lambda, vars)
-    }
-
-    /// Where a process with `vars` runs, in Lambda or not as `lambda` says.
-    fn within(lambda: bool, vars: &Vars) -> Self {
-        let env = Env::new(false, vars);
-        Self {
-            lambda,
-            max_concurrency: env
-                .parsed::<usize>("AWS_LAMBDA_MAX_CONCURRENCY")
-                .ok()
-                .flatten()
-                .filter(|&n| n > 1)
-                .unwrap_or(1),
-            function_name: env.get("AWS_LAMBDA_FUNCTION_NAME"),
-            function_version: env.get("AWS_LAMBDA_FUNCTION_VERSION"),
-            on_demand: lambda
-                && env
-                    .get("AWS_LAMBDA_INITIALIZATION_TYPE")
-                    .is_none_or(|t| t == "on-demand"),
-        }
-    }
-
-    /// A local process.
-    pub fn local() -> Self {
-        Self {
-            lambda: false,
-            max_concurrency: 1,
-            function_name: None,
-            function_version: None,
-            on_demand: false,
-        }
-    }
-}
-
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogFormat {
@@ -239,17 +176,6 @@ impl Default for Config {
             vars: Vars::default(),
         }
     }
-}
-
-/// The process's configuration variables: names starting `OXP_` or `AWS_`, without the local
-/// secret values `OXP_SECRET_*` (the local secret source reads those itself).
-fn process_vars() -> Vars {
-    std::env::vars()
-        .filter(|(name, _)| {
-            (name.starts_with("OXP_") || name.starts_with("AWS_"))
-                && !name.starts_with("OXP_SECRET_")
-        })
-        .collect()
 }
 
 /// `OXP_LAMBDA_ROLE`'s default: HTTP events (API Gateway, Function URLs, ALB).
@@ -407,8 +333,7 @@ impl Config {
             self.log_format = LogFormat::Json;
         }
         if let Some(v) = env.get("OXP_LOG") {
-            tracing_subscriber::EnvFilter::try_new(&v)
-                .map_err(|e| invalid("OXP_LOG", &e.to_string()))?;
+            let (v, _) = log_filter(&v).map_err(|e| invalid("OXP_LOG", &e))?;
             self.log_filter = v;
         }
         if let Some(v) = env.get("OXP_LOG_FORMAT") {
@@ -421,6 +346,22 @@ impl Config {
         Ok(())
     }
 }
+
+/// `text` as a log filter, in `tracing` syntax, and the text it was read from: each directive
+/// trimmed, since tracing-subscriber reads a directive's trimmed text by the untrimmed one's
+/// offsets and panics on one with a space before a character of more than one byte
+/// (`" é=info"`); a panic of its parser is a refusal too.
+pub(crate) fn log_filter(text: &str) -> Result<(String, tracing_subscriber::EnvFilter), String> {
+    let text = text.split(',').map(str::trim).collect::<Vec<_>>().join(",");
+    match std::panic::catch_unwind(|| tracing_subscriber::EnvFilter::try_new(&text)) {
+        Ok(Ok(filter)) => Ok((text, filter)),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err("is not a filter".into()),
+    }
+}
+
+#[path = "config_runtime.rs"]
+mod runtime;
 
 #[cfg(test)]
 #[path = "config_tests.rs"]

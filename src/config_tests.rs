@@ -421,3 +421,17 @@ fn the_embedded_stores_page_cache_is_bounded_as_set_and_never_to_nothing() {
         .to_string();
     assert!(err.contains("OXP_STATE_CACHE_BYTES"), "{err}");
 }
+
+#[test]
+fn a_log_filter_with_spaces_around_its_directives_is_read_trimmed_and_never_panics() {
+    // tracing-subscriber panicked on a directive with a space before a character of more
+    // than one byte (found by `properties::any_value_of_any_two_documented_variables_*`).
+    for value in ["\u{b}A¡=", " é=info", "info, \u{b}é=debug"] {
+        match config(&[("OXP_LOG", value)]) {
+            Ok(c) => assert!(!c.log_filter.starts_with(char::is_whitespace), "{value:?}"),
+            Err(e) => assert!(e.to_string().contains("OXP_LOG"), "{value:?}: {e}"),
+        }
+    }
+    let c = config(&[("OXP_LOG", " info , oxp=debug ")]).unwrap();
+    assert_eq!(c.log_filter, "info,oxp=debug");
+}

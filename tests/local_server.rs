@@ -141,6 +141,17 @@ fn a_state_file_that_does_not_open_fails_the_start_naming_it() {
 }
 
 #[test]
+fn a_dead_letter_file_in_a_folder_that_does_not_exist_fails_the_start_naming_it() {
+    // Every result given up would be lost, found out only when the first one was.
+    let file = format!("/nonexistent-{}/letters.jsonl", uuid::Uuid::new_v4());
+    let stderr = refused_start(&[("OXP_RAP_DEAD_LETTER_FILE", &file), ("OXP_PORT", "0")]);
+    assert!(
+        stderr.contains(&format!("OXP_RAP_DEAD_LETTER_FILE {file}: the folder")),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_local_server_with_api_gateway_authentication_refuses_to_start_naming_oxp_auth() {
     // It would answer every request 401: the authorizer's claims come only in Lambda events.
     let stderr = refused_start(&[("OXP_AUTH", "apigateway"), ("OXP_PORT", "0")]);

@@ -165,7 +165,9 @@ pub fn local_text_log(
 /// Installs the global subscriber (once; later calls do nothing) and a panic hook that logs
 /// panics as structured events instead of raw stderr text.
 pub(crate) fn init(config: &Config) -> LogGuard {
-    let env = EnvFilter::try_new(&config.log_filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    // A filter set in code that does not read (`OXP_LOG` is checked as it is read) logs `info`.
+    let env = crate::config::log_filter(&config.log_filter)
+        .map_or_else(|_| EnvFilter::new("info"), |(_, filter)| filter);
     let filter = env.and(filter::filter_fn(below_payloads));
     let (writer, mut guard) = writer(config.runtime.lambda);
     let mut layers = vec![lines(config.log_format, writer).with_filter(filter).boxed()];

@@ -72,6 +72,26 @@ impl DeadLetters {
         }
     }
 
+    /// A file store as [`DeadLetters::file`], once the folder `path` names exists: checked at
+    /// start, since a letter that cannot be written is a result lost, found out only when one
+    /// is given up.
+    pub(crate) fn file_in_place(
+        path: &std::path::Path,
+        max_bytes: u64,
+        per_caller: u64,
+    ) -> Result<Self, String> {
+        let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
+        let folder = folder.unwrap_or(std::path::Path::new("."));
+        if !std::fs::metadata(folder).is_ok_and(|m| m.is_dir()) {
+            return Err(format!(
+                "OXP_RAP_DEAD_LETTER_FILE {}: the folder {} does not exist",
+                path.display(),
+                folder.display()
+            ));
+        }
+        Ok(Self::file(path, max_bytes, per_caller))
+    }
+
     /// Letters a file store dropped by rotation so far.
     #[cfg(test)]
     fn dropped(&self) -> u64 {

@@ -135,11 +135,11 @@ pub(crate) fn shared(
 ) -> Result<Shared, String> {
     let deliverer = deliver::Deliverer::new(config.callbacks.clone(), config.retry.clone());
     let dead_letters = Arc::new(match &config.dead_letter_queue_url {
-        None => dead_letter::DeadLetters::file(
+        None => dead_letter::DeadLetters::file_in_place(
             &config.dead_letter_file,
             config.dead_letter_max_bytes,
             config.dead_letter_max_bytes_per_caller,
-        ),
+        )?,
         Some(url) => dead_letter::DeadLetters::Sqs {
             client: crate::sqs::Sqs::connect(sdk)?,
             queue_url: url.clone(),
