@@ -2,7 +2,8 @@
 //! variable set to the default the page gives must read exactly as the variable unset, in
 //! every settings value that reads `OXP_*` variables (the server's, each protocol's, the
 //! runner's, the subscriptions'), locally and in Lambda. A default the page misstates (or a
-//! code change that moves one without the page) fails here naming the variable.
+//! code change that moves one without the page) fails here naming the variable. And no value
+//! of any variable the page lists makes one of those readers panic.
 
 use crate::config::Config;
 use crate::settings::Env;
@@ -121,4 +122,64 @@ fn a_value_other_than_the_default_is_seen_by_the_comparison() {
         let vars = BTreeMap::from([(name.to_owned(), value.to_owned())]);
         assert_ne!(read_all(false, &vars), unset, "{name} is read by none");
     }
+}
+
+/// Every variable the page lists.
+fn documented() -> Vec<String> {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/configuration.md"
+    ))
+    .expect("docs/configuration.md");
+    let rows = page.lines().filter(|l| l.starts_with("| `OXP_"));
+    let names = rows.filter_map(|row| row.split('`').nth(1).map(str::to_owned));
+    names.filter(|n| !n.contains(' ')).collect()
+}
+
+#[test]
+fn no_value_of_any_documented_variable_makes_a_reader_panic() {
+    // Values that third-party parsers under the readers have stumbled on: spaces of every kind
+    // around characters of several bytes (tracing-subscriber's filter panicked on " é=info"),
+    // control characters, separators alone, very long and very large values.
+    let long = "é".repeat(5000);
+    let nasty = [
+        "\u{b}A¡=",
+        " é=info",
+        "\u{a0}é,\u{2003}ü",
+        "\u{0}",
+        ",,,",
+        "=",
+        "@",
+        "-1",
+        "18446744073709551616",
+        "1e309",
+        "NaN",
+        "http://[::1",
+        "https://\u{0}/",
+        "0/s",
+        "1/\u{a0}s",
+        long.as_str(),
+    ];
+    let names = documented();
+    assert!(
+        names.len() >= 100,
+        "the page's variables were not read: {names:?}"
+    );
+    let mut panicked = Vec::new();
+    for lambda in [false, true] {
+        for name in &names {
+            for value in nasty {
+                let mut vars = base(lambda);
+                vars.insert(name.clone(), value.to_owned());
+                let read = std::panic::catch_unwind(|| {
+                    let _ =
+                        Config::from_vars(lambda, vars.clone()).map(|_| read_all(lambda, &vars));
+                });
+                if read.is_err() {
+                    panicked.push(format!("{name}={value:?} (lambda: {lambda})"));
+                }
+            }
+        }
+    }
+    assert!(panicked.is_empty(), "a reader panicked: {panicked:?}");
 }
