@@ -33,6 +33,12 @@ fn read_all(lambda: bool, vars: &BTreeMap<String, String>) -> String {
     format!("{config:?}\n{readers}")
 }
 
+/// docs/configuration.md.
+fn page() -> String {
+    let page = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/configuration.md");
+    std::fs::read_to_string(page).expect("docs/configuration.md")
+}
+
 /// What a start needs set: in Lambda, `OXP_AUTH` (which has no default there) and the RAP
 /// dead-letter queue.
 fn base(lambda: bool) -> BTreeMap<String, String> {
@@ -53,11 +59,7 @@ fn base(lambda: bool) -> BTreeMap<String, String> {
 /// `` `67108864` (64 MiB) ``): not one that depends on the place (`json` in Lambda), on
 /// another variable, or on the host.
 fn plain_defaults() -> Vec<(String, String)> {
-    let page = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/docs/configuration.md"
-    ))
-    .expect("docs/configuration.md");
+    let page = page();
     let mut found = Vec::new();
     for row in page.lines().filter(|l| l.starts_with("| `OXP_")) {
         let cells: Vec<&str> = row.split(" | ").collect();
@@ -126,11 +128,7 @@ fn a_value_other_than_the_default_is_seen_by_the_comparison() {
 
 /// Every variable the page lists.
 fn documented() -> Vec<String> {
-    let page = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/docs/configuration.md"
-    ))
-    .expect("docs/configuration.md");
+    let page = page();
     let rows = page.lines().filter(|l| l.starts_with("| `OXP_"));
     let names = rows.filter_map(|row| row.split('`').nth(1).map(str::to_owned));
     names.filter(|n| !n.contains(' ')).collect()
