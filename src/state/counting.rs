@@ -1,6 +1,7 @@
 //! A store for tests that counts the reads of one partition's records, and its listings (every
 //! call passes through to the store it wraps): what shows a path reads less. It can also fail
-//! the next reads, or conditional writes, of that partition, as a store out of reach does.
+//! the next reads, conditional writes or deletes of that partition, as a store out of reach
+//! does.
 
 use oxp_lambda_core::durable::{Item, StateError, StateFuture, StateStore};
 use std::sync::Arc;
@@ -17,6 +18,8 @@ pub(crate) struct CountingReads {
     failing: AtomicUsize,
     /// How many of the next conditional writes of the partition fail.
     failing_writes: AtomicUsize,
+    /// How many of the next deletes of the partition fail.
+    failing_deletes: AtomicUsize,
     /// Records the listings (and reads of what is due) handed back.
     listed: Arc<AtomicUsize>,
 }
@@ -31,6 +34,7 @@ impl CountingReads {
             lists: AtomicUsize::new(0),
             failing: AtomicUsize::new(0),
             failing_writes: AtomicUsize::new(0),
+            failing_deletes: AtomicUsize::new(0),
             listed: Arc::default(),
         })
     }
@@ -58,6 +62,11 @@ impl CountingReads {
     /// Fails the next `writes` conditional writes of the partition with a store error.
     pub(crate) fn fail_next_writes(&self, writes: usize) {
         self.failing_writes.store(writes, Ordering::SeqCst);
+    }
+
+    /// Fails the next `deletes` deletes of the partition with a store error.
+    pub(crate) fn fail_next_deletes(&self, deletes: usize) {
+        self.failing_deletes.store(deletes, Ordering::SeqCst);
     }
 
     /// Counts from zero again.
@@ -102,6 +111,13 @@ impl StateStore for CountingReads {
     }
 
     fn delete<'a>(&'a self, partition: &'a str, key: &'a str) -> StateFuture<'a, ()> {
+        let fails = (partition == self.partition).then(|| {
+            self.failing_deletes
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+        });
+        if let Some(Ok(_)) = fails {
+            return Box::pin(async { Err(StateError("the store is out of reach".into())) });
+        }
         self.store.delete(partition, key)
     }
 

@@ -76,12 +76,21 @@ impl Runner {
             self.give_back(share, id, taken.as_deref()).await;
             return first.map(|()| false);
         };
+        let first_kept = first.is_ok();
         if let Err(refused) = first.and(room) {
             // Not accepted after all: nothing of it is kept.
             work.slot = taken;
-            if let Err(e) = self.forget(id, &work).await {
-                tracing::warn!(target: "oxp::work", error = %e, "refused work not taken back: it runs once its lease lapses");
+            let Err(e) = self.forget(id, &work).await else {
+                return Err(refused);
+            };
+            // Its record stays, and it will run (once its lease lapses): when what its run
+            // reads was kept too, its caller is told what is true, that it was accepted (it
+            // holds no slot of its share), not refused and then answered anyway.
+            if first_kept {
+                tracing::warn!(target: "oxp::work", error = %e, "work its share refused not taken back: accepted after all, it runs once its lease lapses");
+                return Ok(true);
             }
+            tracing::warn!(target: "oxp::work", error = %e, "refused work not taken back: its run finds nothing to do");
             return Err(refused);
         }
         let mut held = (work, item);

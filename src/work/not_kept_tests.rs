@@ -1,7 +1,8 @@
-//! A result the store did not keep (it was out of reach as the run ended): the run does not
+//! When the store is out of reach. A result it did not keep (as the run ended): the run does not
 //! deliver it, its handler hears so with the result (and lets go of what it holds for the
 //! delivery: a RAP answer's delivery mark, which the next run would otherwise find held by a
 //! copy that never delivers, and wait out), and the run tried again delivers its own result.
+//! And work whose share refused it but whose record could not be taken back is accepted.
 
 use super::*;
 use crate::server::BoxFuture;
@@ -94,4 +95,48 @@ async fn a_result_the_store_did_not_keep_is_let_go_by_its_handler_and_the_run_tr
     assert_eq!(*handler.not_kept.lock().unwrap(), [b"\"run 0\"".to_vec()]);
     assert_eq!(*handler.delivered.lock().unwrap(), [b"\"run 1\"".to_vec()]);
     assert_eq!(handler.runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn work_its_share_refused_whose_record_cannot_be_taken_back_is_told_accepted_and_runs() {
+    // The share's slot not taken (the store out of reach for it), and the record, written
+    // beside it, not deleted either: it runs once its lease lapses. Its caller was told 503
+    // and then sent its result anyway; now it is told what is true.
+    let work = CountingReads::of(crate::state::embedded::store(None).unwrap(), WORK);
+    let store = CountingReads::of(work.clone(), "work-of#alice");
+    let handler = Arc::new(Forgotten {
+        store: CountingReads::of(work.clone(), "none"),
+        runs: AtomicUsize::new(0),
+        not_kept: Mutex::default(),
+        delivered: Mutex::default(),
+    });
+    let settings = Settings {
+        lease: Duration::from_millis(300),
+        tick: Duration::from_millis(50),
+        ..Settings::default()
+    };
+    let runner = Runner::new(store.clone(), settings);
+    runner.register("test", handler.clone());
+    runner.sweep_every_tick(true);
+    store.fail_next_writes(1);
+    work.fail_next_deletes(1);
+    let told = runner
+        .submit("test", "w-2", Some("alice"), serde_json::json!({}))
+        .await;
+    assert_eq!(told, Ok(true), "accepted: its record stays and it runs");
+    let started = Instant::now();
+    while handler.delivered.lock().unwrap().is_empty() {
+        assert!(started.elapsed() < Duration::from_secs(10), "it ran");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // Taken back, refused work stays refused and never runs.
+    store.fail_next_writes(1);
+    let refused = runner
+        .submit("test", "w-3", Some("alice"), serde_json::json!({}))
+        .await;
+    assert!(
+        matches!(refused, Err(Refused::Unavailable(_))),
+        "{refused:?}"
+    );
+    assert!(!runner.alive("w-3").await.unwrap());
 }
