@@ -231,8 +231,6 @@ impl AppBuilder {
         super::guards::signing_key_kept_from_tools(&config.auth, &self.registry)?;
         super::guards::oauth_secrets_kept_from_tools(&config.oauth, &self.registry)?;
         let auth = authenticator(&config, &secrets)?;
-        let durable = durable(&config, &sdk, self.state_store, self.idempotency_store)?;
-        super::durable::left_opens(&durable, &config).await?;
         let Durable {
             state,
             idempotency,
@@ -240,7 +238,7 @@ impl AppBuilder {
             questions,
             shared,
             recovering,
-        } = durable;
+        } = durable(&config, &sdk, self.state_store, self.idempotency_store).await?;
         let subscriptions =
             crate::subscriptions::build(state.as_ref(), runner.as_ref(), &config.env())
                 .map_err(StartError::Config)?;

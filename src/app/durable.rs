@@ -66,8 +66,20 @@ pub(super) struct Durable {
 }
 
 /// Builds the durable parts the configuration names, or takes the stores the program gave
-/// (`state_store`, `idempotency_store`).
-pub(super) fn durable(
+/// (`state_store`, `idempotency_store`); a state file an earlier run left is opened now.
+pub(super) async fn durable(
+    config: &Config,
+    sdk: &crate::aws::SharedSdk,
+    state_store: Option<Arc<dyn StateStore>>,
+    idempotency_store: Option<Arc<dyn IdempotencyStore>>,
+) -> Result<Durable, StartError> {
+    let durable = parts(config, sdk, state_store, idempotency_store)?;
+    left_opens(&durable, config).await?;
+    Ok(durable)
+}
+
+/// The durable parts, built.
+fn parts(
     config: &Config,
     sdk: &crate::aws::SharedSdk,
     state_store: Option<Arc<dyn StateStore>>,
@@ -164,7 +176,7 @@ pub(super) fn start(
 /// request that needs it: one that does not open (no database: another file named, or one
 /// damaged past repair) fails the start naming it, where the server would otherwise serve and
 /// refuse every invocation, answer and subscription as "try again later".
-pub(super) async fn left_opens(durable: &Durable, config: &Config) -> Result<(), StartError> {
+async fn left_opens(durable: &Durable, config: &Config) -> Result<(), StartError> {
     let (true, Some(state)) = (durable.recovering, &durable.state) else {
         return Ok(());
     };

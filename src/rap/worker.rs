@@ -116,10 +116,8 @@ impl Worker {
         self.claimed(job, "busy".into(), message, None).await
     }
 
-    /// Lets go of the delivery mark `kept`, `job`'s answer, holds: it was not kept, so this
-    /// run does not deliver it, and the next run (which replays the call) must not find it
-    /// claimed by a copy that will never deliver (it would wait out the whole delivery's
-    /// bound, `OXP_RAP_DELIVERY_TIMEOUT_SECS`).
+    /// Lets go of the delivery mark of `kept`, `job`'s answer, not kept: the next run must not
+    /// find it held by a copy that never delivers (and wait out `OXP_RAP_DELIVERY_TIMEOUT_SECS`).
     pub(crate) async fn let_go(&self, job: &Job, kept: &[u8]) {
         if let Ok(answer) = serde_json::from_slice::<Answer>(kept) {
             let mark = once::mark(job, answer.message.as_bytes());
