@@ -23,7 +23,7 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Where this process runs, from its environment (what [`Config::from_env`] reads).
+    /// Where this process runs, from its environment (what [`Config::from_env`](super::Config::from_env) reads).
     pub fn of_process() -> Self {
         Self::of(&process_vars())
     }
