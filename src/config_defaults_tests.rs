@@ -9,23 +9,21 @@ use crate::config::Config;
 use crate::settings::Env;
 use std::collections::BTreeMap;
 
-/// Every setting the variables `vars` come to, written out (`Debug`) in one text.
+/// Every setting the variables `vars` come to, written out (`Debug`) in one text: each
+/// protocol's as the app reads it (`Protocol::settings`), the runner's and the subscriptions'.
 fn read_all(lambda: bool, vars: &BTreeMap<String, String>) -> String {
+    use crate::app::protocol::Protocol;
+    use crate::protocols::{AgentCore, EventSources, Mcp, Rap};
     let mut config = Config::from_vars(lambda, vars.clone()).expect("a valid configuration");
     let env = Env::new(lambda, &config.vars);
-    let rap = crate::rap::config::RapConfig::from_env(
-        &env,
-        config.tool_timeout,
-        config.host,
-        matches!(config.auth, crate::config::AuthConfig::None { .. }),
-    );
     let readers = format!(
-        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
-        crate::mcp::McpConfig::from_env(&env),
-        rap,
+        "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}",
+        Mcp.settings(&env, &config),
+        Rap.settings(&env, &config),
+        EventSources.settings(&env, &config),
+        AgentCore.settings(&env, &config),
         crate::work::Settings::from_env(&env),
         crate::subscriptions::Limits::from_env(&env),
-        crate::webhooks::WebhooksConfig::from_env(&env),
         crate::state::StateConfig::from_env(&env, true),
     );
     // The variables themselves are kept in the configuration: what they come to is compared.

@@ -139,7 +139,8 @@ mod work;
     feature = "mcp",
     feature = "rap",
     feature = "subscriptions",
-    feature = "webhooks"
+    feature = "webhooks",
+    feature = "agentcore"
 ))]
 #[path = "config_defaults_tests.rs"]
 mod config_defaults_tests;
