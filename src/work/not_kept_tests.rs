@@ -65,33 +65,45 @@ impl Handler for Forgotten {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_result_the_store_did_not_keep_is_let_go_by_its_handler_and_the_run_tried_again_delivers()
-{
-    let store = CountingReads::of(crate::state::embedded::store(None).unwrap(), WORK);
+/// A runner over `store` (leases of 300 ms, a sweep every 50 ms) whose work of kind `test`
+/// is run by a [`Forgotten`] handler over `failing`.
+fn rig(store: Arc<CountingReads>, failing: Arc<CountingReads>) -> (Arc<Runner>, Arc<Forgotten>) {
     let handler = Arc::new(Forgotten {
-        store: store.clone(),
+        store: failing,
         runs: AtomicUsize::new(0),
         not_kept: Mutex::default(),
         delivered: Mutex::default(),
     });
     let settings = Settings {
-        lease: Duration::from_millis(600),
-        tick: Duration::from_millis(100),
+        lease: Duration::from_millis(300),
+        tick: Duration::from_millis(50),
         ..Settings::default()
     };
-    let runner = Runner::new(store.clone(), settings);
+    let runner = Runner::new(store, settings);
     runner.register("test", handler.clone());
     runner.sweep_every_tick(true);
-    runner
-        .submit("test", "w-1", Some("alice"), serde_json::json!({}))
-        .await
-        .unwrap();
+    (runner, handler)
+}
+
+/// Once `handler` delivered something (10 s at most).
+async fn until_delivered(handler: &Forgotten) {
     let started = Instant::now();
     while handler.delivered.lock().unwrap().is_empty() {
         assert!(started.elapsed() < Duration::from_secs(10), "delivered");
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_result_the_store_did_not_keep_is_let_go_by_its_handler_and_the_run_tried_again_delivers()
+{
+    let store = CountingReads::of(crate::state::embedded::store(None).unwrap(), WORK);
+    let (runner, handler) = rig(store.clone(), store);
+    runner
+        .submit("test", "w-1", Some("alice"), serde_json::json!({}))
+        .await
+        .unwrap();
+    until_delivered(&handler).await;
     assert_eq!(*handler.not_kept.lock().unwrap(), [b"\"run 0\"".to_vec()]);
     assert_eq!(*handler.delivered.lock().unwrap(), [b"\"run 1\"".to_vec()]);
     assert_eq!(handler.runs.load(Ordering::SeqCst), 2);
@@ -104,31 +116,14 @@ async fn work_its_share_refused_whose_record_cannot_be_taken_back_is_told_accept
     // and then sent its result anyway; now it is told what is true.
     let work = CountingReads::of(crate::state::embedded::store(None).unwrap(), WORK);
     let store = CountingReads::of(work.clone(), "work-of#alice");
-    let handler = Arc::new(Forgotten {
-        store: CountingReads::of(work.clone(), "none"),
-        runs: AtomicUsize::new(0),
-        not_kept: Mutex::default(),
-        delivered: Mutex::default(),
-    });
-    let settings = Settings {
-        lease: Duration::from_millis(300),
-        tick: Duration::from_millis(50),
-        ..Settings::default()
-    };
-    let runner = Runner::new(store.clone(), settings);
-    runner.register("test", handler.clone());
-    runner.sweep_every_tick(true);
+    let (runner, handler) = rig(store.clone(), CountingReads::of(work.clone(), "none"));
     store.fail_next_writes(1);
     work.fail_next_deletes(1);
     let told = runner
         .submit("test", "w-2", Some("alice"), serde_json::json!({}))
         .await;
     assert_eq!(told, Ok(true), "accepted: its record stays and it runs");
-    let started = Instant::now();
-    while handler.delivered.lock().unwrap().is_empty() {
-        assert!(started.elapsed() < Duration::from_secs(10), "it ran");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until_delivered(&handler).await;
     // Taken back, refused work stays refused and never runs.
     store.fail_next_writes(1);
     let refused = runner
