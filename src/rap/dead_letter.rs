@@ -197,8 +197,22 @@ async fn append(path: &std::path::Path, line: &[u8]) -> std::io::Result<()> {
                 .await?;
         }
     }
-    file.write_all(line).await?;
-    file.sync_data().await
+    // A disk that fills mid-line would leave part of it, and the next letter would run on
+    // from it: two lines no reader can parse. What this letter wrote is taken back instead.
+    let before = file.metadata().await?.len();
+    // tokio's file writes in the background: its write error shows in `flush`, which
+    // `sync_data` swallows (a letter the disk refused would be told recorded).
+    let mut written = file.write_all(line).await;
+    if written.is_ok() {
+        written = file.flush().await;
+    }
+    if written.is_ok() {
+        written = file.sync_data().await;
+    }
+    if written.is_err() {
+        let _ = file.set_len(before).await;
+    }
+    written
 }
 
 #[cfg(test)]
@@ -287,6 +301,56 @@ mod tests {
         );
         assert!(!dir.join("dead.jsonl.1").exists(), "nothing was rotated");
         assert_eq!(store.dropped(), 0);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Records letters at `path` until one is refused; every line left must be whole.
+    async fn letters_until_one_is_refused(path: PathBuf) {
+        let store = DeadLetters::file(&path, 1 << 20, 1 << 20);
+        let mut n = 0;
+        while store.record(&letter(n), "alice").await.is_ok() {
+            n += 1;
+            assert!(n < 100, "the limit never refused a letter");
+        }
+        let file = std::fs::read_to_string(&path).unwrap();
+        assert!(n > 0 && file.ends_with('\n'), "{n} letters: {file:?}");
+        for line in file.lines() {
+            serde_json::from_str::<DeadLetter>(line).unwrap();
+        }
+        assert_eq!(file.lines().count(), n);
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_letter_the_disk_cannot_take_whole_leaves_no_part_of_it_in_the_file() {
+        const NAME: &str = "rap::dead_letter::tests::a_letter_the_disk_cannot_take_whole_leaves_no_part_of_it_in_the_file";
+        // A full disk, in a child (this test run again): its files stop at 4 KiB (EFBIG, once
+        // SIGXFSZ is ignored), so the letter that crosses it is written in part and refused.
+        if let Ok(path) = std::env::var("OXP_TEST_DEAD_LETTER_FILE") {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build();
+            return runtime
+                .unwrap()
+                .block_on(letters_until_one_is_refused(path.into()));
+        }
+        let dir = std::env::temp_dir().join(format!("oxp-dl-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("dead.jsonl");
+        let out = std::process::Command::new("bash")
+            .arg("-c")
+            .arg("trap '' XFSZ; ulimit -f 4; exec \"$0\" --exact --nocapture \"$1\"")
+            .args([std::env::current_exe().unwrap().as_os_str(), NAME.as_ref()])
+            .env("OXP_TEST_DEAD_LETTER_FILE", &path)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && said.contains("1 passed"),
+            "{said}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(std::fs::metadata(&path).unwrap().len() < 4096);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
