@@ -16,8 +16,9 @@
 //! `working` forever, never silent.
 //!
 //! The whole of tasks is this folder: here, creation, `tasks/get` and `tasks/cancel`;
-//! `store.rs` the task record; `runs.rs` the runner's handler of task runs; `talk.rs` the
-//! questions a task's tool asks; `update.rs` `tasks/update`, their answers.
+//! `store.rs` the task record; `runs.rs` a task's run, from its record to its outcome written
+//! there, as the runner's work; `talk.rs` the questions a task's tool asks; `update.rs`
+//! `tasks/update`, their answers.
 
 mod runs;
 pub(super) use runs::register;
@@ -26,24 +27,21 @@ mod talk;
 mod update;
 
 use crate::mcp::declared::Offers;
-use crate::mcp::questions::{Answers, Carried};
+use crate::mcp::questions::Answers;
 use crate::server::CallContext;
-use crate::state::share::Full;
 use crate::work::Questions;
 use crate::work::{Refused, Runner};
 use oxp_lambda_core::durable::{Item, StateError};
-use oxp_lambda_core::invoke::{Invoker, Outcome, Rejection, Target};
-use oxp_lambda_core::refusal::ErrorClass;
+use oxp_lambda_core::invoke::{Invoker, Rejection};
 use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::running::Running;
-use oxp_lambda_core::tool::Cancellation;
 use rmcp::ErrorData;
 use rmcp::model::{CreateTaskResult, DetailedTask, TaskStatus};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use store::{Record, TaskStore, now, owner_of};
-use talk::{TaskTalk, seed};
+use talk::seed;
 
 /// The kind of work that runs a task (its body: `{"task": id, "traceparent": ...}`).
 pub(crate) const TASK_RUN: &str = "mcp-task";
@@ -86,17 +84,6 @@ pub(crate) struct Tasks {
     /// Tasks created here whose runs begin here, with their records as written: the run
     /// starts from it rather than reading it back (one store call fewer per task).
     handed: std::sync::Mutex<HashMap<String, (Record, Item)>>,
-}
-
-/// How a run ended in this process.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum RunEnd {
-    /// The outcome is recorded (or there was nothing to run).
-    Finished,
-    /// It waits for the user past this executor's deadline: the answer sends it again.
-    Parked,
-    /// Its record could not be read: the run may work later.
-    Unavailable(String),
 }
 
 impl std::fmt::Debug for Tasks {
@@ -213,149 +200,6 @@ impl Tasks {
                     }
                 })
             }
-        }
-    }
-
-    /// Runs task `id`'s tool to its end, recording the outcome, unless it must wait for the
-    /// user past `deadline` (this executor's end: a Lambda worker's invocation).
-    pub(crate) async fn run(
-        self: &Arc<Self>,
-        id: &str,
-        traceparent: Option<String>,
-        deadline: Option<std::time::Instant>,
-        interrupted: bool,
-    ) -> RunEnd {
-        let found = match self.handed(id) {
-            Some(handed) => Ok(Some(handed)),
-            None => self.store.read(id).await,
-        };
-        let (record, read) = match found {
-            Ok(Some(found)) => found,
-            Ok(None) => return RunEnd::Finished,
-            Err(e) => return RunEnd::Unavailable(e.0),
-        };
-        // The outcome is written over the record as read here (read again only if the run
-        // changed it meanwhile: a question, a status message, a cancellation).
-        let known = (record.clone(), read);
-        // A run happens at least once: a task already ended is not run again.
-        if record.status.is_terminal() {
-            return RunEnd::Finished;
-        }
-        let Some(tool) = self.tools.get(&record.tool).cloned() else {
-            return RunEnd::Finished;
-        };
-        // Its last run ended unfinished (the process died or stopped): run again only what
-        // may run twice; anything else ends with a message the client sees.
-        if interrupted && !record.parked && !tool.may_run_again() {
-            let message = "The server stopped while the task ran; call the tool again";
-            if let Err(e) = self.fail(id, message).await {
-                return RunEnd::Unavailable(e.0);
-            }
-            return RunEnd::Finished;
-        }
-        let (signal, _registered) = self.running.start(None, "task", id);
-        let talk = Arc::new(Carried(TaskTalk::new(
-            (self.store.clone(), self.questions.clone()),
-            (id, &record.owner),
-            record.offers,
-            signal.clone(),
-            deadline,
-        )));
-        let context = CallContext {
-            principal: record.principal.clone(),
-            deadline,
-            traceparent,
-        };
-        let mut call = context.call(
-            "mcp",
-            Target::Tool(tool),
-            Value::Object(record.arguments.clone()),
-        );
-        call.user_id = call.principal.subject.clone();
-        // Counted where the task was made (a call the caller was told is accepted never ends
-        // by its caller's rate), or by the call it detached from: none of its runs again.
-        call.rate_counted = true;
-        call.cancellation = Some(signal.clone());
-        call.talk = Some(talk.clone());
-        let watch = self.watch_cancel(id, signal);
-        let answer = self.invoker.invoke(call).await;
-        drop(watch);
-        if talk.parked() {
-            return RunEnd::Parked;
-        }
-        // The tool crashed (a panic, class `internal`): SEP-2663 keeps `failed` for such
-        // failures of the server, a tool's own error being a completed task with `isError`. The
-        // panic's text stays in the log.
-        if let Ok(outcome) = &answer
-            && outcome.error_class() == Some(ErrorClass::Internal)
-        {
-            if let Err(e) = self.fail(id, "The tool failed unexpectedly").await {
-                tracing::error!(target: "oxp::mcp", error = %e, "task outcome not recorded");
-            }
-            return RunEnd::Finished;
-        }
-        self.complete(id, known, answer).await
-    }
-
-    /// A cancellation written by another process reaches task `id`'s run (its `signal`)
-    /// through the record, while the returned watch is held.
-    fn watch_cancel(
-        self: &Arc<Self>,
-        id: &str,
-        signal: Cancellation,
-    ) -> crate::work::watch::Watching {
-        let tasks = Arc::downgrade(self);
-        let id = id.to_owned();
-        crate::work::watch::cancel_when(signal, false, move || {
-            let (tasks, id) = (tasks.clone(), id.clone());
-            async move {
-                let Some(tasks) = tasks.upgrade() else {
-                    return false;
-                };
-                matches!(tasks.store.read(&id).await, Ok(Some((r, _))) if r.status == TaskStatus::Cancelled)
-            }
-        })
-    }
-
-    /// Task `id` completed with `answer`: the outcome is the record's (`known` as the run read
-    /// it), written before anyone is told (tasks/get reads it), the arguments no longer kept.
-    async fn complete(
-        &self,
-        id: &str,
-        known: (Record, Item),
-        answer: Result<Outcome, Rejection>,
-    ) -> RunEnd {
-        let result = crate::mcp::result::from_invoke(answer, crate::mcp::result::Revision::ALL);
-        let room = self.runner.room(Some(&known.0.owner));
-        let kept = match self.store.keep(&result, room).await {
-            Ok(kept) => kept,
-            // Its caller's kept results leave no room for it: the task fails, saying why.
-            Err(Full::Caller) => {
-                return match self.fail(id, NO_ROOM).await {
-                    Ok(()) => RunEnd::Finished,
-                    Err(e) => RunEnd::Unavailable(e.0),
-                };
-            }
-            Err(Full::Unavailable(e)) => return RunEnd::Unavailable(e),
-        };
-        let written = self
-            .store
-            .update_from(id, Some(known), |r| {
-                let ended = r.end(TaskStatus::Completed, None);
-                if ended {
-                    r.kept = Some(kept.clone());
-                }
-                ended
-            })
-            .await;
-        match written {
-            Ok(Some(_)) => RunEnd::Finished,
-            // The task ended otherwise meanwhile (cancelled): no record names the result.
-            Ok(None) => {
-                self.store.unkeep(&kept).await;
-                RunEnd::Finished
-            }
-            Err(e) => RunEnd::Unavailable(e.0),
         }
     }
 
