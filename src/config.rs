@@ -350,10 +350,20 @@ impl Config {
 /// `text` as a log filter, in `tracing` syntax, and the text it was read from: each directive
 /// trimmed, since tracing-subscriber reads a directive's trimmed text by the untrimmed one's
 /// offsets and panics on one with a space before a character of more than one byte
-/// (`" é=info"`); a panic of its parser is a refusal too.
+/// (`" é=info"`); a panic of its parser is a refusal too. rmcp is held at `warn` unless a
+/// directive names it: it logs three `info` lines for each request it serves (a service started
+/// and ended per request), beside the call's own one.
 pub(crate) fn log_filter(text: &str) -> Result<(String, tracing_subscriber::EnvFilter), String> {
     let text = text.split(',').map(str::trim).collect::<Vec<_>>().join(",");
-    match std::panic::catch_unwind(|| tracing_subscriber::EnvFilter::try_new(&text)) {
+    let mut read = text.clone();
+    if !text.split(',').any(|d| d.starts_with("rmcp")) {
+        read.push_str(if text.is_empty() {
+            "rmcp=warn"
+        } else {
+            ",rmcp=warn"
+        });
+    }
+    match std::panic::catch_unwind(|| tracing_subscriber::EnvFilter::try_new(&read)) {
         Ok(Ok(filter)) => Ok((text, filter)),
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("is not a filter".into()),

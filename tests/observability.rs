@@ -185,6 +185,31 @@ async fn locally_lines_are_text_without_metrics_unless_asked() {
 }
 
 #[tokio::test]
+async fn an_mcp_request_writes_the_servers_lines_not_rmcps_own_unless_a_directive_names_it() {
+    // rmcp logs a service started and ended (three `info` lines, the client's identity among
+    // them) for each request it serves: beside a call's one line, noise an operator pays for.
+    for (log, rmcp_lines) in [(None, false), (Some("info,rmcp=info"), true)] {
+        let mut env = vec![("OXP_AUTH", "none")];
+        env.extend(log.map(|l| ("OXP_LOG", l)));
+        let (server, base) = common::start_binary(env!("CARGO_BIN_EXE_oxp-lambda"), &env);
+        let addr = base.trim_start_matches("http://");
+        let headers = format!(
+            "Host: {addr}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"
+        );
+        let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#;
+        let (status, _) = common::http_raw_with(addr, "POST", "/mcp", &headers, initialize).await;
+        assert_eq!(status, 200);
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        let text = std::fs::read_to_string(server.output_path()).unwrap();
+        assert_eq!(
+            text.contains("rmcp::"),
+            rmcp_lines,
+            "OXP_LOG={log:?}: {text}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn locally_a_burst_of_calls_is_counted_whole_and_timed_as_emf_holds_never_an_error_each() {
     // EMF holds 100 values of a metric a document: its collector dropped each later one with an
     // error line, a line per call under load before the next second's flush.

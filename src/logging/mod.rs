@@ -37,6 +37,11 @@ fn allowed(target: &str, level: Level) -> bool {
         })
 }
 
+/// The filter of `OXP_LOG` unset: `info`.
+fn default_filter() -> EnvFilter {
+    crate::config::log_filter("info").map_or_else(|_| EnvFilter::new("info"), |(_, f)| f)
+}
+
 /// Holds the local server's log writer: dropping it writes out the lines still buffered.
 #[must_use = "the buffered log lines are written out when this is dropped"]
 pub(crate) struct LogGuard {
@@ -155,7 +160,7 @@ pub fn local_text_log(
 ) -> (tracing::Dispatch, impl Drop) {
     let (lines_out, guard) = batched::lines(output);
     let layer = lines(LogFormat::Text, Out::Lines(lines_out))
-        .with_filter(EnvFilter::new("info").and(filter::filter_fn(below_payloads)));
+        .with_filter(default_filter().and(filter::filter_fn(below_payloads)));
     (
         tracing::Dispatch::new(tracing_subscriber::registry().with(layer)),
         guard,
@@ -167,7 +172,7 @@ pub fn local_text_log(
 pub(crate) fn init(config: &Config) -> LogGuard {
     // A filter set in code that does not read (`OXP_LOG` is checked as it is read) logs `info`.
     let env = crate::config::log_filter(&config.log_filter)
-        .map_or_else(|_| EnvFilter::new("info"), |(_, filter)| filter);
+        .map_or_else(|_| default_filter(), |(_, filter)| filter);
     let filter = env.and(filter::filter_fn(below_payloads));
     let (writer, mut guard) = writer(config.runtime.lambda);
     let mut layers = vec![lines(config.log_format, writer).with_filter(filter).boxed()];
