@@ -281,3 +281,61 @@ async fn the_local_server_serves_async_invocations_end_to_end() {
     assert!(logs.contains("oxp::rap::audit"), "{logs}");
     assert!(!dead.exists(), "nothing was dead-lettered");
 }
+
+#[tokio::test]
+async fn at_sigterm_a_call_without_a_deadline_and_the_work_running_share_one_drain_period() {
+    // A call without a deadline (OXP_TOOL_TIMEOUT_MS=0) held the process until it ended, and
+    // only then did the work running here get its drain period: a shutdown an orchestrator's
+    // grace (10 s for docker, 30 s for Kubernetes) ends with SIGKILL.
+    let receiver = common::receiver::Receiver::ok().await;
+    let server = start(
+        &[("OXP_TOOL_TIMEOUT_MS", "0"), ("OXP_WORK_DRAIN_SECS", "2")],
+        &["--port", "0"],
+    );
+    let invocation = serde_json::json!({
+        "operation": "Demo_Sleep", "arguments": {"ms": 600000}, "id": "running",
+        "callback_url": receiver.url, "group_id": "g"
+    });
+    let (status, _) = http_raw(&server.addr, "POST", "/invoke", &invocation.to_string()).await;
+    assert_eq!(status, 200);
+    let addr = server.addr.clone();
+    let call = tokio::spawn(async move {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let body = r#"{"request":{"tool_id":"Demo.Sleep","input":{"ms":600000}}}"#;
+        let mut stream = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let head = format!(
+            "POST /tools/call HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n",
+            body.len()
+        );
+        stream
+            .write_all(format!("{head}{body}").as_bytes())
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer).await;
+        answer
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    let asked = std::time::Instant::now();
+    // Waited for off this thread: the receiver answers on it meanwhile.
+    let (clean, logs) = tokio::task::spawn_blocking(|| terminate(server))
+        .await
+        .unwrap();
+    let took = asked.elapsed();
+    assert!(clean, "{logs}");
+    // The period once, then the cancelled work's grace (1 s) and its letting go.
+    assert!(
+        took >= std::time::Duration::from_secs(2) && took < std::time::Duration::from_secs(5),
+        "stopped {took:?} after SIGTERM: {logs}"
+    );
+    assert!(
+        call.await.unwrap().is_empty(),
+        "the call's connection closed"
+    );
+    assert!(logs.contains("requests still running after OXP_WORK_DRAIN_SECS"));
+    let result = receiver.result().await;
+    assert_eq!(
+        result["id"], "running",
+        "the work's result delivered: {result}"
+    );
+}

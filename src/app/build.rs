@@ -270,11 +270,8 @@ impl AppBuilder {
         compiling
             .map_or(Ok(()), joined)
             .map_err(StartError::Tools)?;
-        built.drains.extend(super::durable::start(
-            runner.as_ref(),
-            &config,
-            shared || recovering,
-        ));
+        let (let_go, drain) = super::durable::start(runner.as_ref(), &config, shared || recovering);
+        built.drains.extend(let_go);
         let shapes = crate::server::Shapes::new(built.shapes, config.base_path.as_deref());
         let http = super::http_side::assemble(built.routes, &shapes, broker, &auth, &config);
         Ok(App {
@@ -287,6 +284,7 @@ impl AppBuilder {
                 config,
                 roles: built.roles,
                 drains: built.drains,
+                drain,
             }),
         })
     }

@@ -142,34 +142,35 @@ fn parts(
 
 /// At shutdown the runner's unfinished work is let go for another process to take over (or,
 /// with a store that ends with the process, given up through its protocol), after waiting up
-/// to `OXP_WORK_DRAIN_SECS` (or the drain's own timeout) for it.
+/// to what is left of `OXP_WORK_DRAIN_SECS` for it.
 struct LetGo(Arc<crate::work::Runner>);
 
 impl protocol::Drain for LetGo {
-    fn drain(&self, timeout: Option<std::time::Duration>) -> protocol::BoxFuture<'_, usize> {
-        Box::pin(async move {
-            let wait = timeout.unwrap_or(self.0.settings().drain);
-            self.0.drain(wait).await
-        })
+    fn drain(&self, timeout: std::time::Duration) -> protocol::BoxFuture<'_, usize> {
+        Box::pin(self.0.drain(timeout))
     }
 }
 
 /// The runner's part once the protocols registered their kinds of work: what runs here is let
 /// go at shutdown for another process to take over, and a local server looks for work to take
 /// over from the start when the store may hold some already (`may_hold_work`: others share it, or
-/// an earlier run left some).
+/// an earlier run left some). With the drain period (`OXP_WORK_DRAIN_SECS`) the local server's
+/// requests in flight share at shutdown.
 pub(super) fn start(
     runner: Option<&Arc<crate::work::Runner>>,
     config: &Config,
     may_hold_work: bool,
-) -> Option<Arc<dyn protocol::Drain>> {
-    let runner = runner?;
+) -> (Option<Arc<dyn protocol::Drain>>, std::time::Duration) {
+    let Some(runner) = runner else {
+        return (None, crate::work::Settings::default().drain);
+    };
     // Only a local server has work of its own to look for: a build that serves no HTTP runs
     // outside Lambda only to say it cannot, and links no sweeper.
     if super::http_side::SERVES_LOCALLY && !config.runtime.lambda {
         runner.sweep_every_tick(may_hold_work);
     }
-    Some(Arc::new(LetGo(runner.clone())))
+    let drain = runner.settings().drain;
+    (Some(Arc::new(LetGo(runner.clone()))), drain)
 }
 
 /// The state file an earlier run left (`recovering`), opened now rather than by the first

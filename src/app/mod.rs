@@ -62,6 +62,9 @@ struct Parts {
     roles: Vec<LambdaRole>,
     /// Work the protocols finish at shutdown.
     drains: Vec<Arc<dyn protocol::Drain>>,
+    /// `OXP_WORK_DRAIN_SECS`: how long the requests in flight and the work running here may
+    /// still take at shutdown.
+    drain: std::time::Duration,
 }
 
 impl fmt::Debug for App {
@@ -78,10 +81,11 @@ impl App {
         AppBuilder::new(registry)
     }
 
-    /// Serves HTTP on `listener` until `shutdown` completes; in-flight requests finish, then
-    /// the work running here gets `OXP_WORK_DRAIN_SECS` to finish before the rest is let go
-    /// for a takeover (with a store that ends with the process, given up through its
-    /// protocol: a RAP result dead-lettered). On a loopback listener, and on any listener
+    /// Serves HTTP on `listener` until `shutdown` completes; the requests in flight and the
+    /// work running here then get `OXP_WORK_DRAIN_SECS` together to finish: the connections
+    /// still open then are closed (their calls cancelled, as when their callers leave) and the
+    /// work left is let go for a takeover (with a store that ends with the process, given up
+    /// through its protocol: a RAP result dead-lettered). On a loopback listener, and on any listener
     /// while authentication is off, a request whose `Host` is neither a loopback name nor in
     /// `OXP_ALLOWED_HOSTS`, or whose `Origin` is not in `OXP_ALLOWED_ORIGINS`, is refused
     /// (403): web pages open in a browser on the same machine cannot reach the tools, even
@@ -103,9 +107,25 @@ impl App {
             header_read_timeout: config.header_read_timeout,
             body_read_timeout: config.body_read_timeout,
             max_body_bytes: config.max_body_bytes,
+            drain: self.parts.drain,
+        };
+        // One drain period from the signal: the requests in flight and the work running here
+        // share it, so a shutdown takes it once, not once for each.
+        let signalled = Arc::new(std::sync::OnceLock::new());
+        let shutdown = {
+            let signalled = signalled.clone();
+            async move {
+                shutdown.await;
+                let _ = signalled.set(std::time::Instant::now());
+            }
         };
         let served = local::serve(listener, self.service.clone(), rules, limits, shutdown).await;
-        let abandoned = self.drain_within(None).await;
+        let left = signalled
+            .get()
+            .map_or(self.parts.drain, |at: &std::time::Instant| {
+                self.parts.drain.saturating_sub(at.elapsed())
+            });
+        let abandoned = self.drain(left).await;
         if abandoned > 0 {
             tracing::warn!(
                 abandoned,
@@ -119,11 +139,6 @@ impl App {
     /// takeover (or, with a store that ends with the process, gives it up through its
     /// protocol); returns how many pieces of work were. Nothing to wait for without a runner.
     pub async fn drain(&self, timeout: std::time::Duration) -> usize {
-        self.drain_within(Some(timeout)).await
-    }
-
-    /// Every protocol's drain, each within `timeout` or (`None`) its own.
-    async fn drain_within(&self, timeout: Option<std::time::Duration>) -> usize {
         let mut abandoned = 0;
         for drain in &self.parts.drains {
             abandoned += drain.drain(timeout).await;

@@ -243,9 +243,9 @@ impl Contribution {
 
 /// Work a protocol finishes at shutdown.
 pub trait Drain: Send + Sync {
-    /// Waits up to `timeout` (`None`: the protocol's own) for the work to finish, gives up on
-    /// the rest, and returns how much was given up.
-    fn drain(&self, timeout: Option<Duration>) -> BoxFuture<'_, usize>;
+    /// Waits up to `timeout` for the work to finish, gives up on the rest, and returns how
+    /// much was given up.
+    fn drain(&self, timeout: Duration) -> BoxFuture<'_, usize>;
 }
 
 /// A protocol with its settings, as the app holds it until it is built.

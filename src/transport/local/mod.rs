@@ -17,6 +17,11 @@
 //! head within `OXP_HEADER_READ_TIMEOUT_MS` (a slow-loris, or a kept-alive connection left
 //! idle) is closed, and a request whose body does not arrive within `OXP_BODY_READ_TIMEOUT_MS`
 //! of its head is answered 408 and closed ([`body`]).
+//!
+//! At shutdown the listener closes and the requests in flight get the drain period
+//! (`OXP_WORK_DRAIN_SECS`, the time the work running here gets too) to be answered; the
+//! connections still open then are closed, their calls cancelled as when a caller leaves, so a
+//! call without a deadline never holds the process past it.
 
 mod body;
 
@@ -83,6 +88,8 @@ pub(crate) struct Limits {
     pub(crate) body_read_timeout: Duration,
     /// `OXP_MAX_BODY_BYTES`.
     pub(crate) max_body_bytes: usize,
+    /// `OXP_WORK_DRAIN_SECS`: how long the requests in flight at shutdown may still take.
+    pub(crate) drain: Duration,
 }
 
 /// Open connections by peer address: one peer holds at most its share.
@@ -150,7 +157,10 @@ pub(crate) async fn serve(
     http.timer(hyper_util::rt::TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
     let connections = hyper_util::server::graceful::GracefulShutdown::new();
-    let slots = Arc::new(Semaphore::new(limits.max_connections.max(1)));
+    let most = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
+    let slots = Arc::new(Semaphore::new(most));
+    // Fired once the drain period is over: each connection still open is dropped.
+    let closing = tokio_util::sync::CancellationToken::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
         // A free slot first: while none is, connections wait in the backlog, unaccepted.
@@ -183,16 +193,43 @@ pub(crate) async fn serve(
             hyper_util::service::TowerToHyperService::new(service.clone()),
         );
         let connection = connections.watch(connection);
+        let closing = closing.clone();
         tokio::spawn(async move {
-            // A closed or timed-out connection is not the server's error.
-            let _ = connection.await;
+            tokio::select! {
+                // A closed or timed-out connection is not the server's error.
+                _ = connection => {}
+                () = closing.cancelled() => {}
+            }
             drop(peer_slot);
             drop(slot);
         });
     }
     drop(listener);
-    connections.shutdown().await;
+    close_within(limits.drain, connections, &closing, &slots, most).await;
     Ok(())
+}
+
+/// Waits up to `drain` for the `connections` open at shutdown to end (each holding one of
+/// `slots`, `most` in all), then closes those left (`closing`), their calls cancelled as when
+/// their callers leave.
+async fn close_within(
+    drain: Duration,
+    connections: hyper_util::server::graceful::GracefulShutdown,
+    closing: &tokio_util::sync::CancellationToken,
+    slots: &Semaphore,
+    most: usize,
+) {
+    if tokio::time::timeout(drain, connections.shutdown())
+        .await
+        .is_ok()
+    {
+        return;
+    }
+    tracing::warn!(target: "oxp::server", "requests still running after OXP_WORK_DRAIN_SECS: their connections are closed, their calls cancelled");
+    closing.cancel();
+    // Each connection's task gives its slot back once its calls are dropped.
+    let all = u32::try_from(most).unwrap_or(u32::MAX);
+    let _ = tokio::time::timeout(Duration::from_secs(1), slots.acquire_many(all)).await;
 }
 
 /// Refuses a request without one valid `Host` and, on a guarded listener, a `Host` and an
