@@ -339,3 +339,37 @@ async fn at_sigterm_a_call_without_a_deadline_and_the_work_running_share_one_dra
         "the work's result delivered: {result}"
     );
 }
+
+#[tokio::test]
+async fn a_second_signal_during_the_drain_stops_the_server_at_once() {
+    // An operator who presses Ctrl-C again does not wait out the drain period.
+    let server = start(
+        &[("OXP_TOOL_TIMEOUT_MS", "0"), ("OXP_WORK_DRAIN_SECS", "60")],
+        &["--port", "0"],
+    );
+    let addr = server.addr.clone();
+    let call = tokio::spawn(async move {
+        let body = r#"{"request":{"tool_id":"Demo.Sleep","input":{"ms":600000}}}"#;
+        http_raw(&addr, "POST", "/tools/call", body).await
+    });
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let pid = server.process.id().to_string();
+    let signal = |name: &str| {
+        let sent = Command::new("kill").args([name, &pid]).status().unwrap();
+        assert!(sent.success());
+    };
+    signal("-TERM");
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let asked = std::time::Instant::now();
+    signal("-INT");
+    let (clean, logs) = tokio::task::spawn_blocking(|| server.process.wait())
+        .await
+        .unwrap();
+    assert!(!clean, "stopped, not drained: {logs}");
+    assert!(
+        asked.elapsed() < std::time::Duration::from_secs(2),
+        "{logs}"
+    );
+    assert!(logs.contains("a second signal: stopping at once"), "{logs}");
+    call.abort();
+}

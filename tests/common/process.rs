@@ -127,11 +127,16 @@ impl Process {
     }
 
     /// Sends it SIGTERM and waits for it to exit: whether it exited with 0, and its output.
-    pub fn terminate(mut self) -> (bool, String) {
+    pub fn terminate(self) -> (bool, String) {
         Command::new("kill")
             .args(["-TERM", &self.child.id().to_string()])
             .status()
             .unwrap();
+        self.wait()
+    }
+
+    /// Waits for it to exit: whether it exited with 0, and its output.
+    pub fn wait(mut self) -> (bool, String) {
         let status = self.child.wait().unwrap();
         (status.success(), self.output())
     }

@@ -343,8 +343,21 @@ pub(crate) fn check_browser(headers: &HeaderMap, rules: &BrowserRules) -> Result
     Ok(())
 }
 
-/// Completes on Ctrl-C or SIGTERM.
+/// Completes on Ctrl-C or SIGTERM; a second one stops the process at once (exit code 1), as
+/// an operator who presses Ctrl-C again expects: what was running is taken over as after a
+/// crash.
 pub(crate) async fn shutdown_signal() {
+    signalled().await;
+    tracing::info!("shutting down: finishing in-flight requests (Ctrl-C again stops at once)");
+    tokio::spawn(async {
+        signalled().await;
+        eprintln!("a second signal: stopping at once");
+        std::process::exit(1);
+    });
+}
+
+/// Completes on the next Ctrl-C or SIGTERM.
+async fn signalled() {
     let ctrl_c = async {
         let _ = tokio::signal::ctrl_c().await;
     };
@@ -363,7 +376,6 @@ pub(crate) async fn shutdown_signal() {
         () = ctrl_c => {},
         () = terminate => {},
     }
-    tracing::info!("shutting down: finishing in-flight requests");
 }
 
 #[cfg(test)]
