@@ -129,7 +129,8 @@ async fn no_more_connections_than_oxp_max_connections_are_served_at_once() {
 }
 
 #[tokio::test]
-async fn an_app_served_by_another_program_keeps_the_browser_guard_while_auth_is_off() {
+async fn an_app_served_by_another_program_keeps_the_host_rule_and_the_browser_guard_while_auth_is_off()
+ {
     // Embedded the way axum serves any service, without `App::serve`, on loopback.
     let app = app_with(common::example_tools::registry().unwrap(), test_config());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -163,6 +164,10 @@ async fn an_app_served_by_another_program_keeps_the_browser_guard_while_auth_is_
         .await,
         "403"
     );
+    // HTTP/1.1's one Host: a second one the program's readers might read apart is a 400.
+    let two = format!("Host: {addr}\r\nHost: attacker.example\r\n");
+    assert_eq!(status(two).await, "400");
+    assert_eq!(status("Host: a b\r\n".into()).await, "400");
 }
 
 #[tokio::test]

@@ -205,13 +205,13 @@ where
             &mut request,
             self.parts.config.deadline_margin,
         );
+        // Served by another program: one valid `Host` at most (the one every later reader
+        // reads), and the browser guard while authentication is off, as `App::serve` holds them.
         let rules = &self.parts.browser;
-        if rules.auth_off
-            && !from_lambda
-            && let Err(refusal) = local::check_browser(request.headers(), rules)
-        {
-            tracing::info!(target: "oxp::server", outcome = "forbidden", reason = refusal.developer_message().as_str());
-            let answer = rules.shapes.answer(request.uri().path(), refusal);
+        let refused = (!from_lambda)
+            .then(|| local::refused(&mut request, rules, rules.auth_off, false))
+            .flatten();
+        if let Some(answer) = refused {
             return Either::Left(std::future::ready(Ok(answer)));
         }
         Either::Right(self.service.call(request))

@@ -254,18 +254,29 @@ where
     }
 
     fn call(&mut self, mut request: Request<B>) -> Self::Future {
-        let refused = match one_host(&mut request) {
-            Err(refusal) => Some(refusal),
-            Ok(()) if self.active => check_browser(request.headers(), &self.rules).err(),
-            Ok(()) => None,
-        };
-        if let Some(refusal) = refused {
-            tracing::info!(target: "oxp::server", outcome = refusal.kind(), reason = refusal.developer_message().as_str());
-            let answer = self.rules.shapes.answer(request.uri().path(), refusal);
-            return Either::Left(ready(Ok(answer)));
+        match refused(&mut request, &self.rules, self.active, true) {
+            Some(answer) => Either::Left(ready(Ok(answer))),
+            None => Either::Right(self.inner.call(request)),
         }
-        Either::Right(self.inner.call(request))
     }
+}
+
+/// The answer refusing `request` (logged), if it has more than one `Host`, an invalid one, or
+/// (`host_required`: it came over a connection) none, or, when the browser guard is `active`, a
+/// `Host` or an `Origin` `rules` do not allow.
+pub(crate) fn refused<B>(
+    request: &mut Request<B>,
+    rules: &BrowserRules,
+    active: bool,
+    host_required: bool,
+) -> Option<Response> {
+    let refusal = match one_host(request, host_required) {
+        Err(refusal) => refusal,
+        Ok(()) if active => check_browser(request.headers(), rules).err()?,
+        Ok(()) => return None,
+    };
+    tracing::info!(target: "oxp::server", outcome = refusal.kind(), reason = refusal.developer_message().as_str());
+    Some(rules.shapes.answer(request.uri().path(), refusal))
 }
 
 /// HTTP/1.1's rule for `Host` (RFC 9112, section 3.2): "A server MUST respond with a 400 (Bad
@@ -276,11 +287,12 @@ where
 /// (`POST http://localhost:8080/mcp`) is for the target's host, whatever its `Host` says
 /// (section 3.2.2: the server "MUST ignore the received Host header field"): the target's is
 /// put in its place, so that every later reader (the browser rules, the URLs a call gives out,
-/// rmcp's checks) reads the host the request was for.
-fn one_host<B>(request: &mut Request<B>) -> Result<(), ServerError> {
+/// rmcp's checks) reads the host the request was for. A request made in process (`required`
+/// false: an embedding program's, `oneshot` in its tests) may carry none.
+fn one_host<B>(request: &mut Request<B>, required: bool) -> Result<(), ServerError> {
     let mut hosts = request.headers().get_all(header::HOST).iter();
     let valid = match (hosts.next(), hosts.next()) {
-        (None, _) => request.version() != http::Version::HTTP_11,
+        (None, _) => !required || request.version() != http::Version::HTTP_11,
         (Some(host), None) => host.is_empty() || is_host(host.as_bytes()),
         (Some(_), Some(_)) => false,
     };

@@ -45,7 +45,7 @@ fn an_http_1_1_request_carries_one_valid_host_and_none_carries_two() {
         request
     };
     let host = |mut request: Request<()>| {
-        one_host(&mut request).map(|()| request.headers()[header::HOST].clone())
+        one_host(&mut request, true).map(|()| request.headers()[header::HOST].clone())
     };
     for good in [
         "localhost:8080",
@@ -61,7 +61,7 @@ fn an_http_1_1_request_carries_one_valid_host_and_none_carries_two() {
         );
     }
     let mut sent = request(Version::HTTP_10, "/mcp", &[]);
-    assert!(one_host(&mut sent).is_ok(), "HTTP/1.0 needs none");
+    assert!(one_host(&mut sent, true).is_ok(), "HTTP/1.0 needs none");
     for (version, hosts) in [
         (Version::HTTP_11, &[][..]),
         (Version::HTTP_11, &["localhost", "rebound.example"][..]),
@@ -71,7 +71,7 @@ fn an_http_1_1_request_carries_one_valid_host_and_none_carries_two() {
         (Version::HTTP_11, &["localhost:port"][..]),
     ] {
         let mut sent = request(version, "/mcp", hosts);
-        let refused = one_host(&mut sent);
+        let refused = one_host(&mut sent, true);
         assert!(matches!(refused, Err(ServerError::BadHost)), "{hosts:?}");
     }
     // An absolute target names the host the request is for, whatever its Host says.
