@@ -188,7 +188,13 @@ async fn locally_lines_are_text_without_metrics_unless_asked() {
 async fn an_mcp_request_writes_the_servers_lines_not_rmcps_own_unless_a_directive_names_it() {
     // rmcp logs a service started and ended (three `info` lines, the client's identity among
     // them) for each request it serves: beside a call's one line, noise an operator pays for.
-    for (log, rmcp_lines) in [(None, false), (Some("info,rmcp=info"), true)] {
+    // Below `info` it writes each request whole, a tool's arguments among them: never.
+    let cases = [
+        (None, false),
+        (Some("info,rmcp=info"), true),
+        (Some("debug,rmcp=trace"), true),
+    ];
+    for (log, rmcp_lines) in cases {
         let mut env = vec![("OXP_AUTH", "none")];
         env.extend(log.map(|l| ("OXP_LOG", l)));
         let (server, base) = common::start_binary(env!("CARGO_BIN_EXE_oxp-lambda"), &env);
@@ -205,6 +211,10 @@ async fn an_mcp_request_writes_the_servers_lines_not_rmcps_own_unless_a_directiv
             text.contains("rmcp::"),
             rmcp_lines,
             "OXP_LOG={log:?}: {text}"
+        );
+        assert!(
+            !text.contains("received request"),
+            "no request whole: {text}"
         );
     }
 }

@@ -18,8 +18,14 @@ use tracing_subscriber::filter::{self, FilterExt};
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::{EnvFilter, Layer, fmt};
 
-/// Crates that log request and response payloads below `info`.
-const PAYLOAD_LOGGERS: &[&str] = &["lambda_runtime", "lambda_http", "lambda_runtime_api_client"];
+/// Crates that log request and response payloads below `info`: whole Lambda events, and rmcp's
+/// requests and results (a tool's arguments and output) at `debug`.
+const PAYLOAD_LOGGERS: &[&str] = &[
+    "lambda_runtime",
+    "lambda_http",
+    "lambda_runtime_api_client",
+    "rmcp",
+];
 
 /// Whether an event may be written at all, before `OXP_LOG` is asked.
 fn below_payloads(meta: &Metadata<'_>) -> bool {
@@ -263,7 +269,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_lambda_runtime_never_logs_below_info_whatever_the_filter() {
+    fn the_lambda_runtime_and_rmcp_never_log_below_info_whatever_the_filter() {
+        assert!(!allowed("rmcp::service", Level::DEBUG));
+        assert!(allowed("rmcp::service", Level::INFO));
         assert!(!allowed("lambda_runtime", Level::TRACE));
         assert!(!allowed("lambda_runtime::layers", Level::DEBUG));
         assert!(!allowed("lambda_http::request", Level::DEBUG));
