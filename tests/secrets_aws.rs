@@ -157,3 +157,45 @@ async fn builder_secrets_answer_before_the_aws_source_without_reaching_it() {
         reply.text
     );
 }
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn at_the_most_verbose_log_level_no_credential_of_the_role_or_secret_reaches_the_log() {
+    // In Lambda `OXP_LOG` follows the function's log level, which the console offers down to
+    // TRACE: there the SDK logged the request it signs and sends, the role's session token in
+    // its headers.
+    let prefix = unique_prefix();
+    let secret = "sk_KEY_OF_THE_TOOL";
+    create_secret(
+        &moto_client().await,
+        &format!("{prefix}TWILIO_API_KEY"),
+        secret,
+    )
+    .await;
+    let (token, key) = ("TOKEN_OF_THE_ROLE", "SECRET_KEY_OF_THE_ROLE");
+    let moto = moto_url();
+    let env = [
+        ("OXP_AUTH", "none"),
+        ("OXP_LOG", "trace"),
+        ("OXP_SECRETS_SOURCE", "aws"),
+        ("OXP_SECRETS_PREFIX", prefix.as_str()),
+        ("AWS_ENDPOINT_URL", moto.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", key),
+        ("AWS_SESSION_TOKEN", token),
+    ];
+    let (server, base) = common::start_binary(env!("CARGO_BIN_EXE_oxp-lambda"), &env);
+    let addr = base.trim_start_matches("http://");
+    let call = r#"{"request":{"tool_id":"SMS.Send","input":{"to":"+1","message":"hi"}}}"#;
+    let (status, body) = http_raw(addr, "POST", "/tools/call", call).await;
+    assert!(status == 200 && body.contains("sent"), "{body}");
+    let text = server.output_holding("oxp::call").await;
+    assert!(
+        text.contains("GetSecretValue"),
+        "the AWS call is logged: {text}"
+    );
+    for held in [token, key, secret] {
+        assert!(!text.contains(held), "{held} in the log: {text}");
+    }
+}

@@ -18,13 +18,18 @@ use tracing_subscriber::filter::{self, FilterExt};
 use tracing_subscriber::prelude::*;
 use tracing_subscriber::{EnvFilter, Layer, fmt};
 
-/// Crates that log request and response payloads below `info`: whole Lambda events, and rmcp's
-/// requests and results (a tool's arguments and output) at `debug`.
-const PAYLOAD_LOGGERS: &[&str] = &[
-    "lambda_runtime",
-    "lambda_http",
-    "lambda_runtime_api_client",
-    "rmcp",
+/// Crates that log payloads or credentials below a level, and the most verbose level each is
+/// written at whatever `OXP_LOG` says: whole Lambda events below `info`; rmcp's requests and
+/// results (a tool's arguments and output) at `debug`; and, at `trace`, the request the AWS SDK
+/// signs and sends, the role's session token in its headers.
+const HELD: &[(&str, Level)] = &[
+    ("lambda_runtime", Level::INFO),
+    ("lambda_http", Level::INFO),
+    ("lambda_runtime_api_client", Level::INFO),
+    ("rmcp", Level::INFO),
+    ("aws_sigv4", Level::DEBUG),
+    ("aws_smithy_runtime", Level::DEBUG),
+    ("aws_smithy_runtime_api", Level::DEBUG),
 ];
 
 /// Whether an event may be written at all, before `OXP_LOG` is asked.
@@ -32,15 +37,15 @@ fn below_payloads(meta: &Metadata<'_>) -> bool {
     allowed(meta.target(), *meta.level())
 }
 
-/// Events of `target` at `level` may be written: anything at `info` or above, and anything
-/// from crates that do not log payloads.
+/// Events of `target` at `level` may be written: anything but what [`HELD`] holds back.
 fn allowed(target: &str, level: Level) -> bool {
-    level <= Level::INFO
-        || !PAYLOAD_LOGGERS.iter().any(|c| {
-            target
+    // Levels order from the most severe: a level "greater" than another is more verbose.
+    !HELD.iter().any(|(c, most)| {
+        level > *most
+            && target
                 .strip_prefix(c)
                 .is_some_and(|rest| rest.is_empty() || rest.starts_with("::"))
-        })
+    })
 }
 
 /// The filter of `OXP_LOG` unset: `info`.
@@ -269,9 +274,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_lambda_runtime_and_rmcp_never_log_below_info_whatever_the_filter() {
+    fn the_lambda_runtime_rmcp_and_the_aws_sdk_are_held_whatever_the_filter() {
         assert!(!allowed("rmcp::service", Level::DEBUG));
         assert!(allowed("rmcp::service", Level::INFO));
+        assert!(!allowed("aws_sigv4::http_request::sign", Level::TRACE));
+        assert!(!allowed(
+            "aws_smithy_runtime::client::orchestrator",
+            Level::TRACE
+        ));
+        assert!(allowed(
+            "aws_smithy_runtime::client::orchestrator",
+            Level::DEBUG
+        ));
         assert!(!allowed("lambda_runtime", Level::TRACE));
         assert!(!allowed("lambda_runtime::layers", Level::DEBUG));
         assert!(!allowed("lambda_http::request", Level::DEBUG));
