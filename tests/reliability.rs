@@ -186,11 +186,20 @@ async fn a_call_that_cannot_get_a_slot_in_time_is_told_to_retry() {
 
 #[tokio::test]
 async fn shutdown_lets_in_flight_calls_finish() {
+    // With the default drain period, and with none: a call a moment from its answer gets a
+    // second at least.
+    for drain in ["30", "0"] {
+        let config = Config::from_vars(false, [("OXP_WORK_DRAIN_SECS", drain)]).unwrap();
+        in_flight_calls_finish(config).await;
+    }
+}
+
+async fn in_flight_calls_finish(config: Config) {
     let slow = Tool::builder("T.Slow", "1.0.0").handler(|_: oxp_lambda::NoInput, _| async {
         tokio::time::sleep(Duration::from_millis(400)).await;
         Ok::<_, ToolError>(42)
     });
-    let app = app_of(vec![slow], Config::default());
+    let app = app_of(vec![slow], config);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap().to_string();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();

@@ -19,9 +19,9 @@
 //! of its head is answered 408 and closed ([`body`]).
 //!
 //! At shutdown the listener closes and the requests in flight get the drain period
-//! (`OXP_WORK_DRAIN_SECS`, the time the work running here gets too) to be answered; the
-//! connections still open then are closed, their calls cancelled as when a caller leaves, so a
-//! call without a deadline never holds the process past it.
+//! (`OXP_WORK_DRAIN_SECS`, the time the work running here gets too; a second at least) to be
+//! answered; the connections still open then are closed, their calls cancelled as when a
+//! caller leaves, so a call without a deadline never holds the process past it.
 
 mod body;
 
@@ -205,7 +205,9 @@ pub(crate) async fn serve(
         });
     }
     drop(listener);
-    close_within(limits.drain, connections, &closing, &slots, most).await;
+    // A second at least, whatever the period: a request a moment from its answer gets it.
+    let drain = limits.drain.max(Duration::from_secs(1));
+    close_within(drain, connections, &closing, &slots, most).await;
     Ok(())
 }
 
