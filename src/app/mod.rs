@@ -85,12 +85,12 @@ impl App {
     /// work running here then get `OXP_WORK_DRAIN_SECS` together to finish: the connections
     /// still open then are closed (their calls cancelled, as when their callers leave) and the
     /// work left is let go for a takeover (with a store that ends with the process, given up
-    /// through its protocol: a RAP result dead-lettered). On a loopback listener, and on any listener
-    /// while authentication is off, a request whose `Host` is neither a loopback name nor in
-    /// `OXP_ALLOWED_HOSTS`, or whose `Origin` is not in `OXP_ALLOWED_ORIGINS`, is refused
-    /// (403): web pages open in a browser on the same machine cannot reach the tools, even
-    /// through a rebound DNS name. A build without the `http-server` feature serves nothing:
-    /// an error at once.
+    /// through its protocol: a RAP result dead-lettered). On a loopback listener, and on any
+    /// listener while authentication is off, a request whose `Host` is neither a loopback name
+    /// nor in `OXP_ALLOWED_HOSTS`, or whose `Origin` is not in `OXP_ALLOWED_ORIGINS`, is
+    /// refused (403): web pages open in a browser on the same machine cannot reach the tools,
+    /// even through a rebound DNS name. A build without the `http-server` feature serves
+    /// nothing: an error at once.
     pub async fn serve(
         self,
         listener: TcpListener,
