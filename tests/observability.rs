@@ -78,6 +78,7 @@ async fn in_lambda_every_call_line_carries_the_invocation_and_metrics_follow_eac
     assert_eq!(cold["outcome"], "success");
     assert!(cold["duration_ms"].as_f64().is_some());
     assert_eq!(cold["traceparent"], traceparent);
+    assert!(cold.get("timestamp").is_none(), "CloudWatch times the line");
     let warm = call_line(&lines, "req-warm");
     assert_eq!(warm["cold_start"], false);
     assert_eq!(warm["outcome"], "tool_error");
@@ -217,6 +218,23 @@ async fn an_mcp_request_writes_the_servers_lines_not_rmcps_own_unless_a_directiv
             "no request whole: {text}"
         );
     }
+}
+
+#[tokio::test]
+async fn locally_json_lines_carry_their_time_and_in_lambda_cloudwatch_adds_it() {
+    // A container's log shipper reads the JSON line: without a time of its own, an event's
+    // time was the shipper's.
+    let env = [("OXP_AUTH", "none"), ("OXP_LOG_FORMAT", "json")];
+    let (server, base) = common::start_binary(env!("CARGO_BIN_EXE_oxp-lambda"), &env);
+    let call = r#"{"request":{"tool_id":"Calculator.Add","input":{"a":1,"b":2}}}"#;
+    let addr = base.trim_start_matches("http://");
+    let (status, _) = common::http_raw(addr, "POST", "/tools/call", call).await;
+    assert_eq!(status, 200);
+    server.output_holding("oxp::call").await;
+    let lines = written(server.output_path());
+    let line = lines.iter().find(|l| l["target"] == "oxp::call").unwrap();
+    let time = line["timestamp"].as_str().unwrap_or_default();
+    assert!(time.starts_with("20") && time.ends_with('Z'), "{line}");
 }
 
 #[tokio::test]

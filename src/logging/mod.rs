@@ -135,8 +135,9 @@ impl std::io::Write for OutWriter<'_> {
     }
 }
 
-/// The layer that formats lines and writes them to `writer`, each bounded in bytes.
-fn lines<S>(format: LogFormat, writer: Out) -> Box<dyn Layer<S> + Send + Sync>
+/// The layer that formats lines and writes them to `writer`, each bounded in bytes; in Lambda
+/// (`lambda`) a JSON line carries no time of its own: CloudWatch timestamps every line.
+fn lines<S>(format: LogFormat, writer: Out, lambda: bool) -> Box<dyn Layer<S> + Send + Sync>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
@@ -145,15 +146,20 @@ where
         json: matches!(format, LogFormat::Json),
     };
     match format {
-        LogFormat::Json => fmt::layer()
-            .json()
-            .flatten_event(true)
-            .with_current_span(false)
-            // The invocation's fields are on the line itself (crate::observe).
-            .with_span_list(false)
-            .without_time() // CloudWatch timestamps every line
-            .with_writer(writer)
-            .boxed(),
+        LogFormat::Json => {
+            let json = fmt::layer()
+                .json()
+                .flatten_event(true)
+                .with_current_span(false)
+                // The invocation's fields are on the line itself (crate::observe).
+                .with_span_list(false)
+                .with_writer(writer);
+            if lambda {
+                json.without_time().boxed()
+            } else {
+                json.with_timer(time::CachedUtc).boxed()
+            }
+        }
         LogFormat::Text => fmt::layer()
             .with_ansi(false)
             .fmt_fields(fields::TextFields)
@@ -170,7 +176,7 @@ pub fn local_text_log(
     output: impl std::io::Write + Send + 'static,
 ) -> (tracing::Dispatch, impl Drop) {
     let (lines_out, guard) = batched::lines(output);
-    let layer = lines(LogFormat::Text, Out::Lines(lines_out))
+    let layer = lines(LogFormat::Text, Out::Lines(lines_out), false)
         .with_filter(default_filter().and(filter::filter_fn(below_payloads)));
     (
         tracing::Dispatch::new(tracing_subscriber::registry().with(layer)),
@@ -186,7 +192,12 @@ pub(crate) fn init(config: &Config) -> LogGuard {
         .map_or_else(|_| default_filter(), |(_, filter)| filter);
     let filter = env.and(filter::filter_fn(below_payloads));
     let (writer, mut guard) = writer(config.runtime.lambda);
-    let mut layers = vec![lines(config.log_format, writer).with_filter(filter).boxed()];
+    let lambda = config.runtime.lambda;
+    let mut layers = vec![
+        lines(config.log_format, writer, lambda)
+            .with_filter(filter)
+            .boxed(),
+    ];
     if let Some((spans, otel)) = config
         .otel_endpoint
         .as_deref()
