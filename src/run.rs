@@ -4,6 +4,7 @@
 use crate::app::{App, AppBuilder};
 use crate::config::{Config, LogFormat};
 use oxp_lambda_core::registry::Registry;
+use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
@@ -39,7 +40,7 @@ pub async fn run_app(builder: AppBuilder) -> ExitCode {
     match crate::args::apply(&mut config, std::env::args().skip(1)) {
         Ok(crate::args::Command::Serve) => {}
         Ok(crate::args::Command::Help) => {
-            println!("{}", crate::args::USAGE);
+            let _ = writeln!(std::io::stdout(), "{}", crate::args::USAGE);
             return ExitCode::SUCCESS;
         }
         Ok(crate::args::Command::Schema(protocol)) => {
@@ -100,11 +101,12 @@ pub async fn run_with(builder: AppBuilder) -> ExitCode {
 fn print_schema(mut builder: AppBuilder, protocol: &str) -> ExitCode {
     match builder.schema(protocol) {
         Some(Ok(schema)) => {
-            println!(
-                "{}",
-                serde_json::to_string_pretty(&schema).unwrap_or_default()
-            );
-            ExitCode::SUCCESS
+            let text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+            // A reader that stopped early (`| head`) is no panic of ours (println! panics).
+            match writeln!(std::io::stdout(), "{text}") {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(_) => ExitCode::FAILURE,
+            }
         }
         Some(Err(e)) => {
             eprintln!("oxp-lambda schema --{protocol}: {e}");

@@ -373,3 +373,41 @@ async fn a_second_signal_during_the_drain_stops_the_server_at_once() {
     assert!(logs.contains("a second signal: stopping at once"), "{logs}");
     call.abort();
 }
+
+#[tokio::test]
+async fn a_server_whose_standard_output_nobody_reads_serves() {
+    // `oxp-lambda | head -1`, or a supervisor that read the address and closed its end: the
+    // line saying where it listens met a closed pipe, and println! panicked at start.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let dir = std::env::temp_dir().join(format!("oxp-pipe-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
+        .args(["--port", &port.to_string()])
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .current_dir(&dir)
+        .stdout(writer)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let addr = format!("127.0.0.1:{port}");
+    let mut answered = None;
+    for _ in 0..100 {
+        if let Ok(stream) = tokio::net::TcpStream::connect(&addr).await {
+            drop(stream);
+            answered = Some(http_raw(&addr, "GET", "/health", "").await);
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the server exited");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(answered.expect("it listened").0, 200);
+}

@@ -8,6 +8,7 @@ use crate::config::Config;
 use crate::server::{self, HttpApp};
 use crate::transport::local;
 use axum::Router;
+use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -74,7 +75,9 @@ pub(crate) async fn serve_locally(app: App, addr: SocketAddr) -> ExitCode {
         }
     };
     let bound = listener.local_addr().unwrap_or(addr);
-    println!("OXP server listening on http://{bound}");
+    // For whoever started it to read, if anyone does: a pipe closed already (`| head -1`) is no
+    // reason to stop serving (println! panics on it).
+    let _ = writeln!(std::io::stdout(), "OXP server listening on http://{bound}");
     tracing::info!(%bound, "OXP server listening");
     match app.serve(listener, local::shutdown_signal()).await {
         Ok(()) => ExitCode::SUCCESS,
