@@ -365,7 +365,11 @@ pub(crate) async fn shutdown_signal() {
     tracing::info!("shutting down: finishing in-flight requests (Ctrl-C again stops at once)");
     tokio::spawn(async {
         signalled().await;
-        eprintln!("a second signal: stopping at once");
+        // Written whatever became of standard error (eprintln! panics on a closed pipe).
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            b"a second signal: stopping at once\n",
+        );
         std::process::exit(1);
     });
 }
