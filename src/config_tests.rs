@@ -435,3 +435,36 @@ fn a_log_filter_with_spaces_around_its_directives_is_read_trimmed_and_never_pani
     let c = config(&[("OXP_LOG", " info , oxp=debug ")]).unwrap();
     assert_eq!(c.log_filter, "info,oxp=debug");
 }
+
+#[test]
+fn a_variable_nothing_reads_is_named_beside_the_one_it_misspells_but_not_a_tools_or_an_unused_parts()
+ {
+    let vars: Vars = [
+        ("OXP_TOOL_TIMEOUT", "5"),
+        ("OXP_MAX_CONECTIONS", "5"),
+        ("OXP_PROT", "9000"),
+        ("OXP_RAP_QUEUE_URL", "https://sqs.example.com/q"),
+        ("OXP_MY_TOOL_URL", "https://example.com"),
+        ("OXP_PORT", "9000"),
+    ]
+    .into_iter()
+    .collect();
+    let env = Env::new(false, &vars);
+    // RAP off: its selector read, its queue not.
+    for read in [
+        "OXP_TOOL_TIMEOUT_MS",
+        "OXP_MAX_CONNECTIONS",
+        "OXP_RAP",
+        "OXP_PORT",
+    ] {
+        let _ = env.get(read);
+    }
+    let named: Vec<(String, String)> = [
+        ("OXP_MAX_CONECTIONS", "OXP_MAX_CONNECTIONS"),
+        ("OXP_PROT", "OXP_PORT"),
+        ("OXP_TOOL_TIMEOUT", "OXP_TOOL_TIMEOUT_MS"),
+    ]
+    .map(|(a, b)| (a.to_owned(), b.to_owned()))
+    .into();
+    assert_eq!(vars.misspelled(), named);
+}

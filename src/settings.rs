@@ -156,29 +156,69 @@ pub(crate) fn invalid(variable: &'static str, reason: &str) -> ConfigError {
 /// The configuration variables as they were read (names starting `OXP_` or `AWS_`, without the
 /// local secret values `OXP_SECRET_*`): each protocol reads its own section from them. `Debug`
 /// names the variables and never shows a value.
-#[derive(Clone, Default, PartialEq, Eq)]
-pub struct Vars(Arc<BTreeMap<String, String>>);
+#[derive(Clone, Default)]
+pub struct Vars {
+    values: Arc<BTreeMap<String, String>>,
+    /// The `OXP_` names asked for, set or not: what the server reads, for
+    /// [`Vars::misspelled`].
+    asked: Arc<std::sync::Mutex<std::collections::BTreeSet<String>>>,
+}
 
 impl Vars {
     /// The value of `name`, as it was read.
     pub fn get(&self, name: &str) -> Option<String> {
-        self.0.get(name).cloned()
+        if name.starts_with("OXP_") {
+            let mut asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+            if !asked.contains(name) {
+                asked.insert(name.to_owned());
+            }
+        }
+        self.values.get(name).cloned()
+    }
+
+    /// The `OXP_` variables set that nothing asked for, each beside the one asked for that it
+    /// most likely misspells: one letter off (a letter missing, more, another, or two swapped),
+    /// or its name without a last `_PART` (`OXP_TOOL_TIMEOUT` for `OXP_TOOL_TIMEOUT_MS`). One
+    /// near none is left out: a tool's own variable, or one of a part this configuration does
+    /// not use (`OXP_RAP_QUEUE_URL` where RAP is off, though `OXP_RAP` is read).
+    pub fn misspelled(&self) -> Vec<(String, String)> {
+        let asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
+        let near = |set: &str, read: &str| {
+            let cut = read.strip_prefix(set).is_some_and(|r| r.starts_with('_'));
+            cut || strsim::osa_distance(set, read) <= 1
+        };
+        self.values
+            .keys()
+            .filter(|set| set.starts_with("OXP_") && !asked.contains(*set))
+            .filter_map(|set| {
+                let nearest = asked.iter().filter(|read| near(set, read));
+                let read = nearest.min_by_key(|read| strsim::osa_distance(set, read))?;
+                Some((set.clone(), read.clone()))
+            })
+            .collect()
     }
 }
 
+impl PartialEq for Vars {
+    fn eq(&self, other: &Self) -> bool {
+        self.values == other.values
+    }
+}
+
+impl Eq for Vars {}
+
 impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Vars {
     fn from_iter<I: IntoIterator<Item = (K, V)>>(pairs: I) -> Self {
-        Self(Arc::new(
-            pairs
-                .into_iter()
-                .map(|(k, v)| (k.into(), v.into()))
-                .collect(),
-        ))
+        let values = pairs.into_iter().map(|(k, v)| (k.into(), v.into()));
+        Self {
+            values: Arc::new(values.collect()),
+            asked: Arc::default(),
+        }
     }
 }
 
 impl fmt::Debug for Vars {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.0.keys()).finish()
+        f.debug_set().entries(self.values.keys()).finish()
     }
 }

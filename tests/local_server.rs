@@ -411,3 +411,27 @@ async fn a_server_whose_standard_output_nobody_reads_serves() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert_eq!(answered.expect("it listened").0, 200);
 }
+
+#[tokio::test]
+async fn a_misspelled_variable_is_named_at_start_beside_the_one_meant() {
+    // `OXP_TOOL_TIMEOUT=5` was silently no setting: the tools ran 30 s, the default.
+    let server = start(
+        &[("OXP_TOOL_TIMEOUT", "5"), ("OXP_MY_TOOL_URL", "x")],
+        &["--port", "0"],
+    );
+    let logs = server.process.output_holding("misspelled").await;
+    let warned: Vec<&str> = logs.lines().filter(|l| l.contains("misspelled")).collect();
+    assert_eq!(
+        warned.len(),
+        1,
+        "a tool's own variable is not named: {logs}"
+    );
+    assert!(
+        warned[0].contains(r#""variable":"OXP_TOOL_TIMEOUT""#),
+        "{logs}"
+    );
+    assert!(
+        warned[0].contains(r#""read":"OXP_TOOL_TIMEOUT_MS""#),
+        "{logs}"
+    );
+}

@@ -272,6 +272,7 @@ impl AppBuilder {
             .map_err(StartError::Tools)?;
         let (let_go, drain) = super::durable::start(runner.as_ref(), &config, shared || recovering);
         built.drains.extend(let_go);
+        super::guards::misspelled_variables(&config);
         let shapes = crate::server::Shapes::new(built.shapes, config.base_path.as_deref());
         let http = super::http_side::assemble(built.routes, &shapes, broker, &auth, &config);
         Ok(App {

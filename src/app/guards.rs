@@ -1,5 +1,6 @@
 //! What the app refuses to start with, whatever the protocols: a tool declaring a secret only
-//! the server may hold, or a signing key too short to sign with. Secret ids are compared as the
+//! the server may hold, or a signing key too short to sign with; and what it warns of, a
+//! variable that misspells a setting. Secret ids are compared as the
 //! local source reads them (`OXP_SECRET_<ID>`, case and punctuation folded), so
 //! `demo-webhook-secret` names the same value as `DEMO_WEBHOOK_SECRET`: one rule for every guard.
 
@@ -95,4 +96,17 @@ pub(super) fn oauth_secrets_kept_from_tools(
         "which the OAuth flow keeps (OAUTH_KEY, client secrets)",
     )
     .map_err(StartError::OAuth)
+}
+
+/// Warns of each `OXP_` variable set that nothing in this server read while it was built and
+/// that misspells one it did read (`OXP_TOOL_TIMEOUT` for `OXP_TOOL_TIMEOUT_MS`): a setting the
+/// operator meant, silently left at its default.
+pub(super) fn misspelled_variables(config: &crate::config::Config) {
+    for (set, read) in config.vars.misspelled() {
+        tracing::warn!(
+            variable = set.as_str(),
+            read = read.as_str(),
+            "set but not read, and spelled nearly as a variable that is: misspelled? (docs/configuration.md lists them)"
+        );
+    }
 }
