@@ -185,7 +185,7 @@ impl Config {
     /// Reads the process environment, once: the `OXP_*` and `AWS_*` variables (the local secret
     /// values `OXP_SECRET_*` are left to the local secret source).
     pub fn from_env() -> Result<Self, ConfigError> {
-        let vars = process_vars();
+        let vars = process_vars()?;
         let lambda = Runtime::of(&vars).lambda;
         let mut config = Self::read(lambda, vars)?;
         // The local secret source then reads the process's `OXP_SECRET_*` variables and

@@ -25,7 +25,8 @@ pub struct Runtime {
 impl Runtime {
     /// Where this process runs, from its environment (what [`Config::from_env`](super::Config::from_env) reads).
     pub fn of_process() -> Self {
-        Self::of(&process_vars())
+        // A variable that does not read is Config::from_env's to report.
+        Self::of(&process_vars().unwrap_or_default())
     }
 
     /// Where a process with `vars` runs.
@@ -70,11 +71,13 @@ impl Runtime {
 
 /// The process's configuration variables: names starting `OXP_` or `AWS_`, without the local
 /// secret values `OXP_SECRET_*` (the local secret source reads those itself).
-pub(super) fn process_vars() -> Vars {
-    std::env::vars()
-        .filter(|(name, _)| {
-            (name.starts_with("OXP_") || name.starts_with("AWS_"))
-                && !name.starts_with("OXP_SECRET_")
-        })
-        .collect()
+pub(super) fn process_vars() -> Result<Vars, super::ConfigError> {
+    let ours = |name: &str| {
+        (name.starts_with("OXP_") || name.starts_with("AWS_")) && !name.starts_with("OXP_SECRET_")
+    };
+    let vars = crate::settings::process_env(ours);
+    Ok(vars
+        .map_err(|e| super::ConfigError::new("environment", e))?
+        .into_iter()
+        .collect())
 }

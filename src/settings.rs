@@ -153,6 +153,23 @@ pub(crate) fn invalid(variable: &'static str, reason: &str) -> ConfigError {
     }
 }
 
+/// The process's environment variables whose names `keep` takes, as text. One of those whose
+/// value is not UTF-8 is an error naming it (never its value); any other variable, whatever its
+/// bytes, is not looked at: `std::env::vars` panics on the first that is not UTF-8, whoever's.
+pub(crate) fn process_env(keep: impl Fn(&str) -> bool) -> Result<Vec<(String, String)>, String> {
+    let mut kept = Vec::new();
+    for (name, value) in std::env::vars_os() {
+        let Some(name) = name.to_str().filter(|name| keep(name)) else {
+            continue;
+        };
+        match value.into_string() {
+            Ok(value) => kept.push((name.to_owned(), value)),
+            Err(_) => return Err(format!("{name} is not valid UTF-8")),
+        }
+    }
+    Ok(kept)
+}
+
 /// The configuration variables as they were read (names starting `OXP_` or `AWS_`, without the
 /// local secret values `OXP_SECRET_*`): each protocol reads its own section from them. `Debug`
 /// names the variables and never shows a value.

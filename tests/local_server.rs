@@ -435,3 +435,28 @@ async fn a_misspelled_variable_is_named_at_start_beside_the_one_meant() {
         "{logs}"
     );
 }
+
+#[cfg(unix)]
+#[tokio::test]
+async fn a_variable_that_is_not_utf8_stops_the_start_only_when_it_is_ours() {
+    // `std::env::vars` panics on the first variable that is not UTF-8, whoever's.
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = std::ffi::OsStr::from_bytes(b"\xff\xfe");
+    let mut theirs = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"));
+    theirs
+        .env("NOT_OURS", bytes)
+        .env_remove("AWS_LAMBDA_RUNTIME_API");
+    theirs.env("OXP_LOG_FORMAT", "json").args(["--port", "0"]);
+    let (process, line) = common::Process::start("oxp-lambda", theirs);
+    assert!(line.starts_with("OXP server listening on"), "{line}");
+    drop(process);
+    let ours = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
+        .env("OXP_PORT", bytes)
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&ours.stderr);
+    assert_eq!(ours.status.code(), Some(1), "{said}");
+    assert!(said.contains("OXP_PORT is not valid UTF-8"), "{said}");
+    assert!(!said.contains("panicked"), "{said}");
+}

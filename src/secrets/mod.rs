@@ -136,11 +136,12 @@ pub(crate) fn build(
                 .file
                 .as_deref()
                 .or_else(|| (config.environment && default.exists()).then_some(default));
-            let vars = config
-                .environment
-                .then(std::env::vars)
-                .into_iter()
-                .flatten();
+            let values = |name: &str| name.starts_with("OXP_SECRET_");
+            let vars = if config.environment {
+                crate::settings::process_env(values)?
+            } else {
+                Vec::new()
+            };
             Arc::new(local::LocalSecrets::from_parts(file, vars)?)
         }
         (None, SecretSourceKind::Aws) => aws::source(sdk, config)?,
