@@ -37,7 +37,9 @@ pub async fn run_app(builder: AppBuilder) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match crate::args::apply(&mut config, std::env::args().skip(1)) {
+    // As text, a byte that is not UTF-8 replaced: `std::env::args` panics on it.
+    let args = std::env::args_os().skip(1);
+    match crate::args::apply(&mut config, args.map(|a| a.to_string_lossy().into_owned())) {
         Ok(crate::args::Command::Serve) => {}
         Ok(crate::args::Command::Help) => {
             let _ = writeln!(std::io::stdout(), "{}", crate::args::USAGE);

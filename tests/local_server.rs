@@ -459,4 +459,14 @@ async fn a_variable_that_is_not_utf8_stops_the_start_only_when_it_is_ours() {
     assert_eq!(ours.status.code(), Some(1), "{said}");
     assert!(said.contains("OXP_PORT is not valid UTF-8"), "{said}");
     assert!(!said.contains("panicked"), "{said}");
+    // An argument likewise (`std::env::args` panics on it): refused as any bad argument.
+    let argued = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
+        .arg("--port")
+        .arg(bytes)
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&argued.stderr);
+    assert_eq!(argued.status.code(), Some(2), "{said}");
+    assert!(said.contains("is not a port number"), "{said}");
 }
