@@ -450,23 +450,26 @@ async fn a_variable_that_is_not_utf8_stops_the_start_only_when_it_is_ours() {
     let (process, line) = common::Process::start("oxp-lambda", theirs);
     assert!(line.starts_with("OXP server listening on"), "{line}");
     drop(process);
-    let ours = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
-        .env("OXP_PORT", bytes)
-        .env_remove("AWS_LAMBDA_RUNTIME_API")
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&ours.stderr);
-    assert_eq!(ours.status.code(), Some(1), "{said}");
+    // The binary run with `edit`: its exit code and what it said.
+    let refused = |edit: &dyn Fn(&mut Command)| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"));
+        edit(command.env_remove("AWS_LAMBDA_RUNTIME_API"));
+        let out = command.output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, said) = refused(&|c| {
+        c.env("OXP_PORT", bytes);
+    });
+    assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("OXP_PORT is not valid UTF-8"), "{said}");
     assert!(!said.contains("panicked"), "{said}");
     // An argument likewise (`std::env::args` panics on it): refused as any bad argument.
-    let argued = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
-        .arg("--port")
-        .arg(bytes)
-        .env_remove("AWS_LAMBDA_RUNTIME_API")
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&argued.stderr);
-    assert_eq!(argued.status.code(), Some(2), "{said}");
+    let (code, said) = refused(&|c| {
+        c.arg("--port").arg(bytes);
+    });
+    assert_eq!(code, Some(2), "{said}");
     assert!(said.contains("is not a port number"), "{said}");
 }
