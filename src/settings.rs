@@ -198,7 +198,7 @@ impl Vars {
     /// or its name without a last `_PART` (`OXP_TOOL_TIMEOUT` for `OXP_TOOL_TIMEOUT_MS`). One
     /// near none is left out: a tool's own variable, or one of a part this configuration does
     /// not use (`OXP_RAP_QUEUE_URL` where RAP is off, though `OXP_RAP` is read).
-    pub fn misspelled(&self) -> Vec<(String, String)> {
+    pub(crate) fn misspelled(&self) -> Vec<(String, String)> {
         let asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
         let near = |set: &str, read: &str| {
             let cut = read.strip_prefix(set).is_some_and(|r| r.starts_with('_'));

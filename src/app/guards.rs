@@ -1,8 +1,8 @@
 //! What the app refuses to start with, whatever the protocols: a tool declaring a secret only
 //! the server may hold, or a signing key too short to sign with; and what it warns of, a
-//! variable that misspells a setting. Secret ids are compared as the
-//! local source reads them (`OXP_SECRET_<ID>`, case and punctuation folded), so
-//! `demo-webhook-secret` names the same value as `DEMO_WEBHOOK_SECRET`: one rule for every guard.
+//! variable that misspells a setting. Secret ids are compared as the local source reads them
+//! (`OXP_SECRET_<ID>`, case and punctuation folded), so `demo-webhook-secret` names the same
+//! value as `DEMO_WEBHOOK_SECRET`: one rule for every guard.
 
 use super::StartError;
 use crate::secrets::local::env_var_for;
