@@ -141,7 +141,8 @@ fn a_state_file_that_does_not_open_fails_the_start_naming_it() {
 }
 
 #[test]
-fn a_dead_letter_file_in_a_folder_that_does_not_exist_fails_the_start_naming_it() {
+fn a_dead_letter_file_in_a_folder_that_does_not_exist_or_that_is_a_folder_fails_the_start_naming_it()
+ {
     // Every result given up would be lost, found out only when the first one was.
     let file = format!("/nonexistent-{}/letters.jsonl", uuid::Uuid::new_v4());
     let stderr = refused_start(&[("OXP_RAP_DEAD_LETTER_FILE", &file), ("OXP_PORT", "0")]);
@@ -149,6 +150,9 @@ fn a_dead_letter_file_in_a_folder_that_does_not_exist_fails_the_start_naming_it(
         stderr.contains(&format!("OXP_RAP_DEAD_LETTER_FILE {file}: the folder")),
         "{stderr}"
     );
+    let folder = std::env::temp_dir().display().to_string();
+    let stderr = refused_start(&[("OXP_RAP_DEAD_LETTER_FILE", &folder), ("OXP_PORT", "0")]);
+    assert!(stderr.contains("is a folder, not a file"), "{stderr}");
 }
 
 #[test]

@@ -72,9 +72,9 @@ impl DeadLetters {
         }
     }
 
-    /// A file store as [`DeadLetters::file`], once the folder `path` names exists: checked at
-    /// start, since a letter that cannot be written is a result lost, found out only when one
-    /// is given up.
+    /// A file store as [`DeadLetters::file`], once the folder `path` names exists and `path` is
+    /// no folder itself: checked at start, since a letter that cannot be written is a result
+    /// lost, found out only when one is given up.
     pub(crate) fn file_in_place(
         path: &std::path::Path,
         max_bytes: u64,
@@ -87,6 +87,12 @@ impl DeadLetters {
                 "OXP_RAP_DEAD_LETTER_FILE {}: the folder {} does not exist",
                 path.display(),
                 folder.display()
+            ));
+        }
+        if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+            return Err(format!(
+                "OXP_RAP_DEAD_LETTER_FILE {} is a folder, not a file",
+                path.display()
             ));
         }
         Ok(Self::file(path, max_bytes, per_caller))
