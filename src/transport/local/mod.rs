@@ -324,7 +324,7 @@ fn is_host(value: &[u8]) -> bool {
 }
 
 /// The `Host` and `Origin` rules of a guarded listener.
-pub(crate) fn check_browser(headers: &HeaderMap, rules: &BrowserRules) -> Result<(), ServerError> {
+fn check_browser(headers: &HeaderMap, rules: &BrowserRules) -> Result<(), ServerError> {
     let allowed_host = |host: &str| {
         is_loopback_host(host)
             || rules
