@@ -325,6 +325,10 @@ impl Config {
             .and_then(|v| lambda_log_level(&v))
         {
             self.log_filter = level.into();
+        } else if let Some(v) = env.get("RUST_LOG") {
+            // The Rust ecosystem's variable, which the Lambda runtime crates read after the
+            // function's log level: `RUST_LOG=debug cargo run` was silently `info`.
+            self.log_filter = log_filter(&v).map_err(|e| invalid("RUST_LOG", &e))?.0;
         }
         if env
             .get("AWS_LAMBDA_LOG_FORMAT")

@@ -69,11 +69,12 @@ impl Runtime {
     }
 }
 
-/// The process's configuration variables: names starting `OXP_` or `AWS_`, without the local
-/// secret values `OXP_SECRET_*` (the local secret source reads those itself).
+/// The process's configuration variables: names starting `OXP_` or `AWS_`, and `RUST_LOG`,
+/// without the local secret values `OXP_SECRET_*` (the local secret source reads those itself).
 pub(super) fn process_vars() -> Result<Vars, super::ConfigError> {
     let ours = |name: &str| {
-        (name.starts_with("OXP_") || name.starts_with("AWS_")) && !name.starts_with("OXP_SECRET_")
+        (name.starts_with("OXP_") || name.starts_with("AWS_") || name == "RUST_LOG")
+            && !name.starts_with("OXP_SECRET_")
     };
     let vars = crate::settings::process_env(ours);
     Ok(vars

@@ -350,6 +350,19 @@ fn lambdas_log_level_and_json_format_apply_unless_oxp_log_says_otherwise() {
 }
 
 #[test]
+fn rust_log_sets_the_filter_after_lambdas_level_and_before_oxp_log() {
+    // `RUST_LOG=debug cargo run` was silently `info`: the Lambda runtime crates read it after
+    // the function's log level, and so does this server.
+    assert_eq!(config(&[("RUST_LOG", "debug")]).unwrap().log_filter, "debug");
+    let c = config(&[("RUST_LOG", "debug"), ("OXP_LOG", "warn")]).unwrap();
+    assert_eq!(c.log_filter, "warn", "OXP_LOG wins");
+    let c = in_lambda_with(&[("AWS_LAMBDA_LOG_LEVEL", "ERROR"), ("RUST_LOG", "debug")]).unwrap();
+    assert_eq!(c.log_filter, "error", "the function's level wins");
+    let e = config(&[("RUST_LOG", "oxp=notalevel")]).unwrap_err();
+    assert_eq!(e.variable, "RUST_LOG");
+}
+
+#[test]
 fn metrics_are_on_in_lambda_and_off_locally_unless_asked() {
     let lambda = in_lambda_with(&[("AWS_LAMBDA_FUNCTION_NAME", "tools-prod")]).unwrap();
     assert!(lambda.metrics.enabled);

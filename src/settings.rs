@@ -40,6 +40,11 @@ impl ConfigError {
     }
 }
 
+/// The largest whole number a setting takes (10^12: 31 years in milliseconds, a terabyte in
+/// bytes). Above it a duration overflows the clock it is added to, a count the pool it sizes
+/// (a tokio semaphore holds at most 2^61 permits): once a panic at start or in the sweep.
+pub const MOST: u64 = 1_000_000_000_000;
+
 /// The configuration variables, read once at start; and whether the process runs in Lambda
 /// (which picks some defaults). What a protocol reads its settings from.
 pub struct Env<'a> {
@@ -68,13 +73,19 @@ impl<'a> Env<'a> {
         self.vars.get(name)
     }
 
-    /// `name` parsed, when set.
+    /// `name` parsed, when set. A whole number above [`MOST`] is refused whatever `T` takes:
+    /// no setting means more, and such values overflow the clocks and pools they size.
     pub fn parsed<T>(&self, name: &'static str) -> Result<Option<T>, ConfigError>
     where
         T: std::str::FromStr,
         T::Err: fmt::Display,
     {
-        self.get(name).map(|v| parse(name, &v)).transpose()
+        self.get(name)
+            .map(|v| match v.trim().parse::<u128>() {
+                Ok(n) if n > u128::from(MOST) => Err(invalid(name, &format!("must be at most {MOST}"))),
+                _ => parse(name, &v),
+            })
+            .transpose()
     }
 
     /// `name` as a number greater than zero, when set.

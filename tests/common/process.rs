@@ -68,6 +68,10 @@ impl Process {
         if !command.get_envs().any(|(k, _)| k == "OXP_STATE_PATH") {
             command.env("OXP_STATE_PATH", dir.join("oxp-state.redb"));
         }
+        // The log levels a test reads are its own, not the developer's shell's.
+        if !command.get_envs().any(|(k, _)| k == "RUST_LOG") {
+            command.env_remove("RUST_LOG");
+        }
         let mut child = command
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
