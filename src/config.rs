@@ -268,8 +268,9 @@ impl Config {
 
     /// The local server's and the call path's own settings.
     fn read_server(&mut self, env: &Env<'_>) -> Result<(), ConfigError> {
-        if let Some(host) = env.parsed("OXP_HOST")? {
-            self.host = host;
+        if let Some(host) = env.get("OXP_HOST") {
+            self.host = listen_host(host.trim())
+                .ok_or_else(|| invalid("OXP_HOST", "must be an IP address or localhost"))?;
         }
         if let Some(port) = env.parsed("OXP_PORT")? {
             self.port = port;
@@ -372,6 +373,19 @@ pub(crate) fn log_filter(text: &str) -> Result<(String, tracing_subscriber::EnvF
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("is not a filter".into()),
     }
+}
+
+/// `OXP_HOST`'s address: an IP address, bracketed or not (`::1`, `[::1]`), or `localhost`,
+/// which is 127.0.0.1 here as in the default: no name is looked up at start.
+fn listen_host(text: &str) -> Option<IpAddr> {
+    if text.eq_ignore_ascii_case("localhost") {
+        return Some(IpAddr::from([127, 0, 0, 1]));
+    }
+    let bare = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .unwrap_or(text);
+    bare.parse().ok()
 }
 
 #[path = "config_runtime.rs"]

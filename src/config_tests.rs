@@ -241,6 +241,25 @@ fn no_authentication_must_be_explicit_in_lambda_and_beyond_loopback() {
 }
 
 #[test]
+fn the_host_is_an_ip_address_bracketed_or_not_or_localhost() {
+    // `OXP_HOST=localhost` was refused as "invalid IP address syntax".
+    for (value, address) in [
+        ("localhost", "127.0.0.1"),
+        ("LOCALHOST", "127.0.0.1"),
+        ("::1", "::1"),
+        ("[::1]", "::1"),
+        (" 127.0.0.2 ", "127.0.0.2"),
+    ] {
+        let host = config(&[("OXP_HOST", value)]).unwrap().host;
+        assert_eq!(host.to_string(), address, "{value}");
+    }
+    for value in ["localhost:1", "example.com", "[::1", "local host"] {
+        let e = config(&[("OXP_HOST", value)]).unwrap_err();
+        assert_eq!(e.variable, "OXP_HOST", "{value}");
+    }
+}
+
+#[test]
 fn an_invalid_value_names_its_variable() {
     for (var, value) in [
         ("OXP_PORT", "eighty"),
