@@ -256,3 +256,21 @@ async fn servers_sharing_a_state_table_without_a_shared_sealing_key_refuse_to_st
         .await;
     assert!(started.is_ok(), "{:?}", started.err());
 }
+
+#[tokio::test]
+async fn a_request_head_of_64_kib_is_served_and_one_past_128_kib_refused_with_431() {
+    // hyper's own bound was about 400 KiB a connection: 400 MiB for a thousand held open. It
+    // reads at most 64 KiB at a time and refuses a head still incomplete past 64 KiB.
+    let (addr, _stop) = serve_on_loopback(test_config()).await;
+    let call = r#"{"request":{"tool_id":"Calculator.Add@1","input":{"a":1,"b":2}}}"#;
+    let head = |bytes: usize| {
+        format!(
+            "Host: {addr}\r\nContent-Type: application/json\r\nX-Padding: {}\r\n",
+            "a".repeat(bytes)
+        )
+    };
+    let (status, body) = http_raw_with(&addr, "POST", "/tools/call", &head(63 * 1024), call).await;
+    assert_eq!(status, 200, "{body}");
+    let (status, _) = http_raw_with(&addr, "POST", "/tools/call", &head(129 * 1024), call).await;
+    assert_eq!(status, 431);
+}

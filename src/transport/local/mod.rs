@@ -35,6 +35,12 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
+
+/// hyper's read buffer: a request's line and headers are read 64 KiB at a time at most, and a
+/// head still incomplete past 64 KiB is refused (431), so one of 64 KiB is always served and one
+/// past 128 KiB never is. hyper's own bound is about 400 KiB, which a thousand connections each
+/// holding a head open make 400 MiB; an ALB takes 64 KiB, far more than a JWT with its claims.
+const MAX_HEAD_BYTES: usize = 64 * 1024;
 use tokio::sync::Semaphore;
 use tower::Service;
 
@@ -155,7 +161,8 @@ pub(crate) async fn serve(
     // HTTP/1.1, as before with axum's `serve`; hyper's header-read timeout needs its timer.
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(hyper_util::rt::TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout);
+        .header_read_timeout(limits.header_read_timeout)
+        .max_buf_size(MAX_HEAD_BYTES);
     let connections = hyper_util::server::graceful::GracefulShutdown::new();
     let most = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
     let slots = Arc::new(Semaphore::new(most));
