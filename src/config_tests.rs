@@ -372,7 +372,10 @@ fn lambdas_log_level_and_json_format_apply_unless_oxp_log_says_otherwise() {
 fn rust_log_sets_the_filter_after_lambdas_level_and_before_oxp_log() {
     // `RUST_LOG=debug cargo run` was silently `info`: the Lambda runtime crates read it after
     // the function's log level, and so does this server.
-    assert_eq!(config(&[("RUST_LOG", "debug")]).unwrap().log_filter, "debug");
+    assert_eq!(
+        config(&[("RUST_LOG", "debug")]).unwrap().log_filter,
+        "debug"
+    );
     let c = config(&[("RUST_LOG", "debug"), ("OXP_LOG", "warn")]).unwrap();
     assert_eq!(c.log_filter, "warn", "OXP_LOG wins");
     let c = in_lambda_with(&[("AWS_LAMBDA_LOG_LEVEL", "ERROR"), ("RUST_LOG", "debug")]).unwrap();

@@ -73,7 +73,7 @@ impl<'a> Env<'a> {
         self.vars.get(name)
     }
 
-    /// `name` parsed, when set. A whole number above [`MOST`] is refused whatever `T` takes:
+    /// `name` parsed, when set. A whole number above `MOST` (10^12) is refused whatever `T` takes:
     /// no setting means more, and such values overflow the clocks and pools they size.
     pub fn parsed<T>(&self, name: &'static str) -> Result<Option<T>, ConfigError>
     where
@@ -82,7 +82,9 @@ impl<'a> Env<'a> {
     {
         self.get(name)
             .map(|v| match v.trim().parse::<u128>() {
-                Ok(n) if n > u128::from(MOST) => Err(invalid(name, &format!("must be at most {MOST}"))),
+                Ok(n) if n > u128::from(MOST) => {
+                    Err(invalid(name, &format!("must be at most {MOST}")))
+                }
                 _ => parse(name, &v),
             })
             .transpose()

@@ -316,7 +316,10 @@ fn numeric_settings() -> Vec<(String, u64)> {
         if !(whole || cells[1].starts_with("a quarter of")) || name.contains('<') {
             continue;
         }
-        let most = lower.iter().find(|(n, _)| *n == name).map_or(MOST, |(_, m)| *m);
+        let most = lower
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map_or(MOST, |(_, m)| *m);
         found.push((name.to_owned(), most));
     }
     assert!(found.len() >= 40, "{found:?}");
@@ -373,13 +376,17 @@ async fn every_setting_at_its_largest_serves_and_one_past_a_trillion_stops_the_s
     }
     let receiver = common::receiver::Receiver::ok().await;
     let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_oxp-lambda"));
-    command.env_remove("AWS_LAMBDA_RUNTIME_API").env("OXP_LOG_FORMAT", "json");
+    command
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .env("OXP_LOG_FORMAT", "json");
     for (name, most) in settings.iter().filter(|(n, _)| n != "OXP_PORT") {
         command.env(name, most.to_string());
     }
     command.args(["--port", "0"]);
     let (server, line) = common::Process::start("oxp-lambda", command);
-    let addr = line.trim().trim_start_matches("OXP server listening on http://");
+    let addr = line
+        .trim()
+        .trim_start_matches("OXP server listening on http://");
     let call = r#"{"request":{"tool_id":"Calculator.Add@1","input":{"a":10,"b":5}}}"#;
     let (status, body) = http_raw(addr, "POST", "/tools/call", call).await;
     assert_eq!(status, 200, "{body}");
