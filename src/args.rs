@@ -1,4 +1,4 @@
-//! The command line: `--port N` over `OXP_PORT` for the local server, `--help`, and
+//! The command line: `--port N` over `OXP_PORT` for the local server, `--help`, `--version`, and
 //! `schema --<protocol>` to print a protocol's export of the tools (the AgentCore Gateway
 //! target's tool schema with `--agentcore`, the Bedrock Agents action group's function schema
 //! with `--bedrock-agent`).
@@ -6,7 +6,7 @@
 use crate::config::Config;
 
 /// What `--help` prints.
-pub(crate) const USAGE: &str = "usage: oxp-lambda [--port N]\n       oxp-lambda schema --agentcore | --bedrock-agent | --<protocol>\n       oxp-lambda --help\n\nServes the tools in AWS Lambda (when AWS_LAMBDA_RUNTIME_API is set) or on a local port.\nConfiguration is read from OXP_* environment variables (docs/configuration.md).";
+pub(crate) const USAGE: &str = "usage: oxp-lambda [--port N]\n       oxp-lambda schema --agentcore | --bedrock-agent | --<protocol>\n       oxp-lambda --help | --version\n\nServes the tools in AWS Lambda (when AWS_LAMBDA_RUNTIME_API is set) or on a local port.\nConfiguration is read from OXP_* environment variables (docs/configuration.md).";
 
 /// What the binary was asked to do.
 #[derive(Debug, PartialEq, Eq)]
@@ -17,6 +17,8 @@ pub(crate) enum Command {
     Schema(String),
     /// Print the usage and exit successfully.
     Help,
+    /// Print the version of oxp-lambda this program is built with and exit successfully.
+    Version,
 }
 
 /// Reads the command line: applies `--port N`, `--port=N` to `config`, or picks a command.
@@ -43,6 +45,7 @@ pub(crate) fn apply(
                 .next()
                 .ok_or_else(|| format!("--port needs a value\n{USAGE}"))?,
             "--help" | "-h" => return Ok(Command::Help),
+            "--version" | "-V" => return Ok(Command::Version),
             other => match other.strip_prefix("--port=") {
                 Some(port) => port.to_owned(),
                 None => return Err(format!("unknown argument '{other}'\n{USAGE}")),
@@ -89,6 +92,8 @@ mod tests {
         assert!(command(&["schema", "--"], &mut c).is_err());
         assert!(command(&["schema", "--agentcore", "x"], &mut c).is_err());
         assert_eq!(command(&["--help"], &mut c), Ok(Command::Help));
+        assert_eq!(command(&["--version"], &mut c), Ok(Command::Version));
+        assert_eq!(command(&["-V"], &mut c), Ok(Command::Version));
         assert_eq!(command(&[], &mut c), Ok(Command::Serve));
     }
 }

@@ -45,6 +45,14 @@ pub async fn run_app(builder: AppBuilder) -> ExitCode {
             let _ = writeln!(std::io::stdout(), "{}", crate::args::USAGE);
             return ExitCode::SUCCESS;
         }
+        Ok(crate::args::Command::Version) => {
+            let _ = writeln!(
+                std::io::stdout(),
+                "oxp-lambda {}",
+                env!("CARGO_PKG_VERSION")
+            );
+            return ExitCode::SUCCESS;
+        }
         Ok(crate::args::Command::Schema(protocol)) => {
             return print_schema(builder.config(config), &protocol);
         }

@@ -302,3 +302,27 @@ async fn one_peer_address_cannot_hold_every_connection() {
     let reply = exchange(&addr, &health(&addr)).await;
     assert!(reply.starts_with(b"HTTP/1.1 200"));
 }
+
+#[test]
+fn the_binary_answers_help_and_version_on_standard_output_and_exits_0() {
+    for (arg, said) in [
+        ("--help", "usage: oxp-lambda"),
+        (
+            "--version",
+            concat!("oxp-lambda ", env!("CARGO_PKG_VERSION"), "\n"),
+        ),
+        (
+            "-V",
+            concat!("oxp-lambda ", env!("CARGO_PKG_VERSION"), "\n"),
+        ),
+    ] {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
+            .env_remove("AWS_LAMBDA_RUNTIME_API")
+            .arg(arg)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{arg}");
+        assert!(text.starts_with(said), "{arg}: {text}");
+    }
+}
