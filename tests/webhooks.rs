@@ -226,3 +226,82 @@ async fn a_source_flooding_distinct_events_holds_at_most_its_marks_and_a_replay_
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(later.of_kind("subscription_event").is_empty());
 }
+
+/// `Repo.Watch {topic}`: subscribes to `topic` of the `github` source.
+fn repo_watch() -> Tool {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Input {
+        topic: String,
+    }
+    Tool::builder("Repo.Watch", "1.0.0")
+        .description("Subscribes to a topic of GitHub's events.")
+        .handler(|input: Input, ctx: oxp_lambda::ToolContext| async move {
+            let subscribe = oxp_lambda::Subscribe {
+                source: "github".into(),
+                topic: input.topic,
+                max_events: None,
+            };
+            let subscription = ctx.subscribe(subscribe).await?;
+            Ok::<_, oxp_lambda::ToolError>(json!({"subscription": subscription.id}))
+        })
+}
+
+/// A GitHub delivery of `event` with `body` as `content_type`, signed.
+async fn github(app: &App, event: &str, content_type: &str, body: &str) -> Reply {
+    let request = axum::http::Request::post("/webhooks/github")
+        .header("content-type", content_type)
+        .header("x-github-event", event)
+        .header("x-hub-signature-256", sign(body.as_bytes()))
+        .body(axum::body::Body::from(body.to_owned()))
+        .unwrap();
+    send(app, request).await
+}
+
+#[tokio::test]
+async fn github_form_deliveries_reach_their_repository_and_an_organizations_ping_is_taken() {
+    // A webhook made in GitHub's settings sends `application/x-www-form-urlencoded` unless told
+    // otherwise (the JSON in the form's `payload`): every delivery was refused 400, "not JSON".
+    // An organization's hook names no repository: its `ping` was refused, the hook shown failing.
+    let config = test_config_with(&[("OXP_RAP_ENDPOINT", "http://127.0.0.1:9/invoke")]);
+    let registry = Registry::builder().tool(repo_watch()).build().unwrap();
+    let app = build(
+        App::builder(registry)
+            .config(config)
+            .secret("GITHUB_WEBHOOK_SECRET", SECRET),
+    );
+    let receiver = Receiver::ok().await;
+    let invocation = json!({"operation": "Repo_Watch", "arguments": {"topic": "acme/api/push"},
+        "id": "watch-1", "group_id": "t", "callback_url": receiver.url});
+    assert_eq!(
+        post(&app, "/invoke", invocation.to_string()).await.status,
+        200
+    );
+    receiver.wait_kind("tool_result", 1).await;
+
+    let payload = json!({"ref": "refs/heads/main", "repository": {"full_name": "acme/api"}});
+    let form: String = url::form_urlencoded::Serializer::new(String::new())
+        .append_pair("payload", &payload.to_string())
+        .finish();
+    let reply = github(&app, "push", "application/x-www-form-urlencoded", &form).await;
+    assert_eq!(
+        (reply.status.as_u16(), reply.json.clone()),
+        (202, json!({"accepted": 1}))
+    );
+    let events = receiver.wait_kind("subscription_event", 1).await;
+    let text: serde_json::Value =
+        serde_json::from_str(events[0]["text"].as_str().unwrap()).unwrap();
+    assert_eq!(text, payload, "the event is the payload, not the form");
+
+    let ping = json!({"zen": "Keep it simple.", "hook_id": 1, "organization": {"login": "acme"}});
+    let reply = github(&app, "ping", "application/json", &ping.to_string()).await;
+    assert_eq!(
+        (reply.status.as_u16(), reply.json.clone()),
+        (202, json!({"accepted": 0}))
+    );
+    let reply = github(&app, "push", "application/x-www-form-urlencoded", "other=1").await;
+    assert_eq!(
+        reply.status, 400,
+        "a form without a payload: {}",
+        reply.text
+    );
+}

@@ -138,6 +138,11 @@ async fn receive(
         Ok(topics) => topics,
         Err(why) => return refused(StatusCode::BAD_REQUEST, why, id),
     };
+    if topics.is_empty() {
+        // Nothing could subscribe to it (GitHub's organization `ping`): taken, no mark spent.
+        tracing::info!(target: "oxp::webhooks", source = id, accepted = 0, "event for no topic received");
+        return answer(StatusCode::ACCEPTED, json!({"accepted": 0}));
+    }
     // Known by what the signature covers: a resend, or a replay with fresh headers, is the same
     // event. Taken once within the window (a subscription opened since gets no old event), and
     // each subscription takes it once whenever it comes.

@@ -39,7 +39,8 @@ pub struct Source {
 pub enum Kind {
     /// `{"topic": string, "event": any JSON}`: the event, JSON-encoded, to the topic.
     Demo,
-    /// GitHub's webhooks: the payload to `<owner>/<repo>` and `<owner>/<repo>/<event>`.
+    /// GitHub's webhooks (JSON, or the form GitHub sends by default): the payload to
+    /// `<owner>/<repo>` and `<owner>/<repo>/<event>`; one of no repository to no topic.
     GitHub,
 }
 
@@ -139,9 +140,10 @@ impl Kind {
         headers: &HeaderMap,
         body: &[u8],
     ) -> Result<Vec<(String, String)>, &'static str> {
-        let value: Value = serde_json::from_slice(body).map_err(|_| "the event is not JSON")?;
         match self {
             Kind::Demo => {
+                let value: Value =
+                    serde_json::from_slice(body).map_err(|_| "the event is not JSON")?;
                 let topic = value
                     .get("topic")
                     .and_then(Value::as_str)
@@ -150,24 +152,49 @@ impl Kind {
                 let event = value.get("event").ok_or("the event has no `event`")?;
                 Ok(vec![(topic.to_owned(), event.to_string())])
             }
-            Kind::GitHub => {
-                let event = headers
-                    .get("x-github-event")
-                    .and_then(|v| v.to_str().ok())
-                    .filter(|e| topic_ok(e) && !e.contains('/'))
-                    .ok_or("the event has no X-GitHub-Event")?;
-                let repository = value
-                    .get("repository")
-                    .and_then(|r| r.get("full_name"))
-                    .and_then(Value::as_str)
-                    .filter(|r| topic_ok(r))
-                    .ok_or("the event names no repository")?;
-                let text = String::from_utf8_lossy(body).into_owned();
-                Ok(vec![
-                    (repository.to_owned(), text.clone()),
-                    (format!("{repository}/{event}"), text),
-                ])
-            }
+            Kind::GitHub => github_events(headers, body),
         }
     }
+}
+
+/// A GitHub delivery's topics: its repository, and its repository and event. Its payload is the
+/// body, or (content type `application/x-www-form-urlencoded`, a webhook's default in GitHub's
+/// settings) the form's `payload` field. One that names no repository (an organization's
+/// hook: its `ping`, a `member` or `team` event) goes to no topic.
+fn github_events(headers: &HeaderMap, body: &[u8]) -> Result<Vec<(String, String)>, &'static str> {
+    let event = headers
+        .get("x-github-event")
+        .and_then(|v| v.to_str().ok())
+        .filter(|e| topic_ok(e) && !e.contains('/'))
+        .ok_or("the event has no X-GitHub-Event")?;
+    let form = headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| {
+            v.trim()
+                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
+        });
+    let text = if form {
+        url::form_urlencoded::parse(body)
+            .find(|(name, _)| name == "payload")
+            .map(|(_, payload)| payload.into_owned())
+            .ok_or("the form has no `payload`")?
+    } else {
+        String::from_utf8_lossy(body).into_owned()
+    };
+    let value: Value = serde_json::from_str(&text).map_err(|_| "the event is not JSON")?;
+    let Some(repository) = value.get("repository") else {
+        return Ok(Vec::new());
+    };
+    let repository = repository
+        .get("full_name")
+        .and_then(Value::as_str)
+        .filter(|r| topic_ok(r))
+        .ok_or("the event's repository has no full_name")?;
+    let with_event = format!("{repository}/{event}");
+    Ok(vec![
+        (repository.to_owned(), text.clone()),
+        (with_event, text),
+    ])
 }
