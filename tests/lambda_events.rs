@@ -112,3 +112,22 @@ async fn a_listing_through_api_gateway_is_the_same_as_locally() {
         assert_eq!(body, local, "{name}");
     }
 }
+
+#[tokio::test]
+async fn an_alb_with_multi_value_headers_on_is_answered_in_multi_value_headers() {
+    // With multi-value headers on, an ALB reads only the response's `multiValueHeaders`.
+    let event = std::fs::read_to_string("events/alb-multi-value-mcp-call.json").unwrap();
+    let request: LambdaRequest = serde_json::from_str(&event).unwrap();
+    let mut adapter = Adapter::from(common::example_app());
+    let response = adapter
+        .call(LambdaEvent::new(request, Context::default()))
+        .await
+        .unwrap();
+    let response = serde_json::to_value(response).unwrap();
+    assert_eq!(response["statusCode"], 200, "{response}");
+    assert_eq!(
+        response["multiValueHeaders"]["content-type"],
+        serde_json::json!(["application/json"]),
+        "{response}"
+    );
+}
