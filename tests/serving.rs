@@ -326,3 +326,58 @@ fn the_binary_answers_help_and_version_on_standard_output_and_exits_0() {
         assert!(text.starts_with(said), "{arg}: {text}");
     }
 }
+
+/// [`exchange`]'s answer as its head (lowercased) and body.
+async fn head_and_body(addr: &str, request: String) -> (String, String) {
+    let answer = String::from_utf8(exchange(addr, &request).await).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    (head.to_ascii_lowercase(), body.to_owned())
+}
+
+#[tokio::test]
+async fn a_page_of_an_allowed_origin_gets_its_preflight_and_reads_the_answers_headers() {
+    // Its preflight was 405 and no answer carried `Access-Control-Allow-Origin`: a page of an
+    // allowed origin (the MCP Inspector's direct connection) could call nothing.
+    let page = "http://localhost:6274";
+    let (addr, _stop) = serve_on_loopback(test_config_with(&[("OXP_ALLOWED_ORIGINS", page)])).await;
+    let preflight = format!(
+        "OPTIONS /mcp HTTP/1.1\r\nHost: {addr}\r\nOrigin: {page}\r\nAccess-Control-Request-Method: POST\r\nAccess-Control-Request-Headers: content-type, mcp-protocol-version\r\nConnection: close\r\n\r\n"
+    );
+    let (head, _) = head_and_body(&addr, preflight).await;
+    assert!(head.starts_with("http/1.1 200"), "{head}");
+    assert!(
+        head.contains(&format!("access-control-allow-origin: {page}")),
+        "{head}"
+    );
+    assert!(
+        head.contains("access-control-allow-methods: post"),
+        "{head}"
+    );
+    assert!(
+        head.contains("access-control-allow-headers: content-type, mcp-protocol-version"),
+        "{head}"
+    );
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{"elicitation":{}},"clientInfo":{"name":"page","version":"1"}}}"#;
+    let call = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nOrigin: {page}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let (head, answer) = head_and_body(&addr, call).await;
+    assert!(head.starts_with("http/1.1 200"), "{head}{answer}");
+    assert!(
+        head.contains(&format!("access-control-allow-origin: {page}")),
+        "{head}"
+    );
+    assert!(head.contains("access-control-expose-headers: *"), "{head}");
+    assert!(
+        head.contains("mcp-session-id: "),
+        "the header it exposes: {head}"
+    );
+    // Another origin is still refused, preflight and all.
+    let other = format!(
+        "OPTIONS /mcp HTTP/1.1\r\nHost: {addr}\r\nOrigin: http://evil.example\r\nAccess-Control-Request-Method: POST\r\nConnection: close\r\n\r\n"
+    );
+    let (head, _) = head_and_body(&addr, other).await;
+    assert!(head.starts_with("http/1.1 403"), "{head}");
+    assert!(!head.contains("access-control-allow-origin"), "{head}");
+}

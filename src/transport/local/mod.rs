@@ -24,6 +24,9 @@
 //! caller leaves, so a call without a deadline never holds the process past it.
 
 mod body;
+mod signal;
+
+pub(crate) use signal::shutdown_signal;
 
 use crate::server::{HttpApp, ServerError, is_loopback_host, same_loopback_origin};
 use axum::response::Response;
@@ -147,13 +150,18 @@ pub(crate) async fn serve(
     limits: Limits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    let deadlined = body::Deadlined {
+        inner: app,
+        timeout: limits.body_read_timeout,
+        max_body_bytes: limits.max_body_bytes,
+        shapes: rules.shapes.clone(),
+    };
     let service = LoopbackGuard {
-        inner: body::Deadlined {
-            inner: app,
-            timeout: limits.body_read_timeout,
-            max_body_bytes: limits.max_body_bytes,
-            shapes: rules.shapes.clone(),
-        },
+        // None without allowed origins: no page may call, and no answer carries `Vary`.
+        inner: tower::Layer::layer(
+            &tower::util::option_layer(cors(&rules.allowed_origins)),
+            deadlined,
+        ),
         active: guarded(listener.local_addr()?.ip(), rules.auth_off),
         rules,
     };
@@ -364,43 +372,27 @@ fn check_browser(headers: &HeaderMap, rules: &BrowserRules) -> Result<(), Server
     Ok(())
 }
 
-/// Completes on Ctrl-C or SIGTERM; a second one stops the process at once (exit code 1), as
-/// an operator who presses Ctrl-C again expects: what was running is taken over as after a
-/// crash.
-pub(crate) async fn shutdown_signal() {
-    signalled().await;
-    tracing::info!("shutting down: finishing in-flight requests (Ctrl-C again stops at once)");
-    tokio::spawn(async {
-        signalled().await;
-        // Written whatever became of standard error (eprintln! panics on a closed pipe).
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            b"a second signal: stopping at once\n",
-        );
-        std::process::exit(1);
-    });
-}
-
-/// Completes on the next Ctrl-C or SIGTERM.
-async fn signalled() {
-    let ctrl_c = async {
-        let _ = tokio::signal::ctrl_c().await;
-    };
-    #[cfg(unix)]
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
-        }
-    };
-    #[cfg(not(unix))]
-    let terminate = std::future::pending::<()>();
-    tokio::select! {
-        () = ctrl_c => {},
-        () = terminate => {},
+/// CORS for the web pages of `origins` (`OXP_ALLOWED_ORIGINS`), which the browser guard lets in:
+/// their preflights are answered (any method and request header they ask for), and their
+/// answers readable, every header included (an MCP client reads `Mcp-Session-Id`). Without it a
+/// page of an allowed origin, the MCP Inspector's direct connection, could send nothing with a
+/// JSON body (its preflight got 405) and read no answer. No credentials: tokens go in
+/// `Authorization`, which a page sets itself.
+fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
+    use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, Any, CorsLayer};
+    if origins.is_empty() {
+        return None;
     }
+    let origins = origins
+        .iter()
+        .filter_map(|o| http::HeaderValue::from_str(&o.to_ascii_lowercase()).ok());
+    let layer = CorsLayer::new()
+        .allow_origin(AllowOrigin::list(origins))
+        .allow_methods(AllowMethods::mirror_request())
+        .allow_headers(AllowHeaders::mirror_request())
+        .expose_headers(Any)
+        .max_age(Duration::from_secs(600));
+    Some(layer)
 }
 
 #[cfg(test)]
