@@ -338,14 +338,26 @@ fn is_host(value: &[u8]) -> bool {
         && (text.ends_with(']') || text.rsplit_once(':').is_none_or(|(_, port)| digits(port)))
 }
 
+/// Whether `host` (a `Host` value) is `allowed` (an `OXP_ALLOWED_HOSTS` entry): the same name,
+/// and the same port where the entry names one (`tools.internal` takes any port), as rmcp reads
+/// `OXP_MCP_ALLOWED_HOSTS`.
+fn host_matches(allowed: &str, host: &str) -> bool {
+    let (Ok(allowed), Ok(host)) = (
+        allowed.parse::<http::uri::Authority>(),
+        host.parse::<http::uri::Authority>(),
+    ) else {
+        return false;
+    };
+    allowed.host().eq_ignore_ascii_case(host.host())
+        && allowed
+            .port_u16()
+            .is_none_or(|port| host.port_u16() == Some(port))
+}
+
 /// The `Host` and `Origin` rules of a guarded listener.
 fn check_browser(headers: &HeaderMap, rules: &BrowserRules) -> Result<(), ServerError> {
     let allowed_host = |host: &str| {
-        is_loopback_host(host)
-            || rules
-                .allowed_hosts
-                .iter()
-                .any(|h| h.eq_ignore_ascii_case(host))
+        is_loopback_host(host) || rules.allowed_hosts.iter().any(|a| host_matches(a, host))
     };
     if let Some(host) = headers.get(header::HOST)
         && !host.to_str().is_ok_and(allowed_host)

@@ -31,6 +31,16 @@ fn allowed_hosts_pass_besides_loopback_names() {
     assert!(check_browser(&with_host("localhost:8080"), &rules).is_ok());
     assert!(check_browser(&with_host("TOOLS.internal:8080"), &rules).is_ok());
     assert!(check_browser(&with_host("rebound.example:8080"), &rules).is_err());
+    assert!(check_browser(&with_host("tools.internal:9090"), &rules).is_err());
+    // An entry without a port takes the name on any port, as rmcp reads OXP_MCP_ALLOWED_HOSTS:
+    // `tools.internal` refused `tools.internal:8080`.
+    let rules = BrowserRules {
+        allowed_hosts: vec!["tools.internal".to_owned()].into(),
+        ..BrowserRules::default()
+    };
+    assert!(check_browser(&with_host("tools.internal:8080"), &rules).is_ok());
+    assert!(check_browser(&with_host("tools.internal"), &rules).is_ok());
+    assert!(check_browser(&with_host("tools.internal.example:8080"), &rules).is_err());
 }
 
 #[test]
