@@ -24,6 +24,7 @@
 //! caller leaves, so a call without a deadline never holds the process past it.
 
 mod body;
+mod cors;
 mod signal;
 
 pub(crate) use signal::shutdown_signal;
@@ -159,7 +160,7 @@ pub(crate) async fn serve(
     let service = LoopbackGuard {
         // None without allowed origins: no page may call, and no answer carries `Vary`.
         inner: tower::Layer::layer(
-            &tower::util::option_layer(cors(&rules.allowed_origins)),
+            &tower::util::option_layer(cors::layer(&rules.allowed_origins)),
             deadlined,
         ),
         active: guarded(listener.local_addr()?.ip(), rules.auth_off),
@@ -382,29 +383,6 @@ fn check_browser(headers: &HeaderMap, rules: &BrowserRules) -> Result<(), Server
         ));
     }
     Ok(())
-}
-
-/// CORS for the web pages of `origins` (`OXP_ALLOWED_ORIGINS`), which the browser guard lets in:
-/// their preflights are answered (any method and request header they ask for), and their
-/// answers readable, every header included (an MCP client reads `Mcp-Session-Id`). Without it a
-/// page of an allowed origin, the MCP Inspector's direct connection, could send nothing with a
-/// JSON body (its preflight got 405) and read no answer. No credentials: tokens go in
-/// `Authorization`, which a page sets itself.
-fn cors(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
-    use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, Any, CorsLayer};
-    if origins.is_empty() {
-        return None;
-    }
-    let origins = origins
-        .iter()
-        .filter_map(|o| http::HeaderValue::from_str(&o.to_ascii_lowercase()).ok());
-    let layer = CorsLayer::new()
-        .allow_origin(AllowOrigin::list(origins))
-        .allow_methods(AllowMethods::mirror_request())
-        .allow_headers(AllowHeaders::mirror_request())
-        .expose_headers(Any)
-        .max_age(Duration::from_secs(600));
-    Some(layer)
 }
 
 #[cfg(test)]
