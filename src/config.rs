@@ -280,6 +280,12 @@ impl Config {
             .into_iter()
             .map(|o| o.trim_end_matches('/').to_owned())
             .collect();
+        if !self.allowed_origins.iter().all(|o| is_web_origin(o)) {
+            return Err(invalid(
+                "OXP_ALLOWED_ORIGINS",
+                "must list web origins, each `http(s)://host[:port]` (no `*`: a page of any origin could call a server on loopback)",
+            ));
+        }
         self.allowed_hosts = env.list("OXP_ALLOWED_HOSTS");
         if let Some(n) = env.positive("OXP_MAX_CONNECTIONS")? {
             self.max_connections = n;
@@ -373,6 +379,20 @@ pub(crate) fn log_filter(text: &str) -> Result<(String, tracing_subscriber::EnvF
         Ok(Err(e)) => Err(e.to_string()),
         Err(_) => Err("is not a filter".into()),
     }
+}
+
+/// Whether `text` is a web origin as a browser sends it in `Origin`: `http` or `https`, a host,
+/// perhaps a port, nothing more.
+fn is_web_origin(text: &str) -> bool {
+    let Ok(uri) = text.parse::<http::Uri>() else {
+        return false;
+    };
+    let plain = uri
+        .authority()
+        .is_some_and(|a| !a.host().is_empty() && !a.as_str().contains('@'));
+    matches!(uri.scheme_str(), Some("http" | "https"))
+        && plain
+        && uri.path_and_query().is_none_or(|p| p.as_str() == "/")
 }
 
 /// `OXP_HOST`'s address: an IP address, bracketed or not (`::1`, `[::1]`), or `localhost`,

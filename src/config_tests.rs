@@ -260,6 +260,31 @@ fn the_host_is_an_ip_address_bracketed_or_not_or_localhost() {
 }
 
 #[test]
+fn the_allowed_origins_are_web_origins_and_a_wildcard_stops_the_start() {
+    // `*` panicked the local server's start (tower-http's CORS list refuses it) and would have
+    // let a page of any origin call a server on loopback.
+    let c = config(&[(
+        "OXP_ALLOWED_ORIGINS",
+        "http://localhost:3000, https://app.example/",
+    )])
+    .unwrap();
+    assert_eq!(
+        c.allowed_origins,
+        ["http://localhost:3000", "https://app.example"]
+    );
+    for value in [
+        "*",
+        "null",
+        "localhost:3000",
+        "http://a.example/path",
+        "ftp://a.example",
+    ] {
+        let e = config(&[("OXP_ALLOWED_ORIGINS", value)]).unwrap_err();
+        assert_eq!(e.variable, "OXP_ALLOWED_ORIGINS", "{value}");
+    }
+}
+
+#[test]
 fn an_invalid_value_names_its_variable() {
     for (var, value) in [
         ("OXP_PORT", "eighty"),

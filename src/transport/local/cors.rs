@@ -13,8 +13,10 @@ pub(super) fn layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
     if origins.is_empty() {
         return None;
     }
+    // `*` is no origin (`Config::from_env` refuses it; tower-http's list panics on it).
     let origins = origins
         .iter()
+        .filter(|o| o.as_str() != "*")
         .filter_map(|o| http::HeaderValue::from_str(&o.to_ascii_lowercase()).ok());
     let layer = CorsLayer::new()
         .allow_origin(AllowOrigin::list(origins))
