@@ -43,7 +43,7 @@ impl ConfigError {
 /// The largest whole number a setting takes (10^12: 31 years in milliseconds, a terabyte in
 /// bytes). Above it a duration overflows the clock it is added to, a count the pool it sizes
 /// (a tokio semaphore holds at most 2^61 permits): once a panic at start or in the sweep.
-pub const MOST: u64 = 1_000_000_000_000;
+pub(crate) const MOST: u64 = 1_000_000_000_000;
 
 /// The configuration variables, read once at start; and whether the process runs in Lambda
 /// (which picks some defaults). What a protocol reads its settings from.

@@ -39,14 +39,14 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::Duration;
 use tokio::net::TcpListener;
+use tokio::sync::Semaphore;
+use tower::Service;
 
 /// hyper's read buffer: a request's line and headers are read 64 KiB at a time at most, and a
 /// head still incomplete past 64 KiB is refused (431), so one of 64 KiB is always served and one
 /// past 128 KiB never is. hyper's own bound is about 400 KiB, which a thousand connections each
 /// holding a head open make 400 MiB; an ALB takes 64 KiB, far more than a JWT with its claims.
 const MAX_HEAD_BYTES: usize = 64 * 1024;
-use tokio::sync::Semaphore;
-use tower::Service;
 
 /// Binds `addr`; port 0 picks a free port (see [`TcpListener::local_addr`]).
 pub(crate) async fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
