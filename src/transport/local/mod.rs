@@ -141,6 +141,29 @@ impl Drop for PeerSlot {
     }
 }
 
+/// The service each connection serves ([`layered`]).
+type Layered = LoopbackGuard<
+    tower::util::Either<tower_http::cors::Cors<body::Deadlined<HttpApp>>, body::Deadlined<HttpApp>>,
+>;
+
+/// `app` as each connection serves it: behind the guard (`active`: the browser rules too), with
+/// CORS for the allowed origins, its bodies read within `limits`.
+fn layered(app: HttpApp, rules: BrowserRules, limits: &Limits, active: bool) -> Layered {
+    let deadlined = body::Deadlined {
+        inner: app,
+        timeout: limits.body_read_timeout,
+        max_body_bytes: limits.max_body_bytes,
+        shapes: rules.shapes.clone(),
+    };
+    // No CORS without allowed origins: no page may call, and no answer carries `Vary`.
+    let cors = tower::util::option_layer(cors::layer(&rules.allowed_origins));
+    LoopbackGuard {
+        inner: tower::Layer::layer(&cors, deadlined),
+        active,
+        rules,
+    }
+}
+
 /// Serves `app` on `listener` until `shutdown` completes; in-flight requests finish first. A
 /// guarded listener refuses what browsers could send it, and every connection is held to
 /// `limits` (see the module documentation).
@@ -151,21 +174,8 @@ pub(crate) async fn serve(
     limits: Limits,
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let deadlined = body::Deadlined {
-        inner: app,
-        timeout: limits.body_read_timeout,
-        max_body_bytes: limits.max_body_bytes,
-        shapes: rules.shapes.clone(),
-    };
-    let service = LoopbackGuard {
-        // None without allowed origins: no page may call, and no answer carries `Vary`.
-        inner: tower::Layer::layer(
-            &tower::util::option_layer(cors::layer(&rules.allowed_origins)),
-            deadlined,
-        ),
-        active: guarded(listener.local_addr()?.ip(), rules.auth_off),
-        rules,
-    };
+    let active = guarded(listener.local_addr()?.ip(), rules.auth_off);
+    let service = layered(app, rules, &limits, active);
     let peers = Arc::new(Peers::default());
     // HTTP/1.1, as before with axum's `serve`; hyper's header-read timeout needs its timer.
     let mut http = hyper::server::conn::http1::Builder::new();
