@@ -169,8 +169,8 @@ pub(crate) struct Fingerprinted<'a> {
     pub(crate) credentials: &'a [(&'a str, &'a str)],
 }
 
-/// The fingerprint of a call (JSON objects serialize with sorted keys, so equal inputs give equal
-/// fingerprints; credentials are hashed in id order).
+/// The fingerprint of a call (JSON objects serialize with sorted keys and numbers by their
+/// value, so equal inputs give equal fingerprints; credentials are hashed in id order).
 pub(crate) fn fingerprint(call: &Fingerprinted<'_>) -> String {
     let mut hash = Sha256::new();
     hash.update(call.tool_id.as_bytes());
@@ -178,7 +178,8 @@ pub(crate) fn fingerprint(call: &Fingerprinted<'_>) -> String {
     hash.update(call.user_id.unwrap_or("").as_bytes());
     hash.update([0]);
     // Written into the hash as it is serialized: no copy of the input in between.
-    let _ = serde_json::to_writer(HashWriter(&mut hash), call.input);
+    let mut input = serde_json::Serializer::with_formatter(HashWriter(&mut hash), SameNumbers);
+    let _ = call.input.serialize(&mut input);
     let mut credentials = call.credentials.to_vec();
     credentials.sort_unstable();
     for (id, value) in credentials {
@@ -198,6 +199,29 @@ pub fn lower_hex(bytes: &[u8]) -> String {
     let mut text = vec![0; bytes.len() * 2];
     hex::encode_to_slice(bytes, &mut text).expect("the buffer holds two digits per byte");
     String::from_utf8(text).expect("hex digits are ASCII")
+}
+
+/// Writes a number as its value, whatever its spelling: an integral float as the integer it is
+/// (`1.0` and `1e0` as `1`, `-0.0` as `0`), as RFC 8785 and JSON Schema compare numbers. A client
+/// (or a gateway on its way) that sends a repeat with `1.0` where it first sent `1` repeats the
+/// call; it was "a different call" before.
+struct SameNumbers;
+
+impl serde_json::ser::Formatter for SameNumbers {
+    fn write_f64<W: ?Sized + std::io::Write>(
+        &mut self,
+        out: &mut W,
+        value: f64,
+    ) -> std::io::Result<()> {
+        // Below 2^53 every integral float is exactly an integer.
+        const EXACT: f64 = 9_007_199_254_740_992.0;
+        let compact = &mut serde_json::ser::CompactFormatter;
+        if value.fract() == 0.0 && value.abs() < EXACT {
+            #[allow(clippy::cast_possible_truncation)]
+            return compact.write_i64(out, value as i64);
+        }
+        compact.write_f64(out, value)
+    }
 }
 
 /// Feeds what is written to a hash.

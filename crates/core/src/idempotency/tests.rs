@@ -40,6 +40,13 @@ fn fingerprints_depend_on_tool_user_input_and_credentials_not_key_order() {
     assert_ne!(a, print("T@1.0.1", None, json!({"a": 1, "b": 2}), &[]));
     assert_ne!(a, print("T@1.0.0", Some("u"), json!({"a": 1, "b": 2}), &[]));
     assert_ne!(a, print("T@1.0.0", None, json!({"a": 1, "b": 3}), &[]));
+    // A number is its value, however it is spelled (`1.0` was another call than `1`).
+    let spelled = serde_json::from_str(r#"{"a":1.0,"b":2e0}"#).unwrap();
+    assert_eq!(a, print("T@1.0.0", None, spelled, &[]));
+    let zeros = |text: &str| print("T@1.0.0", None, serde_json::from_str(text).unwrap(), &[]);
+    assert_eq!(zeros(r#"{"z":0}"#), zeros(r#"{"z":-0.0}"#));
+    assert_ne!(zeros(r#"{"z":1.5}"#), zeros(r#"{"z":1}"#));
+    assert_ne!(zeros(r#"{"z":1e300}"#), zeros(r#"{"z":1e299}"#));
     let with = print(
         "T@1.0.0",
         None,
