@@ -183,9 +183,9 @@ pub(crate) fn process_env(keep: impl Fn(&str) -> bool) -> Result<Vec<(String, St
     Ok(kept)
 }
 
-/// The configuration variables as they were read (names starting `OXP_` or `AWS_`, without the
-/// local secret values `OXP_SECRET_*`): each protocol reads its own section from them. `Debug`
-/// names the variables and never shows a value.
+/// The configuration variables as they were read (names starting `OXP_` or `AWS_`, and
+/// `RUST_LOG`, without the local secret values `OXP_SECRET_*`): each protocol reads its own
+/// section from them. `Debug` names the variables and never shows a value.
 #[derive(Clone, Default)]
 pub struct Vars {
     values: Arc<BTreeMap<String, String>>,
