@@ -304,6 +304,35 @@ async fn tasks_cancel_stops_the_tool_and_the_task_stays_cancelled() {
 }
 
 #[tokio::test]
+async fn server_discover_declares_the_extension_and_no_handshake_revision_does() {
+    // The extension is 2026-07-28's: the capabilities of 2025-03-26 to 2025-11-25 have no
+    // `extensions`, and this server runs no task at those revisions.
+    let app = app();
+    let meta = common::mcp::modern_meta(json!({}));
+    let discover = common::mcp::rpc(1, "server/discover", json!({"_meta": meta}));
+    let headers = [
+        ("mcp-protocol-version", "2026-07-28"),
+        ("mcp-method", "server/discover"),
+    ];
+    let (_, _, text) = common::mcp::post_mcp(&app, &discover.to_string(), &headers).await;
+    let discovered: Value = serde_json::from_str(&text).unwrap();
+    let capabilities = &discovered["result"]["capabilities"];
+    assert!(capabilities["extensions"][TASKS].is_object(), "{text}");
+    for version in ["2025-03-26", "2025-06-18", "2025-11-25"] {
+        let params = json!({"protocolVersion": version, "capabilities": {},
+            "clientInfo": {"name": "t", "version": "1"}});
+        let reply = common::mcp::answer(&app, common::mcp::rpc(1, "initialize", params)).await;
+        let capabilities = &reply["result"]["capabilities"];
+        assert!(capabilities["tools"].is_object(), "{version}: {reply}");
+        assert!(
+            capabilities.get("extensions").is_none(),
+            "{version}: {reply}"
+        );
+        assert!(capabilities.get("tasks").is_none(), "{version}: {reply}");
+    }
+}
+
+#[tokio::test]
 async fn without_the_extension_the_tasks_methods_refuse_and_unknown_or_removed_ones_are_errors() {
     let app = app();
     let created = call(&app, "Demo_Sleep", json!({"ms": 10}), true).await;

@@ -9,9 +9,9 @@ use oxp_lambda_core::registry::RegisteredTool;
 use oxp_lambda_core::running::Running;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, CustomRequest, CustomResult,
-    ErrorCode, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProtocolVersion, ServerCapabilities, ServerConfig, Tool,
-    UpdateTaskParams,
+    ErrorCode, GetTaskParams, GetTaskResult, Implementation, InitializeRequestParams,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProtocolVersion, ServerCapabilities,
+    ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
@@ -152,6 +152,20 @@ impl ServerHandler for McpServer {
             env!("CARGO_PKG_NAME"),
             env!("CARGO_PKG_VERSION"),
         ))
+    }
+
+    /// The handshake of 2025-03-26 to 2025-11-25, whose capabilities have no `extensions`:
+    /// the tasks extension `get_info` declares is 2026-07-28's (`server/discover`), and these
+    /// revisions are served no task (2025-11-25's own `tasks` capability is not served).
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        let mut result = self.negotiate_initialize(&request)?;
+        result.capabilities.extensions = None;
+        Ok(result)
     }
 
     /// The revisions served: 2025-03-26, the first with Streamable HTTP (this transport), and
