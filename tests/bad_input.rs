@@ -106,6 +106,58 @@ async fn input_that_is_not_an_object_is_a_422() {
 }
 
 #[tokio::test]
+async fn a_body_in_a_content_coding_is_refused_in_each_protocols_shape_naming_identity() {
+    // Nothing decodes a gzip body: it would fail as "not JSON" after the tool's lookup. Refused
+    // up front, with `Accept-Encoding: identity` (RFC 9110, 15.5.16); `identity` is no coding.
+    let app = example_app();
+    let add = json!({"request": {"tool_id": "Calculator.Add", "input": {"a": 1, "b": 2}}});
+    let mcp = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+        "params": {"name": "Calculator_Add", "arguments": {"a": 1, "b": 2}}});
+    for (path, body, status) in [("/tools/call", add, 400), ("/mcp", mcp, 415)] {
+        for (coding, expected) in [
+            ("gzip", status),
+            ("identity, br", status),
+            ("identity", 200),
+        ] {
+            let request = Request::post(path)
+                .header("content-type", "application/json")
+                .header("accept", "application/json, text/event-stream")
+                .header("content-encoding", coding)
+                .body(Body::from(body.to_string()))
+                .unwrap();
+            let reply = send(&app, request).await;
+            assert_eq!(reply.status, expected, "{path} {coding}: {}", reply.text);
+            let accepted = reply.headers.get("accept-encoding");
+            if expected == 200 {
+                assert!(accepted.is_none());
+                continue;
+            }
+            assert_eq!(accepted.unwrap(), "identity", "{path} {coding}");
+            let shape = if path == "/mcp" {
+                &reply.json["error"]["code"]
+            } else {
+                &reply.json["message"]
+            };
+            assert!(
+                !shape.is_null(),
+                "{path}: the protocol's own error: {}",
+                reply.text
+            );
+        }
+    }
+    let invoke = json!({"operation": "Calculator_Add", "arguments": {}, "id": "i",
+        "group_id": "g", "callback_url": "http://127.0.0.1:9/cb"});
+    let request = Request::post("/invoke")
+        .header("content-type", "application/json")
+        .header("content-encoding", "gzip")
+        .body(Body::from(invoke.to_string()))
+        .unwrap();
+    let reply = send(&app, request).await;
+    assert_eq!(reply.status, 415, "{}", reply.text);
+    assert_eq!(reply.headers["accept-encoding"], "identity");
+}
+
+#[tokio::test]
 async fn a_wrong_content_type_is_a_400_and_the_call_is_refused() {
     let request = Request::post("/tools/call")
         .header("content-type", "text/plain")
@@ -292,110 +344,4 @@ async fn many_bad_requests_in_a_row_leave_the_server_healthy() {
         assert_eq!(reply.status, 400, "{body:?}: {}", reply.text);
     }
     assert_eq!(get(&app, "/health").await.status, 200);
-}
-
-/// The settings that take a whole number (their documented default is one, or a share of one),
-/// with the largest each takes: `MOST` unless its type or its rule stops lower.
-fn numeric_settings() -> Vec<(String, u64)> {
-    let page = std::fs::read_to_string("docs/configuration.md").unwrap();
-    let lower = [
-        ("OXP_RAP_DELIVERY_ATTEMPTS", u64::from(u32::MAX)),
-        ("OXP_WORK_MAX_ATTEMPTS", u64::from(u32::MAX)),
-        ("OXP_SUBSCRIPTION_EVENTS_PER_MINUTE", u64::from(u32::MAX)),
-        ("OXP_SUBSCRIPTION_MAX_BACKLOG", u64::from(u32::MAX)),
-        ("OXP_JWT_LEEWAY_SECS", 300),
-        ("OXP_WEBHOOK_MAX_BYTES", 262_144),
-        ("OXP_PORT", 0),
-    ];
-    let mut found = Vec::new();
-    for row in page.lines().filter(|l| l.starts_with("| `OXP_")) {
-        let cells: Vec<&str> = row.split(" | ").collect();
-        let name = cells[0].trim_start_matches("| `").trim_end_matches('`');
-        let default = cells[1].split_whitespace().next().unwrap_or("");
-        let whole = default.trim_matches('`').parse::<u64>().is_ok() && default.starts_with('`');
-        if !(whole || cells[1].starts_with("a quarter of")) || name.contains('<') {
-            continue;
-        }
-        let most = lower
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map_or(MOST, |(_, m)| *m);
-        found.push((name.to_owned(), most));
-    }
-    assert!(found.len() >= 40, "{found:?}");
-    found
-}
-
-const MOST: u64 = 1_000_000_000_000;
-
-/// The binary started with `envs`: its exit code and standard error, or a failure if it is
-/// still running after ten seconds (it took the settings and serves).
-fn refused_start(envs: &[(&str, &str)]) -> (Option<i32>, String) {
-    let scratch = common::Scratch::new("refused");
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
-        .env_remove("AWS_LAMBDA_RUNTIME_API")
-        .current_dir(scratch.path())
-        .envs(envs.iter().copied())
-        .args(["--port", "0"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::fs::File::create(scratch.join("err.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("{envs:?}: the start was not refused");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let said = std::fs::read_to_string(scratch.join("err.log")).unwrap();
-    (status.code(), said)
-}
-
-#[tokio::test]
-async fn every_setting_at_its_largest_serves_and_one_past_a_trillion_stops_the_start_naming_it() {
-    // `OXP_MAX_CONCURRENT_CALLS` or `OXP_WORK_RUNNING_MAX` at 2^64-1 panicked at start (a tokio
-    // semaphore holds at most 2^61 permits), `OXP_WORK_SWEEP_SECS` in the sweep (a duration
-    // past the clock's end).
-    let settings = numeric_settings();
-    for (name, _) in settings.iter().filter(|(n, _)| n != "OXP_PORT") {
-        // With JWT on, so that its settings are read too.
-        let (code, said) = refused_start(&[
-            (name.as_str(), &(MOST + 1).to_string()),
-            ("OXP_AUTH", "jwt"),
-            ("OXP_JWT_JWKS_URL", "http://127.0.0.1:9/jwks"),
-            ("OXP_JWT_AUDIENCE", "a"),
-        ]);
-        assert_eq!(code, Some(1), "{name}: {said}");
-        assert!(said.contains(&format!("{name}: ")), "{name}: {said}");
-        assert!(!said.contains("panicked"), "{name}: {said}");
-    }
-    let receiver = common::receiver::Receiver::ok().await;
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_oxp-lambda"));
-    command
-        .env_remove("AWS_LAMBDA_RUNTIME_API")
-        .env("OXP_LOG_FORMAT", "json");
-    for (name, most) in settings.iter().filter(|(n, _)| n != "OXP_PORT") {
-        command.env(name, most.to_string());
-    }
-    command.args(["--port", "0"]);
-    let (server, line) = common::Process::start("oxp-lambda", command);
-    let addr = line
-        .trim()
-        .trim_start_matches("OXP server listening on http://");
-    let call = r#"{"request":{"tool_id":"Calculator.Add@1","input":{"a":10,"b":5}}}"#;
-    let (status, body) = http_raw(addr, "POST", "/tools/call", call).await;
-    assert_eq!(status, 200, "{body}");
-    assert!(body.contains(r#""value":15"#), "{body}");
-    let invoke = json!({"operation": "Calculator_Add", "arguments": {"a": 20, "b": 22},
-        "id": "c1", "callback_url": receiver.url, "group_id": "g"});
-    let (status, body) = http_raw(addr, "POST", "/invoke", &invoke.to_string()).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(receiver.result().await["text"], "42");
-    let (clean, logs) = server.terminate();
-    assert!(clean && !logs.contains("panicked"), "{logs}");
 }

@@ -29,6 +29,7 @@ mod authoring;
 ))]
 mod authorization;
 mod bad_input;
+mod bad_settings;
 mod bedrock_agent;
 mod content;
 mod contract;

@@ -260,12 +260,35 @@ where
             *request.method(),
             http::Method::POST | http::Method::PUT | http::Method::PATCH
         );
-        if !with_body || is_json(request.headers()) {
-            Either::Right(self.inner.call(request))
-        } else {
-            Either::Left(ready(Ok((self.refuse)())))
+        let encoded = is_encoded(request.headers());
+        if !with_body || (is_json(request.headers()) && !encoded) {
+            return Either::Right(self.inner.call(request));
         }
+        let mut refused = (self.refuse)();
+        if encoded {
+            // RFC 9110 15.5.16: the codings that would have been taken (none but the body).
+            let identity = HeaderValue::from_static("identity");
+            refused
+                .headers_mut()
+                .insert(header::ACCEPT_ENCODING, identity);
+        }
+        Either::Left(ready(Ok(refused)))
     }
+}
+
+/// Whether the body has a content coding (`Content-Encoding: gzip`): none is taken, so such a
+/// body is refused as not JSON, where it would fail to parse as one.
+fn is_encoded(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::CONTENT_ENCODING)
+        .iter()
+        .any(|value| {
+            let value = value.to_str().unwrap_or("?");
+            value
+                .split(',')
+                .map(str::trim)
+                .any(|coding| !coding.is_empty() && !coding.eq_ignore_ascii_case("identity"))
+        })
 }
 
 /// Whether the content type is JSON (`application/json`, `application/*+json`).
