@@ -138,6 +138,10 @@ fn a_state_file_that_does_not_open_fails_the_start_naming_it() {
         stderr.contains(&format!("OXP_STATE_PATH {path} does not open")),
         "{stderr}"
     );
+    assert!(
+        stderr.contains("move this one aside"),
+        "what to do: {stderr}"
+    );
 }
 
 #[test]

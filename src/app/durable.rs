@@ -190,7 +190,7 @@ async fn left_opens(durable: &Durable, config: &Config) -> Result<(), StartError
     match state.get("oxp", "start").await {
         Ok(_) => Ok(()),
         Err(e) => Err(StartError::State(format!(
-            "OXP_STATE_PATH {} does not open: {}",
+            "OXP_STATE_PATH {} does not open: {} (name another file, or move this one aside to start with no state: what it held, acknowledged calls among it, is then not resumed)",
             path.display(),
             e.0
         ))),
