@@ -79,6 +79,26 @@ async fn tools_list_shows_each_tools_task_support_from_its_declaration_and_the_d
 }
 
 #[tokio::test]
+async fn no_handshake_revision_lists_a_tools_task_support() {
+    // 2025-11-25 has an `execution.taskSupport` of its own, for its own tasks, which this
+    // server does not serve: the TypeScript SDK 1.x refuses to `callTool` a `required` one,
+    // sending it to its task API instead. Earlier revisions have no `execution` at all.
+    let app = app(&[]);
+    for version in ["2025-03-26", "2025-06-18", "2025-11-25"] {
+        let list = common::mcp::rpc(1, "tools/list", json!({}));
+        let headers = [("mcp-protocol-version", version)];
+        let (_, _, text) = common::mcp::post_mcp(&app, &list.to_string(), &headers).await;
+        let reply: Value = serde_json::from_str(&text).unwrap();
+        let tools = reply["result"]["tools"].as_array().expect(&text);
+        assert!(tools.iter().any(|t| t["name"] == "Reports_Build"), "{text}");
+        assert!(
+            tools.iter().all(|t| t.get("execution").is_none()),
+            "{version}: {text}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn a_required_tool_runs_only_as_a_task_and_a_forbidden_one_never_does() {
     let app = app(&[]);
     let refused = rpc(

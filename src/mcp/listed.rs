@@ -1,7 +1,10 @@
 //! `tools/list` with each tool's task support, `execution.taskSupport` (`optional` or
 //! `required`; absent: never a task): the tool's declaration (`task_support`, or `optional` for
 //! a long-running tool), with `OXP_MCP_TASK_REQUIRED` over it, and only where this server offers
-//! tasks. rmcp's tool type has no such field, so a listing's JSON answer gets it here.
+//! tasks, at 2026-07-28, the revision of the tasks extension: 2025-11-25's `execution` speaks of
+//! its own tasks, not served here, which an SDK of that revision reads as "call this one as a
+//! task" (TypeScript 1.x refuses `callTool` of a `required` tool). rmcp's tool type has no such
+//! field, so a listing's JSON answer gets it here.
 
 use super::handler::Served;
 use axum::response::Response;

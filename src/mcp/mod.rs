@@ -374,7 +374,7 @@ async fn through_rmcp(
             .headers_mut()
             .insert(elicit::SESSION_HEADER, session);
     }
-    if listing {
+    if listing && modern {
         response = listed::with_task_support(response, &mcp.server.0).await;
     }
     if modern {
