@@ -188,6 +188,8 @@ pub(super) fn log_outcome(
         Disposition::Replayed => ("replayed", None),
         Disposition::InProgress => ("in_progress", None),
     };
+    // In whole microseconds, as OXP's `duration` is: 0.049944999999999996 reads as noise.
+    let duration_ms = (outcome.duration.as_secs_f64() * 1e6).round() / 1e3;
     macro_rules! line {
         ($level:expr) => {
             tracing::event!(
@@ -199,7 +201,7 @@ pub(super) fn log_outcome(
                 traceparent,
                 tool_id = outcome.tool.id.as_str(),
                 outcome = label,
-                duration_ms = outcome.duration.as_secs_f64() * 1e3,
+                duration_ms,
                 detail,
             )
         };
