@@ -131,3 +131,94 @@ async fn an_alb_with_multi_value_headers_on_is_answered_in_multi_value_headers()
         "{response}"
     );
 }
+
+/// A Function URL event of `method` to `path` from a page of `origin`, with `headers` beside.
+fn from_page(
+    method: &str,
+    path: &str,
+    origin: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> String {
+    let mut event: Value = serde_json::from_str(
+        &std::fs::read_to_string("events/function-url-call-success.json").unwrap(),
+    )
+    .unwrap();
+    event["rawPath"] = path.into();
+    event["requestContext"]["http"]["path"] = path.into();
+    event["requestContext"]["http"]["method"] = method.into();
+    event["headers"]["origin"] = origin.into();
+    event["headers"]["accept"] = "application/json, text/event-stream".into();
+    for (name, value) in headers {
+        event["headers"][*name] = (*value).into();
+    }
+    event["body"] = body.into();
+    event.to_string()
+}
+
+#[tokio::test]
+async fn a_page_of_an_allowed_origin_gets_cors_from_a_deployed_function() {
+    // The browser client of a deployed server (a web agent, the MCP Inspector's direct
+    // connection) sends a preflight before its JSON body, and reads an answer only with
+    // `Access-Control-Allow-Origin`: the local server answered both, a Function URL or an API
+    // neither (the preflight was 405), whatever `OXP_ALLOWED_ORIGINS` said.
+    let page = "https://agent.example.com";
+    let app = common::app_with(
+        common::example_tools::registry().unwrap(),
+        common::test_config_with(&[("OXP_ALLOWED_ORIGINS", page)]),
+    );
+    let answer = |event: String| {
+        let mut adapter = Adapter::from(app.clone());
+        async move {
+            let request: LambdaRequest = serde_json::from_str(&event).unwrap();
+            let response = adapter.call(LambdaEvent::new(request, Context::default()));
+            serde_json::to_value(response.await.unwrap()).unwrap()
+        }
+    };
+    let asks = [
+        ("access-control-request-method", "POST"),
+        (
+            "access-control-request-headers",
+            "content-type,mcp-protocol-version,authorization",
+        ),
+    ];
+    let preflight = answer(from_page("OPTIONS", "/mcp", page, &asks, "")).await;
+    assert_eq!(preflight["statusCode"], 200, "{preflight}");
+    let headers = &preflight["headers"];
+    assert_eq!(headers["access-control-allow-origin"], page, "{preflight}");
+    let allowed = headers["access-control-allow-headers"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(allowed.contains("mcp-protocol-version"), "{preflight}");
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"Calculator_Add","arguments":{"a":1,"b":2}}}"#;
+    let json = [("content-type", "application/json")];
+    for path in ["/mcp", "/tools/call"] {
+        let body = if path == "/mcp" {
+            call.to_owned()
+        } else {
+            r#"{"request":{"tool_id":"Calculator.Add","input":{"a":1,"b":2}}}"#.to_owned()
+        };
+        let answered = answer(from_page("POST", path, page, &json, &body)).await;
+        assert_eq!(answered["statusCode"], 200, "{path}: {answered}");
+        assert_eq!(
+            answered["headers"]["access-control-allow-origin"], page,
+            "{path}"
+        );
+        // Another site's page: no CORS answer, so its browser lets it read nothing (and /mcp
+        // refuses its Origin outright, as the MCP spec has servers do).
+        let other = answer(from_page(
+            "POST",
+            path,
+            "https://evil.example",
+            &json,
+            &body,
+        ))
+        .await;
+        assert!(
+            other["headers"]
+                .get("access-control-allow-origin")
+                .is_none(),
+            "{other}"
+        );
+    }
+}

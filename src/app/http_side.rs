@@ -40,7 +40,8 @@ pub(crate) fn assemble(
         None => routes,
     };
     let (max_body_bytes, base_path) = (config.max_body_bytes, config.base_path.as_deref());
-    server::assemble(routes, shapes.clone(), max_body_bytes, base_path)
+    let origins = &config.allowed_origins;
+    server::assemble(routes, shapes.clone(), max_body_bytes, base_path, origins)
 }
 
 /// `routes` with the users' authorization flow's beside them (`forget` behind authentication,

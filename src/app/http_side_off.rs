@@ -37,7 +37,7 @@ pub(crate) fn assemble(
     _auth: &Arc<Authenticator>,
     _config: &Config,
 ) -> HttpApp {
-    crate::server::assemble(Router::new(), Default::default(), 0, None)
+    crate::server::assemble(Router::new(), Default::default(), 0, None, &[])
 }
 
 /// No local server: fails, saying why.

@@ -190,7 +190,7 @@ where
     type Error = Infallible;
     type Future = futures_util::future::Either<
         std::future::Ready<Result<axum::response::Response, Infallible>>,
-        axum::routing::future::RouteFuture<Infallible>,
+        <HttpApp as Service<Request<B>>>::Future,
     >;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {

@@ -5,6 +5,7 @@
 //! adapters bring their own routers and error shapes; [`assemble`] puts them behind this.
 
 mod context;
+mod cors;
 mod loopback;
 mod object;
 #[cfg(feature = "lambda-records")]
@@ -44,16 +45,22 @@ use std::convert::Infallible;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-/// The complete HTTP app: every adapter's routes behind the plumbing.
-pub(crate) type HttpApp = StripPrefix<<DefaultBodyLimit as tower::Layer<Router>>::Service>;
+/// The complete HTTP app: every adapter's routes behind the plumbing, and CORS for the allowed
+/// origins' pages (none without them: no layer, no `Vary`).
+pub(crate) type HttpApp = tower::util::Either<tower_http::cors::Cors<Routed>, Routed>;
+
+/// The routes behind the body limit and the base-path stripping.
+type Routed = StripPrefix<<DefaultBodyLimit as tower::Layer<Router>>::Service>;
 
 /// Puts the adapters' `routes` behind `/health`, the 404 fallback (in the shape of the protocol
-/// whose path it is under, `shapes`), the body limit and the base-path stripping.
+/// whose path it is under, `shapes`), the body limit and the base-path stripping, with CORS for
+/// the pages of `allowed_origins`.
 pub(crate) fn assemble(
     routes: Router,
     shapes: Shapes,
     max_body_bytes: usize,
     base_path: Option<&str>,
+    allowed_origins: &[String],
 ) -> HttpApp {
     // A service, not a handler: a handler's extractor (the URI) linked axum-core's extraction
     // into the functions that serve no HTTP, whose build calls this too.
@@ -67,10 +74,15 @@ pub(crate) fn assemble(
         .fallback_service(not_found);
     // Around the router, not `Router::layer`: that wraps every route in a boxed service of its
     // own, cloned and its future boxed again on every request.
-    StripPrefix {
+    let routed = StripPrefix {
         inner: tower::Layer::layer(&DefaultBodyLimit::max(max_body_bytes), router),
         base_path: base_path.map(Arc::from),
-    }
+    };
+    // Outermost: a preflight is answered before the base path, the body limit or a route.
+    tower::Layer::layer(
+        &tower::util::option_layer(cors::layer(allowed_origins)),
+        routed,
+    )
 }
 
 /// `route`, answering 405 with `Allow: allow` for other methods, in the protocol's `shape`.

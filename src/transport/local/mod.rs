@@ -24,7 +24,6 @@
 //! caller leaves, so a call without a deadline never holds the process past it.
 
 mod body;
-mod cors;
 mod signal;
 
 pub(crate) use signal::shutdown_signal;
@@ -142,12 +141,10 @@ impl Drop for PeerSlot {
 }
 
 /// The service each connection serves ([`layered`]).
-type Layered = LoopbackGuard<
-    tower::util::Either<tower_http::cors::Cors<body::Deadlined<HttpApp>>, body::Deadlined<HttpApp>>,
->;
+type Layered = LoopbackGuard<body::Deadlined<HttpApp>>;
 
-/// `app` as each connection serves it: behind the guard (`active`: the browser rules too), with
-/// CORS for the allowed origins, its bodies read within `limits`.
+/// `app` as each connection serves it: behind the guard (`active`: the browser rules too), its
+/// bodies read within `limits` (the app answers the allowed origins' CORS itself).
 fn layered(app: HttpApp, rules: BrowserRules, limits: &Limits, active: bool) -> Layered {
     let deadlined = body::Deadlined {
         inner: app,
@@ -155,10 +152,8 @@ fn layered(app: HttpApp, rules: BrowserRules, limits: &Limits, active: bool) -> 
         max_body_bytes: limits.max_body_bytes,
         shapes: rules.shapes.clone(),
     };
-    // No CORS without allowed origins: no page may call, and no answer carries `Vary`.
-    let cors = tower::util::option_layer(cors::layer(&rules.allowed_origins));
     LoopbackGuard {
-        inner: tower::Layer::layer(&cors, deadlined),
+        inner: deadlined,
         active,
         rules,
     }

@@ -1,4 +1,5 @@
-//! The local server's CORS: the answers to the web pages of `OXP_ALLOWED_ORIGINS`.
+//! CORS: the answers to the web pages of `OXP_ALLOWED_ORIGINS`, wherever the app serves HTTP
+//! (the local server, and Lambda's HTTP events: a Function URL or an API of a deployed server).
 
 use std::time::Duration;
 
@@ -8,7 +9,7 @@ use std::time::Duration;
 /// page of an allowed origin, the MCP Inspector's direct connection, could send nothing with a
 /// JSON body (its preflight got 405) and read no answer. No credentials: tokens go in
 /// `Authorization`, which a page sets itself.
-pub(super) fn layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
+pub(crate) fn layer(origins: &[String]) -> Option<tower_http::cors::CorsLayer> {
     use tower_http::cors::{AllowHeaders, AllowMethods, AllowOrigin, Any, CorsLayer};
     if origins.is_empty() {
         return None;
