@@ -2,7 +2,8 @@
 //! translator, checks each function's role against what its environment makes the binary
 //! call, creates the stack in moto's CloudFormation, and runs each function's bootstrap (this
 //! binary) under a Lambda Runtime API on loopback with its own role's credentials and IAM
-//! enforced: an OXP call with its secret and idempotency record, `/invoke` through SQS to the
+//! enforced: an OXP call with its secret and idempotency record, a browser page's CORS
+//! preflight (`AllowedOrigins`), `/invoke` through SQS to the
 //! worker and its callback exactly once, a dead letter, the AgentCore and Bedrock Agents
 //! functions, and calls outside each role refused.
 
@@ -29,6 +30,7 @@ fn the_template_runs_on_moto_with_each_functions_own_iam_policies_enforced() {
     for step in [
         "OxpWorkerFunction: its role grants exactly what its environment calls",
         "http function: OXP call with its secret and its idempotency record, replayed",
+        "http function: a page of AllowedOrigins gets its CORS preflight answered",
         "OxpStreamFunction: the HTTP function's role, behind an IAM-authenticated streaming URL and REST API",
         "stream function: an OXP call streamed, its secret and record under the http role",
         "worker: the invocation ran and was delivered exactly once, redelivery included",

@@ -60,6 +60,8 @@ PARAMETERS = {
     "OAuthProviders": "github",
     "PublicUrl": "https://tools.example.com",
     "GitHubClientId": "Iv1.test",
+    # A web agent's pages: their preflights answered by the deployed function itself.
+    "AllowedOrigins": "https://agent.example.com",
 }
 BASIC = "arn:aws:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
 SQS_POLLER = "arn:aws:iam::aws:policy/service-role/AWSLambdaSQSQueueExecutionRole"
@@ -380,6 +382,15 @@ def run(binary, moto, admin, physical, functions):
         again = http_fn.invoke(http_event("POST", "/tools/call", call, "alice"))
         assert json.loads(again["body"]) == json.loads(answer["body"]), again
         log("http function: OXP call with its secret and its idempotency record, replayed")
+
+        # A page of the allowed origin: its preflight answered (AllowedOrigins reached it).
+        preflight = http_event("OPTIONS", "/mcp", None, "alice")
+        preflight["headers"].update({"origin": "https://agent.example.com",
+                                     "access-control-request-method": "POST"})
+        answer = http_fn.invoke(preflight)
+        assert answer["statusCode"] == 200, answer
+        assert answer["headers"]["access-control-allow-origin"] == "https://agent.example.com", answer
+        log("http function: a page of AllowedOrigins gets its CORS preflight answered")
 
         # The streaming twin: the same call, answered as a stream, under the same role.
         stream_fn = Bootstrap(binary, moto, functions["OxpStreamFunction"])
