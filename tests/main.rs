@@ -63,6 +63,7 @@ mod mcp_authorization;
 mod mcp_batch;
 mod mcp_client2;
 mod mcp_client_ts;
+mod mcp_client_ts1;
 mod mcp_elicitation;
 mod mcp_inspector;
 mod mcp_modern;
