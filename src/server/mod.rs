@@ -303,13 +303,20 @@ fn is_encoded(headers: &HeaderMap) -> bool {
         })
 }
 
+/// The media type of the body, without its parameters (`application/json` of
+/// `application/json; charset=utf-8`), as sent: compare it without case. `None` without a
+/// content type; empty for one that is not text.
+pub(crate) fn media_type(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::CONTENT_TYPE)?.to_str().unwrap_or("");
+    Some(value.split(';').next().unwrap_or("").trim())
+}
+
 /// Whether the content type is JSON (`application/json`, `application/*+json`).
 pub(crate) fn is_json(headers: &HeaderMap) -> bool {
-    let Some(value) = headers.get(header::CONTENT_TYPE) else {
+    let Some(essence) = media_type(headers) else {
         return false;
     };
-    let value = value.to_str().unwrap_or("");
-    let essence = value.split(';').next().unwrap_or("").trim().as_bytes();
+    let essence = essence.as_bytes();
     // Compared without case and without a lowercased copy: this runs on every call.
     let (type_, suffix) = ("application/".as_bytes(), "+json".as_bytes());
     essence.eq_ignore_ascii_case(b"application/json")

@@ -167,14 +167,8 @@ fn github_events(headers: &HeaderMap, body: &[u8]) -> Result<Vec<(String, String
         .and_then(|v| v.to_str().ok())
         .filter(|e| topic_ok(e) && !e.contains('/'))
         .ok_or("the event has no X-GitHub-Event")?;
-    let form = headers
-        .get(http::header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| {
-            v.trim()
-                .eq_ignore_ascii_case("application/x-www-form-urlencoded")
-        });
+    let form = crate::server::media_type(headers)
+        .is_some_and(|m| m.eq_ignore_ascii_case("application/x-www-form-urlencoded"));
     let text = if form {
         url::form_urlencoded::parse(body)
             .find(|(name, _)| name == "payload")
