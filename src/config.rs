@@ -361,17 +361,19 @@ impl Config {
 /// `text` as a log filter, in `tracing` syntax, and the text it was read from: each directive
 /// trimmed, since tracing-subscriber reads a directive's trimmed text by the untrimmed one's
 /// offsets and panics on one with a space before a character of more than one byte
-/// (`" é=info"`); a panic of its parser is a refusal too. rmcp is held at `warn` unless a
+/// (`" é=info"`); a panic of its parser is a refusal too. rmcp is held at `error` unless a
 /// directive names it: it logs three `info` lines for each request it serves (a service started
-/// and ended per request), beside the call's own one.
+/// and ended per request), beside the call's own one, and a `warn` line for each request it
+/// answers with an error (an unknown method, a client gone): a caller's doing, in its own
+/// `Debug` shape, at a level operators alert on. The server's own failures are its own lines.
 pub(crate) fn log_filter(text: &str) -> Result<(String, tracing_subscriber::EnvFilter), String> {
     let text = text.split(',').map(str::trim).collect::<Vec<_>>().join(",");
     let mut read = text.clone();
     if !text.split(',').any(|d| d.starts_with("rmcp")) {
         read.push_str(if text.is_empty() {
-            "rmcp=warn"
+            "rmcp=error"
         } else {
-            ",rmcp=warn"
+            ",rmcp=error"
         });
     }
     match std::panic::catch_unwind(|| tracing_subscriber::EnvFilter::try_new(&read)) {

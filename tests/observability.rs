@@ -189,9 +189,12 @@ async fn locally_lines_are_text_without_metrics_unless_asked() {
 async fn an_mcp_request_writes_the_servers_lines_not_rmcps_own_unless_a_directive_names_it() {
     // rmcp logs a service started and ended (three `info` lines, the client's identity among
     // them) for each request it serves: beside a call's one line, noise an operator pays for.
-    // Below `info` it writes each request whole, a tool's arguments among them: never.
+    // Below `info` it writes each request whole, a tool's arguments among them: never. And it
+    // writes a `warn` line for each request it answers with an error, whatever the caller
+    // sent: an unknown method is the caller's doing, no warning for an operator.
     let cases = [
         (None, false),
+        (Some("warn"), false),
         (Some("info,rmcp=info"), true),
         (Some("debug,rmcp=trace"), true),
     ];
@@ -206,6 +209,9 @@ async fn an_mcp_request_writes_the_servers_lines_not_rmcps_own_unless_a_directiv
         let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#;
         let (status, _) = common::http_raw_with(addr, "POST", "/mcp", &headers, initialize).await;
         assert_eq!(status, 200);
+        let unknown = r#"{"jsonrpc":"2.0","id":2,"method":"no/such/method"}"#;
+        let (status, body) = common::http_raw_with(addr, "POST", "/mcp", &headers, unknown).await;
+        assert!(status == 200 && body.contains("-32601"), "{status} {body}");
         tokio::time::sleep(Duration::from_millis(1500)).await;
         let text = std::fs::read_to_string(server.output_path()).unwrap();
         assert_eq!(
