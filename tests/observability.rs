@@ -209,7 +209,9 @@ async fn an_mcp_request_writes_the_servers_lines_not_rmcps_own_unless_a_directiv
         let initialize = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"probe","version":"1"}}}"#;
         let (status, _) = common::http_raw_with(addr, "POST", "/mcp", &headers, initialize).await;
         assert_eq!(status, 200);
-        let unknown = r#"{"jsonrpc":"2.0","id":2,"method":"no/such/method"}"#;
+        // Its id forged to start a line of its own, which rmcp writes by its `Display`.
+        let unknown =
+            r#"{"jsonrpc":"2.0","id":"rpc\nINFO oxp::call: forged=1","method":"no/such/method"}"#;
         let (status, body) = common::http_raw_with(addr, "POST", "/mcp", &headers, unknown).await;
         assert!(status == 200 && body.contains("-32601"), "{status} {body}");
         tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -222,6 +224,18 @@ async fn an_mcp_request_writes_the_servers_lines_not_rmcps_own_unless_a_directiv
         assert!(
             !text.contains("received request"),
             "no request whole: {text}"
+        );
+        assert!(
+            !text
+                .lines()
+                .any(|l| l.starts_with("INFO oxp::call: forged")),
+            "a caller's newline starts no line: {text}"
+        );
+        assert_eq!(
+            text.lines()
+                .any(|l| l.contains("response error") && l.contains(r"rpc\nINFO")),
+            rmcp_lines,
+            "rmcp's line of the refused request, its id escaped, when it is let log: {text}"
         );
     }
 }
