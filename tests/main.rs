@@ -118,5 +118,6 @@ mod talk_back;
 mod talk_back_lambda;
 mod template;
 mod trace_context;
+mod unknown_tools;
 #[cfg(all(feature = "jwt", feature = "webhooks"))]
 mod webhooks;

@@ -15,6 +15,7 @@ use crate::mcp::{Served, result};
 use crate::server::{BoxFuture, CallContext, DirectHandler};
 use crate::settings::{ConfigError, Env};
 use oxp_lambda_core::invoke::{Invoker, Target};
+use oxp_lambda_core::refusal::ErrorClass;
 use oxp_lambda_core::tool::ToolError;
 use serde_json::Value;
 use std::sync::{Arc, OnceLock};
@@ -140,6 +141,16 @@ pub(crate) async fn invoke(
         .split_once(TARGET_SEPARATOR)
         .map_or(qualified, |(_, tool)| tool);
     let Some(tool) = served.get(name) else {
+        // Refused by the invoker as every protocol's call of an unknown tool is (its line, its
+        // caller's rate): a caller over its rate is told so.
+        let call = context.call("agentcore", Target::Unserved(name.to_owned()), Value::Null);
+        let answer = served.invoker().invoke(call).await;
+        if answer
+            .as_ref()
+            .is_err_and(|e| e.class() != ErrorClass::NotFound)
+        {
+            return to_json(&result::from_invoke(answer, result::Revision::ALL));
+        }
         let shown = crate::server::shown(name);
         return refused(format!("Unknown tool: {shown}"));
     };

@@ -65,6 +65,16 @@ impl BedrockAgent {
             }
         };
         let Some(tool) = self.by_name.get(&event.function) else {
+            // Refused by the invoker as every protocol's call of an unknown tool is (its line,
+            // its caller's rate): a caller over its rate is told so.
+            let target = Target::Unserved(event.function.clone());
+            let call = context.call("bedrock-agent", target, Value::Null);
+            if let Err(e) = self.invoker.invoke(call).await
+                && e.class() != ErrorClass::NotFound
+            {
+                let (state, body) = refused(&e);
+                return respond(&event, state, body);
+            }
             let shown = crate::server::shown(&event.function);
             return respond(
                 &event,

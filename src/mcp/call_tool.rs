@@ -85,7 +85,9 @@ impl McpServer {
     where
         F: std::future::Future<Output = Option<Arc<Carried<Elicit>>>>,
     {
-        let served = self.tool(&request.name)?;
+        let Some(served) = self.tool(&request.name) else {
+            return Box::pin(self.unserved(&request.name, parts)).await;
+        };
         let (tool, required) = (&served.tool, served.task_required);
         // A long-running tool (or one served only as a task) called by a client that declared
         // the tasks extension runs as a task: the answer is its handle, at once. One that asks
@@ -123,15 +125,39 @@ impl McpServer {
         Ok(Prepared::Run(tool, request.arguments, asking))
     }
 
-    /// The served tool named `name`; unknown, the one error the spec makes a protocol error
-    /// (-32602).
-    pub(super) fn tool(&self, name: &str) -> Result<&super::handler::ServedTool, ErrorData> {
-        self.0.get(name).ok_or_else(|| {
-            // The name is the caller's: bounded and stripped of control characters before it
-            // is answered back (a 200 KB name would come back whole).
-            let shown = crate::server::shown(name);
-            ErrorData::invalid_params(format!("Unknown tool: {shown}"), None)
-        })
+    /// The served tool named `name`.
+    pub(super) fn tool(&self, name: &str) -> Option<&super::handler::ServedTool> {
+        self.0.get(name)
+    }
+
+    /// A call of `name`, which names no tool served here: refused by the invoker as every
+    /// protocol's call of an unknown tool is (its line, its metrics, its caller's rate), then
+    /// answered as the one error the spec makes a protocol error (-32602), or as the refusal
+    /// of a caller over its rate.
+    pub(super) async fn unserved(
+        &self,
+        name: &str,
+        parts: Option<&http::request::Parts>,
+    ) -> Result<Prepared<'_>, ErrorData> {
+        let context = parts.map(CallContext::of).unwrap_or_default();
+        let call = context.call("mcp", Target::Unserved(name.to_owned()), Value::Null);
+        match self.0.invoker().invoke(call).await {
+            Err(e) if e.class() != oxp_lambda_core::refusal::ErrorClass::NotFound => {
+                let revision = result::Revision::of(parts);
+                Ok(Prepared::Answered(
+                    result::from_invoke(Err(e), revision).into(),
+                ))
+            }
+            _ => {
+                // The name is the caller's: bounded and stripped of control characters before
+                // it is answered back (a 200 KB name would come back whole).
+                let shown = crate::server::shown(name);
+                Err(ErrorData::invalid_params(
+                    format!("Unknown tool: {shown}"),
+                    None,
+                ))
+            }
+        }
     }
 
     /// The round of a 2026-07-28 `request` with nothing to read or bind (no state, no answers,

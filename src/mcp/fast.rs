@@ -233,11 +233,14 @@ pub(super) async fn try_call(
             // client lacks.
             let tool = server.tool(&name);
             if meta.as_deref().is_some_and(FastMeta::per_request)
-                || tool.as_ref().is_ok_and(|served| served.task_required)
+                || tool.is_some_and(|served| served.task_required)
             {
                 return None;
             }
-            let run = tool.map(|served| Prepared::Run(&served.tool, arguments, Asking::Not));
+            let run = match tool {
+                Some(served) => Ok(Prepared::Run(&served.tool, arguments, Asking::Not)),
+                None => Box::pin(server.unserved(&name, Some(parts))).await,
+            };
             (run, None)
         }
     };

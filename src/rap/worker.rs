@@ -6,7 +6,7 @@ use crate::rap::RapThread;
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
 use crate::rap::deliver::{Attempt, Deliverer};
 pub(crate) use crate::rap::job::Kept;
-use crate::rap::job::{Job, rfc3339, unix_ms, unknown_operation};
+use crate::rap::job::{self, Job, rfc3339, unix_ms, unknown_operation};
 use crate::rap::once::{self, Delivered};
 use crate::rap::result::{error_text, interrupted_result, rejected, retryable, tool_error};
 use crate::rap::talk::{RapTalk, Talkback};
@@ -267,25 +267,9 @@ impl Worker {
         self.run(work, job, deadline, &run.cancel).await
     }
 
-    /// The tool's output or the error to report; `Err` when the job is not answered now.
-    /// `stopping`: the process asks the tool to stop (it is shutting down).
-    async fn run(
-        &self,
-        work: &str,
-        job: &Job,
-        deadline: Option<Instant>,
-        stopping: &Cancellation,
-    ) -> Result<Result<ToolOutput<Value>, ErrorBody>, Kept> {
-        let operation = job.operation.as_deref();
-        if let Some(rejection) = &job.rejected {
-            return Ok(Err(rejection.error(operation, self.toolset.operations())));
-        }
-        let operation = operation.unwrap_or_default();
-        // The toolset may have changed between acknowledgement and now (a new deployment).
-        let Some(tool) = self.toolset.get(operation) else {
-            return Ok(Err(unknown_operation(operation, self.toolset.operations())));
-        };
-        let mut call = Call::new("rap", Target::Tool(tool.clone()), job.arguments.clone());
+    /// The call of `job`'s `target`, as the invoker runs it.
+    fn call_of(&self, job: &Job, target: Target, deadline: Option<Instant>) -> Call {
+        let mut call = Call::new("rap", target, job.arguments.clone());
         // Acknowledged, so counted where it was accepted (`OXP_RAP_RATE_LIMIT`): refused now,
         // an invocation the caller was told is accepted would end by the rate of its caller.
         call.rate_counted = true;
@@ -299,6 +283,32 @@ impl Worker {
         call.principal = job.principal.clone();
         call.deadline = deadline;
         call.timeout = self.tool_timeout.into();
+        call
+    }
+
+    /// The tool's output or the error to report; `Err` when the job is not answered now.
+    /// `stopping`: the process asks the tool to stop (it is shutting down).
+    async fn run(
+        &self,
+        work: &str,
+        job: &Job,
+        deadline: Option<Instant>,
+        stopping: &Cancellation,
+    ) -> Result<Result<ToolOutput<Value>, ErrorBody>, Kept> {
+        let operation = job.operation.as_deref();
+        let unknown = matches!(job.rejected, Some(job::Rejection::UnknownOperation));
+        if let Some(rejection) = job.rejected.as_ref().filter(|_| !unknown) {
+            return Ok(Err(rejection.error(operation, self.toolset.operations())));
+        }
+        let operation = operation.unwrap_or_default();
+        // The toolset may have changed between acknowledgement and now (a new deployment).
+        let Some(tool) = self.toolset.get(operation).filter(|_| !unknown) else {
+            // Refused by the invoker as every protocol's call of an unknown tool is: its line.
+            let call = self.call_of(job, Target::Unserved(operation.to_owned()), deadline);
+            let _refused = self.invoker.invoke(call).await;
+            return Ok(Err(unknown_operation(operation, self.toolset.operations())));
+        };
+        let mut call = self.call_of(job, Target::Tool(tool.clone()), deadline);
         call.extensions.insert(RapThread {
             group_id: job.reply_to.group_id.clone(),
             thread_ancestors: job.thread_ancestors.clone(),

@@ -233,6 +233,7 @@ fn unresolved(e: &ResolveError) -> String {
         ResolveError::UnknownVersion { listing_name, .. } => {
             format!("Tool '{listing_name}' was not found")
         }
+        ResolveError::NotServed { name } => format!("Tool '{}' was not found", naming::shown(name)),
     }
 }
 

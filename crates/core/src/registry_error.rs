@@ -107,6 +107,12 @@ pub enum ResolveError {
         /// Available tool names (at most [`MAX_LISTED`], then a count).
         available: String,
     },
+    /// A protocol's name for no tool it serves (MCP's, RAP's, a Lambda target's: each serves
+    /// one version of each of its tools, by listing name).
+    NotServed {
+        /// The name as sent.
+        name: String,
+    },
     /// The tool exists but not in that version.
     UnknownVersion {
         /// Dotted name.
@@ -134,6 +140,7 @@ impl ResolveError {
                 "No tool named {} is registered. Available tools: {available}",
                 shown(name)
             ),
+            Self::NotServed { name } => format!("No tool is served as {}", shown(name)),
             Self::UnknownVersion {
                 name,
                 version,

@@ -21,6 +21,10 @@ pub enum Target {
     Id(String),
     /// A tool the adapter resolved itself (MCP, RAP and AgentCore serve one version of each).
     Tool(Arc<RegisteredTool>),
+    /// A name the adapter serves no tool under: refused as not found
+    /// ([`ResolveError::NotServed`](crate::registry::ResolveError::NotServed)), its line and
+    /// metrics written as every call's, and counted against its caller's rate.
+    Unserved(String),
 }
 
 /// How long a call may run, besides the transport's deadline and the tool's own limit.

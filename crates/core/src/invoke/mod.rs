@@ -25,7 +25,7 @@ pub use crate::refusal::{RETRY_AFTER, Rejection};
 pub use run::CANCEL_GRACE;
 
 use crate::idempotency::{Claim, Fingerprinted, Idempotency, fingerprint, scoped_key};
-use crate::registry::{RegisteredTool, Registry};
+use crate::registry::{RegisteredTool, Registry, ResolveError};
 use crate::secrets::Secrets;
 use crate::talk::{Silent, TalkBack};
 use crate::tokens::UserTokens;
@@ -247,6 +247,9 @@ impl Invoker {
                 .resolve(id)
                 .map(Arc::clone)
                 .map_err(Rejection::Resolve),
+            Target::Unserved(name) => Err(Rejection::Resolve(ResolveError::NotServed {
+                name: name.clone(),
+            })),
         }
     }
 

@@ -47,13 +47,13 @@ impl Watch {
             trace_id: call.trace_id.clone(),
             traceparent: call.traceparent.clone(),
             requested: match &call.target {
-                Target::Id(id) => Requested::Id(id.clone()),
+                Target::Id(id) | Target::Unserved(id) => Requested::Id(id.clone()),
                 Target::Tool(tool) => Requested::Tool(tool.clone()),
             },
             call_id: call.call_id.clone(),
             resolved: match &call.target {
                 Target::Tool(tool) => Some(tool.clone()),
-                Target::Id(_) => None,
+                Target::Id(_) | Target::Unserved(_) => None,
             },
             cancellation: None,
             claim: None,
