@@ -5,6 +5,7 @@
 
 use crate::rap::wire::{ErrorBody, ReplyTo};
 use oxp_lambda_core::principal::Principal;
+use oxp_lambda_core::registry_error::list_limited;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -120,7 +121,7 @@ impl Rejection {
     pub(crate) fn error<'a>(
         &self,
         operation: Option<&str>,
-        operations: impl Iterator<Item = &'a str>,
+        operations: impl ExactSizeIterator<Item = &'a str>,
     ) -> ErrorBody {
         match self {
             Self::MalformedInvocation { detail } => error(
@@ -152,26 +153,15 @@ pub(crate) fn error(kind: &str, message: String) -> ErrorBody {
     }
 }
 
-/// The error result of an operation the toolset does not have, naming those it has.
+/// The error result of an operation the toolset does not have, naming those it has (as OXP's
+/// unknown tool names them: the first 20, then how many more).
 pub(crate) fn unknown_operation<'a>(
     operation: &str,
-    operations: impl Iterator<Item = &'a str>,
+    operations: impl ExactSizeIterator<Item = &'a str>,
 ) -> ErrorBody {
-    const SHOWN: usize = 20;
-    let mut names: Vec<&str> = operations.take(SHOWN + 1).collect();
-    let more = if names.len() > SHOWN {
-        names.truncate(SHOWN);
-        ", ..."
-    } else {
-        ""
-    };
-    error(
-        "unknown_operation",
-        format!(
-            "Unknown operation '{operation}'. Available operations: {}{more}",
-            names.join(", ")
-        ),
-    )
+    let names = list_limited(operations);
+    let message = format!("Unknown operation '{operation}'. Available operations: {names}");
+    error("unknown_operation", message)
 }
 
 /// Unix milliseconds of `t`.

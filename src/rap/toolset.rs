@@ -76,7 +76,7 @@ impl ServedToolset {
     }
 
     /// The served operation names, in listing order.
-    pub(crate) fn operations(&self) -> impl Iterator<Item = &str> {
+    pub(crate) fn operations(&self) -> impl ExactSizeIterator<Item = &str> {
         self.tools.iter().map(|t| t.listing_name.as_str())
     }
 

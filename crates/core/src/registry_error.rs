@@ -162,8 +162,9 @@ impl fmt::Display for ResolveError {
 
 impl std::error::Error for ResolveError {}
 
-/// `items` joined with commas, at most [`MAX_LISTED`] of them, then how many more.
-pub(crate) fn list_limited<S: AsRef<str>>(items: impl ExactSizeIterator<Item = S>) -> String {
+/// `items` joined with commas, at most [`MAX_LISTED`] of them, then how many more (`none` when
+/// there are none): how an error names what is available.
+pub fn list_limited<S: AsRef<str>>(items: impl ExactSizeIterator<Item = S>) -> String {
     let total = items.len();
     if total == 0 {
         return "none".to_owned();
