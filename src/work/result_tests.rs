@@ -181,6 +181,9 @@ async fn a_1_mib_result_kept_before_a_crash_is_delivered_by_the_takeover_on_the_
     let path = std::env::temp_dir().join(format!("oxp-result-{}.redb", uuid::Uuid::new_v4()));
     let store = crate::state::embedded::store(Some(path.clone())).unwrap();
     a_kept_result_survives_its_runners_death(store).await;
+    // The file and the lock beside it (`<file>.lock`), which would otherwise pile up in the
+    // temporary folder, one per run.
+    let _ = std::fs::remove_file(path.with_extension("redb.lock"));
     let _ = std::fs::remove_file(&path);
 }
 
