@@ -29,22 +29,42 @@ async fn a_receiver_failing_twice_then_succeeding_gets_the_result_on_the_third_a
 
 #[tokio::test]
 async fn network_errors_are_retried() {
+    let captured = common::Captured::global();
     let rig = Rig::new().await;
     // A port nothing listens on: every attempt is a connection error.
     let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/callback", closed.local_addr().unwrap());
+    let place = closed.local_addr().unwrap().to_string();
+    let url = format!("http://{place}/callback?token=t0k");
     drop(closed);
     rig.accept(add(&url)).await;
     rig.settle().await;
     let letters = rig.dead_letters();
     assert_eq!(letters.len(), 1);
     assert_eq!(letters[0]["attempts"], 4);
+    // The receiver and what failed, for the operator who finds it among many.
+    let reason = letters[0]["reason"].as_str().unwrap();
+    let unreachable = format!("callback {place} unreachable: Connection refused");
+    assert!(reason.starts_with(&unreachable), "{reason}");
+    // Each retry's line names its work (one id across its attempts) and the same reason,
+    // never the URL's path or query.
+    let retries: Vec<Value> = captured
+        .text()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| {
+            l["fields"]["message"] == "work to be retried"
+                && l["fields"]["reason"]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with(&unreachable))
+        })
+        .collect();
+    assert_eq!(retries.len(), 3, "{retries:?}");
+    let id = retries[0]["fields"]["id"].as_str().expect("the work's id");
     assert!(
-        letters[0]["reason"]
-            .as_str()
-            .unwrap()
-            .contains("unreachable")
+        retries.iter().all(|l| l["fields"]["id"] == id),
+        "{retries:?}"
     );
+    assert!(!captured.text().contains("t0k"));
 }
 
 #[tokio::test]
@@ -135,7 +155,10 @@ async fn a_retry_after_beyond_the_longest_wait_gives_up_at_once_with_a_dead_lett
     assert_eq!(letters.len(), 1);
     assert_eq!(
         letters[0]["reason"],
-        "callback answered 503 Service Unavailable with Retry-After 3600 s, beyond the longest wait"
+        format!(
+            "callback {} answered 503 Service Unavailable with Retry-After 3600 s, beyond the longest wait",
+            receiver.host()
+        )
     );
     assert_eq!(letters[0]["message"], receiver.hits()[0].body);
 }

@@ -252,7 +252,10 @@ async fn events_a_callback_never_takes_are_dead_lettered_each_whole_after_the_la
         assert_eq!(letter["message"]["tool_call_id"], "call-down");
         assert_eq!(
             letter["reason"],
-            "callback answered 503 Service Unavailable; gave up after 2 attempts"
+            format!(
+                "callback {} answered 503 Service Unavailable; gave up after 2 attempts",
+                receiver.host()
+            )
         );
     }
     // The callback back, the subscription lives on: the next event is delivered.

@@ -11,7 +11,7 @@
 //! browser reached) for every invocation waiting on it; the waiting call wakes by the
 //! service's one policy, and one parked past its executor's deadline (Lambda) is woken as work.
 
-use crate::rap::deliver::{Deliverer, Delivery};
+use crate::rap::deliver::Deliverer;
 use crate::rap::job::{Job, Kept, error};
 use crate::rap::toolset::ServedToolset;
 use crate::rap::wire::ErrorBody;
@@ -211,9 +211,8 @@ impl Authorizing {
             auth_url: &challenge.url,
         };
         let sent = deliverer.send(job, &message, deadline).await;
-        let delivered = matches!(sent, Delivery::Delivered { .. });
-        tracing::info!(target: "oxp::rap::audit", id = job.reply_to.id.as_str(), group_id = job.reply_to.group_id.as_str(), provider = challenge.provider.as_str(), delivery = if delivered { "delivered" } else { "failed" }, "authorization asked");
-        delivered
+        tracing::info!(target: "oxp::rap::audit", id = job.reply_to.id.as_str(), group_id = job.reply_to.group_id.as_str(), provider = challenge.provider.as_str(), delivery = if sent.is_ok() { "delivered" } else { "failed" }, reason = sent.as_ref().err(), "authorization asked");
+        sent.is_ok()
     }
 
     /// Runs `job` (each attempt through `attempt`), asking its user to authorize (once) and

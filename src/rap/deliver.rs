@@ -69,23 +69,9 @@ pub(crate) enum Attempt {
     Refused(String),
 }
 
-/// How a delivery ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Delivery {
-    /// The callback answered 2xx.
-    Delivered {
-        /// Attempts made.
-        attempts: u32,
-    },
-    /// Given up; the message must go to the dead-letter store.
-    Failed {
-        /// Attempts made (0: none could be made: the URL was refused or no client could be
-        /// built).
-        attempts: u32,
-        /// Why, for operators (never the message itself).
-        reason: String,
-    },
-}
+/// How a delivery ended: given up, why (for operators, never the message itself); the
+/// message must then go to the dead-letter store.
+pub(crate) type Delivery = Result<(), String>;
 
 /// Sends callback messages under a [`CallbackPolicy`] and a [`RetryPolicy`].
 #[derive(Debug, Clone)]
@@ -157,6 +143,7 @@ impl Deliverer {
             Ok(client) => client,
             Err(why) => return Attempt::Refused(why),
         };
+        let place = place(&url);
         let left = deadline.map_or(self.retry.attempt_timeout, |d| {
             d.saturating_duration_since(Instant::now())
         });
@@ -177,18 +164,17 @@ impl Deliverer {
         match sent {
             Ok(response) if response.status().is_success() => Attempt::Delivered,
             Ok(response) if retryable(response.status()) => Attempt::Again {
-                reason: format!("callback answered {}", response.status()),
+                reason: format!("callback {place} answered {}", response.status()),
                 after: retry_after(response.headers()),
             },
             Ok(response) => Attempt::Refused(format!(
-                "callback answered {}; not retried (only 408, 429 and 5xx are)",
+                "callback {place} answered {}; not retried (only 408, 429 and 5xx are)",
                 response.status()
             )),
             Err(e) => match refusal(&e) {
                 Some(refused) => Attempt::Refused(format!("callback address refused: {refused}")),
-                // Without the URL: a callback URL may carry a token in its query.
                 None => Attempt::Again {
-                    reason: format!("callback unreachable: {}", e.without_url()),
+                    reason: format!("callback {place} unreachable: {}", cause(e)),
                     after: None,
                 },
             },
@@ -223,14 +209,14 @@ impl Deliverer {
             attempts += 1;
             let (reason, after) = match self.attempt(url, body.clone(), traceparent, deadline).await
             {
-                Attempt::Delivered => return Delivery::Delivered { attempts },
-                Attempt::Refused(reason) => return Delivery::Failed { attempts, reason },
+                Attempt::Delivered => return Ok(()),
+                Attempt::Refused(reason) => return Err(reason),
                 Attempt::Again { reason, after } => (reason, after),
             };
             let wait = retries.backoff(attempts).max(after.unwrap_or_default());
             let late = deadline.is_some_and(|d| Instant::now() + wait >= d);
             if attempts >= retries.max_attempts || wait > retries.max_delay || late {
-                return Delivery::Failed { attempts, reason };
+                return Err(reason);
             }
             tokio::time::sleep(wait).await;
         }
@@ -251,6 +237,27 @@ fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     }
     let at = httpdate::parse_http_date(value).ok()?;
     Some(at.duration_since(SystemTime::now()).unwrap_or_default())
+}
+
+/// Where `url` points, for the reasons operators read (a receiver down among many): its host
+/// (at most 64 characters) and port, never its path or query, which may carry a token.
+fn place(url: &reqwest::Url) -> String {
+    let host = oxp_lambda_core::naming::shown(url.host_str().unwrap_or_default());
+    match url.port_or_known_default() {
+        Some(port) => format!("{host}:{port}"),
+        None => host,
+    }
+}
+
+/// What failed at the bottom of `e` (a connection refused, a timeout, a certificate): reqwest's
+/// own text is "error sending request" whatever it was. Never the URL.
+fn cause(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut cause: &(dyn std::error::Error + 'static) = &e;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    oxp_lambda_core::naming::shown_at_most(&cause.to_string(), 200)
 }
 
 fn refusal(e: &reqwest::Error) -> Option<&Refused> {
@@ -320,6 +327,62 @@ mod tests {
             .await;
         assert!(matches!(sent, Attempt::Again { .. }), "{sent:?}");
         assert!(shared.client.get().is_some(), "built once, shared");
+    }
+
+    #[tokio::test]
+    async fn a_failed_attempt_names_the_callbacks_host_and_what_failed_never_its_path_or_query() {
+        let policy = CallbackPolicy {
+            allow_http: true,
+            ..CallbackPolicy::default()
+        };
+        let deliverer = Deliverer::new(policy, RetryPolicy::default());
+        // Nothing listens on port 9.
+        let sent = deliverer
+            .attempt(
+                "http://127.0.0.1:9/cb/secret-path?token=t0k",
+                Bytes::new(),
+                None,
+                None,
+            )
+            .await;
+        let Attempt::Again { reason, .. } = sent else {
+            panic!("{sent:?}")
+        };
+        assert!(
+            reason.starts_with("callback 127.0.0.1:9 unreachable: "),
+            "{reason}"
+        );
+        assert!(
+            reason.contains("refused"),
+            "the cause, not reqwest's own words: {reason}"
+        );
+        assert!(
+            !reason.contains("secret-path") && !reason.contains("t0k"),
+            "{reason}"
+        );
+        // A receiver that answers: its status, with where it is.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut socket, _) = listener.accept().await.unwrap();
+            let mut request = [0u8; 1024];
+            let _ = tokio::io::AsyncReadExt::read(&mut socket, &mut request).await;
+            let answer = b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n";
+            tokio::io::AsyncWriteExt::write_all(&mut socket, answer)
+                .await
+                .unwrap();
+        });
+        let url = format!("http://127.0.0.1:{port}/cb?token=t0k");
+        let Attempt::Refused(reason) = deliverer.attempt(&url, Bytes::new(), None, None).await
+        else {
+            panic!("a 404 is not retried")
+        };
+        assert_eq!(
+            reason,
+            format!(
+                "callback 127.0.0.1:{port} answered 404 Not Found; not retried (only 408, 429 and 5xx are)"
+            )
+        );
     }
 
     #[test]

@@ -222,8 +222,8 @@ impl RapTalk {
         let until = Instant::now() + NOTIFY_WITHIN;
         let within = self.deadline.map_or(until, |d| d.min(until));
         match self.send(&message, Some(within)).await {
-            Delivery::Delivered { .. } => Reported::Sent,
-            Delivery::Failed { .. } => Reported::Failed,
+            Ok(()) => Reported::Sent,
+            Err(_) => Reported::Failed,
         }
     }
 
@@ -247,13 +247,10 @@ impl RapTalk {
             response_url: format!("{base}/user_choice_response/{token}"),
         };
         let sent = self.send(&message, self.deadline).await;
-        tracing::info!(target: "oxp::rap::audit", id = reply_to.id.as_str(), group_id = reply_to.group_id.as_str(), seq, delivery = if matches!(sent, Delivery::Delivered { .. }) { "delivered" } else { "failed" }, "user choice asked");
-        match sent {
-            Delivery::Delivered { .. } => Ok(()),
-            Delivery::Failed { .. } => Err(TalkError::Unavailable(
-                "the question could not be delivered to the callback".into(),
-            )),
-        }
+        tracing::info!(target: "oxp::rap::audit", id = reply_to.id.as_str(), group_id = reply_to.group_id.as_str(), seq, delivery = if sent.is_ok() { "delivered" } else { "failed" }, reason = sent.as_ref().err(), "user choice asked");
+        sent.map_err(|_| {
+            TalkError::Unavailable("the question could not be delivered to the callback".into())
+        })
     }
 
     async fn ask_user(&self, ask: Ask, seq: u32) -> Result<Choice, TalkError> {

@@ -72,9 +72,9 @@ impl Runner {
             .unwrap_or_else(|p| p.into_inner())
             .insert(id.clone(), going.clone());
         if work.result.is_some() && work.attempts > 1 {
-            tracing::info!(target: "oxp::work", kind = work.kind.as_str(), attempt = work.attempts, "work taken over: its kept result is delivered");
+            tracing::info!(target: "oxp::work", id, kind = work.kind.as_str(), attempt = work.attempts, "work taken over: its kept result is delivered");
         } else if work.interrupted {
-            tracing::warn!(target: "oxp::work", kind = work.kind.as_str(), attempt = work.attempts, "work taken over after its run ended unfinished");
+            tracing::warn!(target: "oxp::work", id, kind = work.kind.as_str(), attempt = work.attempts, "work taken over after its run ended unfinished");
         }
         let renewing = self.renew(&id, going.stop.clone(), &last);
         let run = Run {
@@ -123,7 +123,7 @@ impl Runner {
     /// Work `id` of a kind no handler here runs, let go to be tried again after its backoff
     /// (by a process that has one).
     async fn put_off_unhandled(&self, id: &str, work: &Work, item: Item) {
-        tracing::error!(target: "oxp::work", kind = work.kind.as_str(), "no handler runs this kind of work here: let go");
+        tracing::error!(target: "oxp::work", id, kind = work.kind.as_str(), "no handler runs this kind of work here: let go");
         let due = now_ms() + self.settings.retries.backoff(work.attempts).as_millis() as u64;
         let put_off = self.if_mine(
             id,

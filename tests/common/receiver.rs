@@ -65,6 +65,12 @@ impl Receiver {
         }
     }
 
+    /// `127.0.0.1:<port>`: how a delivery's failure names this receiver.
+    pub fn host(&self) -> &str {
+        let rest = self.url.trim_start_matches("http://");
+        rest.split('/').next().unwrap_or(rest)
+    }
+
     /// From now on, answers `status` once the script is used up (a receiver that was down
     /// comes back).
     pub fn answer_from_now(&self, status: u16) {
