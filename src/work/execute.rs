@@ -270,10 +270,10 @@ impl Runner {
                 Ok(Some((_, item))) => *last.lock().unwrap_or_else(|p| p.into_inner()) = item,
                 // The store did not answer: the lease still runs; try again.
                 Err(e) => {
-                    tracing::warn!(target: "oxp::work", error = %e, "lease not renewed");
+                    tracing::warn!(target: "oxp::work", id, error = %e, "lease not renewed");
                 }
                 Ok(None) => {
-                    tracing::warn!(target: "oxp::work", "lease lost: another runner has the work");
+                    tracing::warn!(target: "oxp::work", id, "lease lost: another runner has the work");
                     stop.cancel();
                     return;
                 }
