@@ -65,6 +65,12 @@ async fn network_errors_are_retried() {
         "{retries:?}"
     );
     assert!(!captured.text().contains("t0k"));
+    // A retry by the runner that kept the result is no takeover.
+    let text = captured.text();
+    let taken_over = text
+        .lines()
+        .find(|l| l.contains("work taken over") && l.contains(id));
+    assert!(taken_over.is_none(), "{taken_over:?}");
 }
 
 #[tokio::test]

@@ -146,9 +146,15 @@ async fn a_restart_takes_over_the_dead_processs_running_work_at_once_not_after_i
     assert_eq!(post(&server, "/invoke", &body, "").await.0, 200);
     crash(server);
     let started = std::time::Instant::now();
-    let _server = start_with(&state, &dead, &lease);
+    let server = start_with(&state, &dead, &lease);
     let result = receiver.wait_kind("tool_result", 1).await.remove(0);
     assert_eq!(result["id"], "slow-1");
+    // Said to its operator, as a retry is not.
+    let said = server.process.output();
+    assert!(
+        said.contains("work taken over after its run ended unfinished"),
+        "{said}"
+    );
     // Its run (half a second) again, within 2 s of the start.
     let took = started.elapsed();
     assert!(

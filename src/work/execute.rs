@@ -71,7 +71,9 @@ impl Runner {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(id.clone(), going.clone());
-        if work.result.is_some() && work.attempts > 1 {
+        // Taken from a runner whose run did not end (its lease lapsed, or it let the work go
+        // unfinished); a retry of a failed delivery is no takeover.
+        if work.interrupted && work.result.is_some() {
             tracing::info!(target: "oxp::work", id, kind = work.kind.as_str(), attempt = work.attempts, "work taken over: its kept result is delivered");
         } else if work.interrupted {
             tracing::warn!(target: "oxp::work", id, kind = work.kind.as_str(), attempt = work.attempts, "work taken over after its run ended unfinished");
