@@ -149,6 +149,30 @@ async fn a_question_is_an_input_required_round_and_the_retry_completes_with_the_
     asked(&again);
 }
 
+#[tokio::test]
+async fn a_run_that_asks_is_logged_as_waiting_for_the_answer_not_as_a_tool_error() {
+    let captured = Captured::global();
+    let app = example_app();
+    let trace = "00-7a1f0c2a0b3d4e6f8a9b0c1d2e3f4a5b-00f067aa0ba902b7-01";
+    let mut first = call(1, "Demo_Confirm", confirm(), Some(json!({})), None);
+    first["params"]["_meta"]["traceparent"] = json!(trace);
+    let state = asked(&post(&app, &first, None).await);
+    let answer = Some((state.as_str(), accept("Yes")));
+    let mut retry = call(2, "Demo_Confirm", confirm(), Some(json!({})), answer);
+    retry["params"]["_meta"]["traceparent"] = json!(trace);
+    chosen(&post(&app, &retry, None).await);
+    // One call line each: the round (its `errors` metric not counted: the core's metrics
+    // tests), then the answered call.
+    let outcomes: Vec<Value> = captured
+        .text()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|l| l["target"] == "oxp::call" && l["fields"]["traceparent"] == trace)
+        .map(|l| l["fields"]["outcome"].clone())
+        .collect();
+    assert_eq!(outcomes, [json!("waiting"), json!("success")]);
+}
+
 /// The JSON-RPC error of a refused retry: invalid params, naming the state, nothing run.
 #[tokio::test]
 async fn questions_asked_at_once_are_one_round_and_a_retry_may_answer_them_one_by_one() {

@@ -35,6 +35,10 @@ pub enum ErrorClass {
     /// The tool asked for something the protocol the call came over cannot carry (asking the
     /// user over OXP 1.0, a subscription over a protocol without callbacks).
     Unsupported,
+    /// Not a failure: the run ended to wait for an answer, and the call goes on (a question a
+    /// 2026-07-28 MCP client answers in its next request, a run parked at a Lambda worker's
+    /// deadline). Logged as such, never counted in the `errors` metric.
+    Waiting,
 }
 
 impl ErrorClass {
@@ -55,6 +59,7 @@ impl ErrorClass {
             Self::Internal => "internal",
             Self::InvalidOutput => "invalid_output",
             Self::Unsupported => "unsupported",
+            Self::Waiting => "waiting",
         }
     }
 

@@ -83,10 +83,11 @@ impl Handles {
         }
     }
 
-    /// A call ended, with its error's `class` if it did not succeed.
+    /// A call ended, with its error's `class` if it did not succeed (a run that waits for an
+    /// answer did not fail).
     pub(crate) fn count(&mut self, class: Option<ErrorClass>) {
         self.calls.increment(1);
-        let Some(class) = class else {
+        let Some(class) = class.filter(|c| *c != ErrorClass::Waiting) else {
             return;
         };
         if let Some((_, errors)) = self.errors.iter().find(|(c, _)| *c == class) {

@@ -273,6 +273,7 @@ mod tests {
             ErrorClass::Cancelled,
             ErrorClass::Internal,
             ErrorClass::InvalidOutput,
+            ErrorClass::Waiting,
         ] {
             assert!(!class.retryable(), "{class:?}");
         }

@@ -167,6 +167,7 @@ impl From<TalkError> for ToolError {
             TalkError::Full { .. } => Some(ErrorClass::RateLimited),
             TalkError::Cancelled => Some(ErrorClass::Cancelled),
             TalkError::TimedOut => Some(ErrorClass::Timeout),
+            TalkError::Parked => Some(ErrorClass::Waiting),
             _ => None,
         };
         error

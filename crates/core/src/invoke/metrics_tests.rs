@@ -92,6 +92,11 @@ fn invoker() -> Invoker {
             None,
             |_, _| async { Err(ToolError::new("no")) },
         ))
+        .tool(Tool::builder("Test.Waits", "1.0.0").raw_handler(
+            json!({"type": "object"}),
+            None,
+            |_, _| async { Err(crate::talk::TalkError::Parked.into()) },
+        ))
         .build()
         .unwrap();
     let secrets = Secrets::new(None, Duration::ZERO, ClientSecrets::Unheld);
@@ -147,6 +152,29 @@ async fn a_tools_metrics_are_registered_once_per_protocol_and_class_and_every_ca
     ] {
         assert_eq!(recorder.recorded(name), count, "{name}");
     }
+}
+
+#[tokio::test]
+async fn a_run_that_ends_waiting_for_an_answer_is_a_call_never_an_error() {
+    let recorder = Counting::default();
+    let _installed = metrics::set_default_local_recorder(&recorder);
+    let invoker = invoker();
+    let call = Call::new("mcp", Target::Id("Test.Waits@1.0.0".into()), json!({}));
+    let outcome = invoker.invoke(call).await.unwrap();
+    assert_eq!(
+        outcome.error_class(),
+        Some(crate::refusal::ErrorClass::Waiting)
+    );
+    assert_eq!(
+        recorder.recorded("calls{tool=Test.Waits@1.0.0,protocol=mcp}"),
+        1
+    );
+    let errors: Vec<String> = recorder
+        .registered()
+        .into_keys()
+        .filter(|name| name.starts_with("errors"))
+        .collect();
+    assert!(errors.is_empty(), "{errors:?}");
 }
 
 #[tokio::test]
