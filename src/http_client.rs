@@ -15,6 +15,17 @@ pub(crate) fn builder() -> reqwest::ClientBuilder {
     }
 }
 
+/// What failed at the bottom of `e` (a connection refused, a timeout, a certificate), at most
+/// 200 characters: reqwest's own text is "error sending request" whatever it was. Never the URL.
+pub(crate) fn cause(e: reqwest::Error) -> String {
+    let e = e.without_url();
+    let mut cause: &(dyn std::error::Error + 'static) = &e;
+    while let Some(source) = cause.source() {
+        cause = source;
+    }
+    oxp_lambda_core::naming::shown_at_most(&cause.to_string(), 200)
+}
+
 /// Makes ring the process's default TLS provider, unless the program installed one: what a
 /// tool's own rustls or reqwest client (built without a provider of its own) then uses.
 /// rustls 0.23.48 deprecates ring's provider for its want of post-quantum key exchange; it

@@ -348,7 +348,7 @@ async fn send(
     let mut answer = http
         .execute(request)
         .await
-        .map_err(|e| SendError(e.without_url().to_string()))?;
+        .map_err(|e| SendError(crate::http_client::cause(e)))?;
     let mut response = http::Response::builder().status(answer.status());
     if let Some(headers) = response.headers_mut() {
         *headers = answer.headers().clone();
@@ -357,7 +357,7 @@ async fn send(
     while let Some(chunk) = answer
         .chunk()
         .await
-        .map_err(|e| SendError(e.without_url().to_string()))?
+        .map_err(|e| SendError(crate::http_client::cause(e)))?
     {
         if body.len() + chunk.len() > MAX_ANSWER {
             return Err(SendError("the answer is too large".into()));

@@ -41,3 +41,16 @@ fn a_refresh_answer_without_a_new_refresh_token_keeps_the_old_one() {
     assert_eq!(granted.refresh.as_deref(), Some("r1"));
     assert!(granted.expires.is_some() && granted.scopes.is_none());
 }
+
+#[tokio::test]
+async fn a_provider_out_of_reach_is_said_by_what_failed_never_by_its_url() {
+    // Nothing listens on port 9.
+    let request = http::Request::post("http://127.0.0.1:9/token?client_secret=s3cr3t")
+        .body(Vec::new())
+        .unwrap();
+    let Err(SendError(why)) = send(&reqwest::Client::new(), request).await else {
+        panic!("sent")
+    };
+    assert!(why.contains("Connection refused"), "{why}");
+    assert!(!why.contains("s3cr3t") && !why.contains("/token"), "{why}");
+}

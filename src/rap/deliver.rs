@@ -5,6 +5,7 @@
 //! progress, a question) are tried again in place, within the call's own time. Both wait by
 //! the runner's one backoff, under RAP's numbers ([`RetryPolicy`]).
 
+use crate::http_client;
 use crate::rap::callback::{CallbackPolicy, Refused};
 use crate::work::Retries;
 use axum::body::Bytes;
@@ -174,7 +175,7 @@ impl Deliverer {
             Err(e) => match refusal(&e) {
                 Some(refused) => Attempt::Refused(format!("callback address refused: {refused}")),
                 None => Attempt::Again {
-                    reason: format!("callback {place} unreachable: {}", cause(e)),
+                    reason: format!("callback {place} unreachable: {}", http_client::cause(e)),
                     after: None,
                 },
             },
@@ -247,17 +248,6 @@ fn place(url: &reqwest::Url) -> String {
         Some(port) => format!("{host}:{port}"),
         None => host,
     }
-}
-
-/// What failed at the bottom of `e` (a connection refused, a timeout, a certificate): reqwest's
-/// own text is "error sending request" whatever it was. Never the URL.
-fn cause(e: reqwest::Error) -> String {
-    let e = e.without_url();
-    let mut cause: &(dyn std::error::Error + 'static) = &e;
-    while let Some(source) = cause.source() {
-        cause = source;
-    }
-    oxp_lambda_core::naming::shown_at_most(&cause.to_string(), 200)
 }
 
 fn refusal(e: &reqwest::Error) -> Option<&Refused> {
