@@ -61,10 +61,10 @@ async fn network_errors_are_retried() {
         .collect();
     // This work's are the last (another test's closed port may have been this one before).
     let last = retries.last().expect("retry lines");
-    let id = last["fields"]["id"].as_str().expect("the work's id");
+    let id = last["fields"]["work_id"].as_str().expect("the work's id");
     let attempts: Vec<&Value> = retries
         .iter()
-        .filter(|l| l["fields"]["id"] == id)
+        .filter(|l| l["fields"]["work_id"] == id)
         .map(|l| &l["fields"]["attempt"])
         .collect();
     assert_eq!(attempts, [1, 2, 3], "{retries:?}");
@@ -79,6 +79,15 @@ async fn network_errors_are_retried() {
         .lines()
         .find(|l| l.contains("work taken over") && l.contains(id));
     assert!(taken_over.is_none(), "{taken_over:?}");
+    // The invocation's audit line names the same work, joining it to the retries.
+    let audit = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|l| l["target"] == "oxp::rap::audit" && l["fields"]["work_id"] == id)
+        .expect("the invocation's audit line, naming its work");
+    assert_eq!(audit["fields"]["delivery"], "dead_lettered");
+    let reason = audit["fields"]["reason"].as_str().unwrap();
+    assert!(reason.starts_with(&unreachable), "{reason}");
 }
 
 #[tokio::test]

@@ -43,6 +43,9 @@ pub(crate) struct Job {
     /// Why the invocation cannot run, found at acknowledgement.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) rejected: Option<Rejection>,
+    /// The runner's work it is, as read from it (not kept: the record's own id).
+    #[serde(skip)]
+    pub(crate) work: String,
 }
 
 impl Job {
@@ -59,6 +62,7 @@ impl Job {
             base_url: None,
             received_at_ms: unix_ms(SystemTime::now()),
             rejected: None,
+            work: String::new(),
         }
     }
 }

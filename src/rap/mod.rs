@@ -19,6 +19,7 @@
 //! recorded by [`dead_letter::DeadLetters`].
 
 pub(crate) mod answers;
+mod audit;
 pub(crate) mod authorize;
 pub(crate) mod callback;
 pub(crate) mod choice;

@@ -45,10 +45,8 @@ impl From<Refused> for EnqueueError {
 /// The prefix of the work ids of the invocations of call `id` in thread `group_id` by `caller`:
 /// what `/tool_call_status` looks for.
 pub(crate) fn call_prefix(caller: Option<&str>, group_id: &str, id: &str) -> String {
-    format!(
-        "rap:{}:",
-        key_of(&[caller.unwrap_or_default(), group_id, id])
-    )
+    let key = key_of(&[caller.unwrap_or_default(), group_id, id]);
+    format!("rap:{key}:")
 }
 
 /// The work id of one acceptance of `job` (each `/invoke` is its own work: the call's
@@ -117,8 +115,11 @@ struct JobRuns {
     worker: Arc<Worker>,
 }
 
-fn job_of(work: &Work) -> Option<Job> {
-    serde_json::from_value::<Job>(work.body.clone()).ok()
+/// The job of work `id`.
+fn job_of(id: &str, work: &Work) -> Option<Job> {
+    let mut job: Job = serde_json::from_value(work.body.clone()).ok()?;
+    job.work = id.to_owned();
+    Some(job)
 }
 
 /// What becomes of a job answered (its answer to keep) or not.
@@ -139,7 +140,7 @@ fn outcome(answered: Result<Vec<u8>, Kept>) -> Outcome {
 impl Handler for JobRuns {
     fn run<'a>(&'a self, id: &'a str, work: &'a Work, run: Run) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
-            let Some(job) = job_of(work) else {
+            let Some(job) = job_of(id, work) else {
                 return Outcome::Done;
             };
             // Its run before this one ended unfinished (its process died) without an answer:
@@ -157,21 +158,21 @@ impl Handler for JobRuns {
 
     fn unkept<'a>(
         &'a self,
-        _: &'a str,
+        id: &'a str,
         work: &'a Work,
         result: &'a [u8],
     ) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
-            let Some(job) = job_of(work) else {
+            let Some(job) = job_of(id, work) else {
                 return Outcome::Done;
             };
             outcome(self.worker.unkept(&job, result).await)
         })
     }
 
-    fn not_kept<'a>(&'a self, _: &'a str, work: &'a Work, result: &'a [u8]) -> BoxFuture<'a, ()> {
+    fn not_kept<'a>(&'a self, id: &'a str, work: &'a Work, result: &'a [u8]) -> BoxFuture<'a, ()> {
         Box::pin(async move {
-            if let Some(job) = job_of(work) {
+            if let Some(job) = job_of(id, work) {
                 self.worker.let_go(&job, result).await;
             }
         })
@@ -179,13 +180,13 @@ impl Handler for JobRuns {
 
     fn deliver<'a>(
         &'a self,
-        _: &'a str,
+        id: &'a str,
         work: &'a Work,
         result: &'a [u8],
         run: Run,
     ) -> BoxFuture<'a, Outcome> {
         Box::pin(async move {
-            let Some(job) = job_of(work) else {
+            let Some(job) = job_of(id, work) else {
                 return Outcome::Done;
             };
             self.worker.deliver(&job, result, run.deadline).await
@@ -194,13 +195,13 @@ impl Handler for JobRuns {
 
     fn give_up<'a>(
         &'a self,
-        _: &'a str,
+        id: &'a str,
         work: &'a Work,
         reason: &'a str,
         result: Option<&'a [u8]>,
     ) -> BoxFuture<'a, bool> {
         Box::pin(async move {
-            if let Some(job) = job_of(work) {
+            if let Some(job) = job_of(id, work) {
                 // Each failure of a kept answer was one attempt to deliver it, and the last.
                 let attempts = result.map_or(0, |_| work.failures + 1);
                 self.worker

@@ -3,6 +3,7 @@
 //! to the callback, one attempt at a time; an answer given up goes to the dead-letter store.
 
 use crate::rap::RapThread;
+use crate::rap::audit::audit;
 use crate::rap::dead_letter::{DeadLetter, DeadLetters};
 use crate::rap::deliver::{Attempt, Deliverer};
 pub(crate) use crate::rap::job::Kept;
@@ -376,41 +377,5 @@ fn interrupted(job: &Job) -> Answer {
         outcome: "interrupted".into(),
         message: serde_json::to_string(&interrupted_result(job)).expect("results serialize"),
         opened: None,
-    }
-}
-
-/// The audit line of `job`'s answer: who asked for what, when, and what became of it. Never
-/// arguments, results or secrets.
-fn audit(
-    job: &Job,
-    outcome: &str,
-    delivery: &str,
-    reason: Option<&str>,
-    store_error: Option<&str>,
-) {
-    let completed_at = rfc3339(unix_ms(SystemTime::now()));
-    macro_rules! audit {
-        ($level:expr) => {
-            tracing::event!(
-                target: "oxp::rap::audit",
-                $level,
-                operation = job.operation.as_deref(),
-                id = job.reply_to.id.as_str(),
-                call_id = job.reply_to.call_id.as_deref(),
-                group_id = job.reply_to.group_id.as_str(),
-                user_id = job.user_id.as_deref(),
-                received_at = %rfc3339(job.received_at_ms),
-                completed_at = %completed_at,
-                outcome,
-                delivery,
-                reason,
-                store_error,
-            )
-        };
-    }
-    match delivery {
-        "delivered" | "already_delivered" => audit!(tracing::Level::INFO),
-        "dead_lettered" => audit!(tracing::Level::WARN),
-        _ => audit!(tracing::Level::ERROR),
     }
 }

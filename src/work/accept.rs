@@ -332,7 +332,7 @@ impl Runner {
         match self.wake.get() {
             Some(wake) => {
                 if let Err(e) = wake.wake(vec![id.to_owned()], wait).await {
-                    tracing::warn!(target: "oxp::work", id, error = %e, "work put off not queued: the next sweep runs it");
+                    tracing::warn!(target: "oxp::work", work_id = id, error = %e, "work put off not queued: the next sweep runs it");
                 }
             }
             None => {

@@ -106,7 +106,7 @@ impl Runner {
             return self.give_up(id, work, handler, &reason).await;
         }
         let due = now + wait.as_millis() as u64;
-        tracing::warn!(target: "oxp::work", id, kind = work.kind.as_str(), attempt = failures, reason = why, "work to be retried");
+        tracing::warn!(target: "oxp::work", work_id = id, kind = work.kind.as_str(), attempt = failures, reason = why, "work to be retried");
         if self
             .if_mine(id, Some(known), |_| None, |w| w.retry(due, why))
             .await?
@@ -125,7 +125,7 @@ impl Runner {
         handler: &dyn Handler,
         reason: &str,
     ) -> Result<(), StateError> {
-        tracing::error!(target: "oxp::work", id, kind = work.kind.as_str(), attempts = work.attempts, reason, "work given up");
+        tracing::error!(target: "oxp::work", work_id = id, kind = work.kind.as_str(), attempts = work.attempts, reason, "work given up");
         let result = match &work.result {
             Some(kept) => kept.read(&*self.store).await.ok(),
             None => None,
@@ -135,7 +135,7 @@ impl Runner {
             .catch_unwind()
             .await
             .unwrap_or_else(|_| {
-                tracing::error!(target: "oxp::work", kind = work.kind.as_str(), "giving up a work panicked");
+                tracing::error!(target: "oxp::work", work_id = id, kind = work.kind.as_str(), "giving up a work panicked");
                 false
             });
         if !goes_on {

@@ -15,11 +15,11 @@ pub(super) const NO_ROOM: &str =
 
 /// `run`, a handler's future, with a panic caught: the work is given up (the panic's text
 /// stays in the log).
-async fn caught(kind: &str, run: impl Future<Output = Outcome>) -> Outcome {
+async fn caught(id: &str, kind: &str, run: impl Future<Output = Outcome>) -> Outcome {
     match std::panic::AssertUnwindSafe(run).catch_unwind().await {
         Ok(outcome) => outcome,
         Err(_) => {
-            tracing::error!(target: "oxp::work", kind, "the handler of a work panicked: the work is given up");
+            tracing::error!(target: "oxp::work", work_id = id, kind, "the handler of a work panicked: the work is given up");
             Outcome::GiveUp("the server failed unexpectedly".into())
         }
     }
@@ -74,9 +74,9 @@ impl Runner {
         // Taken from a runner whose run did not end (its lease lapsed, or it let the work go
         // unfinished); a retry of a failed delivery is no takeover.
         if work.interrupted && work.result.is_some() {
-            tracing::info!(target: "oxp::work", id, kind = work.kind.as_str(), attempt = work.attempts, "work taken over: its kept result is delivered");
+            tracing::info!(target: "oxp::work", work_id = id, kind = work.kind.as_str(), attempt = work.attempts, "work taken over: its kept result is delivered");
         } else if work.interrupted {
-            tracing::warn!(target: "oxp::work", id, kind = work.kind.as_str(), attempt = work.attempts, "work taken over after its run ended unfinished");
+            tracing::warn!(target: "oxp::work", work_id = id, kind = work.kind.as_str(), attempt = work.attempts, "work taken over after its run ended unfinished");
         }
         let renewing = self.renew(&id, going.stop.clone(), &last);
         let run = Run {
@@ -109,7 +109,7 @@ impl Runner {
         if let Some((outcome, work)) = outcome {
             let known = last.lock().unwrap_or_else(|p| p.into_inner()).clone();
             if let Err(e) = self.finish(&id, &work, known, &*handler, outcome).await {
-                tracing::error!(target: "oxp::work", error = %e, "work outcome not recorded: it runs again once its lease lapses");
+                tracing::error!(target: "oxp::work", work_id = id.as_str(), error = %e, "work outcome not recorded: it runs again once its lease lapses");
             }
         }
         if self
@@ -125,7 +125,7 @@ impl Runner {
     /// Work `id` of a kind no handler here runs, let go to be tried again after its backoff
     /// (by a process that has one).
     async fn put_off_unhandled(&self, id: &str, work: &Work, item: Item) {
-        tracing::error!(target: "oxp::work", id, kind = work.kind.as_str(), "no handler runs this kind of work here: let go");
+        tracing::error!(target: "oxp::work", work_id = id, kind = work.kind.as_str(), "no handler runs this kind of work here: let go");
         let due = now_ms() + self.settings.retries.backoff(work.attempts).as_millis() as u64;
         let put_off = self.if_mine(
             id,
@@ -151,7 +151,7 @@ impl Runner {
         run: Run,
     ) -> Option<(Outcome, Work)> {
         if work.result.is_none() {
-            let outcome = caught(&work.kind, handler.run(id, &work, run.clone())).await;
+            let outcome = caught(id, &work.kind, handler.run(id, &work, run.clone())).await;
             let Outcome::Result(bytes) = outcome else {
                 return Some((outcome, work));
             };
@@ -176,7 +176,7 @@ impl Runner {
             None => return Some((Outcome::Done, work)),
         };
         let outcome = match result {
-            Ok(bytes) => caught(&work.kind, handler.deliver(id, &work, &bytes, run)).await,
+            Ok(bytes) => caught(id, &work.kind, handler.deliver(id, &work, &bytes, run)).await,
             Err(e) => Outcome::Retry(e.0),
         };
         Some((outcome, work))
@@ -195,10 +195,12 @@ impl Runner {
         let room = self.room(work.caller.as_deref());
         let bytes = match large::keep(&*self.store, &bytes, self.expires(), room).await {
             Ok(kept) => return Ok((kept, bytes)),
-            Err(Full::Caller) => match caught(&work.kind, handler.unkept(id, work, &bytes)).await {
-                Outcome::Result(instead) => instead,
-                other => return Err(other),
-            },
+            Err(Full::Caller) => {
+                match caught(id, &work.kind, handler.unkept(id, work, &bytes)).await {
+                    Outcome::Result(instead) => instead,
+                    other => return Err(other),
+                }
+            }
             Err(Full::Unavailable(e)) => {
                 handler.not_kept(id, work, &bytes).await;
                 return Err(Outcome::Retry(format!("result not kept: {e}")));
@@ -272,10 +274,10 @@ impl Runner {
                 Ok(Some((_, item))) => *last.lock().unwrap_or_else(|p| p.into_inner()) = item,
                 // The store did not answer: the lease still runs; try again.
                 Err(e) => {
-                    tracing::warn!(target: "oxp::work", id, error = %e, "lease not renewed");
+                    tracing::warn!(target: "oxp::work", work_id = id, error = %e, "lease not renewed");
                 }
                 Ok(None) => {
-                    tracing::warn!(target: "oxp::work", id, "lease lost: another runner has the work");
+                    tracing::warn!(target: "oxp::work", work_id = id, "lease lost: another runner has the work");
                     stop.cancel();
                     return;
                 }

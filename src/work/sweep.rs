@@ -106,7 +106,7 @@ impl Runner {
                         Ok(Some(work)) => self.clone().execute(id, work, deadline).await,
                         Ok(None) => {}
                         Err(e) => {
-                            tracing::warn!(target: "oxp::work", id, error = %e, "a queued piece of work could not be claimed: its message is delivered again");
+                            tracing::warn!(target: "oxp::work", work_id = id, error = %e, "a queued piece of work could not be claimed: its message is delivered again");
                             unread.fetch_add(1, Relaxed);
                         }
                     }
@@ -189,7 +189,7 @@ impl Runner {
             // Let go first, then stopped: the run's own ending then finds the work no longer
             // its own and records nothing over the release (a takeover).
             if let Err(e) = self.if_mine(id, None, |_| None, Work::release).await {
-                tracing::warn!(target: "oxp::work", id, error = %e, "work not let go: it is taken over once its lease lapses");
+                tracing::warn!(target: "oxp::work", work_id = id, error = %e, "work not let go: it is taken over once its lease lapses");
             }
             going.stop.cancel();
         }
