@@ -241,6 +241,24 @@ fn no_authentication_must_be_explicit_in_lambda_and_beyond_loopback() {
 }
 
 #[test]
+fn token_settings_without_a_mode_refuse_the_start_rather_than_serve_without_authentication() {
+    // A local server on loopback defaults to no authentication: one configured to verify
+    // tokens, its OXP_AUTH forgotten, served every caller as anonymous (a warning aside).
+    for name in [
+        "OXP_JWT_JWKS_URL",
+        "OXP_JWT_HS256_SECRET_ID",
+        "OXP_JWT_ISSUER",
+    ] {
+        let err = config(&[(name, "x")]).unwrap_err();
+        assert_eq!(err.variable, "OXP_AUTH", "{name}");
+        assert!(err.to_string().contains(name), "{err}");
+    }
+    // Said explicitly, `none` stands.
+    let none = config(&[("OXP_AUTH", "none"), ("OXP_JWT_ISSUER", "x")]);
+    assert_eq!(none.unwrap().auth, AuthConfig::None { explicit: true });
+}
+
+#[test]
 fn the_host_is_an_ip_address_bracketed_or_not_or_localhost() {
     // `OXP_HOST=localhost` was refused as "invalid IP address syntax".
     for (value, address) in [

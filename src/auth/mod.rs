@@ -82,6 +82,16 @@ pub enum JwtKeys {
     },
 }
 
+/// The settings of token verification that say it is meant: without `OXP_AUTH` they refuse a
+/// start that would serve without authentication.
+const JWT_SET: [&str; 5] = [
+    "OXP_JWT_HS256_SECRET_ID",
+    "OXP_JWT_JWKS_URL",
+    "OXP_JWT_ISSUER",
+    "OXP_JWT_AUDIENCE",
+    "OXP_JWT_CLIENT_ID",
+];
+
 impl AuthConfig {
     /// `host` is where a local server listens: beyond loopback, `OXP_AUTH` must be set.
     pub(crate) fn from_env(env: &Env<'_>, host: IpAddr) -> Result<Self, ConfigError> {
@@ -100,7 +110,16 @@ impl AuthConfig {
                 "OXP_AUTH",
                 "must be set when the server listens beyond loopback (OXP_HOST)",
             )),
-            None => Ok(Self::None { explicit: false }),
+            // Token settings and no mode: meant to verify tokens, it would serve without.
+            None => match JWT_SET.iter().find(|name| env.get(name).is_some()) {
+                Some(name) => Err(invalid(
+                    "OXP_AUTH",
+                    &format!(
+                        "must be set when {name} is: 'jwt' to verify tokens, 'none' to serve without"
+                    ),
+                )),
+                None => Ok(Self::None { explicit: false }),
+            },
             Some("none") => Ok(Self::None { explicit: true }),
             Some("apigateway") => Ok(Self::ApiGateway { bind_user_id }),
             Some("jwt") => Ok(Self::Jwt(JwtConfig {
