@@ -66,7 +66,7 @@ pub(super) async fn call_tool(
             // `call_id` is required in the response: the client's, else one made now (a
             // refusal before the tool ran has none from the invoker).
             let call_id = match rejection {
-                Rejection::Busy { call_id } => call_id,
+                Rejection::Busy { call_id, .. } => call_id,
                 _ => call_id.unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
             };
             Ok(json(StatusCode::OK, &retryable(call_id, error)))

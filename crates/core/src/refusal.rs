@@ -124,6 +124,9 @@ pub enum Rejection {
     Busy {
         /// The call id (the caller's, or the one generated for the call).
         call_id: String,
+        /// The caller's own share was full (`OXP_MAX_CONCURRENT_CALLS_PER_CALLER`), not the
+        /// pool every caller shares: the setting an operator would raise differs.
+        own_share: bool,
     },
     /// The tool's input schema, compiled at its first call, is not a valid JSON Schema
     /// ([`crate::RegistryBuilder::build`]): the server's fault, refused on every call.
@@ -206,6 +209,9 @@ impl Rejection {
                 naming::shown(key)
             ),
             Self::Store(e) => e.to_string(),
+            Self::Busy {
+                own_share: true, ..
+            } => "the caller's own share of the execution slots stayed full within the time limit (OXP_MAX_CONCURRENT_CALLS_PER_CALLER)".into(),
             Self::Busy { .. } => {
                 "no free execution slot within the time limit (OXP_MAX_CONCURRENT_CALLS)".into()
             }

@@ -319,13 +319,53 @@ async fn every_slot_taken_until_the_deadline_is_a_busy_refusal_naming_the_call()
     let mut waiting = call("Test.Count", json!({}), Some("waiting"));
     waiting.deadline = Some(started + Duration::from_millis(400));
     let refused = invoker.invoke(waiting).await.unwrap_err();
-    assert!(matches!(&refused, Rejection::Busy { call_id } if call_id == "waiting"));
+    assert!(matches!(
+        &refused,
+        Rejection::Busy { call_id, own_share: false } if call_id == "waiting"
+    ));
     assert!(refused.class().retryable());
+    let detail = refused.developer_detail();
+    assert!(detail.ends_with("(OXP_MAX_CONCURRENT_CALLS)"), "{detail}");
     assert!(
         started.elapsed() >= Duration::from_millis(350),
         "it waited for its deadline"
     );
     assert_eq!(runs.count(), 0, "the tool never ran");
+    holder.abort();
+}
+
+#[tokio::test]
+async fn a_caller_refused_for_its_own_share_is_told_so_naming_the_share_not_the_pool() {
+    let runs = Runs::default();
+    let invoker = invoker(&runs, 4, Duration::from_secs(5));
+    let invoker = Arc::new(Arc::into_inner(invoker).unwrap().with_calls_per_caller(1));
+    let alices = |tool: &str, input: Value| {
+        let mut call = call(tool, input, None);
+        call.principal.subject = Some("alice".into());
+        call
+    };
+    let holder = tokio::spawn({
+        let invoker = invoker.clone();
+        let call = alices("Test.Stubborn", json!({"ms": 1000}));
+        async move { invoker.invoke(call).await }
+    });
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let mut waiting = alices("Test.Count", json!({}));
+    waiting.deadline = Some(Instant::now() + Duration::from_millis(200));
+    let refused = invoker.invoke(waiting).await;
+    let refused = refused.unwrap_err();
+    assert!(matches!(
+        &refused,
+        Rejection::Busy {
+            own_share: true,
+            ..
+        }
+    ));
+    let detail = refused.developer_detail();
+    assert!(
+        detail.contains("OXP_MAX_CONCURRENT_CALLS_PER_CALLER"),
+        "{detail}"
+    );
     holder.abort();
 }
 

@@ -198,8 +198,9 @@ impl Invoker {
             Err(refused) => return release(watch, refused).await,
         };
         let caller = call.principal.subject.as_deref();
-        let Some(_slot) = self.slots.take_or_wait(caller, deadline).await else {
-            return release(watch, Rejection::Busy { call_id }).await;
+        let _slot = match self.slots.take_or_wait(caller, deadline).await {
+            Ok(slot) => slot,
+            Err(full) => return release(watch, full.busy(call_id)).await,
         };
         let cancellation = call.cancellation.unwrap_or_default();
         watch.cancellation = Some(cancellation.clone());

@@ -176,6 +176,7 @@ fn checked(tool: &RegisteredTool, output: ToolOutput<Value>) -> Result<ToolOutpu
 /// The log line of a call that reached its tool (or a stored outcome of it).
 pub(super) fn log_outcome(
     protocol: &str,
+    caller: Option<&str>,
     trace_id: Option<&str>,
     traceparent: Option<&str>,
     outcome: &Outcome,
@@ -196,6 +197,7 @@ pub(super) fn log_outcome(
                 target: "oxp::call",
                 $level,
                 protocol,
+                caller,
                 call_id = outcome.call_id.as_str(),
                 trace_id,
                 traceparent,

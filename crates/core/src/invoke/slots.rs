@@ -62,6 +62,21 @@ pub(super) struct Slots {
     shares: Option<Shares>,
 }
 
+/// Which slots stayed full: the caller's own share, or the pool.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Full {
+    Own,
+    Pool,
+}
+
+impl Full {
+    /// The refusal of call `call_id`, which waited in vain.
+    pub(super) fn busy(self, call_id: String) -> crate::refusal::Rejection {
+        let own_share = self == Self::Own;
+        crate::refusal::Rejection::Busy { call_id, own_share }
+    }
+}
+
 /// A slot held: the pool's, and the caller's own where it has a share.
 pub(super) struct Slot<'a> {
     _pool: SemaphorePermit<'a>,
@@ -88,13 +103,18 @@ impl Slots {
 
     /// A slot for a call of `caller` when one is free now (the caller's own too): no waiting,
     /// and no future to keep, on the common path.
-    pub(super) fn try_take(&self, caller: Option<&str>) -> Option<Slot<'_>> {
+    pub(super) fn try_take(&self, caller: Option<&str>) -> Result<Slot<'_>, Full> {
         let own = match (&self.shares, caller) {
-            (Some(shares), Some(caller)) => Some(shares.of(caller).try_acquire_owned().ok()?),
+            (Some(shares), Some(caller)) => Some(
+                shares
+                    .of(caller)
+                    .try_acquire_owned()
+                    .map_err(|_| Full::Own)?,
+            ),
             _ => None,
         };
-        Some(Slot {
-            _pool: self.pool.try_acquire().ok()?,
+        Ok(Slot {
+            _pool: self.pool.try_acquire().map_err(|_| Full::Pool)?,
             _own: own,
         })
     }
@@ -105,21 +125,21 @@ impl Slots {
         &self,
         caller: Option<&str>,
         deadline: Option<Instant>,
-    ) -> Option<Slot<'_>> {
+    ) -> Result<Slot<'_>, Full> {
         match self.try_take(caller) {
-            Some(slot) => Some(slot),
-            None => Box::pin(self.take(caller, deadline)).await,
+            Ok(slot) => Ok(slot),
+            Err(_) => Box::pin(self.take(caller, deadline)).await,
         }
     }
 
     /// A slot for a call of `caller`: at once when one is free, else until `deadline` (or
     /// [`MAX_SLOT_WAIT`] at most). The caller's own slot first, so a caller past its share
-    /// waits holding none of the pool's. `None`: none came free in time.
+    /// waits holding none of the pool's. `Err`: which stayed full.
     pub(super) async fn take(
         &self,
         caller: Option<&str>,
         deadline: Option<Instant>,
-    ) -> Option<Slot<'_>> {
+    ) -> Result<Slot<'_>, Full> {
         // One wait in all, the caller's and the pool's together (read from the clock only when
         // a wait is needed).
         let mut waits_until = None;
@@ -134,8 +154,9 @@ impl Slots {
                     Ok(slot) => slot,
                     Err(_) => tokio::time::timeout_at(until(), own.acquire_owned())
                         .await
-                        .ok()?
-                        .ok()?,
+                        .ok()
+                        .and_then(Result::ok)
+                        .ok_or(Full::Own)?,
                 })
             }
             _ => None,
@@ -144,10 +165,11 @@ impl Slots {
             Ok(slot) => slot,
             Err(_) => tokio::time::timeout_at(until(), self.pool.acquire())
                 .await
-                .ok()?
-                .ok()?,
+                .ok()
+                .and_then(Result::ok)
+                .ok_or(Full::Pool)?,
         };
-        Some(Slot {
+        Ok(Slot {
             _pool: pool,
             _own: own,
         })
@@ -166,7 +188,7 @@ pub(super) fn callers(slots: &Slots) -> (usize, usize) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Slots, callers};
+    use super::{Full, Slots, callers};
     use std::time::{Duration, Instant};
 
     fn soon() -> Option<Instant> {
@@ -180,9 +202,10 @@ mod tests {
             slots.take(Some("alice"), soon()).await.expect("her first"),
             slots.take(Some("alice"), soon()).await.expect("her second"),
         ];
-        assert!(
-            slots.take(Some("alice"), soon()).await.is_none(),
-            "her third waits for one of her own, then is busy"
+        assert_eq!(
+            slots.take(Some("alice"), soon()).await.err(),
+            Some(Full::Own),
+            "her third waits for one of her own, then is busy, her share full"
         );
         let started = Instant::now();
         let bob = slots
@@ -216,7 +239,7 @@ mod tests {
             tokio::time::sleep(Duration::from_millis(30)).await;
             drop(first);
         });
-        assert!(second.is_some());
+        assert!(second.is_ok());
         drop(second);
         assert_eq!(callers(&slots), (1, 0));
     }
@@ -229,7 +252,8 @@ mod tests {
             slots.take(Some("alice"), soon()).await.unwrap(),
         ];
         assert_eq!(callers(&slots), (0, 0), "no share kept at the pool's size");
-        assert!(slots.take(Some("bob"), soon()).await.is_none());
+        let bob = slots.take(Some("bob"), soon()).await.err();
+        assert_eq!(bob, Some(Full::Pool), "the pool full, not his share");
         drop(both);
     }
 

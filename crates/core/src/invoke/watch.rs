@@ -19,6 +19,8 @@ pub(super) struct Held {
 /// The one log line of a call, and its clean-up if it is abandoned.
 pub(super) struct Watch {
     protocol: &'static str,
+    /// The authenticated caller (`None` without authentication), who an operator asks about.
+    caller: Option<String>,
     trace_id: Option<String>,
     traceparent: Option<String>,
     requested: Requested,
@@ -44,6 +46,7 @@ impl Watch {
     pub(super) fn new(call: &Call) -> Self {
         Self {
             protocol: call.protocol,
+            caller: call.principal.subject.clone(),
             trace_id: call.trace_id.clone(),
             traceparent: call.traceparent.clone(),
             requested: match &call.target {
@@ -75,6 +78,7 @@ impl Watch {
             Ok(outcome) => {
                 run::log_outcome(
                     self.protocol,
+                    self.caller.as_deref(),
                     self.trace_id.as_deref(),
                     self.traceparent.as_deref(),
                     outcome,
@@ -95,6 +99,7 @@ impl Watch {
         tracing::info!(
             target: "oxp::call",
             protocol = self.protocol,
+            caller = self.caller.as_deref(),
             call_id = self.call_id.as_deref(),
             trace_id = self.trace_id.as_deref(),
             traceparent = self.traceparent.as_deref(),
