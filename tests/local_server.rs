@@ -147,18 +147,40 @@ fn a_state_file_that_does_not_open_fails_the_start_naming_it() {
 }
 
 #[test]
-fn a_dead_letter_file_in_a_folder_that_does_not_exist_or_that_is_a_folder_fails_the_start_naming_it()
- {
+fn a_dead_letter_file_that_cannot_be_written_fails_the_start_naming_it() {
     // Every result given up would be lost, found out only when the first one was.
     let file = format!("/nonexistent-{}/letters.jsonl", uuid::Uuid::new_v4());
     let stderr = refused_start(&[("OXP_RAP_DEAD_LETTER_FILE", &file), ("OXP_PORT", "0")]);
-    assert!(
-        stderr.contains(&format!("OXP_RAP_DEAD_LETTER_FILE {file}: the folder")),
-        "{stderr}"
-    );
+    let refused = format!("OXP_RAP_DEAD_LETTER_FILE {file} cannot be written: No such file");
+    assert!(stderr.contains(&refused), "{stderr}");
     let folder = std::env::temp_dir().display().to_string();
     let stderr = refused_start(&[("OXP_RAP_DEAD_LETTER_FILE", &folder), ("OXP_PORT", "0")]);
-    assert!(stderr.contains("is a folder, not a file"), "{stderr}");
+    assert!(
+        stderr.contains("cannot be written: Is a directory"),
+        "{stderr}"
+    );
+    // A folder that exists and takes no file (as a read-only filesystem's; the tests may run
+    // as root, whom a folder's mode does not stop): the server started, each letter then lost.
+    let stderr = refused_start(&[
+        ("OXP_RAP_DEAD_LETTER_FILE", "/proc/oxp-letters.jsonl"),
+        ("OXP_PORT", "0"),
+    ]);
+    assert!(
+        stderr.contains("OXP_RAP_DEAD_LETTER_FILE /proc/oxp-letters.jsonl cannot be written"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_state_file_in_a_folder_that_does_not_exist_fails_the_start_naming_oxp_state_path() {
+    // It said "state: cannot create /nonexistent/state.redb.lock", naming no setting.
+    let file = format!("/nonexistent-{}/state.redb", uuid::Uuid::new_v4());
+    let stderr = refused_start(&[("OXP_STATE_PATH", &file), ("OXP_PORT", "0")]);
+    assert!(
+        stderr.contains(&format!("OXP_STATE_PATH {file}: ")),
+        "{stderr}"
+    );
+    assert!(stderr.contains("No such file or directory"), "{stderr}");
 }
 
 #[test]

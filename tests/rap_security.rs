@@ -138,6 +138,7 @@ async fn invocations_are_rate_limited_per_caller() {
 
 #[tokio::test]
 async fn each_caller_holds_at_most_its_share_of_the_pending_invocations() {
+    let captured = Captured::global();
     let rig = Rig::build(
         |c| {
             // One caller's share of the work every process shares.
@@ -174,6 +175,22 @@ async fn each_caller_holds_at_most_its_share_of_the_pending_invocations() {
         .collect();
     assert!(!ids.contains(&"a3".to_owned()), "the refused one never ran");
     assert!(ids.contains(&"a4".to_owned()));
+    // Whose share it was: the refusal's audit line names its caller, as each answer's does.
+    let text = captured.text();
+    let audit = |holds: &dyn Fn(&Value) -> bool| {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|l| l["target"] == "oxp::rap::audit" && holds(&l["fields"]))
+    };
+    let refused = |f: &Value| {
+        f["outcome"] == "refused"
+            && f["caller"] == "alice"
+            && f["reason"]
+                .as_str()
+                .is_some_and(|r| r.contains("This caller has too many"))
+    };
+    assert!(audit(&refused), "the refusal names alice");
+    assert!(audit(&|f| f["id"] == "a4" && f["caller"] == "alice"));
 }
 
 #[tokio::test]

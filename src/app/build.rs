@@ -26,10 +26,12 @@ fn authenticator(
     if let crate::config::AuthConfig::None { explicit } = config.auth
         && !config.runtime.lambda
     {
-        tracing::warn!(
-            explicit,
-            "authentication is off (OXP_AUTH=none): any local process can call the tools"
-        );
+        let setting = if explicit {
+            "OXP_AUTH=none"
+        } else {
+            "OXP_AUTH unset, the default on loopback"
+        };
+        tracing::warn!("authentication is off ({setting}): any local process can call the tools");
     }
     Ok(Arc::new(auth))
 }

@@ -22,6 +22,7 @@ pub(super) fn audit(
                 call_id = job.reply_to.call_id.as_deref(),
                 group_id = job.reply_to.group_id.as_str(),
                 user_id = job.user_id.as_deref(),
+                caller = job.principal.subject.as_deref(),
                 work_id = job.work.as_str(),
                 received_at = %rfc3339(job.received_at_ms),
                 completed_at = %rfc3339(unix_ms(std::time::SystemTime::now())),

@@ -72,29 +72,27 @@ impl DeadLetters {
         }
     }
 
-    /// A file store as [`DeadLetters::file`], once the folder `path` names exists and `path` is
-    /// no folder itself: checked at start, since a letter that cannot be written is a result
-    /// lost, found out only when one is given up.
+    /// A file store as [`DeadLetters::file`], once `path` is found writable at start (not in a
+    /// folder that is missing or the process may not write in, a read-only container's, nor a
+    /// folder itself): a letter that cannot be written is a result lost, found out only when
+    /// one is given up.
     pub(crate) fn file_in_place(
         path: &std::path::Path,
         max_bytes: u64,
         per_caller: u64,
     ) -> Result<Self, String> {
-        let folder = path.parent().filter(|p| !p.as_os_str().is_empty());
-        let folder = folder.unwrap_or(std::path::Path::new("."));
-        if !std::fs::metadata(folder).is_ok_and(|m| m.is_dir()) {
-            return Err(format!(
-                "OXP_RAP_DEAD_LETTER_FILE {}: the folder {} does not exist",
-                path.display(),
-                folder.display()
-            ));
-        }
-        if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
-            return Err(format!(
-                "OXP_RAP_DEAD_LETTER_FILE {} is a folder, not a file",
-                path.display()
-            ));
-        }
+        let append = || std::fs::OpenOptions::new().append(true).clone();
+        // Created to be written, then removed: a check leaves nothing behind (unless a server
+        // starting beside it on the same file removed it first: then an empty one).
+        let written = match append().create_new(true).open(path) {
+            Ok(_) => std::fs::remove_file(path),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                append().create(true).open(path).map(drop)
+            }
+            Err(e) => Err(e),
+        };
+        let shown = path.display();
+        written.map_err(|e| format!("OXP_RAP_DEAD_LETTER_FILE {shown} cannot be written: {e}"))?;
         Ok(Self::file(path, max_bytes, per_caller))
     }
 

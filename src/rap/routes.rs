@@ -125,6 +125,7 @@ async fn invoke(
         .strip_suffix("/invoke")
         .filter(|b| b.starts_with("http"))
         .map(str::to_owned);
+    let caller = context.principal.subject.clone();
     match accept(&rap, context.principal, context.traceparent, base_url, body).await {
         Ok(()) => json_response(
             StatusCode::OK,
@@ -135,6 +136,7 @@ async fn invoke(
             let reason = refusal.message();
             tracing::info!(
                 target: "oxp::rap::audit",
+                caller = caller.as_deref(),
                 received_at = %rfc3339(crate::rap::job::unix_ms(std::time::SystemTime::now())),
                 outcome = "refused",
                 reason = reason.as_str(),

@@ -65,14 +65,21 @@ fn lock_path(path: &Path) -> PathBuf {
 /// dropped (and by the system until the process ends, however it ends).
 fn take(path: &Path) -> Result<File, String> {
     let lock = lock_path(path);
-    let file = private_file(&lock).map_err(|e| format!("cannot create {}: {e}", lock.display()))?;
+    let file = private_file(&lock).map_err(|e| {
+        let (path, lock) = (path.display(), lock.display());
+        format!("OXP_STATE_PATH {path}: its lock file {lock} cannot be created: {e}")
+    })?;
     match file.try_lock() {
         Ok(()) => Ok(file),
         Err(std::fs::TryLockError::WouldBlock) => Err(format!(
             "the state file {} is in use by another process (a server on the same OXP_STATE_PATH): stop it, or give this server a file of its own with OXP_STATE_PATH",
             path.display()
         )),
-        Err(std::fs::TryLockError::Error(e)) => Err(format!("cannot lock {}: {e}", lock.display())),
+        Err(std::fs::TryLockError::Error(e)) => Err(format!(
+            "OXP_STATE_PATH {}: its lock file {} cannot be locked: {e}",
+            path.display(),
+            lock.display()
+        )),
     }
 }
 

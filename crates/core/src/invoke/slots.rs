@@ -169,6 +169,11 @@ impl Slots {
                 .and_then(Result::ok)
                 .ok_or(Full::Pool)?,
         };
+        // A slot come free only at the deadline leaves the call no time to run: it was busy
+        // (a tool started then would be stopped at once, a timeout "after running 0 ms").
+        if deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(if own.is_some() { Full::Own } else { Full::Pool });
+        }
         Ok(Slot {
             _pool: pool,
             _own: own,
@@ -242,6 +247,16 @@ mod tests {
         assert!(second.is_ok());
         drop(second);
         assert_eq!(callers(&slots), (1, 0));
+    }
+
+    #[tokio::test]
+    async fn a_slot_come_free_only_at_the_deadline_is_busy_not_a_run_with_no_time() {
+        let slots = Slots::new(2).with_share(1);
+        let past = Some(Instant::now());
+        assert_eq!(slots.take(Some("alice"), past).await.err(), Some(Full::Own));
+        assert_eq!(slots.take(None, past).await.err(), Some(Full::Pool));
+        assert_eq!(callers(&slots).1, 0, "nothing held");
+        assert!(slots.take(Some("alice"), soon()).await.is_ok());
     }
 
     #[tokio::test]
