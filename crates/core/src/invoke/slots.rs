@@ -161,18 +161,19 @@ impl Slots {
             }
             _ => None,
         };
-        let pool = match self.pool.try_acquire() {
-            Ok(slot) => slot,
-            Err(_) => tokio::time::timeout_at(until(), self.pool.acquire())
-                .await
-                .ok()
-                .and_then(Result::ok)
-                .ok_or(Full::Pool)?,
+        let (pool, pool_waited) = match self.pool.try_acquire() {
+            Ok(slot) => (slot, false),
+            Err(_) => match tokio::time::timeout_at(until(), self.pool.acquire()).await {
+                Ok(Ok(slot)) => (slot, true),
+                _ => return Err(Full::Pool),
+            },
         };
         // A slot come free only at the deadline leaves the call no time to run: it was busy
-        // (a tool started then would be stopped at once, a timeout "after running 0 ms").
+        // (a tool started then would be stopped at once, a timeout "after running 0 ms"), for
+        // the last of the two it waited for.
         if deadline.is_some_and(|d| Instant::now() >= d) {
-            return Err(if own.is_some() { Full::Own } else { Full::Pool });
+            let own_last = own.is_some() && !pool_waited;
+            return Err(if own_last { Full::Own } else { Full::Pool });
         }
         Ok(Slot {
             _pool: pool,
