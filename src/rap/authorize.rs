@@ -87,11 +87,11 @@ impl Authorizing {
             }));
     }
 
-    /// Asks `job`'s user (run as work `work`) through its callback, once, and waits.
+    /// Asks `job`'s user (its work woken by the answer) through its callback, once, and waits.
     pub(crate) async fn wait(
         &self,
         deliverer: &Deliverer,
-        (work, job): (&str, &Job),
+        job: &Job,
         challenge: &Challenge,
         scopes: &[String],
         deadline: Option<Instant>,
@@ -124,7 +124,7 @@ impl Authorizing {
                 caller,
                 json!({"provider": provider}),
                 keep,
-                Some(work),
+                Some(&job.work),
             )
             .await;
         let Ok(asked) = asked else {
@@ -158,7 +158,7 @@ impl Authorizing {
         if let Ok(true) = self.broker.holds(provider, &user, scopes).await {
             return Waited::Granted;
         }
-        self.questions.waits(work, false).await;
+        self.questions.waits(&job.work, false).await;
         let give_up = Instant::now() + left;
         let until = deadline.map_or(give_up, |d| d.min(give_up));
         let answered = expected
@@ -222,7 +222,7 @@ impl Authorizing {
         &self,
         deliverer: &Deliverer,
         toolset: &ServedToolset,
-        (work, job): (&str, &Job),
+        job: &Job,
         deadline: Option<Instant>,
         attempt: F,
     ) -> Ran
@@ -237,7 +237,7 @@ impl Authorizing {
             };
             let scopes = scopes_of(toolset, job, &challenge.provider);
             let waited = self
-                .wait(deliverer, (work, job), &challenge, &scopes, deadline)
+                .wait(deliverer, job, &challenge, &scopes, deadline)
                 .await;
             match waited {
                 Waited::Granted => {}

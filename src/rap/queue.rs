@@ -149,7 +149,7 @@ impl Handler for JobRuns {
                 return Outcome::Result(self.worker.interrupted_answer(&job));
             }
             let answered = tokio::select! {
-                answered = self.worker.answer(id, &job, &run) => answered,
+                answered = self.worker.answer(&job, &run) => answered,
                 () = run.stop.cancelled() => return Outcome::Retry("stopped".into()),
             };
             outcome(answered)

@@ -163,8 +163,7 @@ impl Talkback {
 pub(crate) struct RapTalk {
     parts: Arc<Talkback>,
     deliverer: Deliverer,
-    /// The work the call is run as.
-    work: String,
+    /// The call's job, which knows the work it is run as.
     job: Arc<Job>,
     /// When the executor stops (the worker invocation's deadline).
     deadline: Option<Instant>,
@@ -176,14 +175,13 @@ impl RapTalk {
     pub(crate) fn new(
         parts: Arc<Talkback>,
         deliverer: Deliverer,
-        (work, job): (&str, Arc<Job>),
+        job: Arc<Job>,
         deadline: Option<Instant>,
         cancellation: Cancellation,
     ) -> Self {
         Self {
             parts,
             deliverer,
-            work: work.to_owned(),
             job,
             deadline,
             cancellation,
@@ -273,13 +271,13 @@ impl RapTalk {
         // first (it takes longest to make) and its flush waits for the question's two writes
         // (which could otherwise find the writer, woken by the mark, committing it alone).
         let ((), asked) = tokio::join!(
-            questions.waits(&self.work, true),
+            questions.waits(&self.job.work, true),
             choice::record(
                 questions,
                 (caller, &reply_to.group_id, &reply_to.id),
                 seq,
                 self.parts.choice_timeout + Duration::from_secs(3600),
-                Some(&self.work),
+                Some(&self.job.work),
             )
         );
         let asked = asked.map_err(unavailable)?;

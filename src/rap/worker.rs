@@ -61,13 +61,12 @@ struct Answer {
 }
 
 impl Worker {
-    /// Runs `job` (work `work`) to its answer, to keep and deliver: `Err` when it is not
-    /// answered now (a copy runs it, the user has not answered yet) or was answered and
-    /// delivered before.
-    pub(crate) async fn answer(&self, work: &str, job: &Job, run: &Run) -> Result<Vec<u8>, Kept> {
+    /// Runs `job` to its answer, to keep and deliver: `Err` when it is not answered now (a copy
+    /// runs it, the user has not answered yet) or was answered and delivered before.
+    pub(crate) async fn answer(&self, job: &Job, run: &Run) -> Result<Vec<u8>, Kept> {
         // The whole executor's time: the answer is kept before it is delivered, and a
         // delivery the deadline cuts short is tried again later.
-        let ran = self.run_authorized(work, job, run.deadline, run).await?;
+        let ran = self.run_authorized(job, run.deadline, run).await?;
         let (outcome, mut message) = match ran {
             Ok(output) => (
                 "success".to_owned(),
@@ -252,7 +251,6 @@ impl Worker {
     /// (until the run's deadline; see `rap::authorize`).
     async fn run_authorized(
         &self,
-        work: &str,
         job: &Job,
         deadline: Option<Instant>,
         run: &Run,
@@ -260,12 +258,12 @@ impl Worker {
         if let Some(authorizing) = &self.authorizing {
             let (deliverer, toolset) = (&self.deliverer, &self.toolset);
             return authorizing
-                .run(deliverer, toolset, (work, job), run.deadline, || {
-                    self.run(work, job, deadline, &run.cancel)
+                .run(deliverer, toolset, job, run.deadline, || {
+                    self.run(job, deadline, &run.cancel)
                 })
                 .await;
         }
-        self.run(work, job, deadline, &run.cancel).await
+        self.run(job, deadline, &run.cancel).await
     }
 
     /// The call of `job`'s `target`, as the invoker runs it.
@@ -291,7 +289,6 @@ impl Worker {
     /// `stopping`: the process asks the tool to stop (it is shutting down).
     async fn run(
         &self,
-        work: &str,
         job: &Job,
         deadline: Option<Instant>,
         stopping: &Cancellation,
@@ -323,7 +320,7 @@ impl Worker {
         let talk = Arc::new(RapTalk::new(
             self.talk.clone(),
             self.deliverer.clone(),
-            (work, Arc::new(job.clone())),
+            Arc::new(job.clone()),
             deadline,
             cancellation.clone(),
         ));
