@@ -110,9 +110,13 @@ async fn oxp_port_sets_the_port_and_a_stage_free_base_path_is_stripped() {
 /// What the binary, run locally with `env`, says as it refuses to start (it must, and start no
 /// server).
 fn refused_start(env: &[(&str, &str)]) -> String {
+    // A folder of its own: a start refused after the state's lock was taken took the default
+    // `./oxp-state.redb.lock`, left in the repository and contended by the tests beside it.
+    let scratch = common::Scratch::new("refused-start");
     let mut command = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"));
     command
         .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .current_dir(scratch.path())
         .envs(env.iter().copied());
     let output = command.output().unwrap();
     assert!(!output.status.success());
