@@ -524,6 +524,11 @@ fn a_variable_nothing_reads_is_named_beside_the_one_it_misspells_but_not_a_tools
         ("OXP_RAP_QUEUE_URL", "https://sqs.example.com/q"),
         ("OXP_MY_TOOL_URL", "https://example.com"),
         ("OXP_PORT", "9000"),
+        // The setting meant, in another unit or named as another kind of place.
+        ("OXP_WORK_LEASE_MS", "5000"),
+        ("OXP_RAP_DEAD_LETTER_PATH", "/var/oxp/letters.jsonl"),
+        // Another last part of another kind: not the same setting.
+        ("OXP_STATE_TABLE_URL", "https://example.com"),
     ]
     .into_iter()
     .collect();
@@ -534,13 +539,19 @@ fn a_variable_nothing_reads_is_named_beside_the_one_it_misspells_but_not_a_tools
         "OXP_MAX_CONNECTIONS",
         "OXP_RAP",
         "OXP_PORT",
+        "OXP_WORK_LEASE_SECS",
+        "OXP_RAP_DEAD_LETTER_FILE",
+        "OXP_STATE_TABLE",
+        "OXP_STATE_PATH",
     ] {
         let _ = env.get(read);
     }
     let named: Vec<(String, String)> = [
         ("OXP_MAX_CONECTIONS", "OXP_MAX_CONNECTIONS"),
         ("OXP_PROT", "OXP_PORT"),
+        ("OXP_RAP_DEAD_LETTER_PATH", "OXP_RAP_DEAD_LETTER_FILE"),
         ("OXP_TOOL_TIMEOUT", "OXP_TOOL_TIMEOUT_MS"),
+        ("OXP_WORK_LEASE_MS", "OXP_WORK_LEASE_SECS"),
     ]
     .map(|(a, b)| (a.to_owned(), b.to_owned()))
     .into();

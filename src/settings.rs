@@ -208,14 +208,16 @@ impl Vars {
 
     /// The `OXP_` variables set that nothing asked for, each beside the one asked for that it
     /// most likely misspells: one letter off (a letter missing, more, another, or two swapped),
-    /// or its name without a last `_PART` (`OXP_TOOL_TIMEOUT` for `OXP_TOOL_TIMEOUT_MS`). One
-    /// near none is left out: a tool's own variable, or one of a part this configuration does
-    /// not use (`OXP_RAP_QUEUE_URL` where RAP is off, though `OXP_RAP` is read).
+    /// its name without a last `_PART` (`OXP_TOOL_TIMEOUT` for `OXP_TOOL_TIMEOUT_MS`), or with
+    /// another unit or kind of place as its last part (`OXP_TOOL_TIMEOUT_SECS`,
+    /// `OXP_RAP_DEAD_LETTER_PATH` for `OXP_RAP_DEAD_LETTER_FILE`). One near none is left out:
+    /// a tool's own variable, or one of a part this configuration does not use
+    /// (`OXP_RAP_QUEUE_URL` where RAP is off, though `OXP_RAP` is read).
     pub(crate) fn misspelled(&self) -> Vec<(String, String)> {
         let asked = self.asked.lock().unwrap_or_else(|p| p.into_inner());
         let near = |set: &str, read: &str| {
             let cut = read.strip_prefix(set).is_some_and(|r| r.starts_with('_'));
-            cut || strsim::osa_distance(set, read) <= 1
+            cut || strsim::osa_distance(set, read) <= 1 || another_unit(set, read)
         };
         self.values
             .keys()
@@ -227,6 +229,30 @@ impl Vars {
             })
             .collect()
     }
+}
+
+/// Last parts of a name that say the same kind of thing: a unit of time, a unit of size, a
+/// place on disk, an address.
+const KINDS: [&[&str]; 4] = [
+    &["MS", "MILLIS", "S", "SEC", "SECS", "SECONDS", "MINUTES"],
+    &["BYTES", "B", "KB", "KIB", "MB", "MIB", "SIZE"],
+    &["PATH", "FILE", "FILENAME", "DIR"],
+    &["URL", "URI", "ENDPOINT"],
+];
+
+/// Whether `set` is `read` with another word of the same kind as its last part: the setting
+/// meant, in another unit (a timeout in seconds where milliseconds are read, its value likely
+/// wrong too) or named as another kind of place.
+fn another_unit(set: &str, read: &str) -> bool {
+    let (Some((stem, last)), Some((read_stem, read_last))) =
+        (set.rsplit_once('_'), read.rsplit_once('_'))
+    else {
+        return false;
+    };
+    stem == read_stem
+        && KINDS
+            .iter()
+            .any(|k| k.contains(&last) && k.contains(&read_last))
 }
 
 impl PartialEq for Vars {

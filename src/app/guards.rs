@@ -99,14 +99,14 @@ pub(super) fn oauth_secrets_kept_from_tools(
 }
 
 /// Warns of each `OXP_` variable set that nothing in this server read while it was built and
-/// that misspells one it did read (`OXP_TOOL_TIMEOUT` for `OXP_TOOL_TIMEOUT_MS`): a setting the
-/// operator meant, silently left at its default.
+/// that misspells one it did read (`OXP_TOOL_TIMEOUT` or `OXP_TOOL_TIMEOUT_SECS` for
+/// `OXP_TOOL_TIMEOUT_MS`): a setting the operator meant, silently left at its default.
 pub(super) fn misspelled_variables(config: &crate::config::Config) {
     for (set, read) in config.vars.misspelled() {
         tracing::warn!(
             variable = set.as_str(),
             read = read.as_str(),
-            "set but not read, and spelled nearly as a variable that is: misspelled? (docs/configuration.md lists them)"
+            "set but not read, and named nearly as a variable that is: misspelled, or in another unit? (docs/configuration.md lists them)"
         );
     }
 }
