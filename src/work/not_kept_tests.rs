@@ -124,6 +124,13 @@ async fn work_its_share_refused_whose_record_cannot_be_taken_back_is_told_accept
         .await;
     assert_eq!(told, Ok(true), "accepted: its record stays and it runs");
     until_delivered(&handler).await;
+    // Its end (its slot given back: a write of the share) done, or the write failed below
+    // would be that one, not the next work's share.
+    let started = Instant::now();
+    while runner.in_hand() > 0 {
+        assert!(started.elapsed() < Duration::from_secs(10), "ended");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     // Taken back, refused work stays refused and never runs.
     store.fail_next_writes(1);
     let refused = runner
