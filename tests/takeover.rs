@@ -3,7 +3,7 @@
 //! is in flight to the runtime, then started again over the same state file; and two servers
 //! sharing a DynamoDB table (moto), one killed mid-delivery, the other taking the work over
 //! within the lease and a sweep; and a task's question, asked by the run in one server, answered
-//! through the other. Short leases here (2 s, a sweep each second) make the takeovers' timing
+//! through the other, and a task cancelled through the other. Short leases here (2 s, a sweep each second) make the takeovers' timing
 //! the thing checked.
 
 use crate::common;
@@ -355,5 +355,53 @@ async fn of_two_servers_sharing_a_table_a_tasks_question_is_answered_through_eit
     let took = answered.elapsed();
     assert!(took < Duration::from_secs(3), "went on after {took:?}");
     assert!(done.to_string().contains("No"), "{done}");
+    drop((first, second));
+}
+
+#[tokio::test]
+#[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
+async fn of_two_servers_sharing_a_table_a_task_cancelled_through_the_other_stops_its_tool_where_it_runs()
+ {
+    let moto = common::aws::moto_url();
+    let (_client, table) = common::aws::state_table().await;
+    let shared = [
+        ("OXP_STATE_TABLE", table.as_str()),
+        ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY),
+        ("AWS_ENDPOINT_URL", moto.as_str()),
+        ("AWS_REGION", "us-east-1"),
+        ("AWS_ACCESS_KEY_ID", "testing"),
+        ("AWS_SECRET_ACCESS_KEY", "testing"),
+    ];
+    // One call at a time in the first server, each given 20 s: while the task's run holds the
+    // slot, a call waits for it.
+    let mut one_slot = shared.to_vec();
+    one_slot.extend([
+        ("OXP_MAX_CONCURRENT_CALLS", "1"),
+        ("OXP_TOOL_TIMEOUT_MS", "20000"),
+    ]);
+    let (first, second) = (start(&one_slot), start(&shared));
+    let created = mcp(
+        &first,
+        "tools/call",
+        "Demo_Sleep",
+        json!({"name": "Demo_Sleep", "arguments": {"ms": 600000}}),
+    )
+    .await;
+    assert_eq!(created["resultType"], "task", "{created}");
+    let id = created["taskId"].as_str().unwrap().to_owned();
+    task_until(&second, &id, "working").await;
+    let cancelled = Instant::now();
+    mcp(&second, "tasks/cancel", &id, json!({"taskId": id})).await;
+    // The run, in the first server, learns of it and stops its tool: the slot is free for the
+    // next call, which waited for it.
+    let add = r#"{"request":{"tool_id":"Calculator.Add","input":{"a":1,"b":2}}}"#;
+    let (_, answer) = post(&first, "/tools/call", add, "").await;
+    let took = cancelled.elapsed();
+    assert!(answer.contains(r#""value":3"#), "{answer}");
+    assert!(
+        took < Duration::from_secs(2),
+        "the tool stopped {took:?} after the cancel"
+    );
+    task_until(&first, &id, "cancelled").await;
     drop((first, second));
 }
