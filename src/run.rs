@@ -110,7 +110,7 @@ pub async fn run_with(builder: AppBuilder) -> ExitCode {
 /// standard output; a tool it cannot express fails, named.
 fn print_schema(mut builder: AppBuilder, protocol: &str) -> ExitCode {
     match builder.schema(protocol) {
-        Some(Ok(schema)) => {
+        Ok(Ok(schema)) => {
             let text = serde_json::to_string_pretty(&schema).unwrap_or_default();
             // A reader that stopped early (`| head`) is no panic of ours (println! panics).
             match writeln!(std::io::stdout(), "{text}") {
@@ -118,13 +118,15 @@ fn print_schema(mut builder: AppBuilder, protocol: &str) -> ExitCode {
                 Err(_) => ExitCode::FAILURE,
             }
         }
-        Some(Err(e)) => {
+        Ok(Err(e)) => {
             eprintln!("oxp-lambda schema --{protocol}: {e}");
             ExitCode::FAILURE
         }
-        None => {
+        Err(exporting) => {
+            let names: Vec<String> = exporting.iter().map(|n| format!("--{n}")).collect();
             eprintln!(
-                "oxp-lambda schema --{protocol}: no protocol of this build exports a schema by that name"
+                "oxp-lambda schema --{protocol}: no protocol of this build exports a schema by that name (those that do: {})",
+                names.join(", ")
             );
             ExitCode::FAILURE
         }

@@ -304,3 +304,19 @@ fn the_examples_binary_exports_its_schema() {
     assert_eq!(schema.as_array().unwrap().len(), 1, "{schema}");
     assert_eq!(schema[0]["tool"], "Calculator.Add@1.0.0");
 }
+
+#[test]
+fn a_schema_no_protocol_exports_is_refused_naming_those_that_do() {
+    // `schema --mcp` said only that no protocol of the build exports one by that name.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_oxp-lambda"))
+        .args(["schema", "--mcp"])
+        .env_remove("AWS_LAMBDA_RUNTIME_API")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && out.stdout.is_empty(), "{said}");
+    assert!(
+        said.contains("(those that do: --agentcore, --bedrock-agent)"),
+        "{said}"
+    );
+}

@@ -200,14 +200,22 @@ impl AppBuilder {
             .find_map(|p| p.as_any_mut().downcast_mut::<Configured<P>>())
     }
 
-    /// `oxp-lambda schema --<name>`: protocol `name`'s export of the tools; `None` when no
-    /// protocol of that name exports one.
-    pub(crate) fn schema(&mut self, name: &str) -> Option<Result<serde_json::Value, String>> {
+    /// `oxp-lambda schema --<name>`: protocol `name`'s export of the tools; when no protocol
+    /// of that name exports one, the names of those that do.
+    pub(crate) fn schema(
+        &mut self,
+        name: &str,
+    ) -> Result<Result<serde_json::Value, String>, Vec<&'static str>> {
         let (config, registry) = (&self.config, &self.registry);
-        self.protocols
-            .iter_mut()
-            .filter(|p| p.name() == name)
-            .find_map(|p| p.schema(config, registry))
+        let mut exporting = Vec::new();
+        for protocol in &mut self.protocols {
+            match protocol.schema(config, registry) {
+                Some(schema) if protocol.name() == name => return Ok(schema),
+                Some(_) => exporting.push(protocol.name()),
+                None => {}
+            }
+        }
+        Err(exporting)
     }
 
     /// Builds every part the configuration names. Nothing is fetched yet: secrets, keys and
