@@ -182,9 +182,7 @@ impl Invoker {
             ),
             claimed(claim.as_ref(), deadline)
         );
-        if let (Some(held), Some(Ok(Claim::Acquired))) = (claim, &claimed) {
-            watch.claim = Some(held);
-        }
+        watch.claim = claim.filter(|_| matches!(claimed, Some(Ok(Claim::Acquired))));
         // Refused for what it always was, in that order: nothing of it stays claimed.
         let granted = match (required, valid, claimed.transpose()) {
             (Err(missing), ..) => Err(Rejection::Missing(missing)),
