@@ -5,7 +5,9 @@
 //! hold every slot, and every other caller's call waited for one until its time ran out. With a
 //! share, a caller's calls past it wait for one of the caller's own to end (within the call's
 //! deadline, then the same retryable "busy"), holding no slot of the pool meanwhile, so the rest
-//! of the pool stays for everyone else.
+//! of the pool stays for everyone else; as many as its share wait at most, the next is busy at
+//! once (each holds its request in memory: their number was bounded only by the connections
+//! the caller could open).
 //!
 //! A caller is its principal's subject. A call without one has no share: where callers are not
 //! told apart (`OXP_AUTH=none`) no shares are kept at all, and where they are, only the roles
@@ -52,6 +54,16 @@ impl Shares {
         let own = Arc::new(Semaphore::new(self.per_caller));
         table.insert(caller.into(), own.clone());
         own
+    }
+
+    /// Whether as many of a caller's calls wait for one of its own slots as it has slots
+    /// (`own`, this call's copy of its semaphore): another is busy at once, so that a caller's
+    /// calls in flight, each holding its request, are at most twice its share.
+    fn queue_full(&self, own: &Arc<Semaphore>) -> bool {
+        let running = self.per_caller - own.available_permits();
+        // Beside a copy for each call in flight: the table's and this call's.
+        let waiting = Arc::strong_count(own).saturating_sub(2 + running);
+        waiting >= self.per_caller
     }
 }
 
@@ -152,6 +164,7 @@ impl Slots {
                 let own = shares.of(caller);
                 Some(match own.clone().try_acquire_owned() {
                     Ok(slot) => slot,
+                    Err(_) if shares.queue_full(&own) => return Err(Full::Own),
                     Err(_) => tokio::time::timeout_at(until(), own.acquire_owned())
                         .await
                         .ok()
@@ -248,6 +261,28 @@ mod tests {
         assert!(second.is_ok());
         drop(second);
         assert_eq!(callers(&slots), (1, 0));
+    }
+
+    #[tokio::test]
+    async fn a_caller_with_as_many_calls_waiting_as_its_share_is_busy_at_once() {
+        let slots = Slots::new(8).with_share(1);
+        let held = slots.take(Some("alice"), soon()).await.unwrap();
+        let later = Some(Instant::now() + Duration::from_secs(5));
+        let (waited, (refused, took)) = tokio::join!(slots.take(Some("alice"), later), async {
+            // The first call's wait begun.
+            tokio::task::yield_now().await;
+            let started = Instant::now();
+            let refused = slots.take(Some("alice"), later).await.err();
+            let took = started.elapsed();
+            drop(held);
+            (refused, took)
+        });
+        assert_eq!(refused, Some(Full::Own), "her share's one wait taken");
+        assert!(took < Duration::from_millis(20), "at once: {took:?}");
+        assert!(waited.is_ok(), "the waiting call took the slot come free");
+        drop(waited);
+        let bob = slots.take(Some("bob"), soon()).await;
+        assert!(bob.is_ok(), "another caller's share is its own");
     }
 
     #[tokio::test]
