@@ -101,6 +101,7 @@ mod rap_sqs;
 #[cfg(all(feature = "webhooks", feature = "embedded-state"))]
 mod rap_status;
 mod readme;
+mod refused_start;
 mod reliability;
 #[cfg(all(feature = "webhooks", feature = "embedded-state"))]
 mod restart;

@@ -71,7 +71,11 @@ pub(crate) async fn serve_locally(app: App, addr: SocketAddr) -> ExitCode {
     let listener = match local::bind(addr).await {
         Ok(listener) => listener,
         Err(e) => {
-            tracing::error!("cannot listen on {addr}: {e}");
+            // Said with what chooses the address: `cargo run` twice, or another server on
+            // 8080, is the usual cause.
+            tracing::error!(
+                "cannot listen on {addr}: {e} (OXP_HOST and OXP_PORT, or --port, choose another)"
+            );
             return ExitCode::FAILURE;
         }
     };
