@@ -207,15 +207,15 @@ impl AppBuilder {
         name: &str,
     ) -> Result<Result<serde_json::Value, String>, Vec<&'static str>> {
         let (config, registry) = (&self.config, &self.registry);
-        let mut exporting = Vec::new();
-        for protocol in &mut self.protocols {
-            match protocol.schema(config, registry) {
-                Some(schema) if protocol.name() == name => return Ok(schema),
-                Some(_) => exporting.push(protocol.name()),
-                None => {}
-            }
+        let mut named = self.protocols.iter_mut().filter(|p| p.name() == name);
+        if let Some(schema) = named.find_map(|p| p.schema(config, registry)) {
+            return Ok(schema);
         }
-        Err(exporting)
+        // Only when refused: each export is built to learn that it exists.
+        let exporting = self.protocols.iter_mut();
+        Err(exporting
+            .filter_map(|p| p.schema(config, registry).map(|_| p.name()))
+            .collect())
     }
 
     /// Builds every part the configuration names. Nothing is fetched yet: secrets, keys and
