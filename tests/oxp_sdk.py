@@ -35,6 +35,11 @@ def client(url, token="unused"):
 
 
 def main(open_url, secured_url, key):
+    check(client(open_url).health.check() is None, "the SDK's health check passes (GET /health)")
+    # Health is for load balancers: answered without a token where every other route needs one.
+    check(client(secured_url, "not-a-token").health.check() is None,
+          "the health check needs no token on a server that authenticates")
+
     tools = client(open_url).tools
 
     listed = tools.list()
