@@ -29,7 +29,7 @@ struct Server {
 }
 
 /// The binary with `store` (variables naming its state store) and short leases.
-fn start(store: &[(&str, &str)]) -> Server {
+fn start<V: AsRef<std::ffi::OsStr>>(store: &[(&str, V)]) -> Server {
     let mut command = Command::new(env!("CARGO_BIN_EXE_oxp-lambda"));
     command
         .args(["--port", "0"])
@@ -45,7 +45,7 @@ fn start(store: &[(&str, &str)]) -> Server {
             ATTEMPT.as_millis().to_string(),
         )
         .env("OXP_LOG", "warn")
-        .envs(store.iter().copied());
+        .envs(store.iter().map(|(name, value)| (name, value)));
     let (process, line) = common::Process::start("oxp-lambda", command);
     let addr = line
         .trim()
@@ -53,6 +53,22 @@ fn start(store: &[(&str, &str)]) -> Server {
         .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
         .to_owned();
     Server { process, addr }
+}
+
+/// The variables of servers sharing a new state table on moto (one sealing key, so that each
+/// opens the others' states), and `extra`.
+async fn shared_table(extra: &[(&'static str, &str)]) -> Vec<(&'static str, String)> {
+    let (_client, table) = common::aws::state_table().await;
+    let mut shared = vec![
+        ("OXP_STATE_TABLE", table),
+        ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY.to_owned()),
+        ("AWS_ENDPOINT_URL", common::aws::moto_url()),
+        ("AWS_REGION", "us-east-1".to_owned()),
+        ("AWS_ACCESS_KEY_ID", "testing".to_owned()),
+        ("AWS_SECRET_ACCESS_KEY", "testing".to_owned()),
+    ];
+    shared.extend(extra.iter().map(|&(name, value)| (name, value.to_owned())));
+    shared
 }
 
 async fn post(server: &Server, path: &str, body: &str, extra: &str) -> (u16, String) {
@@ -170,16 +186,7 @@ async fn stopped_with_an_event_in_flight_the_event_is_delivered_after_the_restar
 #[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn of_two_servers_sharing_a_table_the_survivor_delivers_the_killed_ones_event_within_the_lease()
  {
-    let moto = common::aws::moto_url();
-    let (_client, table) = common::aws::state_table().await;
-    let shared = [
-        ("OXP_STATE_TABLE", table.as_str()),
-        ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY),
-        ("AWS_ENDPOINT_URL", moto.as_str()),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_ACCESS_KEY_ID", "testing"),
-        ("AWS_SECRET_ACCESS_KEY", "testing"),
-    ];
+    let shared = shared_table(&[]).await;
     let receiver = Receiver::ok().await;
     let first = start(&shared);
     let second = start(&shared);
@@ -205,16 +212,7 @@ async fn of_two_servers_sharing_a_table_the_survivor_delivers_the_killed_ones_ev
 #[tokio::test]
 #[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn of_two_servers_sharing_a_table_the_survivor_answers_the_killed_ones_invocation() {
-    let moto = common::aws::moto_url();
-    let (_client, table) = common::aws::state_table().await;
-    let shared = [
-        ("OXP_STATE_TABLE", table.as_str()),
-        ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY),
-        ("AWS_ENDPOINT_URL", moto.as_str()),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_ACCESS_KEY_ID", "testing"),
-        ("AWS_SECRET_ACCESS_KEY", "testing"),
-    ];
+    let shared = shared_table(&[]).await;
     let receiver = Receiver::ok().await;
     let first = start(&shared);
     let second = start(&shared);
@@ -245,16 +243,7 @@ async fn of_two_servers_sharing_a_table_the_survivor_answers_the_killed_ones_inv
 #[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn of_two_servers_sharing_a_table_a_call_waiting_for_its_user_on_the_killed_one_completes_with_the_answer_given_through_the_other()
  {
-    let moto = common::aws::moto_url();
-    let (_client, table) = common::aws::state_table().await;
-    let shared = [
-        ("OXP_STATE_TABLE", table.as_str()),
-        ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY),
-        ("AWS_ENDPOINT_URL", moto.as_str()),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_ACCESS_KEY_ID", "testing"),
-        ("AWS_SECRET_ACCESS_KEY", "testing"),
-    ];
+    let shared = shared_table(&[]).await;
     let receiver = Receiver::ok().await;
     let first = start(&shared);
     let second = start(&shared);
@@ -317,18 +306,8 @@ async fn task_until(server: &Server, id: &str, status: &str) -> Value {
 #[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn of_two_servers_sharing_a_table_a_tasks_question_is_answered_through_either_and_its_run_goes_on()
  {
-    let moto = common::aws::moto_url();
-    let (_client, table) = common::aws::state_table().await;
     // Demo.Confirm asks the user; this deployment serves it only as a task.
-    let shared = [
-        ("OXP_STATE_TABLE", table.as_str()),
-        ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY),
-        ("OXP_MCP_TASK_REQUIRED", "Demo_Confirm"),
-        ("AWS_ENDPOINT_URL", moto.as_str()),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_ACCESS_KEY_ID", "testing"),
-        ("AWS_SECRET_ACCESS_KEY", "testing"),
-    ];
+    let shared = shared_table(&[("OXP_MCP_TASK_REQUIRED", "Demo_Confirm")]).await;
     let (first, second) = (start(&shared), start(&shared));
     let arguments = json!({"prompt": "Deploy?", "choices": ["Yes", "No"], "default": 0});
     let created = mcp(
@@ -362,22 +341,13 @@ async fn of_two_servers_sharing_a_table_a_tasks_question_is_answered_through_eit
 #[ignore = "needs moto: scripts/test starts it (OXP_TEST_MOTO_URL) and runs this"]
 async fn of_two_servers_sharing_a_table_a_task_cancelled_through_the_other_stops_its_tool_where_it_runs()
  {
-    let moto = common::aws::moto_url();
-    let (_client, table) = common::aws::state_table().await;
-    let shared = [
-        ("OXP_STATE_TABLE", table.as_str()),
-        ("OXP_SECRET_MCP_STATE_KEY", common::STATE_KEY),
-        ("AWS_ENDPOINT_URL", moto.as_str()),
-        ("AWS_REGION", "us-east-1"),
-        ("AWS_ACCESS_KEY_ID", "testing"),
-        ("AWS_SECRET_ACCESS_KEY", "testing"),
-    ];
+    let shared = shared_table(&[]).await;
     // One call at a time in the first server, each given 20 s: while the task's run holds the
     // slot, a call waits for it.
-    let mut one_slot = shared.to_vec();
+    let mut one_slot = shared.clone();
     one_slot.extend([
-        ("OXP_MAX_CONCURRENT_CALLS", "1"),
-        ("OXP_TOOL_TIMEOUT_MS", "20000"),
+        ("OXP_MAX_CONCURRENT_CALLS", "1".to_owned()),
+        ("OXP_TOOL_TIMEOUT_MS", "20000".to_owned()),
     ]);
     let (first, second) = (start(&one_slot), start(&shared));
     let created = mcp(
