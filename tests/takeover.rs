@@ -343,11 +343,12 @@ async fn of_two_servers_sharing_a_table_a_task_cancelled_through_the_other_stops
  {
     let shared = shared_table(&[]).await;
     // One call at a time in the first server, each given 20 s: while the task's run holds the
-    // slot, a call waits for it.
+    // slot, a call waits for it. Its call lines say how each call ended.
     let mut one_slot = shared.clone();
     one_slot.extend([
         ("OXP_MAX_CONCURRENT_CALLS", "1".to_owned()),
         ("OXP_TOOL_TIMEOUT_MS", "20000".to_owned()),
+        ("OXP_LOG", "warn,oxp::call=info".to_owned()),
     ]);
     let (first, second) = (start(&one_slot), start(&shared));
     let created = mcp(
@@ -372,6 +373,10 @@ async fn of_two_servers_sharing_a_table_a_task_cancelled_through_the_other_stops
         took < Duration::from_secs(2),
         "the tool stopped {took:?} after the cancel"
     );
+    // It ran there and was stopped (Demo.Sleep answers how long it slept): not a run the
+    // cancel kept from starting, which would free the slot as soon and log no call.
+    let logs = first.process.output_holding(r#"tool_id="Demo.Sleep"#).await;
+    assert!(logs.contains(r#"tool_id="Demo.Sleep"#), "{logs}");
     task_until(&first, &id, "cancelled").await;
     drop((first, second));
 }
