@@ -226,6 +226,39 @@ async fn an_event_whose_callback_asks_for_time_is_sent_again_after_it_and_once_t
     assert!(!file.exists(), "nothing dead-lettered");
 }
 
+/// A busy source's next event made the delivery due at once, so a callback that asked for
+/// two seconds was sent the same event again within milliseconds, and again at every event.
+#[tokio::test]
+async fn a_new_event_does_not_cut_short_the_time_a_callback_asked_for() {
+    let (app, file) = with_dead_letters(&[("OXP_RAP_DELIVERY_ATTEMPTS", "3")]);
+    let receiver = Receiver::start(&[(200, None), (503, Some("2"))], 200).await;
+    subscribe(&app, &receiver, "call-busy", json!({"topic": "busy"})).await;
+    assert_eq!(event(&app, "busy", 1).await.status, 202);
+    receiver.wait_kind("subscription_event", 1).await;
+    // The next event comes while the callback's two seconds run.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(event(&app, "busy", 2).await.status, 202);
+    let events = receiver.wait_kind("subscription_event", 3).await;
+    assert_eq!(
+        events.iter().map(n_of).collect::<Vec<_>>(),
+        [1, 1, 2],
+        "the one not taken again, then the next, in order"
+    );
+    let at: Vec<Instant> = receiver
+        .hits()
+        .into_iter()
+        .filter(|h| h.body["type"] == "subscription_event")
+        .map(|h| h.at)
+        .collect();
+    let waited = at[1] - at[0];
+    assert!(
+        waited >= Duration::from_millis(1900),
+        "Retry-After: 2 kept though an event came: {waited:?}"
+    );
+    assert!(waited < Duration::from_secs(5), "{waited:?}");
+    assert!(!file.exists(), "nothing dead-lettered");
+}
+
 #[tokio::test]
 async fn events_a_callback_never_takes_are_dead_lettered_each_whole_after_the_last_attempt() {
     let (app, file) = with_dead_letters(&[

@@ -165,7 +165,8 @@ impl Runner {
 
     /// Makes each work of `ids` (of `kind`, `body` its own) due: accepted anew when there is
     /// none (or it ended), marked to run again when a runner holds it (more came while it ran),
-    /// due now otherwise; then run. What brings more of a kind of work one run takes all of (a
+    /// left as it is when it waits to be retried (a callback's `Retry-After` or the backoff
+    /// is kept: what came goes with it then), due now otherwise; then run. What brings more of a kind of work one run takes all of (a
     /// subscription's events), counted in no caller's share. How many could not be made due
     /// (the store did not answer; they are not lost when a record exists: its next run takes
     /// what came).
@@ -200,7 +201,7 @@ impl Runner {
 
     /// Makes work `id` due (see [`Runner::due_all`]); what to start: `Some(Some(held))` when
     /// it was accepted anew here, `Some(None)` when it is due now, `None` when a running one
-    /// takes it.
+    /// takes it or it waits to be retried.
     pub(super) async fn make_due(
         &self,
         kind: &str,
@@ -209,6 +210,7 @@ impl Runner {
         caller: Option<&str>,
     ) -> Result<Option<Option<Held>>, StateError> {
         let (created, running) = (AtomicBool::new(false), AtomicBool::new(false));
+        let put_off = AtomicBool::new(false);
         let made = self
             .records()
             .upsert(
@@ -219,13 +221,20 @@ impl Runner {
                     // whose write lost may have ended before this one.
                     created.store(true, Relaxed);
                     running.store(false, Relaxed);
+                    put_off.store(false, Relaxed);
                     Some(self.fresh(kind, caller, body.clone()))
                 },
                 |w| {
+                    let now = now_ms();
                     created.store(false, Relaxed);
-                    running.store(w.running(now_ms()), Relaxed);
+                    running.store(w.running(now), Relaxed);
+                    put_off.store(w.put_off(now), Relaxed);
                     if running.load(Relaxed) {
                         w.again = true;
+                    } else if put_off.load(Relaxed) {
+                        // Not woken sooner than its retry: a callback that asked for time (or
+                        // is failing) gets it, however many events come meanwhile.
+                        return false;
                     } else {
                         w.wake();
                     }
@@ -235,7 +244,7 @@ impl Runner {
             )
             .await?;
         Ok(match made {
-            _ if running.load(Relaxed) => None,
+            _ if running.load(Relaxed) || put_off.load(Relaxed) => None,
             Some(held) if created.load(Relaxed) => Some(Some(held)),
             _ => Some(None),
         })

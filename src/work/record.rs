@@ -143,6 +143,12 @@ impl Work {
         matches!(&self.state, State::Running(lease) if lease.until_ms > now)
     }
 
+    /// Whether it waits past `now` on purpose: to be retried (its backoff, a callback's
+    /// `Retry-After`) or to go on later.
+    pub(crate) fn put_off(&self, now: u64) -> bool {
+        matches!(self.state, State::Queued { due_ms } if due_ms > now)
+    }
+
     /// Whether `owner` holds it.
     pub(crate) fn held_by(&self, owner: &str) -> bool {
         matches!(&self.state, State::Running(lease) if lease.owner == owner)
