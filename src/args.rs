@@ -1,12 +1,12 @@
 //! The command line: `--port N` over `OXP_PORT` for the local server, `--help`, `--version`, and
 //! `schema --<protocol>` to print a protocol's export of the tools (the AgentCore Gateway
 //! target's tool schema with `--agentcore`, the Bedrock Agents action group's function schema
-//! with `--bedrock-agent`).
+//! with `--bedrock-agent`, its API schema with `--bedrock-agent-api`).
 
 use crate::config::Config;
 
 /// What `--help` prints.
-pub(crate) const USAGE: &str = "usage: oxp-lambda [--port N]\n       oxp-lambda schema --agentcore | --bedrock-agent | --<protocol>\n       oxp-lambda --help | --version\n\nServes the tools in AWS Lambda (when AWS_LAMBDA_RUNTIME_API is set) or on a local port.\nConfiguration is read from OXP_* environment variables (docs/configuration.md).";
+pub(crate) const USAGE: &str = "usage: oxp-lambda [--port N]\n       oxp-lambda schema --agentcore | --bedrock-agent | --bedrock-agent-api | --<protocol>\n       oxp-lambda --help | --version\n\nServes the tools in AWS Lambda (when AWS_LAMBDA_RUNTIME_API is set) or on a local port.\nConfiguration is read from OXP_* environment variables (docs/configuration.md).";
 
 /// What the binary was asked to do.
 #[derive(Debug, PartialEq, Eq)]

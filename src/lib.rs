@@ -50,7 +50,7 @@
 //! | `sqs` | SQS queues in Lambda (RAP's, MCP tasks' `OXP_MCP_TASK_QUEUE_URL`), fed to the worker role; not useful alone |
 //! | `mcp` | MCP (Streamable HTTP, stateless) at `/mcp`, with `rmcp` |
 //! | `agentcore` | the Bedrock AgentCore Gateway Lambda target role, `oxp-lambda schema --agentcore` |
-//! | `bedrock-agent` | the Bedrock Agents action group role, `oxp-lambda schema --bedrock-agent` |
+//! | `bedrock-agent` | the Bedrock Agents action group role, `oxp-lambda schema --bedrock-agent` and `--bedrock-agent-api` |
 //! | `metrics` | calls, errors, duration and cold starts in CloudWatch Embedded Metric Format (`OXP_METRICS`) |
 //! | `oauth` | users' OAuth flows run by the server (`OXP_OAUTH_PROVIDERS`): a tool's token the caller did not send comes from the user's sealed vault |
 //! | `otel` | a span per call over OTLP/HTTP (`OXP_OTEL_ENDPOINT`), flushed before each Lambda invocation answers |

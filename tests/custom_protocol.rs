@@ -316,7 +316,7 @@ fn a_schema_no_protocol_exports_is_refused_naming_those_that_do() {
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && out.stdout.is_empty(), "{said}");
     assert!(
-        said.contains("(those that do: --agentcore, --bedrock-agent)"),
+        said.contains("(those that do: --agentcore, --bedrock-agent, --bedrock-agent-api)"),
         "{said}"
     );
 }

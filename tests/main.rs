@@ -31,6 +31,7 @@ mod authorization;
 mod bad_input;
 mod bad_settings;
 mod bedrock_agent;
+mod bedrock_agent_api;
 mod call_line;
 mod content;
 mod contract;

@@ -1,10 +1,12 @@
-//! Amazon Bedrock Agents action groups defined with function details: the agent invokes the
-//! function directly with `messageVersion`, `agent`, `actionGroup`, `function` (the tool's
-//! listing name) and `parameters` (`{name, type, value}`, every value a string). The
-//! parameters are converted by the tool's input schema ([`params`]), the tool runs through the
-//! invoker, and the answer is the documented response: `response.actionGroup`, `function`,
-//! `functionResponse.responseBody.TEXT.body`, with `responseState` when the call failed, the
-//! session attributes passed back as they came.
+//! Amazon Bedrock Agents action groups, defined with function details or with an API schema:
+//! the agent invokes the function directly with `messageVersion`, `agent`, `actionGroup`, and
+//! either `function` (the tool's listing name) and `parameters`, or `apiPath` (`/` and the
+//! listing name), `httpMethod`, `parameters` and `requestBody.content.<type>.properties`; each
+//! parameter or property is `{name, type, value}`, every value a string. They are converted by
+//! the tool's input schema ([`params`]), the tool runs through the invoker, and the answer is
+//! the documented response of the group's kind ([`response`]): the text in the body, with
+//! `responseState` when the call failed (and, for an API schema, an HTTP status), the session
+//! attributes passed back as they came.
 //!
 //! `REPROMPT` (the model reads the text and may try again) answers what the model can act on:
 //! invalid input, the tool's own failures, and the retryable classes (busy, rate limited,
@@ -12,17 +14,19 @@
 //! what only the deployment can fix: an unknown function, a missing requirement, a panic, an
 //! output that breaks its schema. Every answer is a response, never a function error.
 
+pub(crate) mod openapi;
 mod params;
+mod response;
 pub(crate) mod schema;
 
-use crate::server::{BoxFuture, CallContext, DirectHandler};
-use oxp_lambda_core::invoke::{Invoker, Outcome, Target};
-use oxp_lambda_core::refusal::{ErrorClass, Rejection};
+use crate::server::{BoxFuture, CallContext, DirectHandler, Object};
+use oxp_lambda_core::invoke::{Invoker, Target};
+use oxp_lambda_core::refusal::ErrorClass;
 use oxp_lambda_core::registry::RegisteredTool;
-use oxp_lambda_core::{Content, ResourceBody, ToolError, ToolOutput};
-use serde::{Deserialize, Serialize};
+use response::{Ending, respond};
+use serde::Deserialize;
 use serde_json::{Map, Value};
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, OnceLock};
 
 /// The session attribute naming the end user (`sessionState.sessionAttributes.user_id` of
@@ -54,37 +58,45 @@ impl BedrockAgent {
 
     /// Answers one raw event.
     pub(crate) async fn invoke(&self, event: &[u8], context: CallContext) -> Value {
-        let event: Event = match crate::server::object(event) {
-            Some(event) => event,
-            None => {
-                return respond(
-                    &Event::default(),
-                    Some(State::Failure),
-                    "Error: the event is not a Bedrock Agents action group event".into(),
-                );
+        match crate::server::object::<Event>(event) {
+            Some(event) => {
+                let ending = self.call(&event, context).await;
+                respond(&event, ending)
             }
-        };
-        let Some(tool) = self.by_name.get(&event.function) else {
+            None => respond(
+                &Event::default(),
+                Ending::failure(
+                    ErrorClass::InvalidInput,
+                    "Error: the event is not a Bedrock Agents action group event".into(),
+                ),
+            ),
+        }
+    }
+
+    /// Runs the tool `event` names.
+    async fn call(&self, event: &Event, context: CallContext) -> Ending {
+        let Some(tool) = self.by_name.get(event.tool_name()) else {
             // Refused by the invoker as every protocol's call of an unknown tool is (its line,
             // its caller's rate): a caller over its rate is told so.
-            let target = Target::Unserved(event.function.clone());
+            let target = Target::Unserved(event.tool_name().to_owned());
             let call = context.call("bedrock-agent", target, Value::Null);
             if let Err(e) = self.invoker.invoke(call).await
                 && e.class() != ErrorClass::NotFound
             {
-                let (state, body) = refused(&e);
-                return respond(&event, state, body);
+                return Ending::refused(&e);
             }
-            let shown = crate::server::shown(&event.function);
-            return respond(
-                &event,
-                Some(State::Failure),
-                format!("Error: unknown function {shown}"),
+            let (what, shown) = match &event.api_path {
+                Some(path) => ("API path", crate::server::shown(path)),
+                None => ("function", crate::server::shown(&event.function)),
+            };
+            return Ending::failed(
+                ErrorClass::NotFound,
+                format!("Error: unknown {what} {shown}"),
             );
         };
-        let input = match params::to_input(&event.parameters, &tool.input_schema) {
+        let input = match params::to_input(event.inputs(), &tool.input_schema) {
             Ok(input) => input,
-            Err(why) => return respond(&event, Some(State::Reprompt), format!("Error: {why}")),
+            Err(why) => return Ending::failed(ErrorClass::InvalidInput, format!("Error: {why}")),
         };
         let mut call = context.call("bedrock-agent", Target::Tool(tool.clone()), input);
         call.trace_id = event
@@ -100,11 +112,10 @@ impl BedrockAgent {
             .and_then(Value::as_str)
             .filter(|u| !u.is_empty() && u.chars().count() <= MAX_USER_ID_CHARS)
             .map(str::to_owned);
-        let (state, body) = match self.invoker.invoke(call).await {
-            Ok(outcome) => answer(outcome),
-            Err(rejection) => refused(&rejection),
-        };
-        respond(&event, state, body)
+        match self.invoker.invoke(call).await {
+            Ok(outcome) => Ending::of(outcome),
+            Err(rejection) => Ending::refused(&rejection),
+        }
     }
 }
 
@@ -112,8 +123,10 @@ impl BedrockAgent {
 fn too_large() -> Value {
     respond(
         &Event::default(),
-        Some(State::Failure),
-        "Error: the event is too large".into(),
+        Ending::failure(
+            ErrorClass::InvalidInput,
+            "Error: the event is too large".into(),
+        ),
     )
 }
 
@@ -136,8 +149,10 @@ impl ActionGroup {
     pub(crate) fn not_served() -> Value {
         respond(
             &Event::default(),
-            Some(State::Failure),
-            "Error: this function does not serve a Bedrock Agents action group".into(),
+            Ending::failure(
+                ErrorClass::NotFound,
+                "Error: this function does not serve a Bedrock Agents action group".into(),
+            ),
         )
     }
 
@@ -162,8 +177,10 @@ impl DirectHandler for ActionGroup {
                 Ok(agent) => agent.invoke(event, context).await,
                 Err(_) => respond(
                     &Event::default(),
-                    Some(State::Failure),
-                    "Error: the action group's tools cannot be served".into(),
+                    Ending::failure(
+                        ErrorClass::Internal,
+                        "Error: the action group's tools cannot be served".into(),
+                    ),
                 ),
             }
         })
@@ -174,8 +191,8 @@ impl DirectHandler for ActionGroup {
     }
 }
 
-/// The input event, as far as a call uses it (function details; an API-schema action group's
-/// `apiPath` events are not served).
+/// The input event, as far as a call uses it: `function` for a group defined with function
+/// details, `apiPath` (and `httpMethod`, `requestBody`) for one defined with an API schema.
 #[derive(Debug, Default, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Event {
@@ -183,8 +200,14 @@ struct Event {
     action_group: String,
     #[serde(default)]
     function: String,
+    #[serde(default)]
+    api_path: Option<String>,
+    #[serde(default)]
+    http_method: Option<String>,
     #[serde(default, deserialize_with = "crate::server::objects")]
     parameters: Vec<params::Parameter>,
+    #[serde(default, deserialize_with = "crate::server::optional_object")]
+    request_body: Option<RequestBody>,
     #[serde(default)]
     session_id: Option<String>,
     #[serde(default)]
@@ -193,144 +216,35 @@ struct Event {
     prompt_session_attributes: Option<Map<String, Value>>,
 }
 
-/// `functionResponse.responseState`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "UPPERCASE")]
-enum State {
-    Failure,
-    Reprompt,
+/// An API-schema event's `requestBody`: its properties by content type.
+#[derive(Debug, Default, Deserialize)]
+struct RequestBody {
+    #[serde(default)]
+    content: BTreeMap<String, Object<Properties>>,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Response<'a> {
-    message_version: &'static str,
-    response: FunctionResult<'a>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    session_attributes: Option<&'a Map<String, Value>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    prompt_session_attributes: Option<&'a Map<String, Value>>,
+#[derive(Debug, Default, Deserialize)]
+struct Properties {
+    #[serde(default, deserialize_with = "crate::server::objects")]
+    properties: Vec<params::Parameter>,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct FunctionResult<'a> {
-    action_group: &'a str,
-    function: &'a str,
-    function_response: FunctionResponse,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct FunctionResponse {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    response_state: Option<State>,
-    response_body: ResponseBody,
-}
-
-#[derive(Serialize)]
-struct ResponseBody {
-    #[serde(rename = "TEXT")]
-    text: TextBody,
-}
-
-#[derive(Serialize)]
-struct TextBody {
-    body: String,
-}
-
-fn respond(event: &Event, state: Option<State>, body: String) -> Value {
-    let response = Response {
-        // The one version Bedrock Agents defines, whatever the event says.
-        message_version: "1.0",
-        response: FunctionResult {
-            action_group: &event.action_group,
-            function: &event.function,
-            function_response: FunctionResponse {
-                response_state: state,
-                response_body: ResponseBody {
-                    text: TextBody { body },
-                },
-            },
-        },
-        session_attributes: event.session_attributes.as_ref(),
-        prompt_session_attributes: event.prompt_session_attributes.as_ref(),
-    };
-    serde_json::to_value(response).unwrap_or(Value::Null)
-}
-
-/// The state and text of a call that reached its tool.
-fn answer(outcome: Outcome) -> (Option<State>, String) {
-    let class = outcome.error_class();
-    match outcome.result {
-        Ok(output) => (None, text_of(&output)),
-        Err(error) => (
-            Some(state_for(class.unwrap_or(ErrorClass::ToolError))),
-            error_text(&error),
-        ),
-    }
-}
-
-/// A refusal before the tool ran: the user message, never the developer detail.
-fn refused(rejection: &Rejection) -> (Option<State>, String) {
-    let mut text = format!("Error: {}", rejection.user_message());
-    if let Rejection::InvalidInput(errors) = rejection {
-        for (name, why) in errors.iter() {
-            text.push_str(&format!("\n{name}: {why}"));
+impl Event {
+    /// The listing name of the tool it calls: the function, or the API path without its `/`.
+    fn tool_name(&self) -> &str {
+        match &self.api_path {
+            Some(path) => path.strip_prefix('/').unwrap_or(path),
+            None => &self.function,
         }
     }
-    (Some(state_for(rejection.class())), text)
-}
 
-fn state_for(class: ErrorClass) -> State {
-    match class {
-        ErrorClass::InvalidInput | ErrorClass::ToolError => State::Reprompt,
-        class if class.retryable() => State::Reprompt,
-        _ => State::Failure,
+    /// Its parameters, then the request body's properties (a name in both: the body's).
+    fn inputs(&self) -> impl Iterator<Item = &params::Parameter> {
+        let body = self.request_body.iter().flat_map(|b| b.content.values());
+        self.parameters
+            .iter()
+            .chain(body.flat_map(|c| c.0.properties.iter()))
     }
-}
-
-/// The value as text (a string as it is, anything else as compact JSON), then each text
-/// content item on its own line; other items are named, as TEXT carries text only.
-fn text_of(output: &ToolOutput<Value>) -> String {
-    let mut lines = Vec::new();
-    match &output.value {
-        Value::Null => {}
-        Value::String(s) => lines.push(s.clone()),
-        value => lines.push(value.to_string()),
-    }
-    for item in &output.content {
-        lines.push(match item {
-            Content::Text { text } => text.clone(),
-            Content::Resource {
-                body: ResourceBody::Text(text),
-                ..
-            } => text.clone(),
-            Content::Image { media_type, .. } => format!("[image: {media_type}]"),
-            Content::Audio { media_type, .. } => format!("[audio: {media_type}]"),
-            Content::Resource { uri, .. } | Content::Link { uri, .. } => {
-                format!("[resource: {uri}]")
-            }
-        });
-    }
-    lines.join("\n")
-}
-
-/// `Error: <message>`, with the retry guidance and the extra prompt content the tool gave.
-fn error_text(error: &ToolError) -> String {
-    let mut text = format!("Error: {}", error.message);
-    if error.can_retry {
-        text.push_str(" (you may retry");
-        if let Some(ms) = error.retry_after_ms {
-            text.push_str(&format!(" after {ms} ms"));
-        }
-        text.push(')');
-    }
-    if let Some(extra) = &error.additional_prompt_content {
-        text.push('\n');
-        text.push_str(extra);
-    }
-    text
 }
 
 #[cfg(test)]

@@ -88,16 +88,19 @@ pub(super) const MAX_VALUES: usize = 10_000;
 
 /// The tool input of `parameters`, converted by `schema` (the tool's input schema); `Err` when
 /// they are more, or expand to more values, than one event may hold.
-pub(super) fn to_input(parameters: &[Parameter], schema: &Value) -> Result<Value, String> {
-    if parameters.len() > MAX_PARAMETERS {
-        return Err(format!(
-            "the event has more than {MAX_PARAMETERS} parameters"
-        ));
-    }
+pub(super) fn to_input<'a>(
+    parameters: impl Iterator<Item = &'a Parameter>,
+    schema: &Value,
+) -> Result<Value, String> {
     let properties = schema.get("properties").and_then(Value::as_object);
-    let mut input = Map::with_capacity(parameters.len());
+    let mut input = Map::new();
     let mut budget = MAX_VALUES;
-    for p in parameters {
+    for (i, p) in parameters.enumerate() {
+        if i == MAX_PARAMETERS {
+            return Err(format!(
+                "the event has more than {MAX_PARAMETERS} parameters"
+            ));
+        }
         let property = properties.and_then(|props| props.get(&p.name));
         let kind = property
             .and_then(declared_type)

@@ -27,7 +27,8 @@ pub(crate) fn export(tools: &[Arc<RegisteredTool>]) -> Result<Value, String> {
     Ok(json!({ "functions": functions }))
 }
 
-fn function(tool: &RegisteredTool) -> Result<Value, String> {
+/// `tool` as one function of the schema; `Err` names what Bedrock cannot take.
+pub(super) fn function(tool: &RegisteredTool) -> Result<Value, String> {
     if !valid_name(&tool.listing_name) {
         return Err("the name is not a Bedrock function name ([0-9a-zA-Z] with single '_' or '-' between, at most 100)".into());
     }

@@ -116,3 +116,51 @@ fn what_function_details_cannot_say_fails_naming_the_tool_and_field() {
     let err = export_of(bad_name).unwrap_err();
     assert!(err.contains("'to__where'"), "{err}");
 }
+
+#[test]
+fn an_api_schema_operation_says_of_each_property_what_its_function_says() {
+    let tool = Tool::builder("Hotel.Book", "1.0.0")
+        .description("Books a hotel.")
+        .destructive()
+        .handler(book);
+    let registry = Registry::builder().tool(tool).build().unwrap();
+    let schema = super::openapi::export(&registry.served(&[], "").unwrap()).unwrap();
+    let operation = &schema["paths"]["/Hotel_Book"]["post"];
+    assert_eq!(operation["x-requireConfirmation"], "ENABLED");
+    let body = &operation["requestBody"]["content"]["application/json"]["schema"];
+    let mut required: Vec<&str> = body["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    required.sort_unstable();
+    assert_eq!(required, ["guests", "hotel", "offers", "unit"]);
+    let p = &body["properties"];
+    assert_eq!(
+        p["nights"],
+        json!({"description": "How many nights.", "type": "integer"}),
+        "bounds are described or left to the invoker, as Bedrock asks"
+    );
+    assert_eq!(
+        p["unit"],
+        json!({"description": "One of: Celsius, Fahrenheit.", "type": "string"})
+    );
+    assert_eq!(
+        p["guests"],
+        json!({"description": "Guests' names.", "type": "array", "items": {"type": "string"}})
+    );
+
+    async fn nested(_: Nested, _: ToolContext) -> Result<(), ToolError> {
+        Ok(())
+    }
+    let tool = Tool::builder("Trip.Plan", "1.0.0")
+        .description("Plans.")
+        .handler(nested);
+    let registry = Registry::builder().tool(tool).build().unwrap();
+    let err = super::openapi::export(&registry.served(&[], "").unwrap()).unwrap_err();
+    assert!(
+        err.contains("Trip_Plan") && err.contains("'place'"),
+        "{err}"
+    );
+}

@@ -23,6 +23,8 @@ mod webhooks;
 pub use agentcore::AgentCore;
 #[cfg(feature = "bedrock-agent")]
 pub use bedrock::BedrockAgents;
+#[cfg(feature = "bedrock-agent")]
+use bedrock::BedrockAgentsApi;
 #[cfg(feature = "mcp")]
 pub use mcp::Mcp;
 pub use oxp::Oxp;
@@ -52,6 +54,8 @@ pub(crate) fn all() -> Vec<Box<dyn Entry>> {
         Box::new(Configured::new(AgentCore)),
         #[cfg(feature = "bedrock-agent")]
         Box::new(Configured::new(BedrockAgents)),
+        #[cfg(feature = "bedrock-agent")]
+        Box::new(Configured::new(BedrockAgentsApi)),
         #[cfg(feature = "webhooks")]
         Box::new(Configured::new(EventSources)),
     ]
