@@ -10,37 +10,14 @@ import sys
 
 import httpx
 from mcp import ClientSession
-from mcp.client.auth import TokenStorage
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.streamable_http import streamablehttp_client
+
+from mcp_oauth_common import Memory, check
 
 CLIENT = ("mcp-test", "mcp-test-secret")
 LIST = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
 HEADERS = {"accept": "application/json, text/event-stream"}
-
-
-def check(condition, what):
-    if not condition:
-        raise AssertionError(what)
-    print(f"ok   {what}")
-
-
-class Memory(TokenStorage):
-    def __init__(self):
-        self.tokens = None
-        self.client = None
-
-    async def get_tokens(self):
-        return self.tokens
-
-    async def set_tokens(self, tokens):
-        self.tokens = tokens
-
-    async def get_client_info(self):
-        return self.client
-
-    async def set_client_info(self, client_info):
-        self.client = client_info
 
 
 async def token(http, issuer, resource, scope):

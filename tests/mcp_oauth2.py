@@ -12,34 +12,11 @@ import asyncio
 import sys
 
 from mcp import Client
-from mcp.client.auth import TokenStorage
 from mcp.client.auth.extensions.client_credentials import ClientCredentialsOAuthProvider
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-
-def check(condition, what):
-    if not condition:
-        raise AssertionError(what)
-    print(f"ok   {what}")
-
-
-class Memory(TokenStorage):
-    def __init__(self):
-        self.tokens = None
-        self.client = None
-
-    async def get_tokens(self):
-        return self.tokens
-
-    async def set_tokens(self, tokens):
-        self.tokens = tokens
-
-    async def get_client_info(self):
-        return self.client
-
-    async def set_client_info(self, client_info):
-        self.client = client_info
+from mcp_oauth_common import Memory, check
 
 
 async def session(server, issuer, mode, version):
