@@ -277,16 +277,26 @@ async fn locally_a_burst_of_calls_is_counted_whole_and_timed_as_emf_holds_never_
     for sender in senders {
         sender.await.unwrap();
     }
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Flushed each second: read until every call is counted (a loaded machine flushes late).
+    let counted = |documents: &[Value]| -> u64 {
+        emf(documents, "calls")
+            .into_iter()
+            .filter(|d| d["tool"] == "Calculator.Add@1.0.0")
+            .map(|d| d["calls"].as_u64().unwrap())
+            .sum()
+    };
+    let end = std::time::Instant::now() + Duration::from_secs(10);
+    let documents = loop {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let documents = written(server.output_path());
+        if counted(&documents) >= 300 || std::time::Instant::now() > end {
+            break documents;
+        }
+    };
     let text = std::fs::read_to_string(server.output_path()).unwrap();
     assert!(!text.contains("Failed to record"), "an error line per call");
-    let documents = written(server.output_path());
-    let adds = emf(&documents, "calls")
-        .into_iter()
-        .filter(|d| d["tool"] == "Calculator.Add@1.0.0")
-        .collect::<Vec<_>>();
-    let counted: u64 = adds.iter().map(|d| d["calls"].as_u64().unwrap()).sum();
-    assert_eq!(counted, 300, "every call counted: {adds:#?}");
+    let adds = emf(&documents, "calls");
+    assert_eq!(counted(&documents), 300, "every call counted: {adds:#?}");
     let timed: Vec<usize> = emf(&documents, "duration")
         .into_iter()
         .map(|d| d["duration"].as_array().map_or(1, Vec::len))
