@@ -88,7 +88,8 @@ async fn echo(
     )
 }
 
-fn types_app() -> App {
+/// An app serving `Types.Echo` (every type a parameter can have), for the API-schema tests too.
+pub(crate) fn types_app() -> App {
     app_with(
         Registry::builder().tool(echo_tool()).build().unwrap(),
         test_config(),

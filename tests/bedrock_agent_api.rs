@@ -9,8 +9,8 @@
 
 use crate::common;
 
+use crate::bedrock_agent::types_app;
 use common::*;
-use oxp_lambda::{Registry, ToolError, tool};
 use serde_json::{Value, json};
 
 fn api_event(path: &str, method: &str, parameters: Value, properties: Option<Value>) -> Vec<u8> {
@@ -28,34 +28,13 @@ fn body(answer: &Value) -> &str {
         .unwrap()
 }
 
-/// Takes every type a parameter can have.
-#[tool(name = "Types.Echo", version = "1.0.0")]
-async fn echo(
-    /// Text.
-    text: String,
-    /// A count.
-    count: i64,
-    /// A flag.
-    flag: bool,
-    /// Numbers.
-    numbers: Option<Vec<i64>>,
-) -> Result<Value, ToolError> {
-    Ok(json!({"text": text, "count": count, "flag": flag, "numbers": numbers}))
-}
-
-fn types_app() -> App {
-    app_with(
-        Registry::builder().tool(echo_tool()).build().unwrap(),
-        test_config(),
-    )
-}
-
 #[tokio::test]
 async fn an_api_event_is_answered_in_the_api_shape_with_its_path_method_and_status_200() {
     let properties = json!([
         {"name": "text", "type": "string", "value": "42"},
         {"name": "count", "type": "integer", "value": "7"},
         {"name": "flag", "type": "boolean", "value": "TRUE"},
+        {"name": "tags", "type": "array", "value": "[]"},
         {"name": "numbers", "type": "array", "value": "[1, 2]"}
     ]);
     let answer = types_app()
@@ -76,7 +55,8 @@ async fn an_api_event_is_answered_in_the_api_shape_with_its_path_method_and_stat
     let value: Value = serde_json::from_str(body(&answer)).unwrap();
     assert_eq!(
         value,
-        json!({"text": "42", "count": 7, "flag": true, "numbers": [1, 2]})
+        json!({"text": "42", "count": 7, "ratio": null, "flag": true, "tags": [],
+               "numbers": [1, 2]})
     );
     assert_eq!(
         answer["sessionAttributes"],
@@ -96,6 +76,7 @@ async fn parameters_and_body_properties_both_reach_the_tool_and_any_method_is_se
                    {"name": "count", "type": "integer", "value": "1"}]),
             Some(
                 json!([{"name": "flag", "type": "boolean", "value": "false"},
+                        {"name": "tags", "type": "array", "value": "[]"},
                         {"name": "count", "type": "integer", "value": "2"}]),
             ),
         ))

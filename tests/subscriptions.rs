@@ -197,6 +197,17 @@ async fn an_event_its_callback_refuses_is_dead_lettered_whole_and_the_next_one_s
     let _ = std::fs::remove_file(file);
 }
 
+/// How long after the first `subscription_event` the second arrived.
+fn resent_after(receiver: &Receiver) -> Duration {
+    let at: Vec<Instant> = receiver
+        .hits()
+        .into_iter()
+        .filter(|h| h.body["type"] == "subscription_event")
+        .map(|h| h.at)
+        .collect();
+    at[1] - at[0]
+}
+
 #[tokio::test]
 async fn an_event_whose_callback_asks_for_time_is_sent_again_after_it_and_once_taken_not_again() {
     let (app, file) = with_dead_letters(&[("OXP_RAP_DELIVERY_ATTEMPTS", "3")]);
@@ -205,13 +216,7 @@ async fn an_event_whose_callback_asks_for_time_is_sent_again_after_it_and_once_t
     assert_eq!(event(&app, "later", 1).await.status, 202);
     let events = receiver.wait_kind("subscription_event", 2).await;
     assert_eq!(events[0], events[1], "the same event again");
-    let at: Vec<Instant> = receiver
-        .hits()
-        .into_iter()
-        .filter(|h| h.body["type"] == "subscription_event")
-        .map(|h| h.at)
-        .collect();
-    let waited = at[1] - at[0];
+    let waited = resent_after(&receiver);
     assert!(
         waited >= Duration::from_millis(900),
         "Retry-After: 1 kept: {waited:?}"
@@ -244,13 +249,7 @@ async fn a_new_event_does_not_cut_short_the_time_a_callback_asked_for() {
         [1, 1, 2],
         "the one not taken again, then the next, in order"
     );
-    let at: Vec<Instant> = receiver
-        .hits()
-        .into_iter()
-        .filter(|h| h.body["type"] == "subscription_event")
-        .map(|h| h.at)
-        .collect();
-    let waited = at[1] - at[0];
+    let waited = resent_after(&receiver);
     assert!(
         waited >= Duration::from_millis(1900),
         "Retry-After: 2 kept though an event came: {waited:?}"
